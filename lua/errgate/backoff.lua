@@ -1,0 +1,69 @@
+-- errgate.backoff — the arithmetic of waiting between in-place retries.
+--
+-- Pure functions over a compiled schedule (see errgate.schedule for its
+-- fields) and the retry number n (1 for the first retry after the first
+-- failure of a class). The un-jittered delay is either fixed (base_ms) or
+-- exponential (base_ms * 2^(n-1)), capped at max_ms. Jitter then spreads it:
+-- "none" keeps it, "full" draws uniformly from [0, d], "equal" keeps half and
+-- draws the other half. A Retry-After the server sent, when the schedule
+-- honours it, is a floor: we never come back sooner than the server asked
+-- (capped at retry_after_cap_ms, so a hostile header cannot park a partition
+-- for a day). Randomness is injected (`random` returns a number in [0, 1),
+-- like math.random()) so tests can pin it. Delays are integer milliseconds.
+-- Decorrelated jitter needs the previous delay; it will arrive as another
+-- jitter kind fed from the record's attempt history.
+local backoff = {}
+
+local floor, min, max = math.floor, math.min, math.max
+
+-- backoff.JITTER: the jitter kinds a schedule may name.
+backoff.JITTER = { none = true, full = true, equal = true }
+-- backoff.KINDS: the backoff shapes a schedule may name.
+backoff.KINDS = { exponential = true, fixed = true }
+
+-- base(schedule, n) -> ms
+-- The delay before retry n (n >= 1) without jitter: fixed -> base_ms;
+-- exponential -> base_ms * 2^(n-1); both capped at max_ms.
+function backoff.base(schedule, n)
+  local b, cap = schedule.base_ms, schedule.max_ms
+  if schedule.backoff == "fixed" or n <= 1 or b == 0 then return min(b, cap) end
+  if n - 1 >= 52 then return cap end -- 2^52 * anything > any cap we accept
+  return min(cap, b * 2 ^ (n - 1))
+end
+
+-- jitter(kind, d, random) -> ms
+-- Spreads the delay d (integer ms) according to kind ("none", "full",
+-- "equal"). random() must return a number in [0, 1); values outside are
+-- clamped so the result always stays within the documented bounds:
+-- none -> d; full -> [0, d]; equal -> [floor(d/2), d].
+function backoff.jitter(kind, d, random)
+  d = floor(d)
+  if kind == "none" or d <= 0 then return max(d, 0) end
+  local r = random()
+  if type(r) ~= "number" or r ~= r or r < 0 then r = 0 end
+  if kind == "full" then
+    return min(d, floor(r * (d + 1)))
+  end
+  local half = floor(d / 2) -- "equal"
+  return min(d, half + floor(r * (d - half + 1)))
+end
+
+-- delay(schedule, n, random) -> ms
+-- The jittered delay before retry n.
+function backoff.delay(schedule, n, random)
+  return backoff.jitter(schedule.jitter, backoff.base(schedule, n), random or math.random)
+end
+
+-- retry_delay(schedule, n, retry_after_ms, random) -> ms, honoured
+-- The delay before retry n given the failure's Retry-After (ms or nil).
+-- honoured is true when the Retry-After (capped) decided the delay.
+function backoff.retry_delay(schedule, n, retry_after_ms, random)
+  local d = backoff.delay(schedule, n, random)
+  if schedule.honor_retry_after and type(retry_after_ms) == "number" and retry_after_ms > 0 then
+    local ra = floor(min(retry_after_ms, schedule.retry_after_cap_ms))
+    if ra > d then return ra, true end
+  end
+  return d, false
+end
+
+return backoff

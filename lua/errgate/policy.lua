@@ -1,0 +1,150 @@
+-- errgate.policy — the policy DSL: define() and the decide() pipeline.
+--
+-- A policy file returns define{ name, version, classify, retry, route,
+-- examples [, description] }. define() compiles each part once (see
+-- errgate.classify, errgate.schedule, errgate.route, errgate.examples),
+-- runs the examples, and returns a Policy object. Any problem is raised as
+-- one line, "<file>:<line>: policy '<name>': <what>", pointing at the
+-- define call, so `errgate policy check` and hot reload can report it as is.
+-- (`return define{...}` is a tail call and leaves no frame behind, so there
+-- the loader can only name the file; <what> names the offending field.)
+-- Unknown top-level fields are errors (a misspelt `rety` must not silently
+-- mean "no retries"); later sections (budgets, ladders, lint settings) are
+-- added to KNOWN and compiled in build().
+--
+-- Policy:decide(failure, record, ctx) is the whole decision in plain Lua:
+--   normalize the failure -> classify -> streak for that class -> route ->
+--   finalize (errgate.decision).
+-- It is what the C core reaches through errgate.runtime and what busted
+-- specs call directly. A Policy is treated as immutable once built;
+-- with_random() returns a copy with another random source (tests, examples).
+local classify = require "errgate.classify"
+local decision = require "errgate.decision"
+local examples = require "errgate.examples"
+local failure = require "errgate.failure"
+local route = require "errgate.route"
+local schedule = require "errgate.schedule"
+
+local policy = {}
+
+local Policy = {}
+Policy.__index = Policy
+
+local KNOWN = {
+  name = true, version = true, description = true,
+  classify = true, retry = true, route = true, examples = true,
+}
+local EMPTY = {}
+
+local function fail(fmt, ...)
+  error(fmt:format(...), 0)
+end
+
+-- build(spec) -> Policy; raises a message without the "policy 'x':" prefix.
+local function build(spec)
+  for k in pairs(spec) do
+    if not KNOWN[k] then fail("unknown field %s", tostring(k)) end
+  end
+  local version = spec.version
+  if type(version) == "number" then version = tostring(version) end
+  if type(version) ~= "string" or version == "" then
+    fail("version missing (a string such as \"3\" or \"2024-06-01\")")
+  end
+  if spec.description ~= nil and type(spec.description) ~= "string" then
+    fail("description must be a string")
+  end
+  local schedules = schedule.compile_all(spec.retry)
+  local pol = setmetatable({
+    name = spec.name,
+    version = version,
+    id = spec.name .. "@" .. version,
+    description = spec.description,
+    schedules = schedules,
+    random = math.random,
+    _classify = classify.compile(spec.classify),
+    _route = route.compile(spec.route, schedules),
+  }, Policy)
+  pol.examples = examples.compile(spec.examples)
+  local ok, err = examples.run(pol, pol.examples)
+  if not ok then error(err, 0) end
+  return pol
+end
+
+-- define(spec) -> Policy
+-- Compiles and self-tests a policy spec. Raises (at the caller's line)
+-- "policy '<name>': <problem>" when anything is wrong.
+function policy.define(spec)
+  if type(spec) ~= "table" then
+    error("policy: define expects a table, got " .. type(spec), 2)
+  end
+  local name = spec.name
+  if type(name) ~= "string" or not name:match("^[%w_][%w_%.%-]*$") then
+    error("policy: name missing or invalid (a non-empty string of letters, digits, _ . -)", 2)
+  end
+  local ok, pol = pcall(build, spec)
+  if not ok then error(("policy '%s': %s"):format(name, tostring(pol)), 2) end
+  return pol
+end
+
+-- is(v) -> boolean: v is a Policy built by define().
+function policy.is(v)
+  return getmetatable(v) == Policy
+end
+
+-- Policy:classify(failure, record) -> class, code
+-- The classification alone (failure need not be normalized). class is never
+-- nil ("unknown" at worst); code is the full default-filled code.
+function Policy:classify(f, record)
+  f = failure.normalize(f)
+  if type(record) ~= "table" then record = {} end
+  local class, code = self._classify(f, record)
+  return class or "unknown", code or f.code or failure.default_code(f)
+end
+
+-- route_ctx(ctx, class, code) -> the ctx a route sees: the C core's fields
+-- (defaulted for direct calls) plus class, code and streak.
+local function route_ctx(ctx, class, code)
+  if type(ctx) ~= "table" then ctx = EMPTY end
+  local prev = tonumber(ctx.class_attempts) or 0
+  local last = ctx.last_class
+  return {
+    attempt = tonumber(ctx.attempt) or 1,
+    last_class = last,
+    class_attempts = prev,
+    ordering = ctx.ordering or "partition",
+    now_ms = tonumber(ctx.now_ms) or 0,
+    first_failure_ms = tonumber(ctx.first_failure_ms) or tonumber(ctx.now_ms) or 0,
+    class = class,
+    code = code,
+    streak = (class == last) and prev + 1 or 1,
+  }
+end
+
+-- Policy:decide(failure, record, ctx) -> decision
+-- failure: see errgate.failure; record: { topic, partition, offset, key,
+-- timestamp, headers }; ctx: { attempt, last_class, class_attempts,
+-- ordering, now_ms, first_failure_ms } (record and ctx may be nil in tests).
+-- Returns { action, class, code, reason, delay_ms, message } (see
+-- errgate.decision); raises on an invalid failure or decision.
+function Policy:decide(f, record, ctx)
+  f = failure.normalize(f)
+  if type(record) ~= "table" then record = {} end -- fresh: user code may write to it
+  local class, code = self._classify(f, record)
+  class = class or "unknown"
+  code = code or f.code or failure.default_code(f)
+  local draft = self._route(class, f, record, route_ctx(ctx, class, code), self.random)
+  draft.class = class
+  draft.code = draft.code or code
+  return decision.finalize(draft, f)
+end
+
+-- Policy:with_random(fn) -> Policy
+-- A copy of this policy whose jitter draws from fn (returns [0, 1)).
+function Policy:with_random(fn)
+  local copy = {}
+  for k, v in pairs(self) do copy[k] = v end
+  copy.random = fn
+  return setmetatable(copy, Policy)
+end
+
+return policy

@@ -1,0 +1,59 @@
+-- errgate.redact — make a failure message safe to write into a lane header.
+--
+-- Messages come from downstream services and may echo credentials back.
+-- Before a message leaves the gateway (error.message header, decision log)
+-- it is redacted, then truncated. Redaction is deliberately small and
+-- conservative: bearer tokens, `key=value` / `key: value` pairs whose key
+-- looks secret (password, passwd, pwd, secret, token, api_key, apikey), and
+-- the password part of `user:pass@host`. Over-redaction is acceptable; a
+-- leaked secret is not. Truncation never splits a UTF-8 sequence. Input is
+-- capped before any pattern runs so pattern cost stays bounded.
+local redact = {}
+
+local MARK = "[REDACTED]"
+local SCAN_MAX = 4096
+
+-- a case-insensitive Lua pattern for a literal word: "token" -> "[tT][oO]..."
+local function nocase(word)
+  return (word:gsub("%a", function(c) return "[" .. c:lower() .. c:upper() .. "]" end))
+end
+
+local SECRET_KEYS = {}
+for _, k in ipairs({ "password", "passwd", "pwd", "secret", "token", "api_key", "apikey" }) do
+  SECRET_KEYS[#SECRET_KEYS + 1] = "(" .. nocase(k) .. "[\"']?%s*[=:]%s*[\"']?)[^%s&;,\"']+"
+end
+local BEARER = "(" .. nocase("bearer") .. "%s+)[%w%-%._~%+/]+=*"
+local USERINFO = "([%w%._~%%!%$'%*%+%-]+):[^%s@/:]+@"
+
+-- truncate(s, limit) -> string
+-- s cut to at most limit bytes, backing off so no UTF-8 sequence is split.
+function redact.truncate(s, limit)
+  if #s <= limit then return s end
+  local cut = limit
+  -- a continuation byte (10xxxxxx) at cut+1 means we are inside a sequence
+  while cut > 0 and s:byte(cut + 1) and s:byte(cut + 1) >= 0x80 and s:byte(cut + 1) < 0xC0 do
+    cut = cut - 1
+  end
+  return s:sub(1, cut)
+end
+
+-- secrets(s) -> string
+-- s with the secrets described above replaced by "[REDACTED]".
+function redact.secrets(s)
+  s = s:gsub(BEARER, "%1" .. MARK)
+  for i = 1, #SECRET_KEYS do s = s:gsub(SECRET_KEYS[i], "%1" .. MARK) end
+  s = s:gsub(USERINFO, "%1:" .. MARK .. "@")
+  return s
+end
+
+-- message(s, limit) -> string
+-- The header-safe form of a message: non-strings become "", control
+-- characters become spaces, secrets are redacted, the result is at most
+-- limit bytes.
+function redact.message(s, limit)
+  if type(s) ~= "string" then return "" end
+  s = redact.truncate(s, SCAN_MAX):gsub("[%c]", " ")
+  return redact.truncate(redact.secrets(s), limit)
+end
+
+return redact

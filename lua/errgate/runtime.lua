@@ -1,0 +1,62 @@
+-- errgate.runtime — the seam between the C core and Lua.
+--
+-- The C core creates a lua_State (standard libraries, JIT engine off, the
+-- package paths pointing at <repo>/lua), requires this module once, and from
+-- then on calls only these functions:
+--   rt.load_policy(path) -> policy | nil, err     at start and on reload
+--   rt.load_target(path) -> fn | nil, err         for `target = lua`
+--   rt.decide(pol, failure, record, ctx) -> decision   under lua_pcall
+--   rt.policy_id(pol) -> "name@version"           to stamp decisions
+-- Loading never raises: errors come back as one line naming the file (and
+-- line), ready for a log or the admin endpoint. decide raises on anything
+-- invalid; the C core then applies its fallback (`hold` by default). Files
+-- are run in the sandbox (errgate.sandbox). A hot reload calls load_policy
+-- in a fresh state and swaps only on success; nothing here keeps state
+-- between calls except the random seed.
+local policy = require "errgate.policy"
+local sandbox = require "errgate.sandbox"
+
+local rt = {}
+
+-- Jitter only needs to differ between gateway instances, not to be secret.
+math.randomseed(os.time() + math.floor(os.clock() * 1e6))
+
+-- load_policy(path) -> policy | nil, err
+-- Loads the policy file at path (text only, sandboxed); it must return a
+-- value built by require("errgate.policy").define{...}.
+function rt.load_policy(path)
+  local v, err = sandbox.run_file(path)
+  if err then return nil, err end
+  if not policy.is(v) then
+    return nil, ("%s: must return require(\"errgate.policy\").define{...}, got %s"):format(path, type(v))
+  end
+  return v
+end
+
+-- load_target(path) -> fn | nil, err
+-- Loads a Lua target file (same loader and sandbox); it must return a
+-- function(record).
+function rt.load_target(path)
+  local v, err = sandbox.run_file(path)
+  if err then return nil, err end
+  if type(v) ~= "function" then
+    return nil, ("%s: must return a function(record), got %s"):format(path, type(v))
+  end
+  return v
+end
+
+-- decide(pol, failure, record, ctx) -> { action, class, code, reason, delay_ms, message }
+-- See errgate.policy (Policy:decide) for the argument shapes and
+-- errgate.decision for the result. Raises on an invalid policy object,
+-- failure or decision, and on errors inside the policy's own functions.
+function rt.decide(pol, f, record, ctx)
+  if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
+  return pol:decide(f, record, ctx)
+end
+
+-- policy_id(pol) -> "name@version"
+function rt.policy_id(pol)
+  return pol.id
+end
+
+return rt

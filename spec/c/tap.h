@@ -1,0 +1,16 @@
+/* tap.h — minimal TAP output for errgate's C unit tests.
+ * CHECK(cond, desc) prints "ok N - desc" or "not ok N - desc (file:line)";
+ * TAP_DONE() prints the plan and returns the exit code from main. */
+#ifndef EG_TAP_H
+#define EG_TAP_H
+#include <stdio.h>
+static int tap_n, tap_failed;
+#define CHECK(cond, ...) do { \
+    tap_n++; \
+    if (cond) { printf("ok %d - ", tap_n); } \
+    else { tap_failed++; printf("not ok %d - ", tap_n); } \
+    printf(__VA_ARGS__); \
+    if (!(cond)) printf(" (%s:%d)", __FILE__, __LINE__); \
+    printf("\n"); } while (0)
+#define TAP_DONE() (printf("1..%d\n", tap_n), tap_failed ? 1 : 0)
+#endif

@@ -1,0 +1,127 @@
+# lib.sh — shared helpers for errgate's end-to-end tests (bash).
+#
+# Every test script sources this file, starts real processes (errgate broker,
+# errgate run, flaky-handler), and reports TAP lines through `ok`/`not_ok`.
+# Everything started with `bg` is killed on exit. Each test gets its own
+# scratch directory $T (removed on success, kept on failure for inspection).
+
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-build}
+EG="$ROOT/$BUILD/errgate"
+FLAKY="$ROOT/$BUILD/flaky-handler"
+T=$(mktemp -d "/tmp/errgate-e2e.XXXXXX")
+TESTNO=0
+FAILED=0
+PIDS=()
+
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ "$FAILED" = 0 ]; then rm -rf "$T"; else echo "# scratch kept in $T"; fi
+}
+trap cleanup EXIT
+
+ok()     { TESTNO=$((TESTNO+1)); echo "ok $TESTNO - $*"; }
+not_ok() { TESTNO=$((TESTNO+1)); FAILED=1; echo "not ok $TESTNO - $*"; }
+# check DESC CMD...: run CMD, report ok/not ok under DESC.
+check()  { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+diag()   { echo "# $*"; }
+die()    { not_ok "$*"; exit 1; }
+
+# bg NAME CMD...: run CMD in the background, stdout/stderr to $T/NAME.{out,err}.
+bg() { local n=$1; shift; "$@" >"$T/$n.out" 2>"$T/$n.err" & PIDS+=($!); LASTPID=$!; }
+
+# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds or time runs out.
+wait_for() {
+  local limit=$(( $1 * 10 )) i=0; shift
+  while ! "$@" 2>/dev/null; do
+    i=$((i+1)); [ $i -ge $limit ] && return 1; sleep 0.1
+  done
+}
+
+# start_broker [ARGS...]: start `errgate broker`; sets BOOTSTRAP and CONTROL.
+start_broker() {
+  bg broker "$EG" broker "$@"
+  BROKER_PID=$LASTPID
+  wait_for 10 grep -q '^control=' "$T/broker.out" || die "broker did not start: $(cat "$T/broker.err")"
+  BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$T/broker.out" | head -1)
+  CONTROL=$(sed -n 's/^control=//p' "$T/broker.out" | head -1)
+  export ERRGATE_BOOTSTRAP=$BOOTSTRAP
+}
+
+# broker_ctl COMMAND...: send one line to the broker's control socket, print the reply.
+broker_ctl() {
+  local host=${CONTROL%:*} port=${CONTROL##*:} reply
+  exec 9<>"/dev/tcp/$host/$port" || return 1
+  echo "$*" >&9
+  read -r reply <&9
+  exec 9<&- 9>&-
+  echo "$reply"
+  [ "${reply%% *}" = ok ]
+}
+
+# start_handler [ARGS...]: start the flaky handler logging successes to $T/ok.log; sets HANDLER_URL.
+start_handler() {
+  bg handler "$FLAKY" --log "$T/ok.log" "$@"
+  HANDLER_PID=$LASTPID
+  wait_for 10 grep -q '^listening=' "$T/handler.out" || die "handler did not start: $(cat "$T/handler.err")"
+  HANDLER_URL="http://$(sed -n 's/^listening=//p' "$T/handler.out" | head -1)/"
+}
+
+# gen_records N [MODE_SPEC]: print N "key<TAB>json" lines; MODE_SPEC is a list of
+# "mode:weight" pairs (default: a realistic mix). Record ids are r1..rN.
+gen_records() {
+  local n=$1 spec=${2:-"ok:70 transient-1:6 transient-2:4 permanent:6 explicit-permanent-E42:1 semantic:4 json-semantic-bad_state:2 duplicate:5 ratelimit-0:2"}
+  awk -v n="$n" -v spec="$spec" 'BEGIN {
+    srand(12345); m = split(spec, parts, " "); total = 0
+    for (i = 1; i <= m; i++) { split(parts[i], kv, ":"); mode[i] = kv[1]; total += kv[2]; cum[i] = total }
+    for (r = 1; r <= n; r++) {
+      x = rand() * total; for (i = 1; i <= m && x >= cum[i]; i++) ;
+      printf "k%d\t{\"id\":\"r%d\",\"mode\":\"%s\"}\n", r % 997, r, mode[i]
+    }
+  }'
+}
+
+# produce TOPIC < lines: produce "key<TAB>value" lines with kcat (acks=all).
+produce() {
+  kcat -P -b "$BOOTSTRAP" -t "$1" -K $'\t' -X acks=all -X linger.ms=20 2>"$T/kcat-produce.err" || die "kcat produce failed: $(cat "$T/kcat-produce.err")"
+}
+
+# dump TOPIC FILE: every record of TOPIC as kcat JSON lines (headers included).
+dump() {
+  kcat -C -b "$BOOTSTRAP" -t "$1" -e -J -q >"$2" 2>"$T/kcat-dump.err"
+}
+
+# write_config FILE GROUP ORDERING [EXTRA_LUA]: a gateway config for topic "src"
+# with the HTTP target at $HANDLER_URL and the default policy.
+write_config() {
+  cat >"$1" <<CFG
+return {
+  group = "$2",
+  source = { topics = { "src" }, ordering = "$3", max_inflight = 500 },
+  target = { http = { url = "$HANDLER_URL", timeout_ms = 3000, concurrency = 16 } },
+  policy = "$ROOT/policies/default.lua",
+  commit_interval_ms = 200,
+  shutdown_timeout_ms = 5000,
+  kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
+  ${4:-}
+}
+CFG
+}
+
+# start_gateway NAME CONFIG: run `errgate run` in the background (logs in $T/NAME.err).
+start_gateway() { bg "$1" "$EG" run -c "$2"; GW_PID=$LASTPID; }
+
+# lag GROUP TOPIC: total lag of GROUP on TOPIC (committed vs end), or "?" on error.
+lag() { "$EG" offsets -b "$BOOTSTRAP" -g "$1" "$2" 2>/dev/null | awk '$1=="total"{print $4; f=1} END{if(!f) print "?"}'; }
+
+# wait_drained GROUP TOPIC SECONDS: wait until the group's lag on TOPIC is 0.
+lag_is_zero() { [ "$(lag "$1" "$2")" = 0 ]; }
+wait_drained() { wait_for "$3" lag_is_zero "$1" "$2"; }
+
+# stop_gateway PID: SIGTERM and wait; sets RC to its exit code.
+stop_gateway() { kill -TERM "$1" 2>/dev/null; RC=0; wait "$1" || RC=$?; }
+
+PY=/usr/bin/python3

@@ -1,0 +1,128 @@
+-- decision_spec.lua — errgate.decision: validation and defaults of what C receives.
+local decision = require "errgate.decision"
+local policy = require "errgate.policy"
+local rt = require "errgate.runtime"
+
+local F = { kind = "http", status = 503 }
+
+local function routed(fn)
+  return policy.define { name = "fn", version = 1, classify = { { class = "c" } }, route = fn }
+end
+
+describe("errgate.decision.finalize", function()
+  it("fills the defaults", function()
+    local d = decision.finalize({ action = "dlq" }, F)
+    assert.are.same({ action = "dlq", class = "unknown", code = "http_503", reason = "unknown",
+      delay_ms = 0, message = "HTTP 503" }, d)
+  end)
+
+  it("gives hold a default delay and zeroes the delay of other actions", function()
+    assert.are.equal(1000, decision.finalize({ action = "hold" }, F).delay_ms)
+    assert.are.equal(0, decision.finalize({ action = "stop", delay_ms = 5 }, F).delay_ms)
+  end)
+
+  it("accepts duration strings for delay_ms", function()
+    assert.are.equal(2500, decision.finalize({ action = "retry", delay_ms = "2.5s" }, F).delay_ms)
+  end)
+
+  it("accepts every action the C core knows", function()
+    for _, a in ipairs({ "retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop" }) do
+      assert.are.equal(a, decision.finalize({ action = a, delay_ms = 1 }, F).action)
+    end
+  end)
+
+  local bad = {
+    { { action = "explode" }, "unknown action explode" },
+    { { action = nil }, "unknown action nil" },
+    { { action = "retry" }, "retry needs delay_ms" },
+    { { action = "retry", delay_ms = -1 }, "delay_ms: invalid duration %-1" },
+    { { action = "hold", delay_ms = "soon" }, "delay_ms: invalid duration" },
+    { { action = "dlq", class = 7 }, "class must be a string" },
+    { { action = "dlq", code = {} }, "code must be a string" },
+    { { action = "dlq", reason = true }, "reason must be a string" },
+    { { action = "dlq", class = ("x"):rep(200) }, "class longer than 128 bytes" },
+    { { action = "dlq", message = 5 }, "message must be a string" },
+  }
+  for _, row in ipairs(bad) do
+    it("refuses: " .. row[2], function()
+      local ok, err = pcall(decision.finalize, row[1], F)
+      assert.is_false(ok)
+      assert.matches("^invalid decision: " .. row[2], err)
+    end)
+  end
+
+  it("refuses a draft that is not a table", function()
+    assert.has_error(function() decision.finalize("dlq", F) end, "invalid decision: expected a table, got string")
+  end)
+
+  it("truncates the message to 512 bytes", function()
+    local d = decision.finalize({ action = "dlq", message = ("m"):rep(5000) }, F)
+    assert.are.equal(512, #d.message)
+  end)
+end)
+
+describe("rt.decide with a route function", function()
+  it("raises invalid decision for an unknown action", function()
+    local pol = routed(function() return "explode" end)
+    local ok, err = pcall(rt.decide, pol, F, {}, {})
+    assert.is_false(ok)
+    assert.matches("^invalid decision: route function result: unknown action explode", err)
+  end)
+
+  it("raises invalid decision when the function returns nothing", function()
+    assert.has_error(function() rt.decide(routed(function() end), F, {}, {}) end,
+      "invalid decision: route function returned nothing")
+  end)
+
+  it("refuses a route that tries to change the class", function()
+    local pol = routed(function() return { action = "dlq", class = "other" } end)
+    local ok, err = pcall(rt.decide, pol, F, {}, {})
+    assert.is_false(ok)
+    assert.matches("cannot change it", err)
+  end)
+
+  it("accepts a full decision table and keeps the classified class", function()
+    local pol = routed(function(_, _, ctx)
+      return { action = "retry", delay_ms = "2s", reason = "because", code = "C" .. ctx.streak }
+    end)
+    local d = rt.decide(pol, F, {}, { last_class = "c", class_attempts = 2 })
+    assert.are.same({ action = "retry", class = "c", code = "C3", reason = "because", delay_ms = 2000,
+      message = "HTTP 503" }, d)
+  end)
+
+  it("passes the route function ctx with class, code and streak", function()
+    local seen
+    local pol = routed(function(_, _, ctx) seen = ctx; return "ignore" end)
+    rt.decide(pol, F, {}, { attempt = 6, last_class = "other", class_attempts = 5, ordering = "key", now_ms = 9 })
+    assert.are.same({ attempt = 6, last_class = "other", class_attempts = 5, ordering = "key", now_ms = 9,
+      first_failure_ms = 9, class = "c", code = "http_503", streak = 1 }, seen)
+  end)
+
+  it("may use a schedule by name", function()
+    local pol = policy.define { name = "fn2", version = 1, classify = { { class = "c" } },
+      retry = { s = { attempts = 1, base_ms = 10, jitter = "none" } },
+      route = function() return { retry = "s", exhausted = "quarantine" } end }
+    assert.are.same({ "retry", 10 }, { rt.decide(pol, F, {}, {}).action, rt.decide(pol, F, {}, {}).delay_ms })
+    local d = rt.decide(pol, F, {}, { last_class = "c", class_attempts = 1 })
+    assert.are.same({ "quarantine", "exhausted" }, { d.action, d.reason })
+  end)
+end)
+
+describe("rt.decide", function()
+  it("refuses something that is not a policy", function()
+    assert.has_error(function() rt.decide({}, F, {}, {}) end, "invalid policy object (use rt.load_policy)")
+  end)
+
+  it("raises on an invalid failure", function()
+    local pol = routed(function() return "dlq" end)
+    assert.has_error(function() rt.decide(pol, { kind = "smoke" }, {}, {}) end,
+      "invalid failure: unknown kind smoke (http, timeout, connect, lua)")
+  end)
+
+  it("lets an error inside a policy function propagate (C applies the fallback)", function()
+    local pol = routed(function() error("policy bug") end)
+    local ok, err = pcall(rt.decide, pol, F, {}, {})
+    assert.is_false(ok)
+    assert.matches("policy bug", err)
+  end)
+end)

@@ -1,0 +1,440 @@
+/* config.c — load and validate the gateway's Lua configuration (see config.h).
+ *
+ * The config is trusted operator input, so it runs with Lua's standard
+ * libraries (os.getenv is handy), but its result is validated strictly:
+ * a schema table lists every key with its type; anything else is refused. */
+#include "config.h"
+#include "util.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct loadctx {
+    lua_State *L;
+    eg_config *cfg;
+    char *dir;      /* directory of the config file */
+    char *err;
+    size_t errlen;
+} loadctx;
+
+static int fail(loadctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(loadctx *c, const char *fmt, ...) {
+    va_list ap;
+    int n = snprintf(c->err, c->errlen, "config %s: ", c->cfg->path ? c->cfg->path : "?");
+    if (n < 0 || (size_t)n >= c->errlen) n = 0;
+    va_start(ap, fmt);
+    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+const char *eg_ordering_name(eg_ordering o) {
+    return o == EG_ORDER_KEY ? "key" : o == EG_ORDER_NONE ? "none" : "partition";
+}
+
+/* Refuses any key of the table at the stack top not in `known` (NULL-ended).
+ * `where` names the table in messages ("" for the top level). */
+static int only_keys(loadctx *c, const char *where, const char *const *known) {
+    lua_State *L = c->L;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            lua_pop(L, 1);
+            return fail(c, "%s: keys must be strings", *where ? where : "top level");
+        }
+        const char *k = lua_tostring(L, -1);
+        int found = 0;
+        for (const char *const *p = known; *p; p++)
+            if (strcmp(*p, k) == 0) found = 1;
+        if (!found) {
+            int r = fail(c, "unknown key '%s%s%s'", where, *where ? "." : "", k);
+            lua_pop(L, 1);
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* Field readers: each reads t[key] of the table at the stack top. `name` is
+ * the dotted key for messages. A missing optional field keeps the default. */
+static int get_string(loadctx *c, const char *key, const char *name, int required, char **out) {
+    lua_getfield(c->L, -1, key);
+    int t = lua_type(c->L, -1);
+    if (t == LUA_TNIL) {
+        lua_pop(c->L, 1);
+        return required ? fail(c, "missing required key '%s'", name) : 0;
+    }
+    if (t != LUA_TSTRING) {
+        int r = fail(c, "%s: expected a string, got %s", name, lua_typename(c->L, t));
+        lua_pop(c->L, 1);
+        return r;
+    }
+    free(*out);
+    *out = eg_xstrdup(lua_tostring(c->L, -1));
+    lua_pop(c->L, 1);
+    return 0;
+}
+
+static int get_int(loadctx *c, const char *key, const char *name, int min, int max, int *out) {
+    lua_getfield(c->L, -1, key);
+    int t = lua_type(c->L, -1);
+    if (t == LUA_TNIL) {
+        lua_pop(c->L, 1);
+        return 0;
+    }
+    lua_Number v = lua_tonumber(c->L, -1);
+    lua_pop(c->L, 1);
+    if (t != LUA_TNUMBER || v != (lua_Number)(long long)v)
+        return fail(c, "%s: expected an integer", name);
+    if (v < min || v > max) return fail(c, "%s: %g is out of range [%d, %d]", name, v, min, max);
+    *out = (int)v;
+    return 0;
+}
+
+/* Pushes t[key] if it is a table (returns 1), leaves nothing and returns 0
+ * if nil, fails on another type (returns -1). */
+static int push_table(loadctx *c, const char *key, const char *name) {
+    lua_getfield(c->L, -1, key);
+    int t = lua_type(c->L, -1);
+    if (t == LUA_TTABLE) return 1;
+    lua_pop(c->L, 1);
+    if (t == LUA_TNIL) return 0;
+    return fail(c, "%s: expected a table, got %s", name, lua_typename(c->L, t));
+}
+
+/* Resolves a path relative to the config directory and checks it is a
+ * readable file. Replaces *p with the resolved path. */
+static int resolve_file(loadctx *c, const char *name, char **p) {
+    if ((*p)[0] != '/') {
+        size_t n = strlen(c->dir) + strlen(*p) + 2;
+        char *abs = eg_xmalloc(n);
+        snprintf(abs, n, "%s/%s", c->dir, *p);
+        free(*p);
+        *p = abs;
+    }
+    if (access(*p, R_OK) != 0) return fail(c, "%s: cannot read file '%s'", name, *p);
+    return 0;
+}
+
+static int load_kafka(loadctx *c) {
+    lua_State *L = c->L;
+    int r = push_table(c, "kafka", "kafka");
+    if (r <= 0) return r;
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        n++;
+        lua_pop(L, 1);
+    }
+    c->cfg->kafka = eg_xcalloc((size_t)n, sizeof(eg_kv));
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) != LUA_TSTRING) {
+            lua_pop(L, 3);
+            return fail(c, "kafka: property names must be strings");
+        }
+        const char *k = lua_tostring(L, -2);
+        char val[64];
+        const char *v = NULL;
+        switch (lua_type(L, -1)) {
+        case LUA_TSTRING: v = lua_tostring(L, -1); break;
+        case LUA_TBOOLEAN: v = lua_toboolean(L, -1) ? "true" : "false"; break;
+        case LUA_TNUMBER:
+            snprintf(val, sizeof val, "%.17g", lua_tonumber(L, -1));
+            v = val;
+            break;
+        default: {
+            int rr = fail(c, "kafka.%s: expected a string, number or boolean", k);
+            lua_pop(L, 3);
+            return rr;
+        }
+        }
+        if (strcmp(k, "enable.auto.commit") == 0 || strcmp(k, "enable.auto.offset.store") == 0 ||
+            strcmp(k, "group.id") == 0) {
+            int rr = fail(c, "kafka.%s: set by errgate itself (offsets are committed only after a "
+                             "durable outcome; the group comes from 'group')", k);
+            lua_pop(L, 3);
+            return rr;
+        }
+        eg_kv *kv = &c->cfg->kafka[c->cfg->nkafka++];
+        kv->key = eg_xstrdup(k);
+        kv->val = eg_xstrdup(v);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+static int load_source(loadctx *c) {
+    lua_State *L = c->L;
+    eg_config *cfg = c->cfg;
+    static const char *const keys[] = {"topics", "ordering", "max_inflight", "max_inflight_total", NULL};
+    int r = push_table(c, "source", "source");
+    if (r < 0) return r;
+    if (r == 0) return fail(c, "missing required key 'source'");
+    if (only_keys(c, "source", keys) < 0) return -1;
+    lua_getfield(L, -1, "topics");
+    if (lua_type(L, -1) != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return fail(c, "source.topics: expected a list of topic names");
+    }
+    int n = (int)lua_objlen(L, -1);
+    if (n == 0) {
+        lua_pop(L, 2);
+        return fail(c, "source.topics: at least one topic is required");
+    }
+    cfg->topics = eg_xcalloc((size_t)n, sizeof(char *));
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_type(L, -1) != LUA_TSTRING || lua_objlen(L, -1) == 0) {
+            lua_pop(L, 3);
+            return fail(c, "source.topics[%d]: expected a topic name", i);
+        }
+        cfg->topics[cfg->ntopics++] = eg_xstrdup(lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    char *ord = NULL;
+    if (get_string(c, "ordering", "source.ordering", 0, &ord) < 0) return lua_pop(L, 1), -1;
+    if (ord) {
+        if (strcmp(ord, "partition") == 0) cfg->ordering = EG_ORDER_PARTITION;
+        else if (strcmp(ord, "key") == 0) cfg->ordering = EG_ORDER_KEY;
+        else if (strcmp(ord, "none") == 0) cfg->ordering = EG_ORDER_NONE;
+        else {
+            fail(c, "source.ordering: expected \"partition\", \"key\" or \"none\", got \"%s\"", ord);
+            free(ord);
+            lua_pop(L, 1);
+            return -1;
+        }
+        free(ord);
+    }
+    if (get_int(c, "max_inflight", "source.max_inflight", 1, 1000000, &cfg->max_inflight) < 0 ||
+        get_int(c, "max_inflight_total", "source.max_inflight_total", 1, 10000000,
+                &cfg->max_inflight_total) < 0)
+        return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
+    return 0;
+}
+
+static int load_target(loadctx *c) {
+    lua_State *L = c->L;
+    eg_config *cfg = c->cfg;
+    static const char *const keys[] = {"http", "lua", NULL};
+    static const char *const http_keys[] = {"url", "timeout_ms", "concurrency", NULL};
+    int r = push_table(c, "target", "target");
+    if (r < 0) return r;
+    if (r == 0) return fail(c, "missing required key 'target'");
+    if (only_keys(c, "target", keys) < 0) return lua_pop(L, 1), -1;
+    lua_getfield(L, -1, "http");
+    int has_http = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "lua");
+    int has_lua = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (has_http == has_lua) {
+        lua_pop(L, 1);
+        return fail(c, "target: exactly one of target.http or target.lua is required");
+    }
+    if (has_lua) {
+        cfg->target_kind = EG_TARGET_LUA;
+        if (get_string(c, "lua", "target.lua", 1, &cfg->lua_target) < 0 ||
+            resolve_file(c, "target.lua", &cfg->lua_target) < 0)
+            return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+        return 0;
+    }
+    cfg->target_kind = EG_TARGET_HTTP;
+    if (push_table(c, "http", "target.http") != 1) return lua_pop(L, 1), fail(c, "target.http: expected a table");
+    if (only_keys(c, "target.http", http_keys) < 0 ||
+        get_string(c, "url", "target.http.url", 1, &cfg->http_url) < 0 ||
+        get_int(c, "timeout_ms", "target.http.timeout_ms", 1, 3600000, &cfg->http_timeout_ms) < 0 ||
+        get_int(c, "concurrency", "target.http.concurrency", 1, 4096, &cfg->http_concurrency) < 0)
+        return lua_pop(L, 2), -1;
+    lua_pop(L, 2);
+    if (strncmp(cfg->http_url, "http://", 7) != 0)
+        return fail(c, "target.http.url: expected an http:// URL, got \"%s\"", cfg->http_url);
+    return 0;
+}
+
+/* A lane template may only use the {topic} placeholder. */
+static int check_template(loadctx *c, const char *name, const char *t) {
+    for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{'))
+        if (strncmp(p, "{topic}", 7) != 0)
+            return fail(c, "%s: unknown placeholder in \"%s\" (only {topic} is known)", name, t);
+    if (!*t) return fail(c, "%s: empty topic template", name);
+    return 0;
+}
+
+static int load_lanes(loadctx *c) {
+    static const char *const keys[] = {"dlq", "quarantine", NULL};
+    int r = push_table(c, "lanes", "lanes");
+    if (r < 0) return r;
+    if (r == 1) {
+        if (only_keys(c, "lanes", keys) < 0 ||
+            get_string(c, "dlq", "lanes.dlq", 0, &c->cfg->lane_dlq) < 0 ||
+            get_string(c, "quarantine", "lanes.quarantine", 0, &c->cfg->lane_quarantine) < 0)
+            return lua_pop(c->L, 1), -1;
+        lua_pop(c->L, 1);
+    }
+    if (check_template(c, "lanes.dlq", c->cfg->lane_dlq) < 0 ||
+        check_template(c, "lanes.quarantine", c->cfg->lane_quarantine) < 0)
+        return -1;
+    for (int i = 0; i < c->cfg->ntopics; i++) {
+        const char *tmpl[2] = {c->cfg->lane_dlq, c->cfg->lane_quarantine};
+        for (int j = 0; j < 2; j++) {
+            char *lane = eg_lane_topic(tmpl[j], c->cfg->topics[i]);
+            int same = 0;
+            for (int k = 0; k < c->cfg->ntopics; k++) same |= strcmp(lane, c->cfg->topics[k]) == 0;
+            if (same) {
+                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", j ? "quarantine" : "dlq", lane);
+                free(lane);
+                return -1;
+            }
+            free(lane);
+        }
+    }
+    return 0;
+}
+
+static void set_defaults(eg_config *cfg) {
+    cfg->ordering = EG_ORDER_PARTITION;
+    cfg->max_inflight = 1000;
+    cfg->max_inflight_total = 20000;
+    cfg->http_timeout_ms = 5000;
+    cfg->http_concurrency = 64;
+    cfg->lane_dlq = eg_xstrdup("{topic}.dlq");
+    cfg->lane_quarantine = eg_xstrdup("{topic}.quarantine");
+    cfg->commit_interval_ms = 1000;
+    cfg->shutdown_timeout_ms = 10000;
+    cfg->policy_timeout_ms = 50;
+    cfg->log_level = eg_xstrdup("info");
+    cfg->log_format = eg_xstrdup("json");
+}
+
+static int load_all(loadctx *c) {
+    static const char *const keys[] = {"kafka", "group", "source", "target", "policy", "lanes",
+                                       "commit_interval_ms", "shutdown_timeout_ms",
+                                       "policy_timeout_ms", "log", NULL};
+    static const char *const log_keys[] = {"level", "format", NULL};
+    eg_config *cfg = c->cfg;
+    lua_State *L = c->L;
+    if (only_keys(c, "", keys) < 0) return -1;
+    if (load_kafka(c) < 0) return -1;
+    if (get_string(c, "group", "group", 1, &cfg->group) < 0) return -1;
+    if (load_source(c) < 0 || load_target(c) < 0) return -1;
+    if (get_string(c, "policy", "policy", 1, &cfg->policy) < 0 ||
+        resolve_file(c, "policy", &cfg->policy) < 0)
+        return -1;
+    if (load_lanes(c) < 0) return -1;
+    if (get_int(c, "commit_interval_ms", "commit_interval_ms", 10, 600000, &cfg->commit_interval_ms) < 0 ||
+        get_int(c, "shutdown_timeout_ms", "shutdown_timeout_ms", 0, 3600000, &cfg->shutdown_timeout_ms) < 0 ||
+        get_int(c, "policy_timeout_ms", "policy_timeout_ms", 1, 60000, &cfg->policy_timeout_ms) < 0)
+        return -1;
+    int r = push_table(c, "log", "log");
+    if (r < 0) return -1;
+    if (r == 1) {
+        if (only_keys(c, "log", log_keys) < 0 ||
+            get_string(c, "level", "log.level", 0, &cfg->log_level) < 0 ||
+            get_string(c, "format", "log.format", 0, &cfg->log_format) < 0)
+            return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+        const char *lv = cfg->log_level;
+        if (strcmp(lv, "debug") && strcmp(lv, "info") && strcmp(lv, "warn") && strcmp(lv, "error"))
+            return fail(c, "log.level: expected debug, info, warn or error, got \"%s\"", lv);
+        if (strcmp(cfg->log_format, "json") && strcmp(cfg->log_format, "text"))
+            return fail(c, "log.format: expected json or text, got \"%s\"", cfg->log_format);
+    }
+    if (!eg_config_kafka(cfg, "bootstrap.servers")) {
+        const char *env = getenv("ERRGATE_BOOTSTRAP");
+        if (!env || !*env)
+            return fail(c, "kafka.bootstrap.servers is not set and ERRGATE_BOOTSTRAP is empty");
+        cfg->kafka = eg_xrealloc(cfg->kafka, (size_t)(cfg->nkafka + 1) * sizeof(eg_kv));
+        cfg->kafka[cfg->nkafka].key = eg_xstrdup("bootstrap.servers");
+        cfg->kafka[cfg->nkafka].val = eg_xstrdup(env);
+        cfg->nkafka++;
+    }
+    return 0;
+}
+
+int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->path = eg_xstrdup(path);
+    set_defaults(cfg);
+    char *tmp = eg_xstrdup(path);
+    loadctx c = {.cfg = cfg, .dir = eg_xstrdup(dirname(tmp)), .err = err, .errlen = errlen};
+    free(tmp);
+    int rc = -1;
+    c.L = luaL_newstate();
+    if (!c.L) {
+        fail(&c, "cannot create a Lua state");
+        goto out;
+    }
+    luaL_openlibs(c.L);
+    if (access(path, R_OK) != 0) {
+        fail(&c, "cannot read file");
+        goto out;
+    }
+    if (luaL_loadfile(c.L, path) != 0 || lua_pcall(c.L, 0, 1, 0) != 0) {
+        snprintf(err, errlen, "config %s", lua_tostring(c.L, -1));
+        goto out;
+    }
+    if (lua_type(c.L, -1) != LUA_TTABLE) {
+        fail(&c, "the file must return a table (got %s)", lua_typename(c.L, lua_type(c.L, -1)));
+        goto out;
+    }
+    rc = load_all(&c);
+out:
+    if (c.L) lua_close(c.L);
+    free(c.dir);
+    if (rc != 0) eg_config_free(cfg);
+    return rc;
+}
+
+void eg_config_free(eg_config *cfg) {
+    for (int i = 0; i < cfg->nkafka; i++) {
+        free(cfg->kafka[i].key);
+        free(cfg->kafka[i].val);
+    }
+    free(cfg->kafka);
+    for (int i = 0; i < cfg->ntopics; i++) free(cfg->topics[i]);
+    free(cfg->topics);
+    free(cfg->path);
+    free(cfg->group);
+    free(cfg->http_url);
+    free(cfg->lua_target);
+    free(cfg->policy);
+    free(cfg->lane_dlq);
+    free(cfg->lane_quarantine);
+    free(cfg->log_level);
+    free(cfg->log_format);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+const char *eg_config_kafka(const eg_config *cfg, const char *key) {
+    for (int i = 0; i < cfg->nkafka; i++)
+        if (strcmp(cfg->kafka[i].key, key) == 0) return cfg->kafka[i].val;
+    return NULL;
+}
+
+char *eg_lane_topic(const char *tmpl, const char *topic) {
+    size_t tl = strlen(topic), n = 1;
+    for (const char *p = tmpl; *p;) {
+        if (strncmp(p, "{topic}", 7) == 0) { n += tl; p += 7; }
+        else { n++; p++; }
+    }
+    char *out = eg_xmalloc(n), *o = out;
+    for (const char *p = tmpl; *p;) {
+        if (strncmp(p, "{topic}", 7) == 0) { memcpy(o, topic, tl); o += tl; p += 7; }
+        else *o++ = *p++;
+    }
+    *o = '\0';
+    return out;
+}

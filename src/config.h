@@ -1,0 +1,58 @@
+/* config.h — the gateway configuration, read from a Lua file.
+ *
+ * The file is run in a fresh Lua state and must return a table. Every key is
+ * checked: an unknown key, a wrong type or a missing file is an error whose
+ * message names the key (e.g. "source.ordering") or the file. Relative paths
+ * (policy, target.lua) are resolved against the config file's directory.
+ * The loaded struct owns all its strings; eg_config_free releases them. */
+#ifndef EG_CONFIG_H
+#define EG_CONFIG_H
+
+#include <stddef.h>
+
+typedef enum { EG_ORDER_PARTITION = 0, EG_ORDER_KEY, EG_ORDER_NONE } eg_ordering;
+typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA } eg_target_kind;
+
+typedef struct eg_kv {
+    char *key, *val;
+} eg_kv;
+
+typedef struct eg_config {
+    char *path;             /* the config file */
+    eg_kv *kafka;           /* librdkafka properties, in file order */
+    int nkafka;
+    char *group;
+    char **topics;
+    int ntopics;
+    eg_ordering ordering;
+    int max_inflight;       /* per partition */
+    int max_inflight_total; /* across partitions */
+    eg_target_kind target_kind;
+    char *http_url;
+    int http_timeout_ms;
+    int http_concurrency;
+    char *lua_target;       /* absolute or config-relative path resolved */
+    char *policy;           /* path of the policy file */
+    char *lane_dlq;         /* topic templates, "{topic}" expands to the source topic */
+    char *lane_quarantine;
+    int commit_interval_ms;
+    int shutdown_timeout_ms;
+    int policy_timeout_ms;  /* wall-clock budget of one policy call */
+    char *log_level;        /* debug|info|warn|error */
+    char *log_format;       /* json|text */
+} eg_config;
+
+/* Loads and validates `path`. On success returns 0 and fills *cfg. On error
+ * returns -1, fills err with a one-line message and leaves *cfg empty. */
+int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen);
+void eg_config_free(eg_config *cfg);
+
+/* Looks up a kafka property set by the file; NULL if absent. */
+const char *eg_config_kafka(const eg_config *cfg, const char *key);
+
+/* Expands a lane template for a source topic into a fresh string. */
+char *eg_lane_topic(const char *tmpl, const char *topic);
+
+const char *eg_ordering_name(eg_ordering o);
+
+#endif

@@ -1,0 +1,955 @@
+/* gateway.c — `errgate run`: consume, call the target, ask the policy, write
+ * lanes, commit contiguous prefixes.
+ *
+ * One libevent loop owns everything here. librdkafka's consumer queue (with
+ * the main queue forwarded into it) and the lane producer's queue signal the
+ * loop through rd_kafka_queue_io_event_enable pipes; the loop polls one
+ * message at a time (no consume_batch: with pause/resume it loses or repeats
+ * messages in librdkafka 2.0.2). Delays are libevent timers; a waiting
+ * partition is a paused partition, and polling goes on, so group membership
+ * never suffers from a long retry.
+ *
+ * A record moves PENDING (its partition's queue) -> RUNNABLE (eligible under
+ * the ordering) -> IN_TARGET -> done, or -> WAIT_RETRY -> RUNNABLE again, or
+ * -> LANE_WRITE (-> LANE_BACKOFF -> LANE_WRITE ...) -> done. "Done" marks its
+ * offset finished in the partition's tracker, and only then: a lane write is
+ * done by its delivery report, never by being queued. Commits take the
+ * tracker's contiguous prefix: periodically (async), on revoke and at
+ * shutdown (sync).
+ *
+ * Ordering: "partition" lets one record of a partition be active (runnable,
+ * in the target or waiting to retry) at a time; "key" lets one record per key
+ * be active (records without a key are free); "none" lets all go.
+ *
+ * Pausing is derived: a partition is paused while any reason holds (too many
+ * unfinished records, the global cap, a record on hold, an in-place retry
+ * under partition ordering, a failing lane write, stopping) and resumed when
+ * none does.
+ *
+ * Ownership: the gateway owns every record; a target or the lanes borrow one
+ * for one operation. A revoked partition's records are freed at once unless
+ * borrowed; borrowed ones are freed when they come back, without touching
+ * the (dead) partition's offsets. A partition struct lives while its
+ * assignment or any record refers to it. */
+#include "cli.h"
+#include "config.h"
+#include "keyset.h"
+#include "lanes.h"
+#include "log.h"
+#include "policy.h"
+#include "record.h"
+#include "target.h"
+#include "tracker.h"
+#include "util.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    PAUSE_FULL = 1 << 0,   /* the partition's in-flight cap */
+    PAUSE_GLOBAL = 1 << 1, /* the gateway's in-flight cap */
+    PAUSE_HOLD = 1 << 2,
+    PAUSE_RETRY = 1 << 3,  /* in-place retry under partition ordering */
+    PAUSE_LANE = 1 << 4,   /* a lane write is failing */
+    PAUSE_STOP = 1 << 5,
+};
+
+#define LANE_BACKOFF_MIN_MS 100
+#define LANE_BACKOFF_MAX_MS 5000
+#define POLL_BUDGET 1000
+
+struct eg_gw;
+
+typedef struct eg_part {
+    char *topic;
+    int32_t partition;
+    int refs;            /* the assignment + each record */
+    int revoked;
+    eg_tracker trk;
+    eg_record *pend_head, *pend_tail;
+    int active;          /* records RUNNABLE, IN_TARGET or WAIT_RETRY */
+    int unfinished;      /* records alive */
+    int holding;
+    int retry_wait;      /* in-place retries waiting under partition ordering */
+    int lane_failing;
+    int full;            /* sticky in-flight cap flag (hysteresis) */
+    unsigned pause;      /* reasons applied */
+    int paused;          /* state applied to the consumer */
+    int64_t committed;   /* last committed offset, -1 none */
+    eg_keyset keys;      /* active keys (ordering = key) */
+    struct eg_gw *gw;    /* the owner, for timer callbacks */
+    struct eg_part *next;
+} eg_part;
+
+typedef struct eg_stats {
+    int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
+    int64_t dlq, quarantined, ignored, stops, policy_errors, lane_failures;
+    int64_t commits, commit_failures;
+    int64_t first_ms, last_ms;
+} eg_stats;
+
+typedef struct eg_gw {
+    eg_config *cfg;
+    struct event_base *base;
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *cq;
+    int cpipe[2];
+    struct event *cev, *commit_ev, *drain_ev, *sig_ev[2];
+    eg_lanes *lanes;
+    eg_target *target;
+    eg_policy *policy;
+    eg_part *parts;
+    eg_record *runq_head, *runq_tail;
+    eg_record *all;          /* every live record */
+    int unfinished;
+    int global_full;
+    int stopping;
+    int closed;
+    int exit_code;
+    int64_t drain_deadline_ms;
+    eg_stats st;
+} eg_gw;
+
+/* ------------------------------------------------------------------ lists */
+
+static void q_append(eg_record **head, eg_record **tail, eg_record *r) {
+    r->qnext = NULL;
+    r->qprev = *tail;
+    if (*tail) (*tail)->qnext = r;
+    else *head = r;
+    *tail = r;
+}
+
+static void q_remove(eg_record **head, eg_record **tail, eg_record *r) {
+    if (r->qprev) r->qprev->qnext = r->qnext;
+    else *head = r->qnext;
+    if (r->qnext) r->qnext->qprev = r->qprev;
+    else *tail = r->qprev;
+    r->qnext = r->qprev = NULL;
+}
+
+/* ------------------------------------------------------------- partitions */
+
+static eg_part *part_find(eg_gw *gw, const char *topic, int32_t partition) {
+    for (eg_part *p = gw->parts; p; p = p->next)
+        if (p->partition == partition && strcmp(p->topic, topic) == 0) return p;
+    return NULL;
+}
+
+static void part_unref(eg_part *p) {
+    if (--p->refs > 0) return;
+    eg_tracker_free(&p->trk);
+    eg_keyset_free(&p->keys);
+    free(p->topic);
+    free(p);
+}
+
+static void log_pause(eg_part *p, const char *event, unsigned reasons) {
+    static const char *const names[] = {"full", "global", "hold", "retry", "lane", "stop"};
+    char why[96] = "";
+    for (int i = 0; i < 6; i++)
+        if (reasons & (1u << i)) {
+            if (why[0]) strcat(why, ",");
+            strcat(why, names[i]);
+        }
+    eg_level lv = reasons & ~(unsigned)(PAUSE_FULL | PAUSE_GLOBAL) ? EG_INFO : EG_DEBUG;
+    eg_logline l;
+    if (!eg_log_begin(&l, lv, event)) return;
+    eg_log_str(&l, "topic", p->topic);
+    eg_log_int(&l, "partition", p->partition);
+    eg_log_str(&l, "reasons", why);
+    eg_log_end(&l);
+}
+
+/* Recomputes the pause reasons of p and applies a change to the consumer. */
+static void part_update_pause(eg_gw *gw, eg_part *p) {
+    if (p->revoked || gw->closed) return;
+    int cap = gw->cfg->max_inflight;
+    if (!p->full && p->unfinished >= cap) p->full = 1;
+    else if (p->full && p->unfinished < cap - cap / 4) p->full = 0;
+    unsigned m = (p->full ? PAUSE_FULL : 0) | (gw->global_full ? PAUSE_GLOBAL : 0) |
+                 (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
+                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0);
+    int want = m != 0;
+    unsigned old = p->pause;
+    p->pause = m;
+    if (want == p->paused) return;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+    rd_kafka_resp_err_t err = want ? rd_kafka_pause_partitions(gw->rk, l)
+                                   : rd_kafka_resume_partitions(gw->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (err) {
+        eg_log_msg(EG_WARN, want ? "pause_failed" : "resume_failed", "%s[%d]: %s", p->topic,
+                   (int)p->partition, rd_kafka_err2str(err));
+        return;
+    }
+    p->paused = want;
+    log_pause(p, want ? "pause" : "resume", want ? m : old);
+}
+
+static void update_global(eg_gw *gw) {
+    int cap = gw->cfg->max_inflight_total, was = gw->global_full;
+    if (!gw->global_full && gw->unfinished >= cap) gw->global_full = 1;
+    else if (gw->global_full && gw->unfinished < cap - cap / 4) gw->global_full = 0;
+    if (was != gw->global_full)
+        for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
+}
+
+/* --------------------------------------------------------------- records */
+
+static int is_active(const eg_record *r) {
+    return r->state == EG_RS_RUNNABLE || r->state == EG_RS_IN_TARGET || r->state == EG_RS_WAIT_RETRY;
+}
+
+static void leave_active(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    p->active--;
+    if (gw->cfg->ordering == EG_ORDER_KEY) eg_keyset_dec(&p->keys, r->key_hash);
+}
+
+static void unhold(eg_record *r) {
+    if (r->holding) {
+        r->holding = 0;
+        r->part->holding--;
+    }
+}
+
+/* Frees a record that is not borrowed, undoing every count it holds. Its
+ * offset is not marked finished (see finish_record for that). */
+static void free_record(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    if (r->state == EG_RS_PENDING) q_remove(&p->pend_head, &p->pend_tail, r);
+    if (r->state == EG_RS_RUNNABLE) q_remove(&gw->runq_head, &gw->runq_tail, r);
+    if (is_active(r)) leave_active(gw, r);
+    unhold(r);
+    if (r->state == EG_RS_WAIT_RETRY && gw->cfg->ordering == EG_ORDER_PARTITION &&
+        r->decision.action == EG_ACT_RETRY)
+        p->retry_wait--;
+    if (r->lane_failing) p->lane_failing--;
+    if (r->aprev) r->aprev->anext = r->anext;
+    else gw->all = r->anext;
+    if (r->anext) r->anext->aprev = r->aprev;
+    if (r->timer) event_free(r->timer);
+    eg_failure_clear(&r->failure);
+    rd_kafka_message_destroy(r->msg);
+    p->unfinished--;
+    gw->unfinished--;
+    free(r);
+    part_update_pause(gw, p);
+    update_global(gw);
+    part_unref(p);
+}
+
+static void pump(eg_gw *gw, eg_part *p);
+static void dispatch(eg_gw *gw);
+
+/* The record has a durable outcome: mark its offset finished, free it, and
+ * let its partition move on. */
+static void finish_record(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    p->refs++; /* keep p across free_record */
+    if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
+    gw->st.last_ms = eg_now_ms();
+    free_record(gw, r);
+    pump(gw, p);
+    part_unref(p);
+    dispatch(gw);
+}
+
+/* Drops a record without an outcome (revoked partition, shutdown): it will
+ * be consumed again by whoever owns the partition next. */
+static void abandon_record(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    p->refs++;
+    free_record(gw, r);
+    pump(gw, p);
+    part_unref(p);
+}
+
+static void make_runnable(eg_gw *gw, eg_record *r) {
+    r->state = EG_RS_RUNNABLE;
+    q_append(&gw->runq_head, &gw->runq_tail, r);
+}
+
+/* Moves the records of p that the ordering allows into the run queue. */
+static void pump(eg_gw *gw, eg_part *p) {
+    if (p->revoked || gw->stopping || p->holding) return;
+    eg_record *r = p->pend_head;
+    while (r) {
+        eg_record *next = r->qnext;
+        int ok;
+        switch (gw->cfg->ordering) {
+        case EG_ORDER_PARTITION: ok = p->active == 0; break;
+        case EG_ORDER_KEY: ok = eg_keyset_get(&p->keys, r->key_hash) == 0; break;
+        default: ok = 1; break;
+        }
+        if (ok) {
+            q_remove(&p->pend_head, &p->pend_tail, r);
+            p->active++;
+            if (gw->cfg->ordering == EG_ORDER_KEY) eg_keyset_inc(&p->keys, r->key_hash);
+            make_runnable(gw, r);
+        } else if (gw->cfg->ordering == EG_ORDER_PARTITION) {
+            break;
+        }
+        r = next;
+    }
+}
+
+/* Hands runnable records to the target while it has capacity. */
+static void dispatch(eg_gw *gw) {
+    while (gw->runq_head && !gw->stopping && gw->target->ops->available(gw->target) > 0) {
+        eg_record *r = gw->runq_head;
+        q_remove(&gw->runq_head, &gw->runq_tail, r);
+        r->state = EG_RS_IN_TARGET;
+        r->attempt++;
+        if (gw->target->ops->submit(gw->target, r) != 0) {
+            r->attempt--;
+            r->state = EG_RS_RUNNABLE;
+            r->qnext = gw->runq_head;
+            if (gw->runq_head) gw->runq_head->qprev = r;
+            else gw->runq_tail = r;
+            gw->runq_head = r;
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- decisions */
+
+static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
+    const eg_decision *d = &r->decision;
+    eg_level lv = d->fallback || d->action == EG_ACT_STOP ? EG_WARN : EG_INFO;
+    eg_logline l;
+    if (!eg_log_begin(&l, lv, "decision")) return;
+    char id[320];
+    eg_record_id(r, id, sizeof id);
+    eg_log_str(&l, "topic", r->topic);
+    eg_log_int(&l, "partition", r->partition);
+    eg_log_int(&l, "offset", r->offset);
+    eg_log_str(&l, "id", id);
+    if (r->msg->key) {
+        char kh[20];
+        snprintf(kh, sizeof kh, "%016llx",
+                 (unsigned long long)eg_hash64(r->msg->key, r->msg->key_len));
+        eg_log_str(&l, "key_hash", kh);
+    }
+    eg_log_str(&l, "kind", eg_failure_kind_name(r->failure.kind));
+    if (r->failure.status) eg_log_int(&l, "status", r->failure.status);
+    eg_log_str(&l, "class", d->klass);
+    eg_log_str(&l, "code", d->code);
+    eg_log_str(&l, "action", eg_action_name(d->action));
+    eg_log_str(&l, "reason", d->reason);
+    eg_log_int(&l, "attempt", r->attempt);
+    if (lane_topic) eg_log_str(&l, "lane", lane_topic);
+    if (d->action == EG_ACT_RETRY || d->action == EG_ACT_HOLD) eg_log_int(&l, "delay_ms", d->delay_ms);
+    eg_log_str(&l, "policy", eg_policy_id(gw->policy));
+    eg_log_int(&l, "latency_ms", r->failure.latency_ms);
+    if (d->fallback) {
+        eg_log_int(&l, "fallback", 1);
+        eg_log_str(&l, "error", d->message);
+    }
+    eg_log_end(&l);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void lane_write(eg_gw *gw, eg_record *r);
+
+static void arm_timer(eg_gw *gw, eg_record *r, int64_t ms) {
+    if (!r->timer) r->timer = evtimer_new(gw->base, on_timer, r);
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(r->timer, &tv);
+}
+
+static void begin_stop(eg_gw *gw, int code, const char *why);
+
+/* The target failed r: ask the policy and carry the decision out. */
+static void decide(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    int64_t now = eg_now_ms();
+    if (!r->first_failure_ms) r->first_failure_ms = now;
+    eg_ctx ctx = {.attempt = r->attempt,
+                  .last_class = r->class_attempts ? r->decision.klass : NULL,
+                  .class_attempts = r->class_attempts,
+                  .ordering = gw->cfg->ordering,
+                  .now_ms = now,
+                  .first_failure_ms = r->first_failure_ms};
+    eg_decision d;
+    eg_policy_decide(gw->policy, &r->failure, r, &ctx, &d);
+    if (d.action == EG_ACT_LADDER) {
+        /* Retry ladders need rung topics, which this version does not run. */
+        char why[256];
+        snprintf(why, sizeof why, "ladder decision (class %s) is not available; holding", d.klass);
+        memset(&d, 0, sizeof d);
+        d.action = EG_ACT_HOLD;
+        d.fallback = 1;
+        d.delay_ms = 1000;
+        eg_strlcpy(d.klass, "policy_error", sizeof d.klass);
+        eg_strlcpy(d.code, "ladder_unavailable", sizeof d.code);
+        eg_strlcpy(d.reason, "policy_error", sizeof d.reason);
+        eg_strlcpy(d.message, why, sizeof d.message);
+    }
+    if (d.fallback) gw->st.policy_errors++;
+    r->class_attempts = r->class_attempts && strcmp(d.klass, r->decision.klass) == 0 ? r->class_attempts + 1 : 1;
+    r->decision = d;
+    gw->st.failures++;
+
+    switch (d.action) {
+    case EG_ACT_RETRY:
+    case EG_ACT_HOLD:
+        log_decision(gw, r, NULL);
+        if (gw->stopping) {
+            abandon_record(gw, r);
+            return;
+        }
+        r->state = EG_RS_WAIT_RETRY;
+        if (d.action == EG_ACT_RETRY) {
+            gw->st.retries++;
+            unhold(r);
+            if (gw->cfg->ordering == EG_ORDER_PARTITION) p->retry_wait++;
+        } else {
+            gw->st.holds++;
+            if (!r->holding) {
+                r->holding = 1;
+                p->holding++;
+            }
+        }
+        part_update_pause(gw, p);
+        arm_timer(gw, r, d.delay_ms);
+        return;
+    case EG_ACT_DLQ:
+    case EG_ACT_QUARANTINE:
+        unhold(r);
+        leave_active(gw, r);
+        log_decision(gw, r,
+                     eg_lanes_topic(gw->lanes, d.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE, r->topic));
+        lane_write(gw, r);
+        pump(gw, p);
+        return;
+    case EG_ACT_IGNORE:
+        log_decision(gw, r, NULL);
+        unhold(r);
+        leave_active(gw, r);
+        r->state = EG_RS_STOPPED; /* not active, not queued: free_record undoes nothing more */
+        gw->st.ignored++;
+        finish_record(gw, r);
+        return;
+    case EG_ACT_STOP:
+    default:
+        log_decision(gw, r, NULL);
+        leave_active(gw, r);
+        r->state = EG_RS_STOPPED;
+        gw->st.stops++;
+        begin_stop(gw, 3, "the policy decided stop");
+        return;
+    }
+}
+
+static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg) {
+    eg_gw *gw = arg;
+    if (cancelled || r->part->revoked) {
+        if (f) eg_failure_clear(f);
+        abandon_record(gw, r);
+        dispatch(gw);
+        return;
+    }
+    if (!f) {
+        if (r->attempt == 1) gw->st.succeeded_first++;
+        else gw->st.succeeded_retry++;
+        unhold(r);
+        finish_record(gw, r);
+        return;
+    }
+    eg_failure_clear(&r->failure);
+    r->failure = *f; /* takes the strings */
+    decide(gw, r);
+    dispatch(gw);
+}
+
+/* ----------------------------------------------------------------- lanes */
+
+static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
+    eg_part *p = r->part;
+    gw->st.lane_failures++;
+    if (!r->lane_failing) {
+        r->lane_failing = 1;
+        p->lane_failing++;
+        part_update_pause(gw, p);
+    }
+    r->lane_attempts++;
+    int shift = r->lane_attempts - 1 < 6 ? r->lane_attempts - 1 : 6;
+    int64_t delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
+    if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
+    eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_WARN, "lane_write_failed")) {
+        eg_log_str(&l, "topic", r->topic);
+        eg_log_int(&l, "partition", r->partition);
+        eg_log_int(&l, "offset", r->offset);
+        eg_log_str(&l, "lane", eg_lanes_topic(gw->lanes, lane, r->topic));
+        eg_log_str(&l, "error", rd_kafka_err2name(err));
+        eg_log_int(&l, "lane_attempt", r->lane_attempts);
+        eg_log_int(&l, "retry_in_ms", delay);
+        eg_log_end(&l);
+    }
+    r->state = EG_RS_LANE_BACKOFF;
+    arm_timer(gw, r, delay);
+}
+
+static void lane_write(eg_gw *gw, eg_record *r) {
+    eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
+    r->state = EG_RS_LANE_WRITE;
+    rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, lane, eg_policy_id(gw->policy));
+    if (err) lane_failed(gw, r, err);
+}
+
+static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
+    eg_gw *gw = arg;
+    if (r->part->revoked || (err && gw->stopping)) {
+        abandon_record(gw, r);
+        return;
+    }
+    if (err) {
+        lane_failed(gw, r, err);
+        return;
+    }
+    if (r->lane_failing) {
+        eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts",
+                   r->topic, (int)r->partition, (long long)r->offset, r->lane_attempts);
+    }
+    if (r->decision.action == EG_ACT_DLQ) gw->st.dlq++;
+    else gw->st.quarantined++;
+    finish_record(gw, r);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+    eg_record *r = arg;
+    eg_part *p = r->part;
+    eg_gw *gw = p->gw;
+    if (r->state == EG_RS_LANE_BACKOFF) {
+        if (p->revoked) abandon_record(gw, r);
+        else lane_write(gw, r);
+        return;
+    }
+    if (r->state != EG_RS_WAIT_RETRY) return;
+    if (p->revoked || gw->stopping) {
+        abandon_record(gw, r);
+        return;
+    }
+    if (gw->cfg->ordering == EG_ORDER_PARTITION && r->decision.action == EG_ACT_RETRY) {
+        p->retry_wait--;
+        part_update_pause(gw, p);
+    }
+    make_runnable(gw, r);
+    dispatch(gw);
+}
+
+/* --------------------------------------------------------------- commits */
+
+/* Commits the finished prefix of every assigned partition that moved (or of
+ * those in `only`, when given). Sync commits block the loop briefly: used
+ * only on revoke and at shutdown. */
+static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *only, int sync) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        if (only && !rd_kafka_topic_partition_list_find(only, p->topic, p->partition)) continue;
+        int64_t cp = eg_tracker_commit_point(&p->trk);
+        if (cp < 0 || cp <= p->committed) continue;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = cp;
+    }
+    if (l->cnt == 0) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_commit(gw->rk, l, !sync);
+    if (sync) {
+        if (err) {
+            gw->st.commit_failures++;
+            eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
+        } else {
+            for (int i = 0; i < l->cnt; i++) {
+                eg_part *p = part_find(gw, l->elems[i].topic, l->elems[i].partition);
+                if (p && l->elems[i].err == 0 && l->elems[i].offset > p->committed)
+                    p->committed = l->elems[i].offset;
+            }
+            gw->st.commits++;
+        }
+    } else if (err) {
+        gw->st.commit_failures++;
+        eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t *offsets, void *opaque) {
+    eg_gw *gw = opaque;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
+    if (err) {
+        gw->st.commit_failures++;
+        eg_log_msg(EG_WARN, "commit_failed", "%s (retried at the next commit)", rd_kafka_err2str(err));
+        return;
+    }
+    gw->st.commits++;
+    for (int i = 0; offsets && i < offsets->cnt; i++) {
+        eg_part *p = part_find(gw, offsets->elems[i].topic, offsets->elems[i].partition);
+        if (p && offsets->elems[i].err == 0 && offsets->elems[i].offset > p->committed)
+            p->committed = offsets->elems[i].offset;
+    }
+}
+
+static void on_commit_tick(evutil_socket_t fd, short what, void *arg) {
+    eg_gw *gw = arg;
+    if (!gw->closed) commit_offsets(gw, NULL, 0);
+}
+
+/* ------------------------------------------------------------- rebalance */
+
+static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (part_find(gw, tp->topic, tp->partition)) continue;
+        eg_part *p = eg_xcalloc(1, sizeof *p);
+        p->topic = eg_xstrdup(tp->topic);
+        p->partition = tp->partition;
+        p->refs = 1;
+        p->gw = gw;
+        p->committed = -1;
+        eg_tracker_init(&p->trk, (uint64_t)gw->cfg->max_inflight);
+        p->next = gw->parts;
+        gw->parts = p;
+        eg_log_msg(EG_INFO, "assign", "%s[%d]", p->topic, (int)p->partition);
+    }
+    rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
+    if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
+    for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
+}
+
+/* Commits the finished prefix of the revoked partitions, drops their
+ * unborrowed records, and forgets them. */
+static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
+    commit_offsets(gw, parts, 1);
+    for (int i = 0; i < parts->cnt; i++) {
+        eg_part **pp = &gw->parts;
+        while (*pp && !((*pp)->partition == parts->elems[i].partition &&
+                        strcmp((*pp)->topic, parts->elems[i].topic) == 0))
+            pp = &(*pp)->next;
+        eg_part *p = *pp;
+        if (!p) continue;
+        *pp = p->next;
+        p->revoked = 1;
+        eg_log_msg(EG_INFO, "revoke", "%s[%d] committed=%lld", p->topic, (int)p->partition,
+                   (long long)p->committed);
+        eg_record *r = gw->all;
+        while (r) {
+            eg_record *next = r->anext;
+            if (r->part == p && r->state != EG_RS_IN_TARGET && r->state != EG_RS_LANE_WRITE)
+                free_record(gw, r);
+            r = next;
+        }
+        part_unref(p);
+    }
+    rd_kafka_assign(gw->rk, NULL);
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
+    eg_gw *gw = opaque;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && !gw->closed) assign_parts(gw, parts);
+    else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || gw->closed) revoke_parts(gw, parts);
+    else {
+        eg_log_msg(EG_WARN, "rebalance_error", "%s", rd_kafka_err2str(err));
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+/* -------------------------------------------------------------- consumer */
+
+static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
+    if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            eg_log_msg(EG_WARN, "consumer_error", "%s%s%s", rd_kafka_err2str(m->err),
+                       m->rkt ? " topic " : "", m->rkt ? rd_kafka_topic_name(m->rkt) : "");
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    eg_part *p = part_find(gw, rd_kafka_topic_name(m->rkt), m->partition);
+    uint64_t seq;
+    if (!p || eg_tracker_add(&p->trk, m->offset, &seq) != 0) {
+        /* not ours any more, or already seen: never count it twice */
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    eg_record *r = eg_xcalloc(1, sizeof *r);
+    r->msg = m;
+    r->part = p;
+    p->refs++;
+    r->topic = p->topic;
+    r->partition = p->partition;
+    r->offset = m->offset;
+    r->seq = seq;
+    r->failure.retry_after_ms = -1;
+    if (gw->cfg->ordering == EG_ORDER_KEY && m->key) r->key_hash = eg_hash64(m->key, m->key_len);
+    r->anext = gw->all;
+    if (gw->all) gw->all->aprev = r;
+    gw->all = r;
+    r->state = EG_RS_PENDING;
+    q_append(&p->pend_head, &p->pend_tail, r);
+    p->unfinished++;
+    gw->unfinished++;
+    gw->st.received++;
+    if (!gw->st.first_ms) gw->st.first_ms = eg_now_ms();
+    part_update_pause(gw, p);
+    update_global(gw);
+    pump(gw, p);
+}
+
+static void on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
+    eg_gw *gw = arg;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {}
+    int n = 0;
+    rd_kafka_message_t *m;
+    while (!gw->closed && n < POLL_BUDGET && (m = rd_kafka_consumer_poll(gw->rk, 0))) {
+        on_message(gw, m);
+        n++;
+        if (n % 64 == 0) dispatch(gw);
+    }
+    if (!gw->closed) dispatch(gw);
+    if (n == POLL_BUDGET) event_active(gw->cev, EV_READ, 0); /* more may wait; let others run */
+}
+
+static void on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    eg_gw *gw = opaque;
+    eg_log_msg(EG_WARN, "kafka_error", "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    if (err == RD_KAFKA_RESP_ERR__FATAL) begin_stop(gw, 1, "fatal consumer error");
+}
+
+/* -------------------------------------------------------------- shutdown */
+
+static void finish_stop(eg_gw *gw) {
+    if (gw->closed) return;
+    if (gw->drain_ev) evtimer_del(gw->drain_ev);
+    gw->target->ops->cancel_all(gw->target);
+    eg_lanes_purge(gw->lanes, 2000);
+    commit_offsets(gw, NULL, 1);
+    gw->closed = 1;
+    rd_kafka_resp_err_t err = rd_kafka_consumer_close(gw->rk);
+    if (err) eg_log_msg(EG_WARN, "close_failed", "%s", rd_kafka_err2str(err));
+    event_base_loopbreak(gw->base);
+}
+
+static int busy(eg_gw *gw) {
+    int n = gw->target->inflight + eg_lanes_outstanding(gw->lanes);
+    for (eg_part *p = gw->parts; p; p = p->next) n += p->lane_failing;
+    return n;
+}
+
+static void on_drain_tick(evutil_socket_t fd, short what, void *arg) {
+    eg_gw *gw = arg;
+    if (busy(gw) == 0 || eg_now_ms() >= gw->drain_deadline_ms) {
+        if (busy(gw)) eg_log_msg(EG_WARN, "shutdown_timeout", "%d operations abandoned", busy(gw));
+        finish_stop(gw);
+        return;
+    }
+    struct timeval tv = {0, 20000};
+    evtimer_add(gw->drain_ev, &tv);
+}
+
+/* Stops taking new work; in-flight attempts and lane writes get
+ * shutdown_timeout_ms to finish; then commit and close. */
+static void begin_stop(eg_gw *gw, int code, const char *why) {
+    if (code > gw->exit_code) gw->exit_code = code;
+    if (gw->stopping) return;
+    gw->stopping = 1;
+    eg_log_msg(code ? EG_ERROR : EG_INFO, "stop", "%s; draining for at most %d ms", why,
+               gw->cfg->shutdown_timeout_ms);
+    for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
+    gw->drain_deadline_ms = eg_now_ms() + gw->cfg->shutdown_timeout_ms;
+    gw->drain_ev = evtimer_new(gw->base, on_drain_tick, gw);
+    on_drain_tick(-1, 0, gw);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    eg_gw *gw = arg;
+    if (gw->stopping) {
+        eg_log_msg(EG_WARN, "stop", "second signal: stopping now");
+        finish_stop(gw);
+        return;
+    }
+    begin_stop(gw, 0, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* ------------------------------------------------------------------ setup */
+
+static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
+    const eg_config *cfg = gw->cfg;
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char e[512];
+    struct { const char *k, *v; } fixed[] = {
+        {"group.id", cfg->group},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"enable.partition.eof", "false"},
+    };
+    for (int i = 0; i < cfg->nkafka; i++)
+        if (rd_kafka_conf_set(conf, cfg->kafka[i].key, cfg->kafka[i].val, e, sizeof e) != RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "kafka.%s: %s", cfg->kafka[i].key, e);
+            rd_kafka_conf_destroy(conf);
+            return -1;
+        }
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        rd_kafka_conf_set(conf, fixed[i].k, fixed[i].v, e, sizeof e);
+    if (!eg_config_kafka(cfg, "auto.offset.reset")) rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", e, sizeof e);
+    if (!eg_config_kafka(cfg, "client.id")) rd_kafka_conf_set(conf, "client.id", "errgate", e, sizeof e);
+    rd_kafka_conf_set_opaque(conf, gw);
+    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    rd_kafka_conf_set_offset_commit_cb(conf, on_commit_result);
+    rd_kafka_conf_set_error_cb(conf, on_consumer_error);
+    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
+    gw->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
+    if (!gw->rk) {
+        snprintf(err, errlen, "cannot create the consumer: %s", e);
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(gw->rk);
+    gw->cq = rd_kafka_queue_get_consumer(gw->rk);
+    if (pipe2(gw->cpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %m");
+        return -1;
+    }
+    rd_kafka_queue_io_event_enable(gw->cq, gw->cpipe[1], "1", 1);
+    gw->cev = event_new(gw->base, gw->cpipe[0], EV_READ | EV_PERSIST, on_consumer_queue, gw);
+    event_add(gw->cev, NULL);
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(cfg->ntopics);
+    for (int i = 0; i < cfg->ntopics; i++)
+        rd_kafka_topic_partition_list_add(topics, cfg->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t rerr = rd_kafka_subscribe(gw->rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (rerr) {
+        snprintf(err, errlen, "subscribe: %s", rd_kafka_err2str(rerr));
+        return -1;
+    }
+    return 0;
+}
+
+static void log_summary(eg_gw *gw) {
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_INFO, "summary")) return;
+    const eg_stats *s = &gw->st;
+    eg_log_int(&l, "received", s->received);
+    eg_log_int(&l, "succeeded_first", s->succeeded_first);
+    eg_log_int(&l, "succeeded_retry", s->succeeded_retry);
+    eg_log_int(&l, "failures", s->failures);
+    eg_log_int(&l, "retries", s->retries);
+    eg_log_int(&l, "holds", s->holds);
+    eg_log_int(&l, "dlq", s->dlq);
+    eg_log_int(&l, "quarantined", s->quarantined);
+    eg_log_int(&l, "ignored", s->ignored);
+    eg_log_int(&l, "stops", s->stops);
+    eg_log_int(&l, "policy_errors", s->policy_errors);
+    eg_log_int(&l, "lane_failures", s->lane_failures);
+    eg_log_int(&l, "commits", s->commits);
+    eg_log_int(&l, "commit_failures", s->commit_failures);
+    int64_t done = s->succeeded_first + s->succeeded_retry + s->dlq + s->quarantined + s->ignored;
+    double secs = s->last_ms > s->first_ms ? (double)(s->last_ms - s->first_ms) / 1000.0 : 0;
+    eg_log_dbl(&l, "active_seconds", secs);
+    eg_log_dbl(&l, "records_per_second", secs > 0 ? (double)done / secs : 0);
+    eg_log_int(&l, "exit_code", gw->exit_code);
+    eg_log_end(&l);
+}
+
+static void gateway_free(eg_gw *gw) {
+    while (gw->all) free_record(gw, gw->all); /* only after close: nothing is borrowed */
+    while (gw->parts) {
+        eg_part *p = gw->parts;
+        gw->parts = p->next;
+        part_unref(p);
+    }
+    if (gw->target) gw->target->ops->destroy(gw->target);
+    if (gw->lanes) eg_lanes_free(gw->lanes);
+    if (gw->cq) rd_kafka_queue_destroy(gw->cq);
+    if (gw->rk) rd_kafka_destroy(gw->rk);
+    eg_policy_free(gw->policy);
+    if (gw->cev) event_free(gw->cev);
+    if (gw->commit_ev) event_free(gw->commit_ev);
+    if (gw->drain_ev) event_free(gw->drain_ev);
+    for (int i = 0; i < 2; i++)
+        if (gw->sig_ev[i]) event_free(gw->sig_ev[i]);
+    if (gw->cpipe[0] > 0) close(gw->cpipe[0]);
+    if (gw->cpipe[1] > 0) close(gw->cpipe[1]);
+    if (gw->base) event_base_free(gw->base);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: errgate run -c CONFIG\n");
+}
+
+int eg_cmd_run(int argc, char **argv) {
+    const char *cfgpath = NULL;
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) cfgpath = argv[++i];
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (!cfgpath) {
+        usage();
+        return 2;
+    }
+    char err[1024];
+    eg_config cfg;
+    if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
+        eg_log_msg(EG_ERROR, "config_error", "%s", err);
+        fprintf(stderr, "errgate: %s\n", err);
+        return 2;
+    }
+    eg_level lv = strcmp(cfg.log_level, "debug") == 0 ? EG_DEBUG : strcmp(cfg.log_level, "warn") == 0 ? EG_WARN
+                  : strcmp(cfg.log_level, "error") == 0 ? EG_ERROR : EG_INFO;
+    eg_log_setup(lv, strcmp(cfg.log_format, "text") == 0);
+    signal(SIGPIPE, SIG_IGN);
+
+    eg_gw gw;
+    memset(&gw, 0, sizeof gw);
+    gw.cfg = &cfg;
+    int rc = 2;
+    gw.base = event_base_new();
+    if (!(gw.policy = eg_policy_load(cfg.policy, cfg.policy_timeout_ms, err, sizeof err)) ||
+        !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
+        !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) ||
+        consumer_new(&gw, err, sizeof err) != 0) {
+        eg_log_msg(EG_ERROR, "startup_error", "%s", err);
+        fprintf(stderr, "errgate: %s\n", err);
+        goto out;
+    }
+    eg_logline l;
+    if (eg_log_begin(&l, EG_INFO, "start")) {
+        eg_log_str(&l, "group", cfg.group);
+        eg_log_str(&l, "policy", eg_policy_id(gw.policy));
+        eg_log_str(&l, "target", cfg.target_kind == EG_TARGET_HTTP ? cfg.http_url : cfg.lua_target);
+        eg_log_str(&l, "ordering", eg_ordering_name(cfg.ordering));
+        eg_log_end(&l);
+    }
+    gw.commit_ev = event_new(gw.base, -1, EV_PERSIST, on_commit_tick, &gw);
+    struct timeval ci = {cfg.commit_interval_ms / 1000, (cfg.commit_interval_ms % 1000) * 1000};
+    event_add(gw.commit_ev, &ci);
+    gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
+    gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
+    event_add(gw.sig_ev[0], NULL);
+    event_add(gw.sig_ev[1], NULL);
+    event_base_dispatch(gw.base);
+    rc = gw.exit_code;
+    log_summary(&gw);
+out:
+    gateway_free(&gw);
+    eg_config_free(&cfg);
+    return rc;
+}

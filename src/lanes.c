@@ -1,0 +1,250 @@
+/* lanes.c — the lane producer and the lane record format (see lanes.h). */
+#include "lanes.h"
+#include "log.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct lane_topic {
+    eg_lane lane;
+    char *src;               /* source topic */
+    char *name;              /* lane topic */
+    rd_kafka_topic_t *rkt;
+} lane_topic;
+
+struct eg_lanes {
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *mainq;
+    int pipefd[2];
+    struct event *ev;
+    const char *tmpl[EG_LANE__N];  /* borrowed from the config */
+    char *group;
+    lane_topic *topics;
+    int ntopics;
+    int outstanding;
+    eg_lane_done_fn done;
+    void *done_arg;
+};
+
+void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    eg_level lv = level <= 3 ? EG_ERROR : level == 4 ? EG_WARN : level <= 6 ? EG_INFO : EG_DEBUG;
+    eg_logline l;
+    if (!eg_log_begin(&l, lv, "rdkafka")) return;
+    eg_log_str(&l, "client", rd_kafka_name(rk));
+    eg_log_str(&l, "facility", fac);
+    eg_log_str(&l, "msg", buf);
+    eg_log_end(&l);
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    eg_lanes *l = opaque;
+    l->outstanding--;
+    l->done((eg_record *)m->_private, m->err, l->done_arg);
+}
+
+static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    eg_log_msg(err == RD_KAFKA_RESP_ERR__FATAL ? EG_ERROR : EG_WARN, "lane_producer_error",
+               "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* Readable pipe: librdkafka has reports for us. Serve them all. */
+static void on_queue(evutil_socket_t fd, short what, void *arg) {
+    eg_lanes *l = arg;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {}
+    while (rd_kafka_poll(l->rk, 0) > 0) {}
+}
+
+/* Partitioner: the source partition number when the lane has it. Runs on
+ * librdkafka's threads too; it only reads the record's immutable partition. */
+static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size_t keylen,
+                              int32_t partition_cnt, void *rkt_opaque, void *msg_opaque) {
+    const eg_record *rec = msg_opaque;
+    if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
+    return rec->partition < partition_cnt ? rec->partition : rec->partition % partition_cnt;
+}
+
+static int set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
+    char e[256];
+    if (rd_kafka_conf_set(conf, k, v, e, sizeof e) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "kafka.%s: %s", k, e);
+        return -1;
+    }
+    return 0;
+}
+
+eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
+                       eg_lane_done_fn done, void *arg, char *err, size_t errlen) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char e[512];
+    for (int i = 0; i < cfg->nkafka; i++)
+        if (set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
+    if (!eg_config_kafka(cfg, "linger.ms") && set(conf, "linger.ms", "5", err, errlen) < 0) goto bad;
+    if (!eg_config_kafka(cfg, "message.timeout.ms") &&
+        set(conf, "message.timeout.ms", "30000", err, errlen) < 0)
+        goto bad;
+    if (set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
+        set(conf, "acks", "all", err, errlen) < 0 ||
+        set(conf, "client.id", "errgate-lanes", err, errlen) < 0)
+        goto bad;
+    eg_lanes *l = eg_xcalloc(1, sizeof *l);
+    rd_kafka_conf_set_opaque(conf, l);
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_error_cb(conf, on_producer_error);
+    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
+    l->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
+    if (!l->rk) {
+        snprintf(err, errlen, "cannot create the lane producer: %s", e);
+        free(l);
+        goto bad;
+    }
+    l->done = done;
+    l->done_arg = arg;
+    l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
+    l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
+    l->group = eg_xstrdup(cfg->group);
+    if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %m");
+        eg_lanes_free(l);
+        return NULL;
+    }
+    l->mainq = rd_kafka_queue_get_main(l->rk);
+    rd_kafka_queue_io_event_enable(l->mainq, l->pipefd[1], "1", 1);
+    l->ev = event_new(base, l->pipefd[0], EV_READ | EV_PERSIST, on_queue, l);
+    event_add(l->ev, NULL);
+    return l;
+bad:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src) {
+    for (int i = 0; i < l->ntopics; i++)
+        if (l->topics[i].lane == lane && strcmp(l->topics[i].src, src) == 0) return &l->topics[i];
+    l->topics = eg_xrealloc(l->topics, (size_t)(l->ntopics + 1) * sizeof *l->topics);
+    lane_topic *t = &l->topics[l->ntopics++];
+    t->lane = lane;
+    t->src = eg_xstrdup(src);
+    t->name = eg_lane_topic(l->tmpl[lane], src);
+    rd_kafka_topic_conf_t *tc = rd_kafka_topic_conf_new();
+    rd_kafka_topic_conf_set_partitioner_cb(tc, same_partition);
+    t->rkt = rd_kafka_topic_new(l->rk, t->name, tc);
+    return t;
+}
+
+const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *src_topic) {
+    return lookup(l, lane, src_topic)->name;
+}
+
+int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
+
+/* True for the headers that each lane write sets afresh. */
+static int replaced_header(const char *name) {
+    static const char *const names[] = {"error.class", "error.code", "error.message",
+                                        "error.timestamp", "retry.count", "previous.topic",
+                                        "errgate.policy", "errgate.reason", NULL};
+    for (const char *const *p = names; *p; p++)
+        if (strcmp(name, *p) == 0) return 1;
+    return 0;
+}
+
+static void add(rd_kafka_headers_t *h, const char *name, const char *val) {
+    rd_kafka_header_add(h, name, -1, val, -1);
+}
+
+/* Builds the lane headers for rec (see DESIGN §4). */
+static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const char *policy_id) {
+    rd_kafka_headers_t *src = NULL;
+    rd_kafka_message_headers(rec->msg, &src);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(src ? rd_kafka_header_cnt(src) + 16 : 16);
+    const char *name;
+    const void *val;
+    size_t size;
+    const void *v;
+    char retry_count[32] = "0";
+    for (size_t i = 0; src && rd_kafka_header_get_all(src, i, &name, &val, &size) == 0; i++) {
+        if (strcmp(name, "retry.count") == 0 && val && size < sizeof retry_count) {
+            memcpy(retry_count, val, size);
+            retry_count[size] = '\0';
+        }
+        if (!replaced_header(name)) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
+    }
+    const eg_decision *d = &rec->decision;
+    char buf[64], ts[40];
+    add(h, "error.class", d->klass);
+    add(h, "error.code", d->code);
+    add(h, "error.message", d->message[0] ? d->message : rec->failure.message ? rec->failure.message : "");
+    eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
+    add(h, "error.timestamp", ts);
+    add(h, "retry.count", retry_count);
+    add(h, "previous.topic", rec->topic);
+    /* written once: a record coming back from a lane keeps its birth place */
+    if (rd_kafka_header_get_last(h, "original.topic", &v, &size) != 0) {
+        add(h, "original.topic", rec->topic);
+        snprintf(buf, sizeof buf, "%d", (int)rec->partition);
+        add(h, "original.partition", buf);
+        snprintf(buf, sizeof buf, "%lld", (long long)rec->offset);
+        add(h, "original.offset", buf);
+        rd_kafka_timestamp_type_t tt;
+        int64_t t = rd_kafka_message_timestamp(rec->msg, &tt);
+        eg_rfc3339(t >= 0 ? t : eg_wall_ms(), ts, sizeof ts);
+        add(h, "original.timestamp", ts);
+    }
+    if (rd_kafka_header_get_last(h, "original.consumer.group", &v, &size) != 0)
+        add(h, "original.consumer.group", l->group);
+    if (rd_kafka_header_get_last(h, "errgate.id", &v, &size) != 0) {
+        char id[320];
+        eg_record_id(rec, id, sizeof id);
+        add(h, "errgate.id", id);
+    }
+    add(h, "errgate.policy", policy_id);
+    add(h, "errgate.reason", d->reason[0] ? d->reason : d->klass);
+    return h;
+}
+
+rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, eg_lane lane, const char *policy_id) {
+    lane_topic *t = lookup(l, lane, rec->topic);
+    rd_kafka_headers_t *h = lane_headers(l, rec, policy_id);
+    const rd_kafka_message_t *m = rec->msg;
+    /* No copy flag: key and value stay owned by rec->msg, which outlives the
+     * write (the gateway frees the record only after the delivery report). */
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(m->payload, m->len),
+        RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec),
+        RD_KAFKA_V_END);
+    if (err) {
+        rd_kafka_headers_destroy(h);
+        return err;
+    }
+    l->outstanding++;
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+void eg_lanes_purge(eg_lanes *l, int timeout_ms) {
+    if (!l->outstanding) return;
+    rd_kafka_purge(l->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    int64_t until = eg_now_ms() + timeout_ms;
+    while (l->outstanding > 0 && eg_now_ms() < until) rd_kafka_poll(l->rk, 50);
+}
+
+void eg_lanes_free(eg_lanes *l) {
+    if (!l) return;
+    for (int i = 0; i < l->ntopics; i++) {
+        rd_kafka_topic_destroy(l->topics[i].rkt);
+        free(l->topics[i].src);
+        free(l->topics[i].name);
+    }
+    free(l->topics);
+    if (l->ev) event_free(l->ev);
+    if (l->mainq) rd_kafka_queue_destroy(l->mainq);
+    if (l->rk) rd_kafka_destroy(l->rk);
+    if (l->pipefd[0] > 0) close(l->pipefd[0]);
+    if (l->pipefd[1] > 0) close(l->pipefd[1]);
+    free(l->group);
+    free(l);
+}

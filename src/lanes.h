@@ -1,0 +1,52 @@
+/* lanes.h — durable writes of failed records to lane topics (DLQ, quarantine).
+ *
+ * One idempotent producer (acks=all) for every lane. A write is durable only
+ * when its delivery report says so: the outcome of each write reaches the
+ * gateway through the done callback, from the event loop (the producer's
+ * queue is wired into libevent with rd_kafka_queue_io_event_enable). A lane
+ * record keeps the source key and value bytes unchanged, goes to the source's
+ * partition number when the lane has that many partitions (otherwise to
+ * partition % count), and carries the source headers plus DESIGN §4's
+ * (error.* replaced, original.* written once). The record is borrowed from
+ * the gateway until its done callback. */
+#ifndef EG_LANES_H
+#define EG_LANES_H
+
+#include <event2/event.h>
+#include <librdkafka/rdkafka.h>
+
+#include "config.h"
+#include "record.h"
+
+typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE__N } eg_lane;
+
+typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);
+
+typedef struct eg_lanes eg_lanes;
+
+/* Creates the producer. Returns NULL with a message in err on bad config. */
+eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
+                       eg_lane_done_fn done, void *arg, char *err, size_t errlen);
+
+/* Queues the write of rec to lane `lane` with the record's decision and the
+ * deciding policy id. Returns RD_KAFKA_RESP_ERR_NO_ERROR when queued (the
+ * outcome arrives through done), or the error when the producer refused it
+ * at once (done is not called). */
+rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, eg_lane lane, const char *policy_id);
+
+/* The lane topic name for a source topic. */
+const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *src_topic);
+
+/* Number of writes queued or in flight. */
+int eg_lanes_outstanding(const eg_lanes *l);
+
+/* Abandons every queued and in-flight write: their done callbacks run with an
+ * error before this returns (waits at most timeout_ms for the reports). */
+void eg_lanes_purge(eg_lanes *l, int timeout_ms);
+
+void eg_lanes_free(eg_lanes *l);
+
+/* Routes librdkafka's log lines into errgate's log (shared by every client). */
+void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+
+#endif

@@ -1,0 +1,155 @@
+/* log.c — structured log lines (see log.h).
+ *
+ * JSON format: {"ts":"...","level":"info","event":"...",k:v,...}. Text format:
+ * "ts LEVEL event k=v k=v". Strings are escaped for JSON (control bytes and
+ * non-UTF-8 bytes become \u00XX, so every line parses). */
+#include "log.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static eg_level g_min = EG_INFO;
+static int g_text = 0;
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void eg_log_setup(eg_level min_level, int text_format) {
+    g_min = min_level;
+    g_text = text_format;
+}
+
+int eg_log_enabled(eg_level level) { return level >= g_min; }
+
+/* Appends raw bytes if they fit; marks the line full otherwise. */
+static int put(eg_logline *l, const char *s, size_t n) {
+    if (l->full || l->len + n + 24 > sizeof l->buf) { /* room for the marker and "}\n" */
+        l->full = 1;
+        return -1;
+    }
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+    return 0;
+}
+
+/* Appends s escaped as JSON string content (text format: as-is, with
+ * control bytes replaced by '?'). */
+static void put_escaped(eg_logline *l, const char *s, size_t n) {
+    char tmp[8];
+    for (size_t i = 0; i < n && !l->full; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            if (g_text) put(l, (const char *)&s[i], 1);
+            else { tmp[0] = '\\'; tmp[1] = (char)c; put(l, tmp, 2); }
+        } else if (c < 0x20 || c >= 0x7f) {
+            if (g_text) put(l, "?", 1);
+            else { snprintf(tmp, sizeof tmp, "\\u%04x", c); put(l, tmp, 6); }
+        } else {
+            put(l, (const char *)&s[i], 1);
+        }
+    }
+}
+
+static int line_active(eg_logline *l) { return l->len > 0; }
+
+int eg_log_begin(eg_logline *l, eg_level level, const char *event) {
+    l->len = 0;
+    l->full = 0;
+    l->text = g_text;
+    if (level < g_min) return 0;
+    char ts[32];
+    eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
+    if (g_text) {
+        put(l, ts, strlen(ts));
+        put(l, " ", 1);
+        put(l, level_names[level], strlen(level_names[level]));
+        put(l, " ", 1);
+        put_escaped(l, event, strlen(event));
+    } else {
+        put(l, "{\"ts\":\"", 7);
+        put(l, ts, strlen(ts));
+        put(l, "\",\"level\":\"", 11);
+        put(l, level_names[level], strlen(level_names[level]));
+        put(l, "\",\"event\":\"", 11);
+        put_escaped(l, event, strlen(event));
+        put(l, "\"", 1);
+    }
+    return 1;
+}
+
+static void put_key(eg_logline *l, const char *key) {
+    if (g_text) {
+        put(l, " ", 1);
+        put(l, key, strlen(key));
+        put(l, "=", 1);
+    } else {
+        put(l, ",\"", 2);
+        put(l, key, strlen(key));
+        put(l, "\":", 2);
+    }
+}
+
+void eg_log_strn(eg_logline *l, const char *key, const char *val, size_t n) {
+    if (!line_active(l)) return;
+    size_t mark = l->len;
+    put_key(l, key);
+    if (!g_text) put(l, "\"", 1);
+    put_escaped(l, val, n);
+    if (!g_text) put(l, "\"", 1);
+    if (l->full) l->len = mark; /* drop the partial field */
+}
+
+void eg_log_str(eg_logline *l, const char *key, const char *val) {
+    eg_log_strn(l, key, val ? val : "", val ? strlen(val) : 0);
+}
+
+void eg_log_int(eg_logline *l, const char *key, int64_t val) {
+    if (!line_active(l)) return;
+    char num[32];
+    int n = snprintf(num, sizeof num, "%lld", (long long)val);
+    size_t mark = l->len;
+    put_key(l, key);
+    put(l, num, (size_t)n);
+    if (l->full) l->len = mark;
+}
+
+void eg_log_dbl(eg_logline *l, const char *key, double val) {
+    if (!line_active(l)) return;
+    char num[48];
+    int n = snprintf(num, sizeof num, "%.3f", val);
+    size_t mark = l->len;
+    put_key(l, key);
+    put(l, num, (size_t)n);
+    if (l->full) l->len = mark;
+}
+
+void eg_log_end(eg_logline *l) {
+    if (!line_active(l)) return;
+    if (l->full) {
+        l->full = 0;
+        if (g_text) put(l, " truncated=1", 12);
+        else put(l, ",\"truncated\":true", 17);
+    }
+    if (!g_text) l->buf[l->len++] = '}';
+    l->buf[l->len++] = '\n';
+    ssize_t off = 0;
+    while ((size_t)off < l->len) {
+        ssize_t w = write(STDERR_FILENO, l->buf + off, l->len - (size_t)off);
+        if (w <= 0) break;
+        off += w;
+    }
+    l->len = 0;
+}
+
+void eg_log_msg(eg_level level, const char *event, const char *fmt, ...) {
+    eg_logline l;
+    if (!eg_log_begin(&l, level, event)) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    eg_log_str(&l, "msg", msg);
+    eg_log_end(&l);
+}

@@ -1,0 +1,190 @@
+/* luavm.c — bounded Lua states for the policy and the Lua target (see luavm.h). */
+#include "luavm.h"
+#include "util.h"
+
+#include <lauxlib.h>
+#include <luajit.h>
+#include <lualib.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The VM whose call is running. Only the loop thread calls into Lua and calls
+ * do not nest across VMs, so one slot is enough for the hook to find it. */
+static eg_vm *g_running;
+
+const char *eg_lua_dir(void) {
+    static char dir[PATH_MAX];
+    if (dir[0]) return dir;
+    const char *env = getenv("ERRGATE_LUA_DIR");
+    if (env && *env) {
+        eg_strlcpy(dir, env, sizeof dir);
+        return dir;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        eg_strlcpy(dir, "lua", sizeof dir);
+        return dir;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(dir, sizeof dir, "%.*s/../lua", (int)(sizeof dir - 8), exe);
+    return dir;
+}
+
+static void deadline_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    eg_vm *vm = g_running;
+    if (vm && vm->deadline_ns && eg_now_ns() > vm->deadline_ns)
+        luaL_error(L, "errgate: call exceeded its %d ms budget", vm->timeout_ms);
+}
+
+eg_vm *eg_vm_new(int timeout_ms, char *err, size_t errlen) {
+    eg_vm *vm = eg_xcalloc(1, sizeof *vm);
+    vm->timeout_ms = timeout_ms;
+    vm->L = luaL_newstate();
+    if (!vm->L) {
+        snprintf(err, errlen, "cannot create a Lua state");
+        free(vm);
+        return NULL;
+    }
+    lua_State *L = vm->L;
+    luaL_openlibs(L);
+    luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1000);
+
+    lua_getglobal(L, "debug");
+    lua_getfield(L, -1, "traceback");
+    vm->traceback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+
+    /* package.path: the runtime's directory first. */
+    const char *dir = eg_lua_dir();
+    lua_getglobal(L, "package");
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", dir, dir);
+    lua_getfield(L, -2, "path");
+    lua_concat(L, 2);
+    lua_setfield(L, -2, "path");
+    lua_pop(L, 1);
+
+    lua_getglobal(L, "require");
+    lua_pushstring(L, "errgate.runtime");
+    if (eg_vm_pcall(vm, 1, 1, err, errlen) != 0) {
+        char msg[512];
+        eg_strlcpy(msg, err, sizeof msg);
+        snprintf(err, errlen, "cannot load the errgate Lua runtime from %s: %s", dir, msg);
+        eg_vm_free(vm);
+        return NULL;
+    }
+    vm->runtime_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return vm;
+}
+
+void eg_vm_free(eg_vm *vm) {
+    if (!vm) return;
+    if (vm->L) lua_close(vm->L);
+    free(vm);
+}
+
+int eg_vm_push_runtime_fn(eg_vm *vm, const char *name) {
+    lua_rawgeti(vm->L, LUA_REGISTRYINDEX, vm->runtime_ref);
+    lua_getfield(vm->L, -1, name);
+    lua_remove(vm->L, -2);
+    if (lua_type(vm->L, -1) != LUA_TFUNCTION) {
+        lua_pop(vm->L, 1);
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies the first line of a Lua error (plus the traceback's first frame,
+ * which carries the file:line) into err. */
+static void one_line(const char *msg, char *err, size_t errlen) {
+    size_t o = 0;
+    for (const char *p = msg; *p && o + 1 < errlen; p++) {
+        if (*p == '\n') {
+            if (strncmp(p, "\nstack traceback:", 17) == 0) break;
+            err[o++] = ' ';
+        } else if (*p != '\t') {
+            err[o++] = *p;
+        }
+    }
+    err[o] = '\0';
+}
+
+int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
+    lua_State *L = vm->L;
+    int base = lua_gettop(L) - nargs; /* index of the function */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, vm->traceback_ref);
+    lua_insert(L, base);
+    eg_vm *prev = g_running;
+    g_running = vm;
+    vm->deadline_ns = eg_now_ns() + (int64_t)vm->timeout_ms * 1000000;
+    int rc = lua_pcall(L, nargs, nresults, base);
+    vm->deadline_ns = 0;
+    g_running = prev;
+    if (rc != 0) {
+        const char *msg = lua_tostring(L, -1);
+        one_line(msg ? msg : "(error object is not a string)", err, errlen);
+        lua_settop(L, base - 1);
+        return -1;
+    }
+    lua_remove(L, base);
+    return 0;
+}
+
+static void set_str(lua_State *L, const char *k, const char *v, size_t n, size_t cap) {
+    if (!v) return;
+    if (cap && n > cap) n = cap;
+    lua_pushlstring(L, v, n);
+    lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, int64_t v) {
+    lua_pushnumber(L, (lua_Number)v);
+    lua_setfield(L, -2, k);
+}
+
+void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap) {
+    lua_State *L = vm->L;
+    const rd_kafka_message_t *m = r->msg;
+    lua_createtable(L, 0, 8);
+    set_str(L, "topic", r->topic, strlen(r->topic), 0);
+    set_int(L, "partition", r->partition);
+    set_int(L, "offset", r->offset);
+    char id[320];
+    eg_record_id(r, id, sizeof id);
+    set_str(L, "id", id, strlen(id), 0);
+    if (m->key) set_str(L, "key", m->key, m->key_len, cap);
+    if (with_value && m->payload) set_str(L, "value", m->payload, m->len, cap);
+    rd_kafka_timestamp_type_t tstype;
+    set_int(L, "timestamp", rd_kafka_message_timestamp(m, &tstype));
+    lua_createtable(L, 0, 4);
+    rd_kafka_headers_t *hdrs = NULL;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char *name;
+        const void *val;
+        size_t size;
+        for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == 0; i++)
+            if (val) set_str(L, name, val, size, cap);
+    }
+    lua_setfield(L, -2, "headers");
+}
+
+void eg_vm_push_failure(eg_vm *vm, const eg_failure *f) {
+    lua_State *L = vm->L;
+    lua_createtable(L, 0, 8);
+    const char *kind = eg_failure_kind_name(f->kind);
+    set_str(L, "kind", kind, strlen(kind), 0);
+    if (f->status) set_int(L, "status", f->status);
+    if (f->code) set_str(L, "code", f->code, strlen(f->code), 0);
+    if (f->class_hint) set_str(L, "class_hint", f->class_hint, strlen(f->class_hint), 0);
+    if (f->message) set_str(L, "message", f->message, strlen(f->message), 0);
+    if (f->body) set_str(L, "body", f->body, f->body_len, EG_BODY_CAP);
+    if (f->retry_after_ms >= 0) set_int(L, "retry_after_ms", f->retry_after_ms);
+    set_int(L, "latency_ms", f->latency_ms);
+}

@@ -1,0 +1,52 @@
+/* luavm.h — one bounded Lua state running errgate's Lua runtime.
+ *
+ * A VM is a LuaJIT state with the standard libraries, the JIT engine off (so
+ * the instruction-count hook always fires: LuaJIT never runs hooks inside
+ * compiled traces) and `errgate.runtime` loaded from the Lua directory. Every
+ * call into it goes through eg_vm_pcall: protected, with a traceback, and
+ * with a wall-clock deadline enforced by the count hook; once the deadline
+ * has passed the hook raises on every count, so a policy's own pcall cannot
+ * swallow the timeout for long. A VM belongs to the loop thread. */
+#ifndef EG_LUAVM_H
+#define EG_LUAVM_H
+
+#include <lua.h>
+#include <stddef.h>
+
+#include "record.h"
+
+typedef struct eg_vm {
+    lua_State *L;
+    int runtime_ref;      /* registry ref of the errgate.runtime module */
+    int traceback_ref;    /* registry ref of debug.traceback */
+    int timeout_ms;
+    int64_t deadline_ns;  /* 0 when no call is running */
+} eg_vm;
+
+/* The directory holding errgate/runtime.lua: $ERRGATE_LUA_DIR, else
+ * <directory of the executable>/../lua. Returns a static string. */
+const char *eg_lua_dir(void);
+
+/* Creates a VM. Returns NULL with a message in err on failure. */
+eg_vm *eg_vm_new(int timeout_ms, char *err, size_t errlen);
+void eg_vm_free(eg_vm *vm);
+
+/* Pushes runtime[name] (a function) onto the stack. Returns -1 if absent. */
+int eg_vm_push_runtime_fn(eg_vm *vm, const char *name);
+
+/* lua_pcall with traceback and deadline. The function and nargs arguments
+ * are on the stack. On error returns -1, writes a one-line message into err
+ * and leaves the stack as before the function was pushed. */
+int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen);
+
+/* Pushes a table describing the record: topic, partition, offset, key,
+ * timestamp, headers (name -> value, the last one wins), and the value when
+ * with_value is set. Strings longer than cap bytes are cut to cap (cap 0:
+ * no cap). */
+void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap);
+
+/* Pushes a table describing a failure (kind, status, code, class_hint,
+ * message, retry_after_ms, latency_ms, body). */
+void eg_vm_push_failure(eg_vm *vm, const eg_failure *f);
+
+#endif

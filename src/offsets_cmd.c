@@ -1,0 +1,91 @@
+/* offsets_cmd.c — `errgate offsets`: a group's committed offsets against the
+ * end offsets of its topics, per partition, with the lag and totals.
+ *
+ * Output: one line per partition "TOPIC PARTITION COMMITTED END LAG"
+ * (COMMITTED is -1 when the group has committed nothing there), then
+ * "total COMMITTED_SUM END_SUM LAG_SUM", where a partition without a commit
+ * counts its whole log as lag. Reads only: it never joins the group. */
+#include "cli.h"
+#include "lanes.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(void) {
+    fprintf(stderr, "usage: errgate offsets -b BOOTSTRAP -g GROUP TOPIC...\n");
+    return 2;
+}
+
+int eg_cmd_offsets(int argc, char **argv) {
+    const char *bootstrap = getenv("ERRGATE_BOOTSTRAP"), *group = NULL;
+    int first_topic = argc;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-b") || !strcmp(argv[i], "--bootstrap")) && i + 1 < argc) bootstrap = argv[++i];
+        else if ((!strcmp(argv[i], "-g") || !strcmp(argv[i], "--group")) && i + 1 < argc) group = argv[++i];
+        else if (argv[i][0] == '-') return usage();
+        else { first_topic = i; break; }
+    }
+    if (!bootstrap || !group || first_topic >= argc) return usage();
+    char e[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, e, sizeof e) ||
+        rd_kafka_conf_set(conf, "group.id", group, e, sizeof e)) {
+        fprintf(stderr, "errgate offsets: %s\n", e);
+        rd_kafka_conf_destroy(conf);
+        return 2;
+    }
+    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
+    if (!rk) {
+        fprintf(stderr, "errgate offsets: %s\n", e);
+        rd_kafka_conf_destroy(conf);
+        return 1;
+    }
+    int rc = 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(32);
+    for (int i = first_topic; i < argc && rc == 0; i++) {
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, argv[i], NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+        if (!err && md->topic_cnt == 1 && md->topics[0].err) err = md->topics[0].err;
+        if (err) {
+            fprintf(stderr, "errgate offsets: %s: %s\n", argv[i], rd_kafka_err2str(err));
+            rc = 1;
+        } else {
+            for (int p = 0; p < md->topics[0].partition_cnt; p++)
+                rd_kafka_topic_partition_list_add(l, argv[i], md->topics[0].partitions[p].id);
+        }
+        if (md) rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+    }
+    if (rc == 0) {
+        rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, 10000);
+        if (err) {
+            fprintf(stderr, "errgate offsets: committed: %s\n", rd_kafka_err2str(err));
+            rc = 1;
+        }
+    }
+    long long tc = 0, te = 0, tl = 0;
+    for (int i = 0; rc == 0 && i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &l->elems[i];
+        int64_t lo = 0, hi = 0;
+        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk, tp->topic, tp->partition, &lo, &hi, 10000);
+        if (err) {
+            fprintf(stderr, "errgate offsets: %s[%d]: %s\n", tp->topic, (int)tp->partition, rd_kafka_err2str(err));
+            rc = 1;
+            break;
+        }
+        long long committed = tp->offset >= 0 ? (long long)tp->offset : -1;
+        long long lag = hi - (committed >= 0 ? committed : lo);
+        printf("%s %d %lld %lld %lld\n", tp->topic, (int)tp->partition, committed, (long long)hi, lag);
+        tc += committed >= 0 ? committed : 0;
+        te += hi;
+        tl += lag;
+    }
+    if (rc == 0) printf("total %lld %lld %lld\n", tc, te, tl);
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/* policy.h — the policy seam: failure -> decision, through Lua.
+ *
+ * A policy is a Lua file loaded by errgate.runtime in a sandbox inside its own
+ * bounded VM (luavm.h). eg_policy_decide never fails: when the policy raises,
+ * runs out of time or returns something invalid, the decision is the fallback
+ * (`hold`), flagged with fallback=1 and with the error as its message, and the
+ * caller logs and counts it. The happy path never enters here. */
+#ifndef EG_POLICY_H
+#define EG_POLICY_H
+
+#include <stddef.h>
+
+#include "record.h"
+
+typedef struct eg_policy eg_policy;
+
+/* Loads the policy file. Returns NULL and a one-line error naming the file
+ * (and line, for syntax errors) on failure. */
+eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen);
+void eg_policy_free(eg_policy *p);
+
+/* "name@version" of the loaded policy. */
+const char *eg_policy_id(const eg_policy *p);
+
+/* Asks the policy what to do with a failed record. Always fills *out. */
+void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
+                      const eg_ctx *ctx, eg_decision *out);
+
+#endif

@@ -1,0 +1,42 @@
+/* record.c — helpers for the shared record, failure and decision types. */
+#include "record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const action_names[EG_ACT__N] = {
+    "retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop"};
+
+const char *eg_action_name(eg_action a) {
+    return (unsigned)a < EG_ACT__N ? action_names[a] : "?";
+}
+
+int eg_action_parse(const char *s) {
+    for (int i = 0; i < EG_ACT__N; i++)
+        if (strcmp(s, action_names[i]) == 0) return i;
+    return -1;
+}
+
+const char *eg_failure_kind_name(eg_failure_kind k) {
+    switch (k) {
+    case EG_FK_HTTP: return "http";
+    case EG_FK_TIMEOUT: return "timeout";
+    case EG_FK_CONNECT: return "connect";
+    case EG_FK_LUA: return "lua";
+    }
+    return "?";
+}
+
+void eg_failure_clear(eg_failure *f) {
+    free(f->code);
+    free(f->class_hint);
+    free(f->message);
+    free(f->body);
+    memset(f, 0, sizeof *f);
+    f->retry_after_ms = -1;
+}
+
+void eg_record_id(const eg_record *r, char *out, size_t outlen) {
+    snprintf(out, outlen, "%s/%d/%lld", r->topic, (int)r->partition, (long long)r->offset);
+}

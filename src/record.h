@@ -1,0 +1,102 @@
+/* record.h — the types that travel between subsystems: a consumed record,
+ * the failure a target reported, and the decision a policy returned.
+ *
+ * Ownership (one rule): the gateway owns every eg_record from consume to its
+ * durable outcome; targets and lanes borrow it for exactly one operation and
+ * hand it back through their completion callback. An eg_failure owns its
+ * strings; eg_failure_clear frees them. */
+#ifndef EG_RECORD_H
+#define EG_RECORD_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum { EG_FK_HTTP = 0, EG_FK_TIMEOUT, EG_FK_CONNECT, EG_FK_LUA } eg_failure_kind;
+
+typedef struct eg_failure {
+    eg_failure_kind kind;
+    int status;              /* HTTP status, 0 when none */
+    char *code;              /* Error-Code, or NULL */
+    char *class_hint;        /* Error-Class, or NULL */
+    char *message;           /* or NULL */
+    char *body;              /* response body, capped (EG_BODY_CAP), or NULL */
+    size_t body_len;
+    int64_t retry_after_ms;  /* -1 when absent */
+    int64_t latency_ms;
+} eg_failure;
+
+#define EG_BODY_CAP 4096
+
+void eg_failure_clear(eg_failure *f);
+const char *eg_failure_kind_name(eg_failure_kind k);
+
+typedef enum {
+    EG_ACT_RETRY = 0, EG_ACT_LADDER, EG_ACT_DLQ, EG_ACT_QUARANTINE,
+    EG_ACT_IGNORE, EG_ACT_HOLD, EG_ACT_STOP, EG_ACT__N
+} eg_action;
+
+const char *eg_action_name(eg_action a);
+/* Returns the action named s, or -1. */
+int eg_action_parse(const char *s);
+
+typedef struct eg_decision {
+    eg_action action;
+    char klass[64];
+    char code[128];
+    char reason[64];
+    char message[512];
+    int64_t delay_ms;
+    int fallback;        /* 1: the policy failed and the fallback applied */
+} eg_decision;
+
+/* Attempt context handed to the policy with each failure. */
+typedef struct eg_ctx {
+    int attempt;             /* attempts so far, including the failed one */
+    const char *last_class;  /* class of the previous decision, or NULL */
+    int class_attempts;      /* consecutive failures with last_class */
+    eg_ordering ordering;
+    int64_t now_ms;
+    int64_t first_failure_ms;
+} eg_ctx;
+
+typedef enum {
+    EG_RS_PENDING = 0,   /* waiting in its partition's queue */
+    EG_RS_RUNNABLE,      /* eligible, waiting for target capacity */
+    EG_RS_IN_TARGET,
+    EG_RS_WAIT_RETRY,    /* retry or hold timer armed */
+    EG_RS_LANE_WRITE,    /* produce in flight */
+    EG_RS_LANE_BACKOFF,  /* lane write failed; re-produce timer armed */
+    EG_RS_STOPPED        /* the policy said stop; never finished */
+} eg_rstate;
+
+struct eg_part;
+struct event;
+
+typedef struct eg_record {
+    rd_kafka_message_t *msg;   /* owned: key, value and headers live here */
+    struct eg_part *part;      /* counted reference */
+    const char *topic;         /* the partition's topic name (lives as long as part) */
+    int32_t partition;
+    int64_t offset;
+    uint64_t seq;              /* tracker sequence number */
+    uint64_t key_hash;         /* 0 when the record has no key */
+    eg_rstate state;
+    int attempt;               /* target attempts so far */
+    int class_attempts;
+    int holding;               /* counted in the partition's hold count */
+    int lane_failing;          /* counted in the partition's lane-failure count */
+    int lane_attempts;
+    int64_t first_failure_ms;
+    eg_decision decision;      /* the last decision */
+    eg_failure failure;        /* the last failure */
+    struct event *timer;       /* retry, hold or lane back-off */
+    struct eg_record *qprev, *qnext;  /* pending or runnable queue */
+    struct eg_record *aprev, *anext;  /* the gateway's list of all records */
+} eg_record;
+
+/* The errgate.id of a record: "topic/partition/offset" into out. */
+void eg_record_id(const eg_record *r, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,80 @@
+/* util.c — clocks, checked allocation and string helpers (see util.h). */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t eg_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t eg_now_ms(void) { return eg_now_ns() / 1000000; }
+
+int64_t eg_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen) {
+    time_t secs = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)(wall_ms % 1000));
+}
+
+static void oom(size_t n) {
+    fprintf(stderr, "{\"level\":\"error\",\"event\":\"oom\",\"bytes\":%zu}\n", n);
+    abort();
+}
+
+void *eg_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) oom(n);
+    return p;
+}
+
+void *eg_xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) oom(n * size);
+    return p;
+}
+
+void *eg_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) oom(n);
+    return q;
+}
+
+char *eg_xstrdup(const char *s) { return eg_xstrndup(s, strlen(s)); }
+
+char *eg_xstrndup(const char *s, size_t n) {
+    char *p = eg_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+void eg_strlcpy(char *dst, const char *src, size_t dstlen) {
+    if (dstlen == 0) return;
+    size_t n = strlen(src);
+    if (n >= dstlen) n = dstlen - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+uint64_t eg_hash64(const void *data, size_t len) {
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h ? h : 1;
+}

@@ -1,0 +1,32 @@
+/* util.h — small helpers shared by every subsystem: clocks, owned strings,
+ * checked allocation. Allocation failure is fatal (the gateway cannot keep
+ * its guarantees without memory); everything else reports errors to callers. */
+#ifndef EG_UTIL_H
+#define EG_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic milliseconds / nanoseconds (CLOCK_MONOTONIC). */
+int64_t eg_now_ms(void);
+int64_t eg_now_ns(void);
+/* Wall-clock milliseconds since the epoch. */
+int64_t eg_wall_ms(void);
+/* Writes an RFC 3339 UTC timestamp with milliseconds ("2026-11-22T05:49:15.123Z")
+ * for wall-clock ms into out (at least 25 bytes). */
+void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen);
+
+void *eg_xmalloc(size_t n);
+void *eg_xcalloc(size_t n, size_t size);
+void *eg_xrealloc(void *p, size_t n);
+char *eg_xstrdup(const char *s);
+/* Copies n bytes of s into a fresh NUL-terminated string. */
+char *eg_xstrndup(const char *s, size_t n);
+
+/* Copies src into dst (size dstlen), always NUL-terminating; truncates. */
+void eg_strlcpy(char *dst, const char *src, size_t dstlen);
+
+/* 64-bit FNV-1a hash of bytes; never returns 0 (0 means "no key"). */
+uint64_t eg_hash64(const void *data, size_t len);
+
+#endif
