@@ -39,7 +39,8 @@
  *   topic-create NAME PARTITIONS  pre-create a topic
  *   topic-error NAME ERR          the error Metadata responses report for NAME
  *                                 (the mock uses it for nothing else: Produce
- *                                 and Fetch are not affected, see below)
+ *                                 and Fetch are not affected, see below;
+ *                                 creates NAME with 4 partitions if missing)
  *   request-errors APIKEY COUNT ERR   the next COUNT requests of APIKEY, to
  *                                 any broker and for any topic, fail with ERR
  *   clear-request-errors APIKEY   drop the pending injected errors of APIKEY

@@ -908,8 +908,7 @@ int eg_cmd_run(int argc, char **argv) {
     char err[1024];
     eg_config cfg;
     if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
-        eg_log_msg(EG_ERROR, "config_error", "%s", err);
-        fprintf(stderr, "errgate: %s\n", err);
+        fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
         return 2;
     }
     eg_level lv = strcmp(cfg.log_level, "debug") == 0 ? EG_DEBUG : strcmp(cfg.log_level, "warn") == 0 ? EG_WARN
@@ -926,7 +925,6 @@ int eg_cmd_run(int argc, char **argv) {
         !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
         !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) ||
         consumer_new(&gw, err, sizeof err) != 0) {
-        eg_log_msg(EG_ERROR, "startup_error", "%s", err);
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
     }

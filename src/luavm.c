@@ -36,11 +36,25 @@ const char *eg_lua_dir(void) {
     return dir;
 }
 
+#define HOOK_COUNT 1000
+
+/* Raises once the deadline has passed, and from then on fires at every
+ * instruction: a policy's own pcall may catch one raise, but the very next
+ * instruction of its caller raises again, outside that pcall. */
 static void deadline_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     eg_vm *vm = g_running;
-    if (vm && vm->deadline_ns && eg_now_ns() > vm->deadline_ns)
+    if (vm && vm->deadline_ns && eg_now_ns() > vm->deadline_ns) {
+        lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1);
         luaL_error(L, "errgate: call exceeded its %d ms budget", vm->timeout_ms);
+    }
+}
+
+/* Message handler: a C function, so the count hook never fires inside it. */
+static int traceback(lua_State *L) {
+    const char *msg = lua_tostring(L, 1);
+    luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
+    return 1;
 }
 
 eg_vm *eg_vm_new(int timeout_ms, char *err, size_t errlen) {
@@ -55,12 +69,7 @@ eg_vm *eg_vm_new(int timeout_ms, char *err, size_t errlen) {
     lua_State *L = vm->L;
     luaL_openlibs(L);
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-    lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1000);
 
-    lua_getglobal(L, "debug");
-    lua_getfield(L, -1, "traceback");
-    vm->traceback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_pop(L, 1);
 
     /* package.path: the runtime's directory first. */
     const char *dir = eg_lua_dir();
@@ -119,10 +128,11 @@ static void one_line(const char *msg, char *err, size_t errlen) {
 int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     lua_State *L = vm->L;
     int base = lua_gettop(L) - nargs; /* index of the function */
-    lua_rawgeti(L, LUA_REGISTRYINDEX, vm->traceback_ref);
+    lua_pushcfunction(L, traceback);
     lua_insert(L, base);
     eg_vm *prev = g_running;
     g_running = vm;
+    lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
     vm->deadline_ns = eg_now_ns() + (int64_t)vm->timeout_ms * 1000000;
     int rc = lua_pcall(L, nargs, nresults, base);
     vm->deadline_ns = 0;

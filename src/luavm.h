@@ -5,8 +5,8 @@
  * compiled traces) and `errgate.runtime` loaded from the Lua directory. Every
  * call into it goes through eg_vm_pcall: protected, with a traceback, and
  * with a wall-clock deadline enforced by the count hook; once the deadline
- * has passed the hook raises on every count, so a policy's own pcall cannot
- * swallow the timeout for long. A VM belongs to the loop thread. */
+ * has passed the hook raises at every instruction, so a policy's own pcall
+ * cannot swallow the timeout. A VM belongs to the loop thread. */
 #ifndef EG_LUAVM_H
 #define EG_LUAVM_H
 
@@ -18,7 +18,6 @@
 typedef struct eg_vm {
     lua_State *L;
     int runtime_ref;      /* registry ref of the errgate.runtime module */
-    int traceback_ref;    /* registry ref of debug.traceback */
     int timeout_ms;
     int64_t deadline_ns;  /* 0 when no call is running */
 } eg_vm;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test_policy_fallback.sh — a broken policy never drops data: a policy that
+# raises, loops forever, or returns an invalid action gets the fallback
+# (hold), logged with the policy version and counted; other records go on;
+# the held records are never committed past.
+source "$(dirname "$0")/lib.sh"
+
+start_broker --topic src:3 --topic src.dlq:3 --topic src.quarantine:3
+start_handler
+cat >"$T/policy.lua" <<'LUA'
+local policy = require "errgate.policy"
+return policy.define {
+  name = "fragile", version = "7",
+  classify = { { status = 400, class = "permanent" }, { class = "weird" } },
+  route = function(failure, record)
+    if failure.status == 400 then return "dlq" end
+    local mode = record.key
+    if mode == "loop" then while true do end end
+    if mode == "pcall-loop" then while true do pcall(function() while true do end end) end end
+    if mode == "raise" then error("policy bug for " .. record.id) end
+    return { action = "explode" }
+  end,
+}
+LUA
+write_config "$T/gw.lua" fb none
+# key = how the policy misbehaves; partition chosen explicitly by kcat (-p)
+printf 'loop\t{"id":"r1","mode":"unavailable"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 0 -K $'\t'
+printf 'raise\t{"id":"r2","mode":"unavailable"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 1 -K $'\t'
+printf 'invalid\t{"id":"r3","mode":"unavailable"}\npcall-loop\t{"id":"r4","mode":"unavailable"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 2 -K $'\t'
+for i in $(seq 10 29); do printf 'k%d\t{"id":"r%d","mode":"ok"}\n' $i $i; done | produce src
+printf 'k\t{"id":"r99","mode":"permanent"}\n' | produce src
+sed -i 's/policy = ".*"/policy = "'"${T//\//\\/}"'\/policy.lua"/' "$T/gw.lua"
+start_gateway gw "$T/gw.lua"
+wait_for 30 bash -c "[ \$(grep -c '\"fallback\":1' '$T/gw.err') -ge 8 ]"
+check "healthy records still flow (20 ok at the handler)" wait_for 20 bash -c "[ \$(awk '{print \$2}' '$T/ok.log' | sort -u | wc -l) = 20 ]"
+check "the permanent record still reaches the DLQ" wait_for 20 bash -c "grep -q '\"action\":\"dlq\"' '$T/gw.err'"
+stop_gateway "$GW_PID"
+check "the gateway survives and exits 0 on SIGTERM (exit $RC)" [ "$RC" = 0 ]
+check "a looping policy hits its budget and falls back to hold" \
+  grep -q '"offset":0,.*"action":"hold".*"policy":"fragile@7".*"fallback":1,"error":"[^"]*budget' "$T/gw.err"
+check "a policy whose pcall swallows the timeout still falls back" \
+  grep -q '"partition":2,"offset":1,.*"action":"hold".*"fallback":1,"error":"[^"]*budget' "$T/gw.err"
+check "a raising policy falls back to hold, error logged" \
+  grep -q '"partition":1,"offset":0,.*"action":"hold".*"fallback":1,"error":"[^"]*policy bug for src/1/0' "$T/gw.err"
+check "an invalid action falls back to hold" \
+  grep -q '"partition":2,"offset":0,.*"action":"hold".*"fallback":1,"error":"[^"]*invalid' "$T/gw.err"
+check "fallbacks are counted" grep -q '"event":"summary".*"policy_errors":[1-9]' "$T/gw.err"
+"$EG" offsets -b "$BOOTSTRAP" -g fb src >"$T/off.txt"
+check "held records are never committed past (committed at their offsets)" \
+  awk '$1=="src" && $2==0 && $3>0 {bad=1} $1=="src" && $2==1 && $3>0 {bad=1} $1=="src" && $2==2 && $3>0 {bad=1} END {exit bad}' "$T/off.txt"
