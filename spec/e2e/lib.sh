@@ -70,19 +70,8 @@ start_handler() {
   HANDLER_URL="http://$(sed -n 's/^listening=//p' "$T/handler.out" | head -1)/"
 }
 
-# gen_records N [MODE_SPEC]: print N "key<TAB>json" lines; MODE_SPEC is a list of
-# "mode:weight" pairs (default: a realistic mix). Record ids are r1..rN.
-gen_records() {
-  local n=$1 spec=${2:-"ok:70 transient-1:6 transient-2:4 permanent:6 explicit-permanent-E42:1 semantic:4 json-semantic-bad_state:2 duplicate:5 ratelimit-0:2"}
-  awk -v n="$n" -v spec="$spec" 'BEGIN {
-    srand(12345); m = split(spec, parts, " "); total = 0
-    for (i = 1; i <= m; i++) { split(parts[i], kv, ":"); mode[i] = kv[1]; total += kv[2]; cum[i] = total }
-    for (r = 1; r <= n; r++) {
-      x = rand() * total; for (i = 1; i <= m && x >= cum[i]; i++) ;
-      printf "k%d\t{\"id\":\"r%d\",\"mode\":\"%s\"}\n", r % 997, r, mode[i]
-    }
-  }'
-}
+# gen_records N [MODE_SPEC]: see examples/gen-records.sh.
+gen_records() { "$ROOT/examples/gen-records.sh" "$@"; }
 
 # produce TOPIC < lines: produce "key<TAB>value" lines with kcat (acks=all).
 produce() {
