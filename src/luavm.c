@@ -57,9 +57,9 @@ static int traceback(lua_State *L) {
     return 1;
 }
 
-eg_vm *eg_vm_new(int timeout_ms, char *err, size_t errlen) {
+eg_vm *eg_vm_new(char *err, size_t errlen) {
     eg_vm *vm = eg_xcalloc(1, sizeof *vm);
-    vm->timeout_ms = timeout_ms;
+    vm->timeout_ms = EG_VM_LOAD_BUDGET_MS;
     vm->L = luaL_newstate();
     if (!vm->L) {
         snprintf(err, errlen, "cannot create a Lua state");

@@ -26,8 +26,13 @@ typedef struct eg_vm {
  * <directory of the executable>/../lua. Returns a static string. */
 const char *eg_lua_dir(void);
 
-/* Creates a VM. Returns NULL with a message in err on failure. */
-eg_vm *eg_vm_new(int timeout_ms, char *err, size_t errlen);
+/* Budget of loading calls (the runtime, a policy and its examples, a target):
+ * larger than a decision's, since they compile and self-test. */
+#define EG_VM_LOAD_BUDGET_MS 5000
+
+/* Creates a VM whose calls get EG_VM_LOAD_BUDGET_MS until the caller sets
+ * vm->timeout_ms to the per-call budget. Returns NULL with a message in err. */
+eg_vm *eg_vm_new(char *err, size_t errlen);
 void eg_vm_free(eg_vm *vm);
 
 /* Pushes runtime[name] (a function) onto the stack. Returns -1 if absent. */

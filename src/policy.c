@@ -22,7 +22,7 @@ struct eg_policy {
 };
 
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen) {
-    eg_vm *vm = eg_vm_new(timeout_ms, err, errlen);
+    eg_vm *vm = eg_vm_new(err, errlen);
     if (!vm) return NULL;
     lua_State *L = vm->L;
     char msg[512];
@@ -53,6 +53,7 @@ eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t er
              lua_tostring(L, -1) ? lua_tostring(L, -1) : "0");
     lua_pop(L, 2);
     p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    vm->timeout_ms = timeout_ms;
     return p;
 }
 

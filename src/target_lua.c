@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Wall-clock budget of one call of the target function: a handler does real
+ * work, so it gets more than a policy decision; a runaway one still ends. */
+#define LUA_TARGET_BUDGET_MS 1000
+
 typedef struct result {
     eg_record *rec;
     int failed;
@@ -125,7 +129,7 @@ static void lt_destroy(eg_target *t) {
 static const eg_target_ops lua_ops = {lt_submit, lt_available, lt_cancel_all, lt_destroy};
 
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
-    eg_vm *vm = eg_vm_new(cfg->policy_timeout_ms * 20, err, errlen);
+    eg_vm *vm = eg_vm_new(err, errlen);
     if (!vm) return NULL;
     lua_State *L = vm->L;
     char msg[512];
@@ -151,6 +155,7 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     lt->base.ops = &lua_ops;
     lt->vm = vm;
     lt->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    vm->timeout_ms = LUA_TARGET_BUDGET_MS;
     lt->deliver = event_new(base, -1, 0, lt_deliver, lt);
     return &lt->base;
 }

@@ -16,9 +16,19 @@ FAILED=0
 PIDS=()
 
 cleanup() {
-  local p
+  local p i
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for i in $(seq 30); do
+    local alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 0.1
+  done
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
+  # a sanitizer report in any process's stderr fails the test (make test SAN=1)
+  if grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err >/dev/null 2>&1; then
+    not_ok "sanitizer reports in: $(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err | xargs -n1 basename | tr '\n' ' ')"
+  fi
   if [ "$FAILED" = 0 ]; then rm -rf "$T"; else echo "# scratch kept in $T"; fi
 }
 trap cleanup EXIT

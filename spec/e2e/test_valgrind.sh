@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# test_valgrind.sh — the gateway under valgrind (memcheck, full leak check)
+# through its main paths: successes, in-place retries, DLQ and quarantine
+# writes, ignores, a SIGTERM shutdown; a `stop`; the Lua target. Any memcheck
+# error or a definite/indirect leak fails. (Skipped in the sanitizer build:
+# valgrind and ASan do not mix.)
+source "$(dirname "$0")/lib.sh"
+if [ "${SAN:-}" = 1 ]; then diag "skipped under SAN=1"; exit 0; fi
+command -v valgrind >/dev/null || die "valgrind is not installed"
+VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
+
+# vg_ok RC WANT LOG: the exit code is WANT and memcheck found no error and no leak.
+vg_ok() { [ "$1" = "$2" ] && grep -q 'ERROR SUMMARY: 0 errors' "$3" && ! grep -qE 'definitely lost: [1-9]|indirectly lost: [1-9]' "$3"; }
+
+start_broker --topic src:2 --topic src.dlq:2 --topic src.quarantine:2 --topic bug:1 --topic bug.dlq:1 --topic bug.quarantine:1
+start_handler
+gen_records 300 | produce src
+write_config "$T/gw.lua" vg none
+bg gw "${VG[@]}" "$EG" run -c "$T/gw.lua"; GW_PID=$LASTPID
+if wait_drained vg src 120; then ok "mixed run under valgrind drains"; else not_ok "lag $(lag vg src)"; fi
+stop_gateway "$GW_PID"
+check "SIGTERM under valgrind: exit 0, no memcheck errors, no leaks (exit $RC)" vg_ok "$RC" 0 "$T/gw.err"
+
+printf 'a\t{"id":"b1","mode":"ok"}\nb\t{"id":"b2","mode":"bug"}\n' | kcat -P -b "$BOOTSTRAP" -t bug -K $'\t'
+sed 's/"src"/"bug"/; s/group = "vg"/group = "vgbug"/' "$T/gw.lua" >"$T/bug.lua"
+rc=0; timeout 120 "${VG[@]}" "$EG" run -c "$T/bug.lua" 2>"$T/stop.err" || rc=$?
+check "stop under valgrind: exit 3, no memcheck errors, no leaks (exit $rc)" vg_ok "$rc" 3 "$T/stop.err"
+
+cat >"$T/target.lua" <<'LUA'
+return function(r) if r.value:find("fail") then return { status = 400 } end end
+LUA
+printf 'x\tok\ny\tfail\nz\tok\n' | kcat -P -b "$BOOTSTRAP" -t lua -K $'\t'
+cat >"$T/lua.lua" <<CFG
+return { group = "vglua", source = { topics = { "lua" } }, target = { lua = "$T/target.lua" },
+         policy = "$ROOT/policies/default.lua", commit_interval_ms = 200 }
+CFG
+bg gwlua "${VG[@]}" "$EG" run -c "$T/lua.lua"; GW_PID=$LASTPID
+if wait_drained vglua lua 120; then ok "Lua target under valgrind drains"; else not_ok "lag $(lag vglua lua)"; fi
+stop_gateway "$GW_PID"
+check "Lua target under valgrind: exit 0, no memcheck errors, no leaks (exit $RC)" vg_ok "$RC" 0 "$T/gwlua.err"
