@@ -70,10 +70,10 @@ $(BUILD)/obj:
 	mkdir -p $@
 
 # ---- use --------------------------------------------------------------------
-test: all $(CTESTS)
+test: deps all $(CTESTS)
 	@BUILD=$(BUILD) SAN=$(SAN) bash spec/run.sh
 
-demo: all
+demo: deps all
 	@BUILD=$(BUILD) bash examples/demo.sh
 
 bench: all

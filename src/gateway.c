@@ -422,6 +422,7 @@ static void decide(eg_gw *gw, eg_record *r) {
         }
         part_update_pause(gw, p);
         arm_timer(gw, r, d.delay_ms);
+        pump(gw, p); /* a hold that became a retry frees the partition's queue */
         return;
     case EG_ACT_DLQ:
     case EG_ACT_QUARANTINE:
@@ -532,13 +533,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     eg_record *r = arg;
     eg_part *p = r->part;
     eg_gw *gw = p->gw;
+    /* timers only run on unborrowed records, which a revoke frees at once:
+     * the partition here is always still assigned */
     if (r->state == EG_RS_LANE_BACKOFF) {
-        if (p->revoked) abandon_record(gw, r);
-        else lane_write(gw, r);
+        lane_write(gw, r);
         return;
     }
-    if (r->state != EG_RS_WAIT_RETRY) return;
-    if (p->revoked || gw->stopping) {
+    if (gw->stopping) {
         abandon_record(gw, r);
         return;
     }
@@ -867,14 +868,17 @@ static void log_summary(eg_gw *gw) {
 }
 
 static void gateway_free(eg_gw *gw) {
-    while (gw->all) free_record(gw, gw->all); /* only after close: nothing is borrowed */
+    /* borrowers first: the producer may still point into records' messages */
+    if (gw->target) gw->target->ops->destroy(gw->target);
+    if (gw->lanes) eg_lanes_free(gw->lanes);
+    gw->target = NULL;
+    gw->lanes = NULL;
+    while (gw->all) free_record(gw, gw->all);
     while (gw->parts) {
         eg_part *p = gw->parts;
         gw->parts = p->next;
         part_unref(p);
     }
-    if (gw->target) gw->target->ops->destroy(gw->target);
-    if (gw->lanes) eg_lanes_free(gw->lanes);
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
     if (gw->rk) rd_kafka_destroy(gw->rk);
     eg_policy_free(gw->policy);

@@ -124,3 +124,14 @@ wait_drained() { wait_for "$3" lag_is_zero "$1" "$2"; }
 stop_gateway() { kill -TERM "$1" 2>/dev/null; RC=0; wait "$1" || RC=$?; }
 
 PY=/usr/bin/python3
+
+# account GROUP LANE_PARTITIONS LOG_GLOB: dump src and its lanes and run the
+# accounting oracle (spec/e2e/account.py) over them; marks the test failed if
+# the oracle fails.
+account() {
+  dump src "$T/src.json"
+  dump src.dlq "$T/dlq.json"
+  dump src.quarantine "$T/q.json"
+  $PY "$ROOT/spec/e2e/account.py" --src "$T/src.json" --dlq "$T/dlq.json" --quarantine "$T/q.json" \
+    --handler-log "$T/ok.log" --gateway-logs "$3" --group "$1" --lane-partitions "$2" || FAILED=1
+}
