@@ -17,9 +17,9 @@ stop_gateway "$GW_PID"
 check "partition ordering: successes of each partition are in offset order" \
   awk '$3 ~ /^po\// { split($3, c, "/"); if (c[3] + 0 < last[c[2]]) bad++; last[c[2]] = c[3] + 0; n++ } END { exit !(n == 400 && !bad) }' "$T/ok.log"
 
-# key ordering: key A's first record fails twice; A's later records must wait,
+# key ordering: key A's first record fails four times; A's later records must wait,
 # key B's records (after it in the partition) must not
-{ printf 'A\t{"id":"a1","mode":"transient-2"}\n'
+{ printf 'A\t{"id":"a1","mode":"transient-4"}\n'
   for i in 2 3 4; do printf 'A\t{"id":"a%d","mode":"ok"}\n' $i; done
   for i in 1 2 3 4 5 6; do printf 'B\t{"id":"b%d","mode":"ok"}\n' $i; done; } | produce ko
 write_config "$T/ko.lua" ko key

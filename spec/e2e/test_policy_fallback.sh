@@ -5,7 +5,7 @@
 # the held records are never committed past.
 source "$(dirname "$0")/lib.sh"
 
-start_broker --topic src:3 --topic src.dlq:3 --topic src.quarantine:3
+start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4
 start_handler
 cat >"$T/policy.lua" <<'LUA'
 local policy = require "errgate.policy"
@@ -27,8 +27,9 @@ write_config "$T/gw.lua" fb none
 printf 'loop\t{"id":"r1","mode":"unavailable"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 0 -K $'\t'
 printf 'raise\t{"id":"r2","mode":"unavailable"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 1 -K $'\t'
 printf 'invalid\t{"id":"r3","mode":"unavailable"}\npcall-loop\t{"id":"r4","mode":"unavailable"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 2 -K $'\t'
-for i in $(seq 10 29); do printf 'k%d\t{"id":"r%d","mode":"ok"}\n' $i $i; done | produce src
-printf 'k\t{"id":"r99","mode":"permanent"}\n' | produce src
+# healthy records on a partition of their own: a hold stops its whole partition
+for i in $(seq 10 29); do printf 'k%d\t{"id":"r%d","mode":"ok"}\n' $i $i; done | kcat -P -b "$BOOTSTRAP" -t src -p 3 -K $'\t'
+printf 'k\t{"id":"r99","mode":"permanent"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 3 -K $'\t'
 sed -i 's/policy = ".*"/policy = "'"${T//\//\\/}"'\/policy.lua"/' "$T/gw.lua"
 start_gateway gw "$T/gw.lua"
 wait_for 30 bash -c "[ \$(grep -c '\"fallback\":1' '$T/gw.err') -ge 8 ]"
@@ -46,5 +47,5 @@ check "an invalid action falls back to hold" \
   grep -q '"partition":2,"offset":0,.*"action":"hold".*"fallback":1,"error":"[^"]*invalid' "$T/gw.err"
 check "fallbacks are counted" grep -q '"event":"summary".*"policy_errors":[1-9]' "$T/gw.err"
 "$EG" offsets -b "$BOOTSTRAP" -g fb src >"$T/off.txt"
-check "held records are never committed past (committed at their offsets)" \
-  awk '$1=="src" && $2==0 && $3>0 {bad=1} $1=="src" && $2==1 && $3>0 {bad=1} $1=="src" && $2==2 && $3>0 {bad=1} END {exit bad}' "$T/off.txt"
+check "held records are never committed past; the healthy partition is" \
+  awk '$1=="src" && $2<3 && $3>0 {bad=1} $1=="src" && $2==3 && $3!=21 {bad=1} END {exit bad}' "$T/off.txt"
