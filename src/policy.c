@@ -18,6 +18,9 @@
 struct eg_policy {
     eg_vm *vm;
     int pol_ref;
+    int timeout_ms;
+    char *path;
+    int64_t loaded_at;
     char id[192];
 };
 
@@ -54,16 +57,30 @@ eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t er
     lua_pop(L, 2);
     p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     vm->timeout_ms = timeout_ms;
+    p->timeout_ms = timeout_ms;
+    p->path = eg_xstrdup(path);
+    p->loaded_at = eg_wall_ms();
     return p;
 }
 
 void eg_policy_free(eg_policy *p) {
     if (!p) return;
     eg_vm_free(p->vm);
+    free(p->path);
     free(p);
 }
 
 const char *eg_policy_id(const eg_policy *p) { return p->id; }
+const char *eg_policy_path(const eg_policy *p) { return p->path; }
+int64_t eg_policy_loaded_at(const eg_policy *p) { return p->loaded_at; }
+
+int eg_policy_reload(eg_policy **p, char *err, size_t errlen) {
+    eg_policy *fresh = eg_policy_load((*p)->path, (*p)->timeout_ms, err, errlen);
+    if (!fresh) return -1;
+    eg_policy_free(*p);
+    *p = fresh;
+    return 0;
+}
 
 static void fallback(eg_decision *out, const char *why) {
     memset(out, 0, sizeof *out);

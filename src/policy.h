@@ -9,6 +9,7 @@
 #define EG_POLICY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "record.h"
 
@@ -19,8 +20,19 @@ typedef struct eg_policy eg_policy;
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen);
 void eg_policy_free(eg_policy *p);
 
-/* "name@version" of the loaded policy. */
+/* "name@version" of the loaded policy (version = declared version plus a
+ * SHA-256 prefix of the file once hot reload lands). */
 const char *eg_policy_id(const eg_policy *p);
+const char *eg_policy_path(const eg_policy *p);
+/* Wall-clock ms when this policy was loaded. */
+int64_t eg_policy_loaded_at(const eg_policy *p);
+
+/* Hot reload, one path for every trigger (SIGHUP, file change, POST /reload):
+ * builds a fresh policy from the same file (compile, examples) and, only if
+ * that succeeds, frees *p and stores the new one. Call it between two
+ * decisions (the loop thread never is inside one when an event fires). On
+ * failure *p is untouched and err says why. Returns 0 or -1. */
+int eg_policy_reload(eg_policy **p, char *err, size_t errlen);
 
 /* Asks the policy what to do with a failed record. Always fills *out. */
 void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
