@@ -57,16 +57,33 @@ static int traceback(lua_State *L) {
     return 1;
 }
 
-eg_vm *eg_vm_new(char *err, size_t errlen) {
+/* lua_Alloc with a cap: refuses growth past mem_limit; frees always work. */
+static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    eg_vm *vm = ud;
+    if (nsize == 0) {
+        free(ptr);
+        vm->mem_used -= osize;
+        return NULL;
+    }
+    size_t old = ptr ? osize : 0;
+    if (nsize > old && vm->mem_used + (nsize - old) > vm->mem_limit) return NULL;
+    void *q = realloc(ptr, nsize);
+    if (q) vm->mem_used = vm->mem_used - old + nsize;
+    return q;
+}
+
+eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
     eg_vm *vm = eg_xcalloc(1, sizeof *vm);
     vm->timeout_ms = EG_VM_LOAD_BUDGET_MS;
-    vm->L = luaL_newstate();
+    vm->mem_limit = mem_limit;
+    vm->L = lua_newstate(capped_alloc, vm);
     if (!vm->L) {
         snprintf(err, errlen, "cannot create a Lua state");
         free(vm);
         return NULL;
     }
     lua_State *L = vm->L;
+    lua_atpanic(L, NULL);
     luaL_openlibs(L);
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
 

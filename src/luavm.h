@@ -17,6 +17,8 @@
 
 typedef struct eg_vm {
     lua_State *L;
+    size_t mem_used;      /* bytes allocated by the state */
+    size_t mem_limit;     /* allocations beyond this fail (LUA_ERRMEM) */
     int runtime_ref;      /* registry ref of the errgate.runtime module */
     int timeout_ms;
     int64_t deadline_ns;  /* 0 when no call is running */
@@ -30,9 +32,11 @@ const char *eg_lua_dir(void);
  * larger than a decision's, since they compile and self-test. */
 #define EG_VM_LOAD_BUDGET_MS 5000
 
-/* Creates a VM whose calls get EG_VM_LOAD_BUDGET_MS until the caller sets
+/* Creates a VM whose allocations are capped at mem_limit bytes (a policy
+ * that builds a huge string or table gets "not enough memory", an error like
+ * any other) and whose calls get EG_VM_LOAD_BUDGET_MS until the caller sets
  * vm->timeout_ms to the per-call budget. Returns NULL with a message in err. */
-eg_vm *eg_vm_new(char *err, size_t errlen);
+eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen);
 void eg_vm_free(eg_vm *vm);
 
 /* Pushes runtime[name] (a function) onto the stack. Returns -1 if absent. */

@@ -5,6 +5,7 @@
  * message}. Strings handed to the policy are capped at EG_POLICY_STR_CAP. */
 #include "policy.h"
 #include "luavm.h"
+#include "sha256.h"
 #include "util.h"
 
 #include <lauxlib.h>
@@ -21,11 +22,17 @@ struct eg_policy {
     int timeout_ms;
     char *path;
     int64_t loaded_at;
+    char sha256[65];
     char id[192];
 };
 
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen) {
-    eg_vm *vm = eg_vm_new(err, errlen);
+    char sha[65];
+    if (eg_sha256_file_hex(path, sha) != 0) {
+        snprintf(err, errlen, "policy %s: cannot read file", path);
+        return NULL;
+    }
+    eg_vm *vm = eg_vm_new(EG_POLICY_MEM_LIMIT, err, errlen);
     if (!vm) return NULL;
     lua_State *L = vm->L;
     char msg[512];
@@ -52,9 +59,12 @@ eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t er
     p->vm = vm;
     lua_getfield(L, -1, "name");
     lua_getfield(L, -2, "version");
-    snprintf(p->id, sizeof p->id, "%s@%s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "unnamed",
-             lua_tostring(L, -1) ? lua_tostring(L, -1) : "0");
+    snprintf(p->id, sizeof p->id, "%s@%s+%.8s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "unnamed",
+             lua_tostring(L, -1) ? lua_tostring(L, -1) : "0", sha);
     lua_pop(L, 2);
+    memcpy(p->sha256, sha, sizeof sha);
+    lua_pushstring(L, p->id); /* the policy object carries the full id too */
+    lua_setfield(L, -2, "id");
     p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     vm->timeout_ms = timeout_ms;
     p->timeout_ms = timeout_ms;
@@ -72,6 +82,7 @@ void eg_policy_free(eg_policy *p) {
 
 const char *eg_policy_id(const eg_policy *p) { return p->id; }
 const char *eg_policy_path(const eg_policy *p) { return p->path; }
+const char *eg_policy_sha256(const eg_policy *p) { return p->sha256; }
 int64_t eg_policy_loaded_at(const eg_policy *p) { return p->loaded_at; }
 
 int eg_policy_reload(eg_policy **p, char *err, size_t errlen) {

@@ -18,12 +18,18 @@ typedef struct eg_policy eg_policy;
 /* Loads the policy file. Returns NULL and a one-line error naming the file
  * (and line, for syntax errors) on failure. */
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen);
+
+/* Memory cap of a policy's Lua state. */
+#define EG_POLICY_MEM_LIMIT ((size_t)64 << 20)
 void eg_policy_free(eg_policy *p);
 
-/* "name@version" of the loaded policy (version = declared version plus a
- * SHA-256 prefix of the file once hot reload lands). */
+/* "name@version+sha" of the loaded policy: the declared version plus the
+ * first 8 hex digits of the file's SHA-256, so an edit without a version bump
+ * is still told apart. */
 const char *eg_policy_id(const eg_policy *p);
 const char *eg_policy_path(const eg_policy *p);
+/* SHA-256 of the policy file as 64 hex characters. */
+const char *eg_policy_sha256(const eg_policy *p);
 /* Wall-clock ms when this policy was loaded. */
 int64_t eg_policy_loaded_at(const eg_policy *p);
 

@@ -20,6 +20,8 @@
 /* Wall-clock budget of one call of the target function: a handler does real
  * work, so it gets more than a policy decision; a runaway one still ends. */
 #define LUA_TARGET_BUDGET_MS 1000
+/* Memory cap of the target's state: a handler holds more than a policy. */
+#define LUA_TARGET_MEM_LIMIT ((size_t)512 << 20)
 
 typedef struct result {
     eg_record *rec;
@@ -129,7 +131,7 @@ static void lt_destroy(eg_target *t) {
 static const eg_target_ops lua_ops = {lt_submit, lt_available, lt_cancel_all, lt_destroy};
 
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
-    eg_vm *vm = eg_vm_new(err, errlen);
+    eg_vm *vm = eg_vm_new(LUA_TARGET_MEM_LIMIT, err, errlen);
     if (!vm) return NULL;
     lua_State *L = vm->L;
     char msg[512];

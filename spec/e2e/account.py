@@ -50,7 +50,7 @@ ap.add_argument("--quarantine", required=True)
 ap.add_argument("--handler-log", required=True)
 ap.add_argument("--gateway-logs", required=True, help="glob")
 ap.add_argument("--group", required=True)
-ap.add_argument("--policy", default="default@1")
+ap.add_argument("--policy", default="default@1", help="name@version; the +sha suffix is checked for shape")
 ap.add_argument("--lane-partitions", type=int, default=0)
 a = ap.parse_args()
 
@@ -101,10 +101,12 @@ for lane, path in (("dlq", a.dlq), ("quarantine", a.quarantine)):
         want = {"original.topic": s["topic"], "original.partition": str(s["partition"]),
                 "original.offset": str(s["offset"]), "errgate.id": coord,
                 "original.consumer.group": a.group, "previous.topic": s["topic"],
-                "retry.count": "0", "errgate.policy": a.policy}
+                "retry.count": "0"}
         for k, v in want.items():
             if h.get(k) != v:
                 header_problems.append("%s %s: %s=%r, want %r" % (lane, rid, k, h.get(k), v))
+        if not re.match(re.escape(a.policy) + r"\+[0-9a-f]{8}$", h.get("errgate.policy", "")):
+            header_problems.append("%s %s: errgate.policy=%r, want %s+<sha8>" % (lane, rid, h.get("errgate.policy"), a.policy))
         for k in ("error.class", "error.code", "error.message", "errgate.reason", "original.timestamp"):
             if not h.get(k):
                 header_problems.append("%s %s: %s missing" % (lane, rid, k))
