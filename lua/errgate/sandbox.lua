@@ -7,9 +7,15 @@
 -- it with the file name as chunk name, and binds it to a fresh environment
 -- holding only: assert error ipairs next pairs pcall xpcall select tonumber
 -- tostring type unpack rawequal rawget setmetatable _VERSION, copies of
--- string (without dump), table and math, and a `require` that hands out
--- errgate.* modules except the privileged ones (runtime, sandbox, testing:
--- they read files). Left out on purpose: load, loadstring, loadfile, dofile,
+-- string (without dump, pattern functions guarded), table and math, and a
+-- `require` that hands out errgate.* modules except the privileged ones
+-- (runtime, sandbox, testing, cli: they read files) and the modules of the
+-- policy's own lib/ folder (lib/name.lua, lib/a/b.lua for "a.b"), which are
+-- loaded the same way: text only, each in a sandbox env, once per load.
+-- Pattern functions (find, match, gmatch, gsub) refuse a pattern whose
+-- worst-case backtracking on the subject exceeds PATTERN_BUDGET steps: one
+-- C call cannot be interrupted by the count hook, so it must be bounded
+-- before it starts (estimate: len ^ (quantifiers + 1 when unanchored)). Left out on purpose: load, loadstring, loadfile, dofile,
 -- getfenv, setfenv, getmetatable, rawset, collectgarbage, module, print,
 -- newproxy, gcinfo, coroutine, os, io, ffi, debug, package, jit, bit.
 -- string.dump is also removed from the real string table when this module
@@ -29,7 +35,9 @@ local BASE = {
   "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "select",
   "tonumber", "tostring", "type", "unpack", "rawequal", "rawget", "setmetatable",
 }
-local PRIVILEGED = { ["errgate.runtime"] = true, ["errgate.sandbox"] = true, ["errgate.testing"] = true }
+local PRIVILEGED = { ["errgate.runtime"] = true, ["errgate.sandbox"] = true,
+                     ["errgate.testing"] = true, ["errgate.cli"] = true }
+local PATTERN_BUDGET = 2e7
 
 local function copy(t)
   local c = {}
@@ -41,32 +49,99 @@ local function one_line(s)
   return (tostring(s):gsub("%s*\n%s*", " "))
 end
 
--- safe_require(name) -> module
--- The `require` a sandboxed file sees: errgate.* modules only, never the
--- privileged ones, and only Lua source found on package.path (a C module
--- named errgate.* on package.cpath would be native code). Raises
--- "require 'x' is not allowed ...".
-local function safe_require(name)
-  if type(name) ~= "string" or not name:match("^errgate%.[%w_%.]+$") or PRIVILEGED[name] then
-    error(("require '%s' is not allowed here (only errgate.* policy modules)"):format(tostring(name)), 2)
+-- pattern_cost(pat, len) -> estimated worst-case matcher steps of the
+-- pattern pat on a subject of len bytes.
+local function pattern_cost(pat, len)
+  local q, i, n = 0, 1, #pat
+  local anchored = pat:sub(1, 1) == "^"
+  while i <= n do
+    local c = pat:sub(i, i)
+    if c == "%" then
+      i = i + 2
+    elseif c == "[" then
+      local j = i + 1
+      if pat:sub(j, j) == "^" then j = j + 1 end
+      if pat:sub(j, j) == "]" then j = j + 1 end
+      while j <= n and pat:sub(j, j) ~= "]" do
+        if pat:sub(j, j) == "%" then j = j + 1 end
+        j = j + 1
+      end
+      i = j + 1
+    else
+      i = i + 1
+    end
+    local nxt = pat:sub(i, i)
+    if nxt == "*" or nxt == "+" or nxt == "-" then q = q + 1; i = i + 1 end
   end
-  if package.loaded[name] == nil and not package.searchpath(name, package.path) then
-    error(("require '%s': no such errgate module"):format(name), 2)
-  end
-  return real_require(name)
+  return math.max(len, 1) ^ (q + (anchored and 0 or 1))
 end
 
--- env() -> table
+-- guarded(fn, name) -> a pattern function that refuses too costly patterns.
+local function guarded(fn, name)
+  return function(s, pat, init, plain, ...)
+    if type(s) == "string" and type(pat) == "string" and not (name == "find" and plain) then
+      if pattern_cost(pat, #s) > PATTERN_BUDGET then
+        error(("string.%s: pattern %q is too costly on a %d-byte subject (cap the subject or simplify the pattern)")
+          :format(name, pat, #s), 2)
+      end
+    end
+    return fn(s, pat, init, plain, ...)
+  end
+end
+
+local GUARDED_STRING = copy(string)
+GUARDED_STRING.dump = nil
+for _, name in ipairs({ "find", "match", "gmatch", "gsub" }) do
+  GUARDED_STRING[name] = guarded(string[name], name)
+end
+
+-- new_require(libdir, loaded) -> the `require` a sandboxed file sees:
+-- errgate.* modules (never the privileged ones, and only Lua source found on
+-- package.path: a C module named errgate.* on package.cpath would be native
+-- code), or modules of libdir (the policy's lib/ folder), each loaded once
+-- into `loaded`. Raises "require 'x' is not allowed ..." otherwise.
+local function new_require(libdir, loaded)
+  local function req(name)
+    if type(name) ~= "string" or not name:match("^[%w_]+[%w_%.]*$") or PRIVILEGED[name] then
+      error(("require '%s' is not allowed here (only errgate.* and the policy's lib/ modules)"):format(tostring(name)), 2)
+    end
+    if name:match("^errgate%.") then
+      if package.loaded[name] == nil and not package.searchpath(name, package.path) then
+        error(("require '%s': no such errgate module"):format(name), 2)
+      end
+      return real_require(name)
+    end
+    if loaded[name] ~= nil then return loaded[name] end
+    local path = libdir .. "/" .. name:gsub("%.", "/") .. ".lua"
+    local fh = io.open(path, "rb")
+    if not fh then
+      error(("require '%s' is not allowed here (only errgate.* modules and the policy's lib/ folder, which has no %s)")
+        :format(name, path), 2)
+    end
+    fh:close()
+    local fn, fixmsg = sandbox.load_file(path, libdir, loaded)
+    if not fn then
+      error(("require '%s': %s"):format(name, fixmsg), 2)
+    end
+    local ok, v = pcall(fn)
+    if not ok then error(fixmsg(v), 2) end
+    if v == nil then v = true end
+    loaded[name] = v
+    return v
+  end
+  return req
+end
+
+-- env(libdir, loaded) -> table
 -- A fresh sandbox environment (see above). Each loaded file gets its own.
-function sandbox.env()
+function sandbox.env(libdir, loaded)
   local e = {}
   for _, k in ipairs(BASE) do e[k] = _G[k] end
   e._VERSION = _VERSION
-  e.string = copy(string)
-  e.string.dump = nil
+  e.string = copy(GUARDED_STRING)
   e.table = copy(table)
   e.math = copy(math)
-  e.require = safe_require
+  e.require = new_require(libdir or ".", loaded or {})
   e._G = e
   return e
 end
@@ -77,12 +152,13 @@ local function short_name(chunkname)
   return err:match("^(.-):1:") or chunkname
 end
 
--- load_file(path) -> fn, fixmsg | nil, err
+-- load_file(path[, libdir, loaded]) -> fn, fixmsg | nil, err
 -- Reads path, refuses bytecode, compiles it as text and binds it to a fresh
--- sandbox env. fixmsg(msg) rewrites an error message raised by fn so it
--- names path in full, on one line. err is one line naming the file (and the
--- line, for syntax errors).
-function sandbox.load_file(path)
+-- sandbox env whose require reaches libdir (default: lib/ beside path),
+-- sharing `loaded` between the files of one load. fixmsg(msg) rewrites an
+-- error message raised by fn so it names path in full, on one line. err is
+-- one line naming the file (and the line, for syntax errors).
+function sandbox.load_file(path, libdir, loaded)
   if type(path) ~= "string" then return nil, "load: path must be a string" end
   local fh, oerr = io.open(path, "rb")
   if not fh then return nil, "cannot open " .. one_line(oerr) end
@@ -102,7 +178,7 @@ function sandbox.load_file(path)
   end
   local fn, cerr = loadstring(src, chunkname, "t")
   if not fn then return nil, fixmsg(cerr) end
-  setfenv(fn, sandbox.env())
+  setfenv(fn, sandbox.env(libdir or ((path:match("^(.*)/[^/]*$") or ".") .. "/lib"), loaded))
   return fn, fixmsg
 end
 

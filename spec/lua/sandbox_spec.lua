@@ -177,3 +177,64 @@ return p
     assert.matches("must return a function%(record%), got table", err)
   end)
 end)
+
+describe("the sandbox's lib/ modules and pattern guard", function()
+  local rt = require "errgate.runtime"
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "/lib/team'"))
+  local function write(name, src)
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(src)
+    f:close()
+    return dir .. "/" .. name
+  end
+  write("lib/codes.lua", "loads = (loads or 0) + 1\nreturn { retryable = { E42 = true }, os_seen = os ~= nil, count = function() return loads end }")
+  write("lib/team/naming.lua", "local c = require 'codes'; return { upper = function(s) return s:upper() end, codes = c }")
+
+  it("requires modules from the policy's own lib/ folder, sandboxed, loaded once", function()
+    local target = rt.load_target(write("t.lua", [[
+      local codes = require "codes"
+      local naming = require "team.naming"
+      return function() return { codes.retryable.E42, codes.os_seen, naming.codes == codes, naming.upper("x"), codes.count() } end]]))
+    assert.is_function(target)
+    assert.are.same({ true, false, true, "X", 1 }, target())
+  end)
+
+  it("refuses a lib name with no file, naming where it looked", function()
+    local pol, err = rt.load_policy(write("p.lua", "local m = require 'nope'"))
+    assert.is_nil(pol)
+    assert.matches("require 'nope' is not allowed here.*lib/nope%.lua", err)
+  end)
+
+  it("refuses path tricks in module names", function()
+    local pol, err = rt.load_policy(write("p2.lua", "local m = require '../codes'"))
+    assert.is_nil(pol)
+    assert.matches("is not allowed", err)
+  end)
+
+  it("refuses a pathological pattern on a long subject before running it", function()
+    local f = rt.load_target(write("pat.lua", [[
+      return function(s, p, plain) return pcall(string.find, s, p, 1, plain) end]]))
+    local long = ("a"):rep(4096)
+    local ok, err = f(long, ("a-"):rep(3) .. "b")
+    assert.is_false(ok)
+    assert.matches("too costly on a 4096%-byte subject", err)
+    local ok2, err2 = f(long, ("a"):rep(3):gsub("a", "a-") .. "b")
+    assert.is_false(ok2, err2)
+    assert.is_true((f(long, "aaa", true)))              -- plain find: no pattern, no guard
+    assert.is_true((f("E42: timeout", "^E%d+")))         -- ordinary patterns work
+    assert.is_true((f(long, "a+$")))                     -- one quantifier on 4 KiB is fine
+    assert.is_true(f(("x"):rep(100), "(.-)y(.-)z")) -- small subject, a few quantifiers
+  end)
+
+  it("guards gsub, match and gmatch the same way", function()
+    local f = rt.load_target(write("pat2.lua", [[
+      return function(fn, s, p) return pcall(string[fn], s, p, "") end]]))
+    for _, fn in ipairs({ "gsub", "match", "gmatch" }) do
+      local ok, err = f(fn, ("a"):rep(4096), "a-a-a-b")
+      assert.is_false(ok, fn)
+      assert.matches("string%." .. fn .. ": pattern", err)
+    end
+  end)
+end)
