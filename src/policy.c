@@ -93,6 +93,28 @@ int eg_policy_reload(eg_policy **p, char *err, size_t errlen) {
     return 0;
 }
 
+int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code,
+                   char *err, size_t errlen) {
+    lua_State *L = p->vm->L;
+    if (eg_vm_push_runtime_fn(p->vm, fn) != 0) {
+        snprintf(err, errlen, "errgate.runtime has no %s", fn);
+        return -1;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
+    if (arg) lua_pushstring(L, arg);
+    int saved = p->vm->timeout_ms;
+    p->vm->timeout_ms = EG_VM_LOAD_BUDGET_MS * 12; /* a case file may be long */
+    int rc = eg_vm_pcall(p->vm, arg ? 2 : 1, 2, err, errlen);
+    p->vm->timeout_ms = saved;
+    if (rc != 0) return -1;
+    size_t n = 0;
+    const char *s = lua_tolstring(L, -2, &n);
+    *text = eg_xstrndup(s ? s : "", s ? n : 0);
+    *code = (int)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    return 0;
+}
+
 static void fallback(eg_decision *out, const char *why) {
     memset(out, 0, sizeof *out);
     out->action = EG_ACT_HOLD;

@@ -40,6 +40,13 @@ int64_t eg_policy_loaded_at(const eg_policy *p);
  * failure *p is untouched and err says why. Returns 0 or -1. */
 int eg_policy_reload(eg_policy **p, char *err, size_t errlen);
 
+/* Calls runtime[fn](policy, arg) — arg may be NULL — which returns a report
+ * text and an exit code (the `errgate policy` commands). On success returns
+ * 0, stores a malloc'ed copy of the text in *text (the caller frees it) and
+ * the code in *code; on a Lua error returns -1 with err filled. */
+int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code,
+                   char *err, size_t errlen);
+
 /* Asks the policy what to do with a failed record. Always fills *out. */
 void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
                       const eg_ctx *ctx, eg_decision *out);

@@ -69,22 +69,43 @@ function examples.compile(list)
   return out
 end
 
+-- check(pinned_pol, ex) -> decision, mismatch | nil, raised
+-- Decides one compiled example and compares it with its expect table:
+-- mismatch is nil when every expected field matches, else "expected k v,
+-- got w". When decide raises, returns nil and the error.
+function examples.check(pol, ex)
+  local ok, d = pcall(pol.decide, pol, ex.failure, ex.record, ex.ctx)
+  if not ok then return nil, tostring(d) end
+  for _, k in ipairs(FIELDS) do
+    local want = ex.expect[k]
+    if want ~= nil and want ~= d[k] then
+      return d, ("expected %s %s, got %s"):format(k, tostring(want), tostring(d[k]))
+    end
+  end
+  return d, nil
+end
+
+-- pin(pol) -> pol with jitter pinned (random() == 0.5), as examples run.
+function examples.pin(pol)
+  return pol:with_random(pinned)
+end
+
+-- label(i, ex) -> the name used for example i in messages.
+examples.label = label
+
 -- run(pol, list) -> true | nil, err
 -- Decides every example with pol (jitter pinned) and compares. err names
 -- the first failing example and what differed.
 function examples.run(pol, list)
-  local pinned_pol = pol:with_random(pinned)
+  local pinned_pol = examples.pin(pol)
   for i, ex in ipairs(list) do
-    local ok, d = pcall(pinned_pol.decide, pinned_pol, ex.failure, ex.record, ex.ctx)
-    if not ok then
-      return nil, ("%s: decide raised: %s"):format(label(i, ex), tostring(d))
+    local d, mismatch = examples.check(pinned_pol, ex)
+    if not d then
+      return nil, ("%s: decide raised: %s"):format(label(i, ex), mismatch)
     end
-    for _, k in ipairs(FIELDS) do
-      local want = ex.expect[k]
-      if want ~= nil and want ~= d[k] then
-        return nil, ("%s: expected %s %s, got %s (action %s, class %s, reason %s)"):format(
-          label(i, ex), k, tostring(want), tostring(d[k]), d.action, d.class, d.reason)
-      end
+    if mismatch then
+      return nil, ("%s: %s (action %s, class %s, reason %s)"):format(
+        label(i, ex), mismatch, d.action, d.class, d.reason)
     end
   end
   return true

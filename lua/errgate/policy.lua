@@ -40,6 +40,23 @@ local function fail(fmt, ...)
   error(fmt:format(...), 0)
 end
 
+-- shape(spec) -> what errgate.lint reads: the classes the classify rules
+-- name (rule index -> class, the last rule being the catch-all), whether
+-- classify and route are functions, and the route table's class names.
+local function shape(spec)
+  local s = { classify_fn = type(spec.classify) == "function", route_fn = type(spec.route) == "function",
+              rules = {}, routes = {} }
+  if not s.classify_fn then
+    for i, rule in ipairs(spec.classify) do
+      s.rules[i] = { class = rule.class, explicit = rule.explicit == true }
+    end
+  end
+  if not s.route_fn then
+    for class in pairs(spec.route) do s.routes[class] = true end
+  end
+  return s
+end
+
 -- build(spec) -> Policy; raises a message without the "policy 'x':" prefix.
 local function build(spec)
   for k in pairs(spec) do
@@ -64,6 +81,7 @@ local function build(spec)
     _classify = classify.compile(spec.classify),
     _route = route.compile(spec.route, schedules),
   }, Policy)
+  pol.shape = shape(spec)
   pol.examples = examples.compile(spec.examples)
   local ok, err = examples.run(pol, pol.examples)
   if not ok then error(err, 0) end

@@ -13,6 +13,7 @@
 -- are run in the sandbox (errgate.sandbox). A hot reload calls load_policy
 -- in a fresh state and swaps only on success; nothing here keeps state
 -- between calls except the random seed.
+local lint = require "errgate.lint"
 local policy = require "errgate.policy"
 local sandbox = require "errgate.sandbox"
 
@@ -23,13 +24,16 @@ math.randomseed(os.time() + math.floor(os.clock() * 1e6))
 
 -- load_policy(path) -> policy | nil, err
 -- Loads the policy file at path (text only, sandboxed); it must return a
--- value built by require("errgate.policy").define{...}.
+-- value built by require("errgate.policy").define{...} (which ran its
+-- examples) and pass errgate.lint without errors.
 function rt.load_policy(path)
   local v, err = sandbox.run_file(path)
   if err then return nil, err end
   if not policy.is(v) then
     return nil, ("%s: must return require(\"errgate.policy\").define{...}, got %s"):format(path, type(v))
   end
+  local lerr = lint.errors(v)
+  if lerr then return nil, ("%s: lint: %s"):format(path, lerr) end
   return v
 end
 
@@ -58,5 +62,10 @@ end
 function rt.policy_id(pol)
   return pol.id
 end
+
+-- cli_check(pol) / cli_test(pol, cases_path) -> text, exit code
+-- The `errgate policy` commands (errgate.cli), loaded only when used.
+function rt.cli_check(pol) return require("errgate.cli").check(pol) end
+function rt.cli_test(pol, path) return require("errgate.cli").test(pol, path) end
 
 return rt

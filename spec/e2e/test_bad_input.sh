@@ -32,6 +32,10 @@ return policy.define {
 }
 P
 echo 'return 42' >"$T/number.lua"
+cat >"$T/unrouted.lua" <<'P'
+local policy = require "errgate.policy"
+return policy.define { name = "u", version = "1", classify = { { status = 404, class = "gone" }, { class = "unknown" } }, route = { default = "dlq" } }
+P
 cat >"$T/noroute.lua" <<'P'
 local policy = require "errgate.policy"
 return policy.define { name = "x", version = "1", classify = { { class = "unknown" } }, route = { unknown = "dlq" } }
@@ -45,6 +49,7 @@ case_ missing_group "missing required key 'group'" "return { $good_source, $good
 case_ missing_policy_file "/nonexistent/policy.lua" "return { group = 'g', $good_source, $good_target, policy = '/nonexistent/policy.lua' }"
 case_ policy_syntax "syntax.lua:3" "return { group = 'g', $good_source, $good_target, policy = '$T/syntax.lua' }"
 case_ policy_wrong_return "number.lua" "return { group = 'g', $good_source, $good_target, policy = '$T/number.lua' }"
+case_ policy_lint_error "lint: class 'gone'" "return { group = 'g', $good_source, $good_target, policy = '$T/unrouted.lua' }"
 case_ policy_no_default_route "default" "return { group = 'g', $good_source, $good_target, policy = '$T/noroute.lua' }"
 case_ missing_lua_target "/nonexistent/target.lua" "return { group = 'g', $good_source, target = { lua = '/nonexistent/target.lua' }, policy = '$POL' }"
 case_ two_targets "exactly one of target.http or target.lua" "return { group = 'g', $good_source, target = { lua = '$POL', http = { url = 'http://x/' } }, policy = '$POL' }"
