@@ -162,6 +162,10 @@ void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
     lua_setfield(L, -2, "now_ms");
     lua_pushnumber(L, (lua_Number)ctx->first_failure_ms);
     lua_setfield(L, -2, "first_failure_ms");
+    if (ctx->last_delay_ms > 0) {
+        lua_pushnumber(L, (lua_Number)ctx->last_delay_ms);
+        lua_setfield(L, -2, "last_delay_ms");
+    }
     if (eg_vm_pcall(vm, 4, 1, err, sizeof err) != 0) {
         fallback(out, err);
         return;

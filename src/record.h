@@ -59,6 +59,7 @@ typedef struct eg_ctx {
     eg_ordering ordering;
     int64_t now_ms;
     int64_t first_failure_ms;
+    int64_t last_delay_ms;   /* delay of the previous retry/hold, 0 if none */
 } eg_ctx;
 
 typedef enum {

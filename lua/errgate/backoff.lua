@@ -10,22 +10,28 @@
 -- (capped at retry_after_cap_ms, so a hostile header cannot park a partition
 -- for a day). Randomness is injected (`random` returns a number in [0, 1),
 -- like math.random()) so tests can pin it. Delays are integer milliseconds.
--- Decorrelated jitter needs the previous delay; it will arrive as another
--- jitter kind fed from the record's attempt history.
+-- A "list" schedule takes delay n from its list (the last one repeats).
+-- "decorrelated" jitter (as in AWS's backoff study) draws from
+-- [base_ms, 3 * previous delay], capped at max_ms; the previous delay comes
+-- from the attempt context (ctx.last_delay_ms), base_ms when there is none.
 local backoff = {}
 
 local floor, min, max = math.floor, math.min, math.max
 
 -- backoff.JITTER: the jitter kinds a schedule may name.
-backoff.JITTER = { none = true, full = true, equal = true }
+backoff.JITTER = { none = true, full = true, equal = true, decorrelated = true }
 -- backoff.KINDS: the backoff shapes a schedule may name.
-backoff.KINDS = { exponential = true, fixed = true }
+backoff.KINDS = { exponential = true, fixed = true, list = true }
 
 -- base(schedule, n) -> ms
 -- The delay before retry n (n >= 1) without jitter: fixed -> base_ms;
 -- exponential -> base_ms * 2^(n-1); both capped at max_ms.
 function backoff.base(schedule, n)
   local b, cap = schedule.base_ms, schedule.max_ms
+  if schedule.backoff == "list" then
+    local delays = schedule.delays
+    return min(cap, delays[min(n, #delays)])
+  end
   if schedule.backoff == "fixed" or n <= 1 or b == 0 then return min(b, cap) end
   if n - 1 >= 52 then return cap end -- 2^52 * anything > any cap we accept
   return min(cap, b * 2 ^ (n - 1))
@@ -48,17 +54,33 @@ function backoff.jitter(kind, d, random)
   return min(d, half + floor(r * (d - half + 1)))
 end
 
--- delay(schedule, n, random) -> ms
--- The jittered delay before retry n.
-function backoff.delay(schedule, n, random)
-  return backoff.jitter(schedule.jitter, backoff.base(schedule, n), random or math.random)
+-- decorrelated(schedule, prev_ms, random) -> ms
+-- A draw from [base_ms, max(base_ms, 3 * prev_ms)], capped at max_ms.
+function backoff.decorrelated(schedule, prev_ms, random)
+  local b = schedule.base_ms
+  local hi = max(b, 3 * (tonumber(prev_ms) or 0))
+  local r = random()
+  if type(r) ~= "number" or r ~= r or r < 0 then r = 0 end
+  return min(schedule.max_ms, min(hi, b + floor(r * (hi - b + 1))))
 end
 
--- retry_delay(schedule, n, retry_after_ms, random) -> ms, honoured
+-- delay(schedule, n, random, prev_ms) -> ms
+-- The jittered delay before retry n (prev_ms: the previous delay, for
+-- decorrelated jitter).
+function backoff.delay(schedule, n, random, prev_ms)
+  random = random or math.random
+  if schedule.jitter == "decorrelated" then
+    if n <= 1 or not prev_ms or prev_ms <= 0 then prev_ms = schedule.base_ms end
+    return backoff.decorrelated(schedule, prev_ms, random)
+  end
+  return backoff.jitter(schedule.jitter, backoff.base(schedule, n), random)
+end
+
+-- retry_delay(schedule, n, retry_after_ms, random, prev_ms) -> ms, honoured
 -- The delay before retry n given the failure's Retry-After (ms or nil).
 -- honoured is true when the Retry-After (capped) decided the delay.
-function backoff.retry_delay(schedule, n, retry_after_ms, random)
-  local d = backoff.delay(schedule, n, random)
+function backoff.retry_delay(schedule, n, retry_after_ms, random, prev_ms)
+  local d = backoff.delay(schedule, n, random, prev_ms)
   if schedule.honor_retry_after and type(retry_after_ms) == "number" and retry_after_ms > 0 then
     local ra = floor(min(retry_after_ms, schedule.retry_after_cap_ms))
     if ra > d then return ra, true end

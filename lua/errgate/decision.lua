@@ -39,12 +39,12 @@ local function name(v, field, default)
   return v
 end
 
--- finalize(draft, f) -> decision
+-- finalize(draft, f[, redact_patterns]) -> decision
 -- draft: table with action and optionally class, code, reason, delay_ms
 -- (ms or duration string), message. f: the normalized failure it answers.
 -- Returns a fresh table of exactly the six fields above, or raises
 -- "invalid decision: ...".
-function decision.finalize(draft, f)
+function decision.finalize(draft, f, redact_patterns)
   if type(draft) ~= "table" then invalid("expected a table, got %s", type(draft)) end
   local action = draft.action
   if not decision.ACTIONS[action] then
@@ -70,7 +70,7 @@ function decision.finalize(draft, f)
   end
   local msg = draft.message
   if msg ~= nil and type(msg) ~= "string" then invalid("message must be a string, got %s", type(msg)) end
-  d.message = redact.message(msg or f.message or failure.describe(f), decision.MESSAGE_MAX)
+  d.message = redact.message(msg or f.message or failure.describe(f), decision.MESSAGE_MAX, redact_patterns)
   return d
 end
 

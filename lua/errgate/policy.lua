@@ -22,6 +22,7 @@ local classify = require "errgate.classify"
 local decision = require "errgate.decision"
 local examples = require "errgate.examples"
 local failure = require "errgate.failure"
+local pattern = require "errgate.pattern"
 local route = require "errgate.route"
 local schedule = require "errgate.schedule"
 
@@ -32,9 +33,10 @@ Policy.__index = Policy
 
 local KNOWN = {
   name = true, version = true, description = true,
-  classify = true, retry = true, route = true, examples = true,
+  classify = true, retry = true, route = true, examples = true, redact = true,
 }
 local EMPTY = {}
+local MESSAGE_SCAN_MAX = 4096 -- the longest message a policy's patterns see (errgate.redact)
 
 local function fail(fmt, ...)
   error(fmt:format(...), 0)
@@ -55,6 +57,25 @@ local function shape(spec)
     for class in pairs(spec.route) do s.routes[class] = true end
   end
   return s
+end
+
+-- compile_redact(v) -> list of Lua patterns whose matches are replaced by
+-- [REDACTED] in decision messages, after the built-in secrets. Each must be
+-- affordable on a message of the longest size a policy sees (4 KiB).
+local function compile_redact(v)
+  if v == nil then return EMPTY end
+  if type(v) ~= "table" then fail("redact: expected a list of Lua patterns, got %s", type(v)) end
+  local out = {}
+  for i, pat in ipairs(v) do
+    if type(pat) ~= "string" or pat == "" then fail("redact[%d]: expected a non-empty Lua pattern", i) end
+    local ok, err = pcall(string.find, "", pat)
+    if not ok then fail("redact[%d]: %s", i, tostring(err):gsub("^.-: ", "")) end
+    if not pattern.affordable(pat, MESSAGE_SCAN_MAX) then
+      fail("redact[%d]: pattern %q is too costly on a 4 KiB message", i, pat)
+    end
+    out[i] = pat
+  end
+  return out
 end
 
 -- build(spec) -> Policy; raises a message without the "policy 'x':" prefix.
@@ -80,6 +101,7 @@ local function build(spec)
     random = math.random,
     _classify = classify.compile(spec.classify),
     _route = route.compile(spec.route, schedules),
+    redact = compile_redact(spec.redact),
   }, Policy)
   pol.shape = shape(spec)
   pol.examples = examples.compile(spec.examples)
@@ -132,6 +154,8 @@ local function route_ctx(ctx, class, code)
     ordering = ctx.ordering or "partition",
     now_ms = tonumber(ctx.now_ms) or 0,
     first_failure_ms = tonumber(ctx.first_failure_ms) or tonumber(ctx.now_ms) or 0,
+    -- the previous retry's delay, for decorrelated jitter (same class only)
+    last_delay_ms = (class == last) and tonumber(ctx.last_delay_ms) or nil,
     class = class,
     code = code,
     streak = (class == last) and prev + 1 or 1,
@@ -153,7 +177,7 @@ function Policy:decide(f, record, ctx)
   local draft = self._route(class, f, record, route_ctx(ctx, class, code), self.random)
   draft.class = class
   draft.code = draft.code or code
-  return decision.finalize(draft, f)
+  return decision.finalize(draft, f, self.redact)
 end
 
 -- Policy:with_random(fn) -> Policy

@@ -46,14 +46,16 @@ function redact.secrets(s)
   return s
 end
 
--- message(s, limit) -> string
+-- message(s, limit[, patterns]) -> string
 -- The header-safe form of a message: non-strings become "", control
--- characters become spaces, secrets are redacted, the result is at most
--- limit bytes.
-function redact.message(s, limit)
+-- characters become spaces, secrets are redacted, then every match of the
+-- policy's own patterns (checked affordable at define time), and the result
+-- is at most limit bytes.
+function redact.message(s, limit, patterns)
   if type(s) ~= "string" then return "" end
-  s = redact.truncate(s, SCAN_MAX):gsub("[%c]", " ")
-  return redact.truncate(redact.secrets(s), limit)
+  s = redact.secrets((redact.truncate(s, SCAN_MAX):gsub("[%c]", " ")))
+  for i = 1, patterns and #patterns or 0 do s = s:gsub(patterns[i], MARK) end
+  return redact.truncate(s, limit)
 end
 
 return redact

@@ -106,8 +106,10 @@ end
 function route.resolve(e, f, ctx, random)
   local reason = e.reason
   if e.schedule then
-    if ctx.streak <= e.schedule.attempts then
-      local ms = backoff.retry_delay(e.schedule, ctx.streak, f.retry_after_ms, random)
+    local s = e.schedule
+    local elapsed = (tonumber(ctx.now_ms) or 0) - (tonumber(ctx.first_failure_ms) or 0)
+    if ctx.streak <= s.attempts and not (s.max_elapsed_ms and elapsed >= s.max_elapsed_ms) then
+      local ms = backoff.retry_delay(s, ctx.streak, f.retry_after_ms, random, ctx.last_delay_ms)
       return { action = "retry", delay_ms = ms }
     end
     e = e.exhausted

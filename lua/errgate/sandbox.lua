@@ -13,9 +13,9 @@
 -- policy's own lib/ folder (lib/name.lua, lib/a/b.lua for "a.b"), which are
 -- loaded the same way: text only, each in a sandbox env, once per load.
 -- Pattern functions (find, match, gmatch, gsub) refuse a pattern whose
--- worst-case backtracking on the subject exceeds PATTERN_BUDGET steps: one
--- C call cannot be interrupted by the count hook, so it must be bounded
--- before it starts (estimate: len ^ (quantifiers + 1 when unanchored)). Left out on purpose: load, loadstring, loadfile, dofile,
+-- worst-case backtracking on the subject is beyond errgate.pattern's budget:
+-- one C call cannot be interrupted by the count hook, so it is bounded
+-- before it starts. Left out on purpose: load, loadstring, loadfile, dofile,
 -- getfenv, setfenv, getmetatable, rawset, collectgarbage, module, print,
 -- newproxy, gcinfo, coroutine, os, io, ffi, debug, package, jit, bit.
 -- string.dump is also removed from the real string table when this module
@@ -25,6 +25,8 @@
 -- CPU and memory limits are the C core's (count hook with the JIT engine
 -- off, custom allocator); pcall inside a policy must not be able to swallow
 -- those — a concern for the limits issue, noted here where the env is built.
+local pattern = require "errgate.pattern"
+
 local sandbox = {}
 
 string.dump = nil -- deliberate, see above: ("").dump must not reach it
@@ -37,7 +39,6 @@ local BASE = {
 }
 local PRIVILEGED = { ["errgate.runtime"] = true, ["errgate.sandbox"] = true,
                      ["errgate.testing"] = true, ["errgate.cli"] = true }
-local PATTERN_BUDGET = 2e7
 
 local function copy(t)
   local c = {}
@@ -49,38 +50,11 @@ local function one_line(s)
   return (tostring(s):gsub("%s*\n%s*", " "))
 end
 
--- pattern_cost(pat, len) -> estimated worst-case matcher steps of the
--- pattern pat on a subject of len bytes.
-local function pattern_cost(pat, len)
-  local q, i, n = 0, 1, #pat
-  local anchored = pat:sub(1, 1) == "^"
-  while i <= n do
-    local c = pat:sub(i, i)
-    if c == "%" then
-      i = i + 2
-    elseif c == "[" then
-      local j = i + 1
-      if pat:sub(j, j) == "^" then j = j + 1 end
-      if pat:sub(j, j) == "]" then j = j + 1 end
-      while j <= n and pat:sub(j, j) ~= "]" do
-        if pat:sub(j, j) == "%" then j = j + 1 end
-        j = j + 1
-      end
-      i = j + 1
-    else
-      i = i + 1
-    end
-    local nxt = pat:sub(i, i)
-    if nxt == "*" or nxt == "+" or nxt == "-" then q = q + 1; i = i + 1 end
-  end
-  return math.max(len, 1) ^ (q + (anchored and 0 or 1))
-end
-
 -- guarded(fn, name) -> a pattern function that refuses too costly patterns.
 local function guarded(fn, name)
   return function(s, pat, init, plain, ...)
     if type(s) == "string" and type(pat) == "string" and not (name == "find" and plain) then
-      if pattern_cost(pat, #s) > PATTERN_BUDGET then
+      if not pattern.affordable(pat, #s) then
         error(("string.%s: pattern %q is too costly on a %d-byte subject (cap the subject or simplify the pattern)")
           :format(name, pat, #s), 2)
       end

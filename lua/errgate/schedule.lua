@@ -5,13 +5,20 @@
 -- returns a plain table with every field filled in, so the hot path
 -- (errgate.backoff, errgate.route) never looks at defaults or strings again.
 -- Today there is one shape, an in-place backoff:
---   { attempts = N,                 -- additional attempts after the first failure (required)
---     backoff = "exponential",      -- or "fixed"
---     base_ms = 100,                -- required; ms or "100ms"
+--   { attempts = N,                 -- additional attempts after the first failure
+--                                   -- (required, except with delays: default #delays)
+--     backoff = "exponential",      -- or "fixed"; "list" when delays is given
+--     base_ms = 100,                -- required (except with delays); ms or "100ms"
+--     delays = "5s x3, 15s x5",     -- a fixed list of delays (the last repeats)
 --     max_ms = 30000,               -- cap of one delay; default max(30s, base_ms)
---     jitter = "full",              -- "none" | "full" | "equal"
+--     jitter = "full",              -- "none" | "full" | "equal" | "decorrelated"
+--                                   -- (default "none" for a list, else "full")
+--     max_elapsed_ms = "10m",       -- give up once this long has passed since
+--                                   -- the record's first failure
 --     honor_retry_after = true,     -- Retry-After is a floor for the delay
 --     retry_after_cap_ms = 60000 }  -- ... but never more than this
+-- A schedule may also be written as the delay list alone:
+--   retry = { slow = "5s x3, 15s x5, 60s x10" }  -- 18 attempts, no jitter
 -- The compiled table adds name and shape = "backoff". Ladders (a list of
 -- rung delays written as "30s x3, 5m"), retry budgets and total-time caps
 -- are further shapes and fields: each gets its own branch in compile() and
@@ -27,13 +34,42 @@ local DEFAULT_MAX_MS = 30000
 local DEFAULT_RETRY_AFTER_CAP_MS = 60000
 local MAX_ATTEMPTS = 1000
 
-local KNOWN = {
-  attempts = true, backoff = true, base_ms = true, max_ms = true, jitter = true,
-  honor_retry_after = true, retry_after_cap_ms = true,
-}
-
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
+end
+
+local KNOWN = {
+  attempts = true, backoff = true, base_ms = true, max_ms = true, jitter = true,
+  honor_retry_after = true, retry_after_cap_ms = true, delays = true, max_elapsed_ms = true,
+}
+local MAX_LIST = 1000
+
+-- parse_delays(where, v) -> list of ms
+-- "5s x3, 15s x5, 60s" or a Lua list of durations; each item may carry
+-- " xN" (repeat N times).
+local function parse_delays(where, v)
+  local items = {}
+  if type(v) == "string" then
+    for item in v:gmatch("[^,]+") do items[#items + 1] = item end
+  elseif type(v) == "table" then
+    for i, item in ipairs(v) do items[i] = item end
+  else
+    fail(where, "delays: expected a string such as \"5s x3, 15s x5\" or a list, got %s", type(v))
+  end
+  local out = {}
+  for _, item in ipairs(items) do
+    local d, times = item, 1
+    if type(item) == "string" then
+      local body, n = item:match("^%s*(.-)%s*[xX]%s*(%d+)%s*$")
+      if body then d, times = body, tonumber(n) else d = item:match("^%s*(.-)%s*$") end
+    end
+    local ms, err = duration.parse(d)
+    if not ms then fail(where, "delays: %s", err) end
+    if times < 1 or #out + times > MAX_LIST then fail(where, "delays: 1 to %d delays in all", MAX_LIST) end
+    for _ = 1, times do out[#out + 1] = ms end
+  end
+  if #out == 0 then fail(where, "delays: at least one delay") end
+  return out
 end
 
 local function ms_field(where, spec, key, default)
@@ -67,23 +103,32 @@ function schedule.compile(name, spec)
   if type(name) ~= "string" or not name:match("^[%a_][%w_%-%.]*$") then
     fail(where, "schedule names must be identifiers")
   end
-  if type(spec) ~= "table" then fail(where, "expected a table, got %s", type(spec)) end
+  if type(spec) == "string" then spec = { delays = spec } end
+  if type(spec) ~= "table" then fail(where, "expected a table or a delay list, got %s", type(spec)) end
   for k in pairs(spec) do
     if not KNOWN[k] then fail(where, "unknown field %s", tostring(k)) end
   end
+  local delays = spec.delays ~= nil and parse_delays(where, spec.delays) or nil
   local attempts = spec.attempts
+  if attempts == nil and delays then attempts = #delays end
   if type(attempts) ~= "number" or attempts < 0 or attempts > MAX_ATTEMPTS or attempts % 1 ~= 0 then
     fail(where, "attempts must be an integer from 0 to %d (additional attempts after the first failure)", MAX_ATTEMPTS)
   end
+  local kind = choice(where, spec, "backoff", backoff.KINDS, delays and "list" or "exponential")
+  if (kind == "list") ~= (delays ~= nil) then fail(where, "backoff \"list\" goes with delays, and delays with it") end
   local s = {
     name = name,
     shape = "backoff",
     attempts = attempts,
-    backoff = choice(where, spec, "backoff", backoff.KINDS, "exponential"),
-    jitter = choice(where, spec, "jitter", backoff.JITTER, "full"),
-    base_ms = ms_field(where, spec, "base_ms"),
+    backoff = kind,
+    delays = delays,
+    jitter = choice(where, spec, "jitter", backoff.JITTER, delays and "none" or "full"),
+    base_ms = delays and ms_field(where, spec, "base_ms", delays[1]) or ms_field(where, spec, "base_ms"),
   }
-  s.max_ms = ms_field(where, spec, "max_ms", math.max(DEFAULT_MAX_MS, s.base_ms))
+  local longest = s.base_ms
+  for _, d in ipairs(delays or {}) do longest = math.max(longest, d) end
+  s.max_ms = ms_field(where, spec, "max_ms", math.max(DEFAULT_MAX_MS, longest))
+  if spec.max_elapsed_ms ~= nil then s.max_elapsed_ms = ms_field(where, spec, "max_elapsed_ms") end
   if s.max_ms < s.base_ms then fail(where, "max_ms (%d) is below base_ms (%d)", s.max_ms, s.base_ms) end
   local honor = spec.honor_retry_after
   if honor ~= nil and type(honor) ~= "boolean" then fail(where, "honor_retry_after must be true or false") end
