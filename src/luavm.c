@@ -107,6 +107,11 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
         return NULL;
     }
     vm->runtime_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    if (eg_vm_push_runtime_fn(vm, "harden") != 0 || eg_vm_pcall(vm, 0, 0, err, errlen) != 0) {
+        if (!*err) snprintf(err, errlen, "errgate.runtime has no harden");
+        eg_vm_free(vm);
+        return NULL;
+    }
     return vm;
 }
 

@@ -63,6 +63,10 @@ function rt.policy_id(pol)
   return pol.id
 end
 
+-- harden(): called once by the C core on each of its states (not by tests
+-- that require this module): string methods become the guarded ones.
+rt.harden = sandbox.harden
+
 -- cli_check(pol) / cli_test(pol, cases_path) -> text, exit code
 -- The `errgate policy` commands (errgate.cli), loaded only when used.
 function rt.cli_check(pol) return require("errgate.cli").check(pol) end

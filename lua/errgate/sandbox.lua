@@ -29,6 +29,9 @@ local pattern = require "errgate.pattern"
 
 local sandbox = {}
 
+-- the real pattern function, for this module's own (trusted) messages
+local real_gsub = string.gsub
+
 string.dump = nil -- deliberate, see above: ("").dump must not reach it
 
 local real_require = require
@@ -47,7 +50,7 @@ local function copy(t)
 end
 
 local function one_line(s)
-  return (tostring(s):gsub("%s*\n%s*", " "))
+  return (real_gsub(tostring(s), "%s*\n%s*", " "))
 end
 
 -- guarded(fn, name) -> a pattern function that refuses too costly patterns.
@@ -67,6 +70,15 @@ local GUARDED_STRING = copy(string)
 GUARDED_STRING.dump = nil
 for _, name in ipairs({ "find", "match", "gmatch", "gsub" }) do
   GUARDED_STRING[name] = guarded(string[name], name)
+end
+
+-- harden()
+-- Points the string metatable at the guarded functions too, so that method
+-- calls (msg:find(p)) are bounded like string.find(msg, p). Called by the
+-- C core once per Lua state; trusted errgate modules that run patterns on
+-- long text hold the real functions from before (errgate.redact).
+function sandbox.harden()
+  getmetatable("").__index = GUARDED_STRING
 end
 
 -- new_require(libdir, loaded) -> the `require` a sandboxed file sees:

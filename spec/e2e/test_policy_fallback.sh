@@ -18,6 +18,7 @@ return policy.define {
     if mode == "loop" then while true do end end
     if mode == "pcall-loop" then while true do pcall(function() while true do end end) end end
     if mode == "raise" then error("policy bug for " .. record.id) end
+    if mode == "pattern" then return ("a"):rep(4096):find(("a-"):rep(3) .. "b") end
     if mode == "membomb" then return string.rep("x", 2 ^ 30) end
     if mode == "tablebomb" then local t = {} for i = 1, 1e8 do t[i] = i end return t end
     return { action = "explode" }
@@ -28,7 +29,7 @@ write_config "$T/gw.lua" fb none
 # key = how the policy misbehaves, each on a partition of its own (-p): a
 # hold stops its whole partition, so no case can hide another
 i=0
-for mode in loop raise invalid pcall-loop membomb tablebomb; do
+for mode in loop raise invalid pcall-loop membomb tablebomb pattern; do
   printf '%s\t{"id":"m%d","mode":"unavailable"}\n' "$mode" "$i" | kcat -P -b "$BOOTSTRAP" -t src -p "$i" -K $'\t'
   i=$((i + 1))
 done
@@ -37,7 +38,7 @@ for i in $(seq 10 29); do printf 'k%d\t{"id":"r%d","mode":"ok"}\n' $i $i; done |
 printf 'k\t{"id":"r99","mode":"permanent"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 7 -K $'\t'
 sed -i 's/policy = ".*"/policy = "'"${T//\//\\/}"'\/policy.lua"/' "$T/gw.lua"
 start_gateway gw "$T/gw.lua"
-wait_for 30 bash -c "[ \$(grep -c '\"fallback\":1' '$T/gw.err') -ge 12 ]"
+wait_for 30 bash -c "[ \$(grep -c '\"fallback\":1' '$T/gw.err') -ge 14 ]"
 check "healthy records still flow (20 ok at the handler)" wait_for 20 bash -c "[ \$(awk '{print \$2}' '$T/ok.log' | sort -u | wc -l) = 20 ]"
 check "the permanent record still reaches the DLQ" wait_for 20 bash -c "grep -q '\"action\":\"dlq\"' '$T/gw.err'"
 stop_gateway "$GW_PID"
@@ -54,7 +55,9 @@ check "a 1 GiB string.rep hits the memory cap and falls back" \
   grep -q '"partition":4,"offset":0,.*"action":"hold".*"fallback":1,"error":"[^"]*memory' "$T/gw.err"
 check "a table of 1e8 entries is stopped (memory cap or budget) and falls back" \
   grep -Eq '"partition":5,"offset":0,.*"action":"hold".*"fallback":1,"error":"[^"]*(memory|budget)' "$T/gw.err"
+check "a pathological pattern in method syntax is refused before it runs, and falls back" \
+  grep -q '"partition":6,"offset":0,.*"action":"hold".*"fallback":1,"error":".*too costly' "$T/gw.err"
 check "fallbacks are counted" grep -q '"event":"summary".*"policy_errors":[1-9]' "$T/gw.err"
 "$EG" offsets -b "$BOOTSTRAP" -g fb src >"$T/off.txt"
 check "held records are never committed past; the healthy partition is" \
-  awk '$1=="src" && $2<6 && $3>0 {bad=1} $1=="src" && $2==7 && $3!=21 {bad=1} END {exit bad}' "$T/off.txt"
+  awk '$1=="src" && $2<7 && $3>0 {bad=1} $1=="src" && $2==7 && $3!=21 {bad=1} END {exit bad}' "$T/off.txt"
