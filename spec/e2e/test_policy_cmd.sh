@@ -58,3 +58,8 @@ check "test: an unreadable line is reported, not skipped" grep -q '^7 .*ERROR in
 check "test: summary counts them" grep -q ': 6 cases, 4 passed, 2 mismatched$' <<<"$out"
 "$EG" policy test "$POL" >/dev/null 2>&1; rc=$?
 check "usage error exits 2 (exit $rc)" [ "$rc" = 2 ]
+
+for pol in "$ROOT"/policies/*.lua; do
+  out=$("$EG" policy check "$pol"); rc=$?
+  check "check: shipped $(basename "$pol") passes with clean lint (exit $rc)" exits_with "$rc" 0 '^lint      ok$' "$out"
+done
