@@ -63,3 +63,8 @@ for pol in "$ROOT"/policies/*.lua; do
   out=$("$EG" policy check "$pol"); rc=$?
   check "check: shipped $(basename "$pol") passes with clean lint (exit $rc)" exits_with "$rc" 0 '^lint      ok$' "$out"
 done
+
+# the README's DSL sample is a real, loadable policy
+awk '/^local policy = require "errgate.policy"$/{f=1} f{print} /^}$/ && f{exit}' "$ROOT/README.md" >"$T/readme_policy.lua"
+out=$("$EG" policy check "$T/readme_policy.lua"); rc=$?
+check "the README's sample policy passes policy check (exit $rc)" exits_with "$rc" 0 '^lint      ok$' "$out"
