@@ -304,6 +304,28 @@ static int load_lanes(loadctx *c) {
     return 0;
 }
 
+/* The optional `admin` table; its presence turns the admin endpoint on. */
+static int load_admin(loadctx *c) {
+    static const char *const keys[] = {"listen", "token_file", "ready_lane_failure_ms", NULL};
+    int r = push_table(c, "admin", "admin");
+    if (r <= 0) return r;
+    c->cfg->admin_enabled = 1;
+    if (only_keys(c, "admin", keys) < 0 ||
+        get_string(c, "listen", "admin.listen", 0, &c->cfg->admin_listen) < 0 ||
+        get_string(c, "token_file", "admin.token_file", 0, &c->cfg->admin_token_file) < 0 ||
+        get_int(c, "ready_lane_failure_ms", "admin.ready_lane_failure_ms", 0, 3600000,
+                &c->cfg->ready_lane_failure_ms) < 0)
+        return lua_pop(c->L, 1), -1;
+    lua_pop(c->L, 1);
+    const char *colon = strrchr(c->cfg->admin_listen, ':');
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || colon == c->cfg->admin_listen || !end || *end || end == colon + 1 || port < 0 || port > 65535)
+        return fail(c, "admin.listen: expected \"host:port\", got \"%s\"", c->cfg->admin_listen);
+    if (c->cfg->admin_token_file && resolve_file(c, "admin.token_file", &c->cfg->admin_token_file) < 0) return -1;
+    return 0;
+}
+
 static void set_defaults(eg_config *cfg) {
     cfg->ordering = EG_ORDER_PARTITION;
     cfg->max_inflight = 1000;
@@ -317,12 +339,14 @@ static void set_defaults(eg_config *cfg) {
     cfg->policy_timeout_ms = 50;
     cfg->log_level = eg_xstrdup("info");
     cfg->log_format = eg_xstrdup("json");
+    cfg->admin_listen = eg_xstrdup("127.0.0.1:9464");
+    cfg->ready_lane_failure_ms = 10000;
 }
 
 static int load_all(loadctx *c) {
     static const char *const keys[] = {"kafka", "group", "source", "target", "policy", "lanes",
                                        "commit_interval_ms", "shutdown_timeout_ms",
-                                       "policy_timeout_ms", "log", NULL};
+                                       "policy_timeout_ms", "log", "admin", NULL};
     static const char *const log_keys[] = {"level", "format", NULL};
     eg_config *cfg = c->cfg;
     lua_State *L = c->L;
@@ -352,6 +376,7 @@ static int load_all(loadctx *c) {
         if (strcmp(cfg->log_format, "json") && strcmp(cfg->log_format, "text"))
             return fail(c, "log.format: expected json or text, got \"%s\"", cfg->log_format);
     }
+    if (load_admin(c) < 0) return -1;
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {
         const char *env = getenv("ERRGATE_BOOTSTRAP");
         if (!env || !*env)
@@ -415,6 +440,8 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->lane_quarantine);
     free(cfg->log_level);
     free(cfg->log_format);
+    free(cfg->admin_listen);
+    free(cfg->admin_token_file);
     memset(cfg, 0, sizeof *cfg);
 }
 

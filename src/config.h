@@ -40,6 +40,10 @@ typedef struct eg_config {
     int policy_timeout_ms;  /* wall-clock budget of one policy call */
     char *log_level;        /* debug|info|warn|error */
     char *log_format;       /* json|text */
+    int admin_enabled;      /* 1 when the file has an `admin` table */
+    char *admin_listen;     /* "host:port" (port 0: any free port) */
+    char *admin_token_file; /* resolved path, or NULL: mutating endpoints off */
+    int ready_lane_failure_ms; /* /readyz turns false past this much lane failure */
 } eg_config;
 
 /* Loads and validates `path`. On success returns 0 and fills *cfg. On error

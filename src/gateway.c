@@ -30,13 +30,25 @@
  * for one operation. A revoked partition's records are freed at once unless
  * borrowed; borrowed ones are freed when they come back, without touching
  * the (dead) partition's offsets. A partition struct lives while its
- * assignment or any record refers to it. */
+ * assignment or any record refers to it.
+ *
+ * Observability: the admin endpoint (admin.h) runs on the same event base,
+ * so its handlers read the loop's state between two events without locks.
+ * Counters live in a metrics registry (metrics.h) owned here; per-record
+ * paths bump plain integers through pointers cached in the partition, and
+ * labelled series are looked up only on failure paths. Gauges (in-flight,
+ * lags, readiness) are computed at scrape time. Consumer lag comes from
+ * librdkafka's statistics, served by the consumer poll on this thread.
+ * POST /reload and SIGHUP share one reload path (do_reload). */
+#include "admin.h"
 #include "cli.h"
 #include "config.h"
 #include "keyset.h"
 #include "lanes.h"
 #include "log.h"
+#include "metrics.h"
 #include "policy.h"
+#include "redact.h"
 #include "record.h"
 #include "target.h"
 #include "tracker.h"
@@ -45,6 +57,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +96,9 @@ typedef struct eg_part {
     int paused;          /* state applied to the consumer */
     int64_t committed;   /* last committed offset, -1 none */
     eg_keyset keys;      /* active keys (ordering = key) */
+    uint64_t *received;  /* metric counters of the topic (registry-owned) */
+    uint64_t *processed;
+    int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
     struct eg_gw *gw;    /* the owner, for timer callbacks */
     struct eg_part *next;
 } eg_part;
@@ -94,13 +110,21 @@ typedef struct eg_stats {
     int64_t first_ms, last_ms;
 } eg_stats;
 
+/* The registry's families and unlabelled counters the loop bumps. */
+typedef struct eg_gw_metrics {
+    eg_family *received, *processed, *failed, *dead, *quarantined, *lane_failures;
+    eg_family *decision_seconds, *target_seconds, *reloads;
+    uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
+    uint64_t *commits, *commit_failures;
+} eg_gw_metrics;
+
 typedef struct eg_gw {
     eg_config *cfg;
     struct event_base *base;
     rd_kafka_t *rk;
     rd_kafka_queue_t *cq;
     int cpipe[2];
-    struct event *cev, *commit_ev, *drain_ev, *sig_ev[2];
+    struct event *cev, *commit_ev, *drain_ev, *sig_ev[3];
     eg_lanes *lanes;
     eg_target *target;
     eg_policy *policy;
@@ -114,6 +138,15 @@ typedef struct eg_gw {
     int exit_code;
     int64_t drain_deadline_ms;
     eg_stats st;
+    eg_registry *reg;
+    eg_gw_metrics m;
+    eg_admin *admin;
+    pthread_t loop_thread;
+    int assigned_once;       /* the group gave us an assignment (maybe empty) */
+    int lane_failing;        /* records whose lane write is failing */
+    int64_t lane_failing_since_ms; /* when lane_failing went above 0, 0 when 0 */
+    char last_reload_error[512];   /* "" after a good reload or none */
+    int64_t last_reload_ms;        /* wall-clock ms of the last attempt, 0 none */
 } eg_gw;
 
 /* ------------------------------------------------------------------ lists */
@@ -232,7 +265,10 @@ static void free_record(eg_gw *gw, eg_record *r) {
     if (r->state == EG_RS_WAIT_RETRY && gw->cfg->ordering == EG_ORDER_PARTITION &&
         r->decision.action == EG_ACT_RETRY)
         p->retry_wait--;
-    if (r->lane_failing) p->lane_failing--;
+    if (r->lane_failing) {
+        p->lane_failing--;
+        if (--gw->lane_failing == 0) gw->lane_failing_since_ms = 0;
+    }
     if (r->aprev) r->aprev->anext = r->anext;
     else gw->all = r->anext;
     if (r->anext) r->anext->aprev = r->aprev;
@@ -256,6 +292,7 @@ static void finish_record(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     p->refs++; /* keep p across free_record */
     if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
+    (*p->processed)++;
     gw->st.last_ms = eg_now_ms();
     free_record(gw, r);
     pump(gw, p);
@@ -339,6 +376,8 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
         snprintf(kh, sizeof kh, "%016llx",
                  (unsigned long long)eg_hash64(r->msg->key, r->msg->key_len));
         eg_log_str(&l, "key_hash", kh);
+    } else {
+        eg_log_null(&l, "key_hash");
     }
     eg_log_str(&l, "kind", eg_failure_kind_name(r->failure.kind));
     if (r->failure.status) eg_log_int(&l, "status", r->failure.status);
@@ -348,6 +387,7 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     eg_log_str(&l, "reason", d->reason);
     eg_log_int(&l, "attempt", r->attempt);
     if (lane_topic) eg_log_str(&l, "lane", lane_topic);
+    else eg_log_null(&l, "lane");
     if (d->action == EG_ACT_RETRY || d->action == EG_ACT_HOLD) eg_log_int(&l, "delay_ms", d->delay_ms);
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
     eg_log_int(&l, "latency_ms", r->failure.latency_ms);
@@ -379,9 +419,12 @@ static void decide(eg_gw *gw, eg_record *r) {
                   .class_attempts = r->class_attempts,
                   .ordering = gw->cfg->ordering,
                   .now_ms = now,
-                  .first_failure_ms = r->first_failure_ms};
+                  .first_failure_ms = r->first_failure_ms,
+                  .last_delay_ms = r->class_attempts ? r->decision.delay_ms : 0};
     eg_decision d;
+    int64_t t0 = eg_now_ns();
     eg_policy_decide(gw->policy, &r->failure, r, &ctx, &d);
+    eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
     if (d.action == EG_ACT_LADDER) {
         /* Retry ladders need rung topics, which this version does not run. */
         char why[256];
@@ -395,7 +438,15 @@ static void decide(eg_gw *gw, eg_record *r) {
         eg_strlcpy(d.reason, "policy_error", sizeof d.reason);
         eg_strlcpy(d.message, why, sizeof d.message);
     }
-    if (d.fallback) gw->st.policy_errors++;
+    if (d.fallback) {
+        gw->st.policy_errors++;
+        (*gw->m.fallbacks)++;
+    }
+    {
+        const char *fv[2] = {d.klass, d.code};
+        (*eg_counter(gw->m.failed, fv))++;
+        if (strcmp(d.reason, "exhausted") == 0) (*gw->m.exhausted)++;
+    }
     r->class_attempts = r->class_attempts && strcmp(d.klass, r->decision.klass) == 0 ? r->class_attempts + 1 : 1;
     r->decision = d;
     gw->st.failures++;
@@ -411,10 +462,12 @@ static void decide(eg_gw *gw, eg_record *r) {
         r->state = EG_RS_WAIT_RETRY;
         if (d.action == EG_ACT_RETRY) {
             gw->st.retries++;
+            (*gw->m.retried)++;
             unhold(r);
             if (gw->cfg->ordering == EG_ORDER_PARTITION) p->retry_wait++;
         } else {
             gw->st.holds++;
+            (*gw->m.held)++;
             if (!r->holding) {
                 r->holding = 1;
                 p->holding++;
@@ -439,6 +492,7 @@ static void decide(eg_gw *gw, eg_record *r) {
         leave_active(gw, r);
         r->state = EG_RS_STOPPED; /* not active, not queued: free_record undoes nothing more */
         gw->st.ignored++;
+        (*gw->m.ignored)++;
         finish_record(gw, r);
         return;
     case EG_ACT_STOP:
@@ -447,6 +501,7 @@ static void decide(eg_gw *gw, eg_record *r) {
         leave_active(gw, r);
         r->state = EG_RS_STOPPED;
         gw->st.stops++;
+        (*gw->m.stops)++;
         begin_stop(gw, 3, "the policy decided stop");
         return;
     }
@@ -463,6 +518,7 @@ static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg
     if (!f) {
         if (r->attempt == 1) gw->st.succeeded_first++;
         else gw->st.succeeded_retry++;
+        (*gw->m.succeeded)++;
         unhold(r);
         finish_record(gw, r);
         return;
@@ -481,6 +537,7 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
     if (!r->lane_failing) {
         r->lane_failing = 1;
         p->lane_failing++;
+        if (gw->lane_failing++ == 0) gw->lane_failing_since_ms = eg_now_ms();
         part_update_pause(gw, p);
     }
     r->lane_attempts++;
@@ -488,6 +545,8 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
     int64_t delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
     if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
     eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
+    const char *lv[1] = {eg_lanes_topic(gw->lanes, lane, r->topic)};
+    (*eg_counter(gw->m.lane_failures, lv))++;
     eg_logline l;
     if (eg_log_begin(&l, EG_WARN, "lane_write_failed")) {
         eg_log_str(&l, "topic", r->topic);
@@ -524,6 +583,9 @@ static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
         eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts",
                    r->topic, (int)r->partition, (long long)r->offset, r->lane_attempts);
     }
+    eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
+    const char *lv[2] = {eg_lanes_topic(gw->lanes, lane, r->topic), r->decision.reason};
+    (*eg_counter(lane == EG_LANE_DLQ ? gw->m.dead : gw->m.quarantined, lv))++;
     if (r->decision.action == EG_ACT_DLQ) gw->st.dlq++;
     else gw->st.quarantined++;
     finish_record(gw, r);
@@ -572,6 +634,7 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
     if (sync) {
         if (err) {
             gw->st.commit_failures++;
+            (*gw->m.commit_failures)++;
             eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
         } else {
             for (int i = 0; i < l->cnt; i++) {
@@ -580,9 +643,11 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
                     p->committed = l->elems[i].offset;
             }
             gw->st.commits++;
+            (*gw->m.commits)++;
         }
     } else if (err) {
         gw->st.commit_failures++;
+        (*gw->m.commit_failures)++;
         eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
     }
     rd_kafka_topic_partition_list_destroy(l);
@@ -594,10 +659,12 @@ static void on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
     if (err) {
         gw->st.commit_failures++;
+        (*gw->m.commit_failures)++;
         eg_log_msg(EG_WARN, "commit_failed", "%s (retried at the next commit)", rd_kafka_err2str(err));
         return;
     }
     gw->st.commits++;
+    (*gw->m.commits)++;
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         eg_part *p = part_find(gw, offsets->elems[i].topic, offsets->elems[i].partition);
         if (p && offsets->elems[i].err == 0 && offsets->elems[i].offset > p->committed)
@@ -622,6 +689,10 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
         p->refs = 1;
         p->gw = gw;
         p->committed = -1;
+        p->consumer_lag = -1;
+        const char *tv[1] = {p->topic};
+        p->received = eg_counter(gw->m.received, tv);
+        p->processed = eg_counter(gw->m.processed, tv);
         eg_tracker_init(&p->trk, (uint64_t)gw->cfg->max_inflight);
         p->next = gw->parts;
         gw->parts = p;
@@ -629,6 +700,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
     }
     rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
     if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
+    else gw->assigned_once = 1;
     for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
 }
 
@@ -705,6 +777,7 @@ static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
     p->unfinished++;
     gw->unfinished++;
     gw->st.received++;
+    (*p->received)++;
     if (!gw->st.first_ms) gw->st.first_ms = eg_now_ms();
     part_update_pause(gw, p);
     update_global(gw);
@@ -787,6 +860,305 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     begin_stop(gw, 0, sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
+/* ---------------------------------------------------------- observability */
+
+/* The SHA-256 (hex) of the loaded policy file, for /policy. */
+static const char *policy_sha256(const eg_policy *p) { return eg_policy_sha256(p); }
+
+/* Splits "name@version" into its parts (version "" when absent). */
+static void policy_name_version(const eg_policy *p, char *name, size_t nlen, char *ver, size_t vlen) {
+    const char *id = eg_policy_id(p);
+    const char *at = strchr(id, '@');
+    size_t n = at ? (size_t)(at - id) : strlen(id);
+    if (n >= nlen) n = nlen - 1;
+    memcpy(name, id, n);
+    name[n] = '\0';
+    eg_strlcpy(ver, at ? at + 1 : "", vlen);
+}
+
+/* librdkafka statistics (served by the consumer poll, on the loop thread):
+ * picks each partition's consumer_lag. A flat scan keyed on the last seen
+ * "topic" and "partition" fields; bounded by the JSON's length. Returns 0
+ * so that librdkafka frees the JSON. */
+static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+    eg_gw *gw = opaque;
+    if (!pthread_equal(pthread_self(), gw->loop_thread) || gw->closed) return 0;
+    char topic[256] = "";
+    long long partition = -1;
+    const char *end = json + len;
+    for (const char *q = memchr(json, '"', len); q && q < end; q = memchr(q + 1, '"', (size_t)(end - q - 1))) {
+        size_t rest = (size_t)(end - q);
+        if (rest > 9 && memcmp(q, "\"topic\":\"", 9) == 0) {
+            const char *v = q + 9, *e = memchr(v, '"', (size_t)(end - v));
+            if (!e) break;
+            size_t n = (size_t)(e - v) < sizeof topic - 1 ? (size_t)(e - v) : sizeof topic - 1;
+            memcpy(topic, v, n);
+            topic[n] = '\0';
+            q = e;
+        } else if (rest > 12 && memcmp(q, "\"partition\":", 12) == 0) {
+            partition = strtoll(q + 12, NULL, 10);
+        } else if (rest > 15 && memcmp(q, "\"consumer_lag\":", 15) == 0) {
+            long long lag = strtoll(q + 15, NULL, 10);
+            if (partition >= 0 && partition <= INT32_MAX) {
+                eg_part *p = part_find(gw, topic, (int32_t)partition);
+                if (p) p->consumer_lag = lag;
+            }
+        }
+        if (q + 1 >= end) break;
+    }
+    return 0;
+}
+
+/* Readiness (see admin.h): false before the first assignment, while
+ * stopping, and while lane writes have been failing for too long. */
+static int gw_ready(void *arg, char *why, size_t whylen) {
+    eg_gw *gw = arg;
+    if (gw->stopping) {
+        eg_strlcpy(why, "stopping", whylen);
+        return 0;
+    }
+    if (!gw->assigned_once) {
+        eg_strlcpy(why, "no partition assignment yet", whylen);
+        return 0;
+    }
+    int64_t failing = gw->lane_failing_since_ms ? eg_now_ms() - gw->lane_failing_since_ms : 0;
+    if (gw->lane_failing && failing > gw->cfg->ready_lane_failure_ms) {
+        snprintf(why, whylen, "lane writes failing for %lld ms (%d records)", (long long)failing, gw->lane_failing);
+        return 0;
+    }
+    return 1;
+}
+
+/* Records waiting for a write to lane topic `topic` (in flight or backing off). */
+static int lane_pending(eg_gw *gw, const char *topic) {
+    int n = 0;
+    for (eg_record *r = gw->all; r; r = r->anext) {
+        if (r->state != EG_RS_LANE_WRITE && r->state != EG_RS_LANE_BACKOFF) continue;
+        eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
+        if (strcmp(eg_lanes_topic(gw->lanes, lane, r->topic), topic) == 0) n++;
+    }
+    return n;
+}
+
+static void gw_metrics(void *arg, struct evbuffer *out) {
+    eg_gw *gw = arg;
+    eg_registry_render(gw->reg, out);
+    static const char *const tp[] = {"topic", "partition"};
+    char pbuf[16], name[128], ver[128], target[512];
+    eg_metric_header(out, "errgate_inflight_records", "Records consumed and not yet finished.", "gauge");
+    eg_metric_sample(out, "errgate_inflight_records", 0, NULL, NULL, gw->unfinished);
+    eg_metric_header(out, "errgate_committed_offset_lag",
+                     "High watermark minus the committed offset, per assigned partition.", "gauge");
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_get_watermark_offsets(gw->rk, p->topic, p->partition, &lo, &hi) != 0 || hi < 0) continue;
+        int64_t base = p->committed >= 0 ? p->committed : lo;
+        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
+        const char *v[2] = {p->topic, pbuf};
+        eg_metric_sample(out, "errgate_committed_offset_lag", 2, tp, v, (double)(hi > base ? hi - base : 0));
+    }
+    eg_metric_header(out, "errgate_consumer_lag",
+                     "Consumer lag per assigned partition, from librdkafka statistics.", "gauge");
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        if (p->consumer_lag < 0) continue;
+        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
+        const char *v[2] = {p->topic, pbuf};
+        eg_metric_sample(out, "errgate_consumer_lag", 2, tp, v, (double)p->consumer_lag);
+    }
+    const char *t = gw->cfg->target_kind == EG_TARGET_HTTP ? gw->cfg->http_url : gw->cfg->lua_target;
+    eg_redact(t, strlen(t), target, sizeof target);
+    static const char *const tl[] = {"target"};
+    const char *tv[1] = {target};
+    eg_metric_header(out, "errgate_breaker_state",
+                     "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (no breaker yet: always 0).",
+                     "gauge");
+    eg_metric_sample(out, "errgate_breaker_state", 1, tl, tv, 0);
+    policy_name_version(gw->policy, name, sizeof name, ver, sizeof ver);
+    static const char *const pl[] = {"name", "version"};
+    const char *pv[2] = {name, ver};
+    eg_metric_header(out, "errgate_policy_info", "The policy deciding now (always 1).", "gauge");
+    eg_metric_sample(out, "errgate_policy_info", 2, pl, pv, 1);
+    eg_metric_header(out, "errgate_policy_loaded_timestamp_seconds", "When the current policy was loaded.", "gauge");
+    eg_metric_sample(out, "errgate_policy_loaded_timestamp_seconds", 0, NULL, NULL,
+                     (double)eg_policy_loaded_at(gw->policy) / 1000.0);
+    eg_metric_header(out, "errgate_lane_pending_records",
+                     "Records waiting for their lane write (in flight or backing off), per lane topic.", "gauge");
+    static const char *const ll[] = {"lane"};
+    eg_lane_stats ls;
+    for (int i = 0; eg_lanes_stats(gw->lanes, i, &ls) == 0; i++) {
+        const char *lv[1] = {ls.topic};
+        eg_metric_sample(out, "errgate_lane_pending_records", 1, ll, lv, lane_pending(gw, ls.topic));
+    }
+    char why[128];
+    eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
+    eg_metric_sample(out, "errgate_ready", 0, NULL, NULL, gw_ready(gw, why, sizeof why));
+}
+
+static void gw_policy_json(void *arg, struct evbuffer *out) {
+    eg_gw *gw = arg;
+    char name[128], ver[128], ts[40];
+    policy_name_version(gw->policy, name, sizeof name, ver, sizeof ver);
+    evbuffer_add_printf(out, "{\"name\":");
+    eg_json_str(out, name);
+    evbuffer_add_printf(out, ",\"version\":");
+    eg_json_str(out, ver);
+    evbuffer_add_printf(out, ",\"id\":");
+    eg_json_str(out, eg_policy_id(gw->policy));
+    evbuffer_add_printf(out, ",\"path\":");
+    eg_json_str(out, eg_policy_path(gw->policy));
+    evbuffer_add_printf(out, ",\"sha256\":");
+    eg_json_str(out, policy_sha256(gw->policy));
+    eg_rfc3339(eg_policy_loaded_at(gw->policy), ts, sizeof ts);
+    evbuffer_add_printf(out, ",\"loaded_at\":");
+    eg_json_str(out, ts);
+    evbuffer_add_printf(out, ",\"loaded_at_ms\":%lld", (long long)eg_policy_loaded_at(gw->policy));
+    evbuffer_add_printf(out, ",\"last_reload_attempt_ms\":");
+    if (gw->last_reload_ms) evbuffer_add_printf(out, "%lld", (long long)gw->last_reload_ms);
+    else evbuffer_add_printf(out, "null");
+    evbuffer_add_printf(out, ",\"last_reload_error\":");
+    if (gw->last_reload_error[0]) eg_json_str(out, gw->last_reload_error);
+    else evbuffer_add_printf(out, "null");
+    evbuffer_add_printf(out, "}");
+}
+
+static void gw_lanes_json(void *arg, struct evbuffer *out) {
+    eg_gw *gw = arg;
+    evbuffer_add_printf(out, "{\"lanes\":[");
+    eg_lane_stats ls;
+    for (int i = 0; eg_lanes_stats(gw->lanes, i, &ls) == 0; i++) {
+        evbuffer_add_printf(out, "%s{\"topic\":", i ? "," : "");
+        eg_json_str(out, ls.topic);
+        evbuffer_add_printf(out, ",\"lane\":\"%s\",\"written\":%llu,\"failed\":%llu,\"pending\":%d}",
+                            ls.lane == EG_LANE_DLQ ? "dlq" : "quarantine", (unsigned long long)ls.written,
+                            (unsigned long long)ls.failed, lane_pending(gw, ls.topic));
+    }
+    evbuffer_add_printf(out, "]}");
+}
+
+/* The one reload path (POST /reload, SIGHUP): on failure the old policy
+ * keeps deciding and the error is kept for /policy. */
+static int do_reload(void *arg, const char *trigger, char *err, size_t errlen) {
+    eg_gw *gw = arg;
+    char before[256];
+    eg_strlcpy(before, eg_policy_id(gw->policy), sizeof before);
+    gw->last_reload_ms = eg_wall_ms();
+    int64_t t0 = eg_now_ms();
+    if (eg_policy_reload(&gw->policy, err, errlen) != 0) {
+        char clean[sizeof gw->last_reload_error];
+        eg_redact(err, strlen(err), clean, sizeof clean);
+        eg_strlcpy(gw->last_reload_error, clean, sizeof gw->last_reload_error);
+        eg_strlcpy(err, clean, errlen);
+        const char *v[1] = {"failure"};
+        (*eg_counter(gw->m.reloads, v))++;
+        eg_logline l;
+        if (eg_log_begin(&l, EG_WARN, "reload")) {
+            eg_log_str(&l, "result", "failed");
+            eg_log_str(&l, "trigger", trigger);
+            eg_log_str(&l, "policy", before);
+            eg_log_str(&l, "error", clean);
+            eg_log_end(&l);
+        }
+        return -1;
+    }
+    gw->last_reload_error[0] = '\0';
+    const char *v[1] = {"success"};
+    (*eg_counter(gw->m.reloads, v))++;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_INFO, "reload")) {
+        eg_log_str(&l, "result", "ok");
+        eg_log_str(&l, "trigger", trigger);
+        eg_log_str(&l, "policy", eg_policy_id(gw->policy));
+        eg_log_str(&l, "previous", before);
+        eg_log_int(&l, "took_ms", eg_now_ms() - t0);
+        eg_log_end(&l);
+    }
+    return 0;
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg) {
+    char err[1024];
+    do_reload(arg, "sighup", err, sizeof err);
+}
+
+/* Builds the registry and the families the loop updates. */
+static void metrics_new(eg_gw *gw) {
+    static const char *const l_topic[] = {"topic"};
+    static const char *const l_cc[] = {"class", "code"};
+    static const char *const l_lr[] = {"lane", "reason"};
+    static const char *const l_lane[] = {"lane"};
+    static const char *const l_status[] = {"status_class"};
+    static const char *const l_result[] = {"result"};
+    static const double dec_b[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                   0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
+    static const double tgt_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                   0.5, 1, 2.5, 5, 10, 30};
+    eg_registry *r = gw->reg = eg_registry_new();
+    eg_gw_metrics *m = &gw->m;
+    m->received = eg_family_new(r, "errgate_records_received_total", "Records consumed, by source topic.",
+                                EG_MT_COUNTER, 1, l_topic, NULL, 0);
+    m->processed = eg_family_new(r, "errgate_records_processed_total",
+                                 "Records finished with a durable outcome (success, lane write, ignore), by source topic.",
+                                 EG_MT_COUNTER, 1, l_topic, NULL, 0);
+    m->succeeded = eg_counter(eg_family_new(r, "errgate_records_succeeded_total",
+                                            "Records the target accepted.", EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->failed = eg_family_new(r, "errgate_records_failed_total",
+                              "Failed target attempts, by the class and code the policy gave.", EG_MT_COUNTER, 2,
+                              l_cc, NULL, 0);
+    m->retried = eg_counter(eg_family_new(r, "errgate_records_retried_total", "In-place retries decided.",
+                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->exhausted = eg_counter(eg_family_new(r, "errgate_records_retry_exhausted_total",
+                                            "Decisions taken because the retries were exhausted.", EG_MT_COUNTER, 0,
+                                            NULL, NULL, 0), NULL);
+    m->dead = eg_family_new(r, "errgate_records_dead_lettered_total",
+                            "Records written to a DLQ lane (acknowledged), by lane topic and reason.", EG_MT_COUNTER, 2,
+                            l_lr, NULL, 0);
+    m->quarantined = eg_family_new(r, "errgate_records_quarantined_total",
+                                   "Records written to a quarantine lane (acknowledged), by lane topic and reason.",
+                                   EG_MT_COUNTER, 2, l_lr, NULL, 0);
+    m->ignored = eg_counter(eg_family_new(r, "errgate_records_ignored_total", "Records ignored by decision.",
+                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->held = eg_counter(eg_family_new(r, "errgate_records_held_total", "Hold decisions.", EG_MT_COUNTER, 0, NULL,
+                                       NULL, 0), NULL);
+    m->stops = eg_counter(eg_family_new(r, "errgate_stop_decisions_total", "Stop decisions.", EG_MT_COUNTER, 0,
+                                        NULL, NULL, 0), NULL);
+    m->fallbacks = eg_counter(eg_family_new(r, "errgate_policy_fallbacks_total",
+                                            "Decisions where the policy failed and the fallback applied.",
+                                            EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->lane_failures = eg_family_new(r, "errgate_lane_write_failures_total", "Failed lane writes, by lane topic.",
+                                     EG_MT_COUNTER, 1, l_lane, NULL, 0);
+    m->commits = eg_counter(eg_family_new(r, "errgate_commits_total", "Successful offset commits.", EG_MT_COUNTER,
+                                          0, NULL, NULL, 0), NULL);
+    m->commit_failures = eg_counter(eg_family_new(r, "errgate_commit_failures_total", "Failed offset commits.",
+                                                  EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->reloads = eg_family_new(r, "errgate_policy_reloads_total", "Policy reload attempts, by result.", EG_MT_COUNTER,
+                               1, l_result, NULL, 0);
+    m->decision_seconds = eg_family_new(r, "errgate_decision_duration_seconds",
+                                        "Time the policy took to decide on one failure.", EG_MT_HISTOGRAM, 0, NULL,
+                                        dec_b, (int)(sizeof dec_b / sizeof dec_b[0]));
+    m->target_seconds = eg_family_new(r, "errgate_target_request_duration_seconds",
+                                      "Target attempt latency, by status class (2xx..5xx, timeout, connect).",
+                                      EG_MT_HISTOGRAM, 1, l_status, tgt_b, (int)(sizeof tgt_b / sizeof tgt_b[0]));
+    /* series that exist from the start, so dashboards see zeros */
+    const char *ok[1] = {"success"}, *bad[1] = {"failure"};
+    eg_counter(m->reloads, ok);
+    eg_counter(m->reloads, bad);
+    eg_histogram(m->decision_seconds, NULL);
+    for (int i = 0; i < gw->cfg->ntopics; i++) {
+        const char *tv[1] = {gw->cfg->topics[i]};
+        eg_counter(m->received, tv);
+        eg_counter(m->processed, tv);
+    }
+    eg_metrics_install_target_latency(m->target_seconds);
+}
+
+/* Starts the admin endpoint when configured. */
+static int admin_start(eg_gw *gw, char *err, size_t errlen) {
+    if (!gw->cfg->admin_enabled) return 0;
+    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, do_reload};
+    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, &ops, gw, err, errlen);
+    return gw->admin ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------ setup */
 
 static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
@@ -809,6 +1181,9 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
         rd_kafka_conf_set(conf, fixed[i].k, fixed[i].v, e, sizeof e);
     if (!eg_config_kafka(cfg, "auto.offset.reset")) rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", e, sizeof e);
     if (!eg_config_kafka(cfg, "client.id")) rd_kafka_conf_set(conf, "client.id", "errgate", e, sizeof e);
+    if (!eg_config_kafka(cfg, "statistics.interval.ms"))
+        rd_kafka_conf_set(conf, "statistics.interval.ms", "5000", e, sizeof e); /* consumer lag metric */
+    rd_kafka_conf_set_stats_cb(conf, on_stats);
     rd_kafka_conf_set_opaque(conf, gw);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit_result);
@@ -868,6 +1243,8 @@ static void log_summary(eg_gw *gw) {
 }
 
 static void gateway_free(eg_gw *gw) {
+    eg_admin_free(gw->admin);
+    gw->admin = NULL;
     /* borrowers first: the producer may still point into records' messages */
     if (gw->target) gw->target->ops->destroy(gw->target);
     if (gw->lanes) eg_lanes_free(gw->lanes);
@@ -885,11 +1262,14 @@ static void gateway_free(eg_gw *gw) {
     if (gw->cev) event_free(gw->cev);
     if (gw->commit_ev) event_free(gw->commit_ev);
     if (gw->drain_ev) event_free(gw->drain_ev);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (gw->sig_ev[i]) event_free(gw->sig_ev[i]);
     if (gw->cpipe[0] > 0) close(gw->cpipe[0]);
     if (gw->cpipe[1] > 0) close(gw->cpipe[1]);
     if (gw->base) event_base_free(gw->base);
+    eg_metrics_install_target_latency(NULL);
+    eg_registry_free(gw->reg);
+    gw->reg = NULL;
 }
 
 static void usage(void) {
@@ -925,10 +1305,12 @@ int eg_cmd_run(int argc, char **argv) {
     gw.cfg = &cfg;
     int rc = 2;
     gw.base = event_base_new();
+    gw.loop_thread = pthread_self();
+    metrics_new(&gw);
     if (!(gw.policy = eg_policy_load(cfg.policy, cfg.policy_timeout_ms, err, sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
         !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) ||
-        consumer_new(&gw, err, sizeof err) != 0) {
+        admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
     }
@@ -945,8 +1327,10 @@ int eg_cmd_run(int argc, char **argv) {
     event_add(gw.commit_ev, &ci);
     gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
     gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
+    gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, on_sighup, &gw);
     event_add(gw.sig_ev[0], NULL);
     event_add(gw.sig_ev[1], NULL);
+    event_add(gw.sig_ev[2], NULL);
     event_base_dispatch(gw.base);
     rc = gw.exit_code;
     log_summary(&gw);

@@ -1,6 +1,12 @@
-/* lanes.c — the lane producer and the lane record format (see lanes.h). */
+/* lanes.c — the lane producer and the lane record format (see lanes.h).
+ *
+ * The error.message header is redacted here (redact.h): messages that come
+ * from C (targets, fallbacks) have not been through the policy runtime's
+ * redactor, and a lane topic is read by more people than the logs. Per lane
+ * topic counters are kept for /lanes and /metrics. */
 #include "lanes.h"
 #include "log.h"
+#include "redact.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -14,6 +20,8 @@ typedef struct lane_topic {
     char *src;               /* source topic */
     char *name;              /* lane topic */
     rd_kafka_topic_t *rkt;
+    uint64_t written, failed;
+    int inflight;
 } lane_topic;
 
 struct eg_lanes {
@@ -43,6 +51,15 @@ void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const c
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     eg_lanes *l = opaque;
     l->outstanding--;
+    for (int i = 0; i < l->ntopics; i++)
+        if (l->topics[i].rkt == m->rkt) {
+            lane_topic *t = &l->topics[i];
+            t->inflight--;
+            if (!m->err) t->written++;
+            else if (m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                t->failed++;
+            break;
+        }
     l->done((eg_record *)m->_private, m->err, l->done_arg);
 }
 
@@ -133,11 +150,24 @@ static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src) {
     rd_kafka_topic_conf_t *tc = rd_kafka_topic_conf_new();
     rd_kafka_topic_conf_set_partitioner_cb(tc, same_partition);
     t->rkt = rd_kafka_topic_new(l->rk, t->name, tc);
+    t->written = t->failed = 0;
+    t->inflight = 0;
     return t;
 }
 
 const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *src_topic) {
     return lookup(l, lane, src_topic)->name;
+}
+
+int eg_lanes_stats(const eg_lanes *l, int i, eg_lane_stats *out) {
+    if (i < 0 || i >= l->ntopics) return -1;
+    const lane_topic *t = &l->topics[i];
+    out->topic = t->name;
+    out->lane = t->lane;
+    out->written = t->written;
+    out->failed = t->failed;
+    out->inflight = t->inflight;
+    return 0;
 }
 
 int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
@@ -177,7 +207,10 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     char buf[64], ts[40];
     add(h, "error.class", d->klass);
     add(h, "error.code", d->code);
-    add(h, "error.message", d->message[0] ? d->message : rec->failure.message ? rec->failure.message : "");
+    const char *msg = d->message[0] ? d->message : rec->failure.message ? rec->failure.message : "";
+    char clean[1024];
+    eg_redact(msg, strlen(msg), clean, sizeof clean);
+    add(h, "error.message", clean);
     eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
     add(h, "error.timestamp", ts);
     add(h, "retry.count", retry_count);
@@ -219,8 +252,10 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, eg_lane lane, co
         RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);
+        t->failed++;
         return err;
     }
+    t->inflight++;
     l->outstanding++;
     return RD_KAFKA_RESP_ERR_NO_ERROR;
 }

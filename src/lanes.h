@@ -37,6 +37,20 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, eg_lane lane, co
 /* The lane topic name for a source topic. */
 const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *src_topic);
 
+/* Per lane topic counters: writes acknowledged, writes that failed
+ * (refused at once or reported failed; purges at shutdown are not failures),
+ * writes queued or in flight now. */
+typedef struct eg_lane_stats {
+    const char *topic;   /* borrowed, valid until the next eg_lanes call */
+    eg_lane lane;
+    uint64_t written, failed;
+    int inflight;
+} eg_lane_stats;
+
+/* Fills *out for the i-th lane topic used so far; returns 0, or -1 past the
+ * last one. */
+int eg_lanes_stats(const eg_lanes *l, int i, eg_lane_stats *out);
+
 /* Number of writes queued or in flight. */
 int eg_lanes_outstanding(const eg_lanes *l);
 

@@ -2,8 +2,11 @@
  *
  * JSON format: {"ts":"...","level":"info","event":"...",k:v,...}. Text format:
  * "ts LEVEL event k=v k=v". Strings are escaped for JSON (control bytes and
- * non-UTF-8 bytes become \u00XX, so every line parses). */
+ * non-UTF-8 bytes become \u00XX, so every line parses). Every string value
+ * goes through the secret redactor (redact.h) first, whatever its origin:
+ * errgate's own messages, librdkafka's lines, a target's error text. */
 #include "log.h"
+#include "redact.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -92,16 +95,26 @@ static void put_key(eg_logline *l, const char *key) {
 
 void eg_log_strn(eg_logline *l, const char *key, const char *val, size_t n) {
     if (!line_active(l)) return;
+    char clean[sizeof l->buf];
+    size_t cn = eg_redact(val, n, clean, sizeof clean);
     size_t mark = l->len;
     put_key(l, key);
     if (!g_text) put(l, "\"", 1);
-    put_escaped(l, val, n);
+    put_escaped(l, clean, cn);
     if (!g_text) put(l, "\"", 1);
     if (l->full) l->len = mark; /* drop the partial field */
 }
 
 void eg_log_str(eg_logline *l, const char *key, const char *val) {
     eg_log_strn(l, key, val ? val : "", val ? strlen(val) : 0);
+}
+
+void eg_log_null(eg_logline *l, const char *key) {
+    if (!line_active(l)) return;
+    size_t mark = l->len;
+    put_key(l, key);
+    put(l, g_text ? "-" : "null", g_text ? 1 : 4);
+    if (l->full) l->len = mark;
 }
 
 void eg_log_int(eg_logline *l, const char *key, int64_t val) {

@@ -4,7 +4,8 @@
  * single write(2), so lines from librdkafka's threads never interleave with
  * the loop's. Values are escaped; a line that would overflow is truncated at a
  * field boundary and marked "truncated":true. Payloads never go through here:
- * callers log coordinates, classes and codes only. */
+ * callers log coordinates, classes and codes only. Every string value is
+ * redacted (redact.h) before it is written. */
 #ifndef EG_LOG_H
 #define EG_LOG_H
 
@@ -33,6 +34,8 @@ void eg_log_str(eg_logline *l, const char *key, const char *val);
 /* Like eg_log_str for a byte string that may be unterminated or binary. */
 void eg_log_strn(eg_logline *l, const char *key, const char *val, size_t n);
 void eg_log_int(eg_logline *l, const char *key, int64_t val);
+/* A field whose value is absent: JSON null ("-" in text format). */
+void eg_log_null(eg_logline *l, const char *key);
 void eg_log_dbl(eg_logline *l, const char *key, double val);
 /* Ends the line and writes it. */
 void eg_log_end(eg_logline *l);

@@ -12,7 +12,10 @@
  * EG_BODY_CAP bytes of the body (the Lua runtime reads a JSON error body).
  * Each request has its own deadline timer (timeout_ms); when it fires the
  * request is cancelled and the failure is of kind `timeout`. Any other
- * transport error (refused, reset, EOF) is of kind `connect`. */
+ * transport error (refused, reset, EOF) is of kind `connect`. Every finished
+ * attempt is observed in the target latency histogram (metrics.h) by status
+ * class: 2xx..5xx, timeout, connect. */
+#include "metrics.h"
 #include "target.h"
 #include "util.h"
 
@@ -33,6 +36,7 @@ typedef struct slot {
     eg_record *rec;               /* NULL when the slot is free */
     struct event *deadline;
     int64_t started_ms;
+    int64_t started_ns;           /* for the latency histogram (metrics.h) */
     int error;                    /* enum evhttp_request_error, -1 if none */
     struct slot *next_free;
 } slot;
@@ -160,6 +164,9 @@ static void on_response(struct evhttp_request *req, void *arg) {
     f.latency_ms = eg_now_ms() - s->started_ms;
     int code = req ? evhttp_request_get_response_code(req) : 0;
     int ok = code >= 200 && code < 300;
+    static const char *const classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+    eg_metrics_observe_target(code == 0 ? "connect" : code >= 100 && code < 600 ? classes[code / 100 - 1] : "other",
+                              (double)(eg_now_ns() - s->started_ns) / 1e9);
     if (!ok) {
         if (code == 0) fail_transport(s, &f);
         else fill_http_failure(req, code, &f);
@@ -182,6 +189,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     memset(&f, 0, sizeof f);
     f.retry_after_ms = -1;
     f.latency_ms = eg_now_ms() - s->started_ms;
+    eg_metrics_observe_target(s->req ? "timeout" : "connect", (double)(eg_now_ns() - s->started_ns) / 1e9);
     if (!s->req) { /* evhttp_make_request refused the request */
         fail_transport(s, &f);
     } else {
@@ -208,6 +216,7 @@ static int ht_submit(eg_target *t, eg_record *rec) {
     s->req = req;
     s->error = -1;
     s->started_ms = eg_now_ms();
+    s->started_ns = eg_now_ns();
     evhttp_request_set_error_cb(req, on_error);
 
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);

@@ -10,6 +10,7 @@
  * gateway's done callback never runs inside submit. */
 #include "target.h"
 #include "luavm.h"
+#include "metrics.h"
 #include "util.h"
 
 #include <lauxlib.h>
@@ -56,7 +57,7 @@ static int lt_submit(eg_target *t, eg_record *rec) {
     memset(res, 0, sizeof *res);
     res->rec = rec;
     res->f.retry_after_ms = -1;
-    int64_t t0 = eg_now_ms();
+    int64_t t0 = eg_now_ns();
     char err[512];
     lua_rawgeti(L, LUA_REGISTRYINDEX, lt->fn_ref);
     eg_vm_push_record(lt->vm, rec, 1, 0);
@@ -83,7 +84,9 @@ static int lt_submit(eg_target *t, eg_record *rec) {
         }
         lua_pop(L, 1);
     }
-    res->f.latency_ms = eg_now_ms() - t0;
+    int64_t took = eg_now_ns() - t0;
+    res->f.latency_ms = took / 1000000;
+    eg_metrics_observe_target("lua", (double)took / 1e9);
     t->inflight++;
     event_active(lt->deliver, EV_TIMEOUT, 0);
     return 0;

@@ -51,6 +51,7 @@ ap.add_argument("--handler-log", required=True)
 ap.add_argument("--gateway-logs", required=True, help="glob")
 ap.add_argument("--group", required=True)
 ap.add_argument("--policy", default="default@1", help="name@version; the +sha suffix is checked for shape")
+ap.add_argument("--policies", default="", help="comma-separated full ids (name@version+sha): errgate.policy must be one of them")
 ap.add_argument("--lane-partitions", type=int, default=0)
 a = ap.parse_args()
 
@@ -105,7 +106,10 @@ for lane, path in (("dlq", a.dlq), ("quarantine", a.quarantine)):
         for k, v in want.items():
             if h.get(k) != v:
                 header_problems.append("%s %s: %s=%r, want %r" % (lane, rid, k, h.get(k), v))
-        if not re.match(re.escape(a.policy) + r"\+[0-9a-f]{8}$", h.get("errgate.policy", "")):
+        if a.policies:
+            if h.get("errgate.policy") not in a.policies.split(","):
+                header_problems.append("%s %s: errgate.policy=%r, not one of %s" % (lane, rid, h.get("errgate.policy"), a.policies))
+        elif not re.match(re.escape(a.policy) + r"\+[0-9a-f]{8}$", h.get("errgate.policy", "")):
             header_problems.append("%s %s: errgate.policy=%r, want %s+<sha8>" % (lane, rid, h.get("errgate.policy"), a.policy))
         for k in ("error.class", "error.code", "error.message", "errgate.reason", "original.timestamp"):
             if not h.get(k):

@@ -125,13 +125,49 @@ stop_gateway() { kill -TERM "$1" 2>/dev/null; RC=0; wait "$1" || RC=$?; }
 
 PY=/usr/bin/python3
 
-# account GROUP LANE_PARTITIONS LOG_GLOB: dump src and its lanes and run the
-# accounting oracle (spec/e2e/account.py) over them; marks the test failed if
-# the oracle fails.
+# account GROUP LANE_PARTITIONS LOG_GLOB [OPTIONS...]: dump src and its lanes
+# and run the accounting oracle (spec/e2e/account.py, given OPTIONS too) over
+# them; marks the test failed if the oracle fails.
 account() {
   dump src "$T/src.json"
   dump src.dlq "$T/dlq.json"
   dump src.quarantine "$T/q.json"
   $PY "$ROOT/spec/e2e/account.py" --src "$T/src.json" --dlq "$T/dlq.json" --quarantine "$T/q.json" \
-    --handler-log "$T/ok.log" --gateway-logs "$3" --group "$1" --lane-partitions "$2" || FAILED=1
+    --handler-log "$T/ok.log" --gateway-logs "$3" --group "$1" --lane-partitions "$2" "${@:4}" || FAILED=1
+}
+
+# ---- admin endpoint helpers --------------------------------------------------
+
+# admin_addr NAME: wait for the gateway NAME's admin_listening log line and
+# print its address (host:port); empty when it never came.
+admin_addr() {
+  wait_for 20 grep -q '"event":"admin_listening"' "$T/$1.err" || return 1
+  sed -n 's/.*"event":"admin_listening".*"address":"\([^"]*\)".*/\1/p' "$T/$1.err" | head -1
+}
+
+# admin_get ADDR PATH [CURL_ARGS...]: print the body; the status code goes to $T/http_code.
+admin_get() {
+  local addr=$1 path=$2; shift 2
+  curl -s -m 5 -o "$T/http_body" -w '%{http_code}' "$@" "http://$addr$path" >"$T/http_code" 2>/dev/null
+  cat "$T/http_body" 2>/dev/null
+}
+http_code() { cat "$T/http_code"; }
+
+# json_lines_ok FILE MARKER: every line of FILE parses as a JSON object and
+# none contains MARKER (prints a diagnostic and fails otherwise).
+json_lines_ok() {
+  $PY - "$1" "$2" <<'PY'
+import json, sys
+bad = 0; n = 0
+for i, line in enumerate(open(sys.argv[1], encoding="utf-8", errors="replace"), 1):
+    n += 1
+    if sys.argv[2] in line:
+        print("# line %d carries the payload marker" % i); bad += 1
+    try:
+        if not isinstance(json.loads(line), dict): raise ValueError("not an object")
+    except Exception as e:
+        print("# line %d is not JSON (%s): %s" % (i, e, line[:200].rstrip())); bad += 1
+print("# %d log lines checked" % n)
+sys.exit(1 if bad or n == 0 else 0)
+PY
 }

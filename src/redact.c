@@ -1,0 +1,158 @@
+/* redact.c — secret scrubbing (see redact.h).
+ *
+ * One left-to-right pass. At each position the recognisers are tried in a
+ * fixed order; the first that matches emits its kept prefix plus the
+ * marker and skips the secret; otherwise one byte is copied. Recognisers
+ * look at word boundaries only, so ordinary words that merely contain
+ * "token" (e.g. "tokens") are left alone unless followed by '=' or ':'. */
+#include "redact.h"
+
+#include <ctype.h>
+#include <string.h>
+
+typedef struct out_buf {
+    char *p;
+    size_t len, cap; /* cap excludes the NUL */
+} out_buf;
+
+static void emit(out_buf *o, const char *s, size_t n) {
+    if (o->len + n > o->cap) n = o->cap - o->len;
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+static int is_word(unsigned char c) { return isalnum(c) || c == '_' || c == '-'; }
+
+/* Case-insensitive prefix test of word at s (n bytes available). */
+static int starts_ci(const char *s, size_t n, const char *word) {
+    size_t w = strlen(word);
+    if (w > n) return 0;
+    for (size_t i = 0; i < w; i++)
+        if (tolower((unsigned char)s[i]) != word[i]) return 0;
+    return 1;
+}
+
+/* End of a credential value starting at s: stops at whitespace, quotes,
+ * separators of query strings, JSON and lists. */
+static size_t value_len(const char *s, size_t n) {
+    size_t m = strlen(EG_REDACTED), i = 0;
+    if (n >= m && memcmp(s, EG_REDACTED, m) == 0) return m; /* already redacted */
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (isspace(c) || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' || c == '}' ||
+            c == ')' || c == ']' || c == '<' || c == '>')
+            break;
+        i++;
+    }
+    return i;
+}
+
+/* "Bearer xyz" / "Basic xyz" at s: returns bytes consumed (0 if none). */
+static size_t try_scheme(const char *s, size_t n, out_buf *o) {
+    static const char *const schemes[] = {"bearer", "basic", "token", "digest", NULL};
+    for (const char *const *sc = schemes; *sc; sc++) {
+        size_t w = strlen(*sc);
+        if (!starts_ci(s, n, *sc) || w >= n || s[w] != ' ') continue;
+        size_t i = w;
+        while (i < n && s[i] == ' ') i++;
+        size_t v = value_len(s + i, n - i);
+        if (v == 0) return 0;
+        emit(o, s, i);
+        emit(o, EG_REDACTED, strlen(EG_REDACTED));
+        return i + v;
+    }
+    return 0;
+}
+
+/* key[=:]value for a secret-looking key at a word start. */
+static size_t try_key(const char *s, size_t n, out_buf *o) {
+    static const char *const keys[] = {
+        "authorization", "password", "passwd", "passphrase", "pwd", "secret", "client_secret",
+        "token", "access_token", "refresh_token", "id_token", "auth_token", "api_key", "apikey",
+        "api-key", "x-api-key", "access_key", "secret_key", "private_key", "credential",
+        "credentials", "session_token", "sasl.password", "ssl.key.password", NULL};
+    for (const char *const *k = keys; *k; k++) {
+        size_t w = strlen(*k);
+        if (!starts_ci(s, n, *k)) continue;
+        size_t i = w;
+        /* allow a closing quote of a JSON key, then spaces, then = or : */
+        if (i < n && (s[i] == '"' || s[i] == '\'')) i++;
+        while (i < n && s[i] == ' ') i++;
+        if (i >= n || (s[i] != '=' && s[i] != ':')) continue;
+        i++;
+        while (i < n && (s[i] == ' ' || s[i] == '"' || s[i] == '\'')) i++;
+        emit(o, s, i);
+        size_t sch = try_scheme(s + i, n - i, o);
+        if (sch) return i + sch;
+        size_t v = value_len(s + i, n - i);
+        if (v) emit(o, EG_REDACTED, strlen(EG_REDACTED));
+        return i + v;
+    }
+    return 0;
+}
+
+/* scheme://user:pass@host: s points just after "://". */
+static size_t try_userinfo(const char *s, size_t n, out_buf *o) {
+    size_t i = 0, colon = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '@') break;
+        if (c == '/' || c == '?' || c == '#' || isspace(c) || c == '"' || c == '\'') return 0;
+        if (c == ':' && !colon) colon = i + 1;
+        i++;
+    }
+    if (i >= n || !colon || i == 0) return 0;
+    emit(o, EG_REDACTED, strlen(EG_REDACTED));
+    return i; /* the '@' is copied by the caller */
+}
+
+static int is_b64url(unsigned char c) { return isalnum(c) || c == '-' || c == '_' || c == '='; }
+
+/* A JWT: eyJ<b64>.<b64>.<b64>. */
+static size_t try_jwt(const char *s, size_t n) {
+    if (n < 3 || memcmp(s, "eyJ", 3) != 0) return 0;
+    size_t i = 0;
+    int dots = 0;
+    while (i < n && (is_b64url((unsigned char)s[i]) || (s[i] == '.' && dots < 2))) {
+        if (s[i] == '.') dots++;
+        i++;
+    }
+    return dots == 2 && i >= 10 ? i : 0;
+}
+
+/* An AWS access key id: AKIA/ASIA + 16 upper-case letters or digits. */
+static size_t try_aws(const char *s, size_t n) {
+    if (n < 20 || (memcmp(s, "AKIA", 4) != 0 && memcmp(s, "ASIA", 4) != 0)) return 0;
+    for (size_t i = 4; i < 20; i++)
+        if (!isupper((unsigned char)s[i]) && !isdigit((unsigned char)s[i])) return 0;
+    if (n > 20 && isalnum((unsigned char)s[20])) return 0;
+    return 20;
+}
+
+size_t eg_redact(const char *in, size_t n, char *out, size_t outlen) {
+    out_buf o = {out, 0, outlen ? outlen - 1 : 0};
+    if (!outlen) return 0;
+    size_t i = 0;
+    while (i < n && o.len < o.cap) {
+        const char *s = in + i;
+        size_t rest = n - i, used = 0;
+        int boundary = i == 0 || !is_word((unsigned char)in[i - 1]);
+        if (boundary) {
+            if (!used) used = try_key(s, rest, &o);
+            if (!used) used = try_scheme(s, rest, &o);
+            if (!used && (used = try_jwt(s, rest)) != 0) emit(&o, EG_REDACTED, strlen(EG_REDACTED));
+            if (!used && (used = try_aws(s, rest)) != 0) emit(&o, EG_REDACTED, strlen(EG_REDACTED));
+        }
+        if (!used && rest >= 3 && memcmp(s, "://", 3) == 0) {
+            emit(&o, s, 3);
+            used = 3 + try_userinfo(s + 3, rest - 3, &o);
+        }
+        if (!used) {
+            emit(&o, s, 1);
+            used = 1;
+        }
+        i += used;
+    }
+    out[o.len] = '\0';
+    return o.len;
+}
