@@ -1,0 +1,127 @@
+# lib.sh — shared helpers for bench/run.sh (bash): prerequisites, the
+# embedded broker, GNU time parsing, medians, and the result store.
+#
+# Every measurement appends one line "KEY VALUE" to $W/results (KEY is
+# row.metric, e.g. happy.errgate.rps); the table takes the median of all the
+# values under one key. Processes started here are remembered in PIDS and
+# stopped (TERM, then KILL) on exit; the scratch directory $W is removed
+# unless BENCH_KEEP=1.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build}
+EG="$ROOT/$BUILD/errgate"
+FLAKY="$ROOT/$BUILD/flaky-handler"
+PY=/usr/bin/python3
+GTIME=/usr/bin/time
+PIDS=()
+
+say() { echo "bench: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+# need: check every tool the benchmark uses; name the missing Debian packages.
+need() {
+  local miss=() pkgs=()
+  command -v kcat >/dev/null || { miss+=(kcat); pkgs+=(kcat); }
+  command -v wrk >/dev/null || { miss+=(wrk); pkgs+=(wrk); }
+  [ -x "$GTIME" ] || { miss+=("$GTIME"); pkgs+=(time); }
+  [ -x "$PY" ] || { miss+=("$PY"); pkgs+=(python3); }
+  [ -x "$PY" ] && ! "$PY" -c 'import confluent_kafka' 2>/dev/null && { miss+=("python module confluent_kafka"); pkgs+=(python3-confluent-kafka); }
+  command -v cc >/dev/null || { miss+=(cc); pkgs+=(gcc); }
+  command -v pkg-config >/dev/null || { miss+=(pkg-config); pkgs+=(pkg-config); }
+  [ -x "$EG" ] || miss+=("$EG (run make)")
+  [ -x "$FLAKY" ] || miss+=("$FLAKY (run make)")
+  if [ ${#miss[@]} -gt 0 ]; then
+    say "missing: ${miss[*]}"
+    [ ${#pkgs[@]} -gt 0 ] && say "install: apt-get install -y ${pkgs[*]}"
+    exit 1
+  fi
+}
+
+cleanup() {
+  local p i alive
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for i in $(seq 30); do
+    alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 0.1
+  done
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then say "scratch kept in $W"; else rm -rf "$W"; fi
+}
+
+# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
+wait_for() {
+  local limit=$(( $1 * 10 )) i=0; shift
+  while ! "$@" 2>/dev/null; do
+    i=$((i+1)); [ $i -ge $limit ] && return 1; sleep 0.1
+  done
+}
+
+# start_broker ARGS...: `errgate broker` in the background; sets BOOTSTRAP.
+start_broker() {
+  "$EG" broker "$@" >"$W/broker.out" 2>"$W/broker.err" &
+  PIDS+=($!)
+  wait_for 10 grep -q '^control=' "$W/broker.out" || die "broker did not start: $(cat "$W/broker.err")"
+  BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$W/broker.out" | head -1)
+}
+
+# start_handler: the flaky handler (no log: its disk writes are not the subject); sets HANDLER_URL.
+start_handler() {
+  "$FLAKY" --port 0 >"$W/handler.out" 2>"$W/handler.err" &
+  PIDS+=($!)
+  wait_for 10 grep -q '^listening=' "$W/handler.out" || die "handler did not start: $(cat "$W/handler.err")"
+  HANDLER_URL="http://$(sed -n 's/^listening=//p' "$W/handler.out" | head -1)/"
+}
+
+# produce TOPIC N SPEC: N generated records (examples/gen-records.sh) into TOPIC.
+produce() {
+  "$ROOT/examples/gen-records.sh" "$2" "$3" |
+    kcat -P -b "$BOOTSTRAP" -t "$1" -K $'\t' -X acks=all -X linger.ms=20 2>"$W/produce-$1.err" ||
+    die "producing to $1 failed: $(cat "$W/produce-$1.err")"
+}
+
+# watermarks TOPIC PARTITIONS: prints "LOW HIGH" summed over the partitions.
+watermarks() {
+  "$PY" "$ROOT/bench/watermarks.py" "$BOOTSTRAP" "$1" "$2"
+}
+
+# expect_topic TOPIC PARTITIONS N: the broker kept every record (low 0, high N).
+expect_topic() {
+  local wm; wm=$(watermarks "$1" "$2")
+  [ "$wm" = "0 $3" ] || die "topic $1 holds '$wm' (low high), expected '0 $3': the broker's retention dropped records"
+}
+
+# expect_written TOPIC PARTITIONS N: N records were appended to TOPIC (high
+# watermarks). For lanes, whose ~600-byte records with headers may exceed the
+# mock's per-partition retention: the broker acknowledged them, which is what
+# is measured; what it keeps afterwards is not.
+expect_written() {
+  local wm; wm=$(watermarks "$1" "$2")
+  [ "${wm#* }" = "$3" ] || die "topic $1 holds '$wm' (low high), expected $3 records written"
+}
+
+# lag GROUP TOPIC: the group's total lag, or "?".
+lag() { "$EG" offsets -b "$BOOTSTRAP" -g "$1" "$2" 2>/dev/null | awk '$1=="total"{print $4; f=1} END{if(!f) print "?"}'; }
+
+# record KEY VALUE: store one measurement.
+record() { echo "$1 $2" >>"$W/results"; }
+
+# gtime_cost FILE N PREFIX: from GNU time's "%e %U %S %M" in FILE, record
+# PREFIX.cpu (CPU s per 100k records) and PREFIX.rss (peak RSS, MiB).
+gtime_cost() {
+  local line; line=$(tail -1 "$1")
+  record "$3.cpu" "$(echo "$line" | awk -v n="$2" '{printf "%.3f", ($2+$3)*100000/n}')"
+  record "$3.rss" "$(echo "$line" | awk '{printf "%.1f", $4/1024}')"
+}
+
+# median KEY: the median of the values stored under KEY (empty if none).
+median() {
+  awk -v k="$1" '$1==k{print $2}' "$W/results" | sort -g |
+    awk '{a[NR]=$1} END{if(NR==0) exit; if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
+}
+
+# json_num FILE EVENT FIELD: a numeric field of the last JSON log line of EVENT.
+json_num() {
+  grep "\"event\":\"$2\"" "$1" | tail -1 | sed -n "s/.*\"$3\":\([0-9.eE+-]*\).*/\1/p"
+}

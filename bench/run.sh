@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# run.sh — `make bench`: errgate side by side with kcat and a hand-written
+# consumer, on one embedded broker, printed as one table of medians and ratios.
+#
+# One broker holds three data sets of BENCH_RECORDS small records over
+# BENCH_PARTITIONS partitions (checked for the broker's retention: low
+# watermark 0). Each repetition runs, in a fresh consumer group each time:
+# happy path (errgate, no-op Lua target | kcat -G), dead-letter path (errgate,
+# Lua target failing 400 -> DLQ | kcat -C | kcat -P copy), HTTP path (errgate
+# -> flaky-handler | bench/peers/http_consumer.py -> flaky-handler | wrk ->
+# flaky-handler, the ceiling). Throughput is records per second from the first
+# record consumed to the last one finished, which leaves out the group-join
+# delay (bench/README.md defines every figure). CPU and peak RSS come from GNU
+# time around each process. Then bench/decide_bench.c (compiled here with the
+# Makefile's flags against build/obj) times policy decisions. bench/table.sh
+# prints the medians. Knobs: BENCH_REPS, BENCH_RECORDS, BENCH_PEER_RECORDS,
+# BENCH_PARTITIONS, BENCH_HTTP_CONCURRENCY, BENCH_HTTP_ORDERING, BENCH_WRK_SECONDS,
+# BENCH_SMOKE=1 (tiny sizes, one repetition: a CI smoke run), BENCH_KEEP=1.
+set -u
+source "$(dirname "$0")/lib.sh"
+
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+  : "${BENCH_REPS:=1}" "${BENCH_RECORDS:=20000}" "${BENCH_PEER_RECORDS:=2000}" "${BENCH_WRK_SECONDS:=1}"
+fi
+REPS=${BENCH_REPS:-3}
+N=${BENCH_RECORDS:-200000}
+PEER_N=${BENCH_PEER_RECORDS:-20000}
+P=${BENCH_PARTITIONS:-16}
+CONC=${BENCH_HTTP_CONCURRENCY:-16}
+ORDERING=${BENCH_HTTP_ORDERING:-partition}
+WRK_SECS=${BENCH_WRK_SECONDS:-3}
+[ "$PEER_N" -gt "$N" ] && PEER_N=$N
+
+need
+W=$(mktemp -d /tmp/errgate-bench.XXXXXX)
+trap cleanup EXIT
+export ERRGATE_LUA_DIR="$ROOT/lua"
+
+# ---- tools compiled here: same flags as the Makefile -----------------------
+PCP="luajit rdkafka libevent msgpack"
+CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fno-strict-aliasing -O2 -g"
+LIB_OBJS=$(ls "$ROOT/$BUILD"/obj/*.o | grep -v '/main\.o$')
+mkdir -p "$ROOT/$BUILD/bench"
+cc $CFLAGS_B -o "$ROOT/$BUILD/bench/stamp" "$ROOT/bench/stamp.c" || die "cannot compile bench/stamp.c"
+# shellcheck disable=SC2086
+cc $CFLAGS_B $(pkg-config --cflags $PCP) -I"$ROOT/src" -o "$ROOT/$BUILD/bench/decide_bench" \
+  "$ROOT/bench/decide_bench.c" $LIB_OBJS $(pkg-config --libs $PCP) -lm || die "cannot compile bench/decide_bench.c"
+STAMP="$ROOT/$BUILD/bench/stamp"
+
+# ---- data ------------------------------------------------------------------
+topics=(--topic "happy:$P" --topic "dlqsrc:$P" --topic "http:$P")
+for r in $(seq "$REPS"); do topics+=(--topic "dlqsrc.dlq.$r:$P" --topic "copy.$r:$P"); done
+start_broker "${topics[@]}"
+start_handler
+say "broker $BOOTSTRAP, handler $HANDLER_URL; $N records over $P partitions, $REPS repetitions; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+produce happy "$N" ok:1
+produce dlqsrc "$N" permanent:1
+produce http "$N" ok:1
+for t in happy dlqsrc http; do expect_topic "$t" "$P" "$N"; done
+
+echo 'return function(record) end' >"$W/noop.lua"
+echo 'return function(record) return { status = 400, message = "bench: permanent" } end' >"$W/reject.lua"
+
+# gateway_config FILE GROUP TOPIC TARGET_LUA REP
+gateway_config() {
+  cat >"$1" <<CFG
+return {
+  kafka = { ["bootstrap.servers"] = "$BOOTSTRAP" },
+  group = "$2",
+  source = { topics = { "$3" }, ordering = "$ORDERING" },
+  target = $4,
+  policy = "$ROOT/policies/default.lua",
+  lanes = { dlq = "$3.dlq.$5", quarantine = "$3.quarantine" },
+  commit_interval_ms = 200,
+}
+CFG
+}
+
+# run_gateway ROW CONFIG GROUP TOPIC: errgate until the group's lag is 0, then
+# SIGTERM; records ROW.rps (summary records_per_second), ROW.cpu, ROW.rss.
+run_gateway() {
+  local row=$1 cfg=$2 group=$3 topic=$4 tp gp i l
+  "$GTIME" -f '%e %U %S %M' -o "$W/$row.time" "$EG" run -c "$cfg" 2>"$W/$row.err" &
+  tp=$!
+  for i in $(seq 1200); do
+    l=$(lag "$group" "$topic"); [ "$l" = 0 ] && break
+    kill -0 "$tp" 2>/dev/null || break
+    sleep 0.25
+  done
+  gp=$(pgrep -P "$tp")
+  [ -n "$gp" ] && kill -TERM "$gp"
+  wait "$tp"
+  [ "$l" = 0 ] || die "$row: lag did not reach 0 (last '$l'); log: $W/$row.err"
+  local done rps
+  done=$(( $(json_num "$W/$row.err" summary succeeded_first) + $(json_num "$W/$row.err" summary dlq) ))
+  [ "$done" = "$N" ] || die "$row: summary counts $done finished records, expected $N"
+  rps=$(json_num "$W/$row.err" summary records_per_second)
+  record "$row.rps" "$rps"
+  gtime_cost "$W/$row.time" "$N" "$row"
+  say "$row: $rps rec/s, $(tail -1 "$W/$row.time")"
+}
+
+# stamp_rps ROW STAMP_FILE COUNT [END_NS]: records ROW.rps from stamp's window.
+stamp_rps() {
+  local first nth
+  first=$(sed -n 's/.*first_ns=\([0-9]*\).*/\1/p' "$2")
+  nth=${4:-$(sed -n 's/.*nth_ns=\([0-9]*\).*/\1/p' "$2")}
+  [ -n "$first" ] && [ "$first" != 0 ] && [ -n "$nth" ] && [ "$nth" != 0 ] || die "$1: no timestamps in $2"
+  record "$1.rps" "$(awk -v n="$3" -v a="$first" -v b="$nth" 'BEGIN{printf "%.0f", n/((b-a)/1e9)}')"
+}
+
+for r in $(seq "$REPS"); do
+  say "repetition $r/$REPS"
+  # 1. happy path
+  gateway_config "$W/happy.lua" "happy-eg-$r" happy "{ lua = \"$W/noop.lua\" }" "$r"
+  run_gateway happy.errgate "$W/happy.lua" "happy-eg-$r" happy
+  "$GTIME" -f '%e %U %S %M' -o "$W/happy.kcat.time" kcat -C -q -G "happy-kc-$r" -X auto.offset.reset=earliest \
+    -b "$BOOTSTRAP" -c "$N" -f '%p\n' happy 2>"$W/happy.kcat.err" | "$STAMP" "$N" 2>"$W/happy.kcat.stamp"
+  stamp_rps happy.kcat "$W/happy.kcat.stamp" "$N"
+  gtime_cost "$W/happy.kcat.time" "$N" happy.kcat
+  say "happy.kcat: $(grep '^happy.kcat.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(tail -1 "$W/happy.kcat.time")"
+
+  # 2. dead-letter path
+  gateway_config "$W/dlq.lua" "dlq-eg-$r" dlqsrc "{ lua = \"$W/reject.lua\" }" "$r"
+  run_gateway dlq.errgate "$W/dlq.lua" "dlq-eg-$r" dlqsrc
+  expect_written "dlqsrc.dlq.$r" "$P" "$N"
+  # end of the window: the producing kcat exited, i.e. every copy was acknowledged
+  "$GTIME" -f '%e %U %S %M' -o "$W/dlq.kcatc.time" kcat -C -q -G "dlq-kc-$r" -X auto.offset.reset=earliest \
+    -b "$BOOTSTRAP" -c "$N" -f '%k\t%s\n' dlqsrc 2>"$W/dlq.kcatc.err" |
+    "$STAMP" -p "$N" 2>"$W/dlq.kcat.stamp" |
+    { "$GTIME" -f '%e %U %S %M' -o "$W/dlq.kcatp.time" kcat -P -b "$BOOTSTRAP" -t "copy.$r" -K $'\t' \
+        -X acks=all -X enable.idempotence=true 2>"$W/dlq.kcatp.err"; date +%s%N >"$W/dlq.kcat.end"; }
+  end=$(cat "$W/dlq.kcat.end")
+  expect_written "copy.$r" "$P" "$N"
+  stamp_rps dlq.kcat "$W/dlq.kcat.stamp" "$N" "$end"
+  echo "$(tail -1 "$W/dlq.kcatc.time") $(tail -1 "$W/dlq.kcatp.time")" |
+    awk '{print $1, $2+$6, $3+$7, $4+$8}' >"$W/dlq.kcat.time"   # both kcats: CPU and RSS summed
+  gtime_cost "$W/dlq.kcat.time" "$N" dlq.kcat
+  say "dlq.kcat: $(grep '^dlq.kcat.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(cat "$W/dlq.kcat.time")"
+
+  # 3. HTTP path
+  gateway_config "$W/http.lua" "http-eg-$r" http \
+    "{ http = { url = \"$HANDLER_URL\", timeout_ms = 5000, concurrency = $CONC } }" "$r"
+  run_gateway http.errgate "$W/http.lua" "http-eg-$r" http
+  "$GTIME" -f '%e %U %S %M' -o "$W/http.peer.time" "$PY" "$ROOT/bench/peers/http_consumer.py" \
+    "$BOOTSTRAP" "http-py-$r" http "$HANDLER_URL" "$PEER_N" >"$W/http.peer.out" 2>"$W/http.peer.err" ||
+    die "python peer failed: $(tail -3 "$W/http.peer.err")"
+  sed 's/.*first_ns=\([0-9]*\) last_ns=\([0-9]*\).*/stamp first_ns=\1 nth_ns=\2/' "$W/http.peer.out" >"$W/http.peer.stamp"
+  stamp_rps http.peer "$W/http.peer.stamp" "$PEER_N"
+  gtime_cost "$W/http.peer.time" "$PEER_N" http.peer
+  say "http.peer: $(grep '^http.peer.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(tail -1 "$W/http.peer.time")"
+  wrk -t1 -c"$CONC" -d"${WRK_SECS}s" -s "$ROOT/bench/wrk_post.lua" "$HANDLER_URL" >"$W/wrk.out" 2>&1 ||
+    die "wrk failed: $(cat "$W/wrk.out")"
+  record http.ceiling.rps "$(awk '/^Requests\/sec:/{print $2}' "$W/wrk.out")"
+  say "http.ceiling: $(awk '/^Requests\/sec:/{print $2}' "$W/wrk.out") req/s"
+done
+
+# 4. decision cost
+for r in $(seq "$REPS"); do
+  "$ROOT/$BUILD/bench/decide_bench" "$ROOT"/policies/*.lua >"$W/decide.out" 2>"$W/decide.err" ||
+    die "decide_bench failed: $(grep -v MOCK "$W/decide.err" | tail -3)"
+  awk '{split($2,p,"="); n=split(p[2],q,"/"); split($3,f,"="); split($6,t,"=");
+        print "decide." q[n] ":" f[2] ".ns", t[2]}' "$W/decide.out" >>"$W/results"
+done
+
+W="$W" N="$N" PEER_N="$PEER_N" P="$P" REPS="$REPS" CONC="$CONC" ORDERING="$ORDERING" \
+  bash "$ROOT/bench/table.sh"
