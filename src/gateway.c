@@ -1,13 +1,15 @@
 /* gateway.c — `errgate run`: consume, call the target, ask the policy, write
  * lanes, commit contiguous prefixes.
  *
- * One libevent loop owns everything here. librdkafka's consumer queue (with
- * the main queue forwarded into it) and the lane producer's queue signal the
- * loop through rd_kafka_queue_io_event_enable pipes; the loop polls one
- * message at a time (no consume_batch: with pause/resume it loses or repeats
- * messages in librdkafka 2.0.2). Delays are libevent timers; a waiting
- * partition is a paused partition, and polling goes on, so group membership
- * never suffers from a long retry.
+ * One libevent loop owns everything here. librdkafka's consumer queue (group
+ * events, with the main queue forwarded into it), each assigned partition's
+ * own message queue, and the lane producer's queue signal the loop through
+ * rd_kafka_queue_io_event_enable pipes; the loop takes one message at a time
+ * (no consume_batch: with pause/resume it loses or repeats messages in
+ * librdkafka 2.0.2), a fair share per partition per pass. Delays are libevent
+ * timers; a waiting partition is a paused partition, and a poll tick keeps
+ * polling when nothing else wakes the loop, so group membership never
+ * suffers from a long retry or hold.
  *
  * A record moves PENDING (its partition's queue) -> RUNNABLE (eligible under
  * the ordering) -> IN_TARGET -> done, or -> WAIT_RETRY -> RUNNABLE again, or
@@ -21,10 +23,13 @@
  * in the target or waiting to retry) at a time; "key" lets one record per key
  * be active (records without a key are free); "none" lets all go.
  *
- * Pausing is derived: a partition is paused while any reason holds (too many
- * unfinished records, the global cap, a record on hold, an in-place retry
- * under partition ordering, a failing lane write, stopping) and resumed when
- * none does.
+ * Bounded memory: a partition at its in-flight cap (or any partition while
+ * the gateway is at its total cap) is simply not drained until it is down to
+ * half of it; librdkafka stops prefetching when the partition's queue holds
+ * queued.min.messages (errgate's default: 2,000) or queued.max.messages.kbytes
+ * (default 8 MiB). Pausing is for waiting: a partition is paused while any
+ * reason holds (a record on hold, an in-place retry under partition
+ * ordering, a failing lane write, stopping) and resumed when none does.
  *
  * Ownership: the gateway owns every record; a target or the lanes borrow one
  * for one operation. A revoked partition's records are freed at once unless
@@ -64,18 +69,20 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Why a partition is paused. Backlog is not a reason: a partition with too
+ * many unfinished records is simply not drained (see drain_partitions), so
+ * librdkafka's prefetch stays and fetching resumes without a round trip. */
 enum {
-    PAUSE_FULL = 1 << 0,   /* the partition's in-flight cap */
-    PAUSE_GLOBAL = 1 << 1, /* the gateway's in-flight cap */
-    PAUSE_HOLD = 1 << 2,
-    PAUSE_RETRY = 1 << 3,  /* in-place retry under partition ordering */
-    PAUSE_LANE = 1 << 4,   /* a lane write is failing */
-    PAUSE_STOP = 1 << 5,
+    PAUSE_HOLD = 1 << 0,
+    PAUSE_RETRY = 1 << 1,  /* in-place retry under partition ordering */
+    PAUSE_LANE = 1 << 2,   /* a lane write is failing */
+    PAUSE_STOP = 1 << 3,
 };
 
 #define LANE_BACKOFF_MIN_MS 100
 #define LANE_BACKOFF_MAX_MS 5000
-#define POLL_BUDGET 1000
+#define POLL_BUDGET 1000     /* messages taken per loop pass, over all partitions */
+#define POLL_TICK_MS 1000    /* keep polling (group membership) even when idle */
 
 struct eg_gw;
 
@@ -94,6 +101,8 @@ typedef struct eg_part {
     int full;            /* sticky in-flight cap flag (hysteresis) */
     unsigned pause;      /* reasons applied */
     int paused;          /* state applied to the consumer */
+    rd_kafka_queue_t *q; /* the partition's own message queue */
+    int blocked;         /* draining stopped at a cap; resume below half of it */
     int64_t committed;   /* last committed offset, -1 none */
     eg_keyset keys;      /* active keys (ordering = key) */
     uint64_t *received;  /* metric counters of the topic (registry-owned) */
@@ -132,7 +141,9 @@ typedef struct eg_gw {
     eg_record *runq_head, *runq_tail;
     eg_record *all;          /* every live record */
     int unfinished;
-    int global_full;
+    int blocked;             /* draining stopped at the total cap */
+    int dispatching, dispatch_again; /* dispatch() trampoline */
+    struct event *poll_ev;
     int stopping;
     int closed;
     int exit_code;
@@ -184,16 +195,15 @@ static void part_unref(eg_part *p) {
 }
 
 static void log_pause(eg_part *p, const char *event, unsigned reasons) {
-    static const char *const names[] = {"full", "global", "hold", "retry", "lane", "stop"};
+    static const char *const names[] = {"hold", "retry", "lane", "stop"};
     char why[96] = "";
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 4; i++)
         if (reasons & (1u << i)) {
             if (why[0]) strcat(why, ",");
             strcat(why, names[i]);
         }
-    eg_level lv = reasons & ~(unsigned)(PAUSE_FULL | PAUSE_GLOBAL) ? EG_INFO : EG_DEBUG;
     eg_logline l;
-    if (!eg_log_begin(&l, lv, event)) return;
+    if (!eg_log_begin(&l, EG_INFO, event)) return;
     eg_log_str(&l, "topic", p->topic);
     eg_log_int(&l, "partition", p->partition);
     eg_log_str(&l, "reasons", why);
@@ -203,11 +213,7 @@ static void log_pause(eg_part *p, const char *event, unsigned reasons) {
 /* Recomputes the pause reasons of p and applies a change to the consumer. */
 static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
-    int cap = gw->cfg->max_inflight;
-    if (!p->full && p->unfinished >= cap) p->full = 1;
-    else if (p->full && p->unfinished < cap - cap / 4) p->full = 0;
-    unsigned m = (p->full ? PAUSE_FULL : 0) | (gw->global_full ? PAUSE_GLOBAL : 0) |
-                 (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
+    unsigned m = (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
                  (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0);
     int want = m != 0;
     unsigned old = p->pause;
@@ -227,12 +233,22 @@ static void part_update_pause(eg_gw *gw, eg_part *p) {
     log_pause(p, want ? "pause" : "resume", want ? m : old);
 }
 
-static void update_global(eg_gw *gw) {
-    int cap = gw->cfg->max_inflight_total, was = gw->global_full;
-    if (!gw->global_full && gw->unfinished >= cap) gw->global_full = 1;
-    else if (gw->global_full && gw->unfinished < cap - cap / 4) gw->global_full = 0;
-    if (was != gw->global_full)
-        for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
+/* True when p may take more records from its queue: under both in-flight
+ * caps and not paused. */
+static int part_has_room(eg_gw *gw, eg_part *p) {
+    return !p->revoked && !p->paused && p->q && p->unfinished < gw->cfg->max_inflight &&
+           gw->unfinished < gw->cfg->max_inflight_total;
+}
+
+/* A record of p left: if p (or the gateway) had stopped draining at a cap
+ * and is now well below it, schedule a drain. */
+static void maybe_unblock(eg_gw *gw, eg_part *p) {
+    if ((p->blocked && p->unfinished <= gw->cfg->max_inflight / 2) ||
+        (gw->blocked && gw->unfinished <= gw->cfg->max_inflight_total / 2)) {
+        p->blocked = 0;
+        gw->blocked = 0;
+        if (!gw->closed) event_active(gw->cev, EV_READ, 0);
+    }
 }
 
 /* --------------------------------------------------------------- records */
@@ -279,7 +295,7 @@ static void free_record(eg_gw *gw, eg_record *r) {
     gw->unfinished--;
     free(r);
     part_update_pause(gw, p);
-    update_global(gw);
+    maybe_unblock(gw, p);
     part_unref(p);
 }
 
@@ -339,8 +355,26 @@ static void pump(eg_gw *gw, eg_part *p) {
     }
 }
 
-/* Hands runnable records to the target while it has capacity. */
+/* Hands runnable records to the target while it has capacity, then lets a
+ * synchronous target deliver its results. Completions call dispatch again;
+ * a nested call only asks the running one for another round, so a chain of
+ * records (partition ordering) is a loop, not a recursion. */
+static void dispatch_round(eg_gw *gw);
 static void dispatch(eg_gw *gw) {
+    if (gw->dispatching) {
+        gw->dispatch_again = 1;
+        return;
+    }
+    gw->dispatching = 1;
+    do {
+        gw->dispatch_again = 0;
+        dispatch_round(gw);
+        if (gw->target->ops->flush) gw->target->ops->flush(gw->target);
+    } while (gw->dispatch_again);
+    gw->dispatching = 0;
+}
+
+static void dispatch_round(eg_gw *gw) {
     while (gw->runq_head && !gw->stopping && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
         q_remove(&gw->runq_head, &gw->runq_tail, r);
@@ -701,7 +735,25 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
     rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
     if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
     else gw->assigned_once = 1;
-    for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
+    /* each partition's messages go to its own queue, off the consumer queue
+     * (librdkafka keeps it that way across fetch restarts), and wake the
+     * loop through the same pipe */
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        if (!p->q && (p->q = rd_kafka_queue_get_partition(gw->rk, p->topic, p->partition))) {
+            rd_kafka_queue_forward(p->q, NULL);
+            rd_kafka_queue_io_event_enable(p->q, gw->cpipe[1], "1", 1);
+        }
+        part_update_pause(gw, p);
+    }
+    event_active(gw->cev, EV_READ, 0);
+}
+
+/* Drops the partition's queue reference (before the consumer is closed). */
+static void part_release_queue(eg_part *p) {
+    if (!p->q) return;
+    rd_kafka_queue_io_event_enable(p->q, -1, NULL, 0);
+    rd_kafka_queue_destroy(p->q);
+    p->q = NULL;
 }
 
 /* Commits the finished prefix of the revoked partitions, drops their
@@ -726,6 +778,7 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
                 free_record(gw, r);
             r = next;
         }
+        part_release_queue(p);
         part_unref(p);
     }
     rd_kafka_assign(gw->rk, NULL);
@@ -779,24 +832,54 @@ static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
     gw->st.received++;
     (*p->received)++;
     if (!gw->st.first_ms) gw->st.first_ms = eg_now_ms();
-    part_update_pause(gw, p);
-    update_global(gw);
     pump(gw, p);
 }
 
+/* Takes messages from the partitions' own queues, a fair share each, while
+ * they have room. Returns 1 if some partition may still have more. */
+static int drain_partitions(eg_gw *gw) {
+    int nparts = 0, more = 0;
+    for (eg_part *p = gw->parts; p; p = p->next) nparts++;
+    int share = nparts ? POLL_BUDGET / nparts : 0;
+    if (share < 64) share = 64;
+    for (eg_part *p = gw->parts; p && !gw->closed; p = p->next) {
+        int n = 0;
+        while (n < share) {
+            if (!part_has_room(gw, p)) {
+                if (!p->paused && p->q) {
+                    if (p->unfinished >= gw->cfg->max_inflight) p->blocked = 1;
+                    else gw->blocked = 1;
+                }
+                break;
+            }
+            rd_kafka_message_t *m = rd_kafka_consume_queue(p->q, 0);
+            if (!m) break;
+            on_message(gw, m);
+            n++;
+        }
+        if (n == share) more = 1;
+        if (n) dispatch(gw);
+    }
+    return more;
+}
+
+/* The consumer's queues signalled (or the poll tick fired): serve group
+ * events and commit results (rd_kafka_consumer_poll), then messages. */
 static void on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     char buf[64];
-    while (read(fd, buf, sizeof buf) > 0) {}
-    int n = 0;
+    if (fd >= 0)
+        while (read(fd, buf, sizeof buf) > 0) {}
     rd_kafka_message_t *m;
-    while (!gw->closed && n < POLL_BUDGET && (m = rd_kafka_consumer_poll(gw->rk, 0))) {
-        on_message(gw, m);
-        n++;
-        if (n % 64 == 0) dispatch(gw);
-    }
-    if (!gw->closed) dispatch(gw);
-    if (n == POLL_BUDGET) event_active(gw->cev, EV_READ, 0); /* more may wait; let others run */
+    for (int n = 0; !gw->closed && n < POLL_BUDGET && (m = rd_kafka_consumer_poll(gw->rk, 0)); n++)
+        on_message(gw, m); /* errors; messages arrive on the partition queues */
+    if (gw->closed) return;
+    if (drain_partitions(gw)) event_active(gw->cev, EV_READ, 0); /* more may wait; let others run */
+    dispatch(gw);
+}
+
+static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
+    on_consumer_queue(-1, 0, arg);
 }
 
 static void on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
@@ -1180,6 +1263,11 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         rd_kafka_conf_set(conf, fixed[i].k, fixed[i].v, e, sizeof e);
     if (!eg_config_kafka(cfg, "auto.offset.reset")) rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", e, sizeof e);
+    /* prefetch per partition: librdkafka's defaults (100,000 messages, 64 MiB)
+     * would dwarf the in-flight caps */
+    if (!eg_config_kafka(cfg, "queued.min.messages")) rd_kafka_conf_set(conf, "queued.min.messages", "2000", e, sizeof e);
+    if (!eg_config_kafka(cfg, "queued.max.messages.kbytes"))
+        rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "8192", e, sizeof e);
     if (!eg_config_kafka(cfg, "client.id")) rd_kafka_conf_set(conf, "client.id", "errgate", e, sizeof e);
     if (!eg_config_kafka(cfg, "statistics.interval.ms"))
         rd_kafka_conf_set(conf, "statistics.interval.ms", "5000", e, sizeof e); /* consumer lag metric */
@@ -1254,6 +1342,7 @@ static void gateway_free(eg_gw *gw) {
     while (gw->parts) {
         eg_part *p = gw->parts;
         gw->parts = p->next;
+        part_release_queue(p);
         part_unref(p);
     }
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
@@ -1261,6 +1350,7 @@ static void gateway_free(eg_gw *gw) {
     eg_policy_free(gw->policy);
     if (gw->cev) event_free(gw->cev);
     if (gw->commit_ev) event_free(gw->commit_ev);
+    if (gw->poll_ev) event_free(gw->poll_ev);
     if (gw->drain_ev) event_free(gw->drain_ev);
     for (int i = 0; i < 3; i++)
         if (gw->sig_ev[i]) event_free(gw->sig_ev[i]);
@@ -1325,6 +1415,9 @@ int eg_cmd_run(int argc, char **argv) {
     gw.commit_ev = event_new(gw.base, -1, EV_PERSIST, on_commit_tick, &gw);
     struct timeval ci = {cfg.commit_interval_ms / 1000, (cfg.commit_interval_ms % 1000) * 1000};
     event_add(gw.commit_ev, &ci);
+    gw.poll_ev = event_new(gw.base, -1, EV_PERSIST, on_poll_tick, &gw);
+    struct timeval pt = {POLL_TICK_MS / 1000, (POLL_TICK_MS % 1000) * 1000};
+    event_add(gw.poll_ev, &pt);
     gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
     gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
     gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, on_sighup, &gw);

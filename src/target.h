@@ -4,8 +4,8 @@
  * through the done callback: f == NULL on success, a failure otherwise
  * (the callee fills *f; the gateway takes its strings), or cancelled = 1
  * when the target was shut down before the attempt finished. The callback
- * always runs from the event loop, never from inside submit, so the gateway
- * never re-enters itself. */
+ * always runs from the event loop (or from flush), never from inside submit,
+ * so the gateway never re-enters itself. */
 #ifndef EG_TARGET_H
 #define EG_TARGET_H
 
@@ -25,6 +25,10 @@ typedef struct eg_target_ops {
     int (*available)(const eg_target *t);
     /* Ends every attempt in flight with cancelled = 1 (callbacks run inline). */
     void (*cancel_all)(eg_target *t);
+    /* Optional (NULL for asynchronous targets): delivers the results of
+     * attempts that already finished, now. The gateway calls it outside any
+     * submit, so done callbacks still never run inside submit. */
+    void (*flush)(eg_target *t);
     void (*destroy)(eg_target *t);
 } eg_target_ops;
 

@@ -299,7 +299,8 @@ static void ht_destroy(eg_target *t) {
     free(ht);
 }
 
-static const eg_target_ops http_ops = {ht_submit, ht_available, ht_cancel_all, ht_destroy};
+static const eg_target_ops http_ops = {
+    .submit = ht_submit, .available = ht_available, .cancel_all = ht_cancel_all, .destroy = ht_destroy};
 
 eg_target *eg_target_http_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
     struct evhttp_uri *uri = evhttp_uri_parse(cfg->http_url);

@@ -6,7 +6,8 @@
  * `http` when it carries a status (a handler mimicking a service) and `lua`
  * otherwise. Raising is a failure of kind `lua` with the error as message.
  * The function runs at submit time on the loop thread under the VM deadline;
- * results are queued and delivered from a deferred event so that the
+ * results are queued and delivered by flush (the gateway calls it right
+ * after submitting) or, failing that, by a deferred event, so that the
  * gateway's done callback never runs inside submit. */
 #include "target.h"
 #include "luavm.h"
@@ -94,8 +95,8 @@ static int lt_submit(eg_target *t, eg_record *rec) {
 
 /* Delivers queued results. The done callback may submit more records; those
  * land in a fresh batch that the next activation delivers. */
-static void lt_deliver(evutil_socket_t fd, short what, void *arg) {
-    lua_target *lt = arg;
+static void lt_flush(eg_target *t) {
+    lua_target *lt = (lua_target *)t;
     result *batch = lt->q;
     int n = lt->nq;
     lt->q = NULL;
@@ -106,6 +107,8 @@ static void lt_deliver(evutil_socket_t fd, short what, void *arg) {
     }
     free(batch);
 }
+
+static void lt_deliver(evutil_socket_t fd, short what, void *arg) { lt_flush(arg); }
 
 static int lt_available(const eg_target *t) { return 1 << 20; }
 
@@ -131,7 +134,8 @@ static void lt_destroy(eg_target *t) {
     free(lt);
 }
 
-static const eg_target_ops lua_ops = {lt_submit, lt_available, lt_cancel_all, lt_destroy};
+static const eg_target_ops lua_ops = {.submit = lt_submit, .available = lt_available,
+                                      .cancel_all = lt_cancel_all, .flush = lt_flush, .destroy = lt_destroy};
 
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
     eg_vm *vm = eg_vm_new(LUA_TARGET_MEM_LIMIT, err, errlen);
