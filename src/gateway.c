@@ -26,8 +26,8 @@
  * Bounded memory: a partition at its in-flight cap (or any partition while
  * the gateway is at its total cap) is simply not drained until it is down to
  * half of it; librdkafka stops prefetching when the partition's queue holds
- * queued.min.messages (errgate's default: 2,000) or queued.max.messages.kbytes
- * (default 8 MiB). Pausing is for waiting: a partition is paused while any
+ * queued.min.messages (errgate's default: 20,000) or queued.max.messages.kbytes
+ * (default 4 MiB). Pausing is for waiting: a partition is paused while any
  * reason holds (a record on hold, an in-place retry under partition
  * ordering, a failing lane write, stopping) and resumed when none does.
  *
@@ -1265,9 +1265,9 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     if (!eg_config_kafka(cfg, "auto.offset.reset")) rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", e, sizeof e);
     /* prefetch per partition: librdkafka's defaults (100,000 messages, 64 MiB)
      * would dwarf the in-flight caps */
-    if (!eg_config_kafka(cfg, "queued.min.messages")) rd_kafka_conf_set(conf, "queued.min.messages", "2000", e, sizeof e);
+    if (!eg_config_kafka(cfg, "queued.min.messages")) rd_kafka_conf_set(conf, "queued.min.messages", "20000", e, sizeof e);
     if (!eg_config_kafka(cfg, "queued.max.messages.kbytes"))
-        rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "8192", e, sizeof e);
+        rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "4096", e, sizeof e);
     if (!eg_config_kafka(cfg, "client.id")) rd_kafka_conf_set(conf, "client.id", "errgate", e, sizeof e);
     if (!eg_config_kafka(cfg, "statistics.interval.ms"))
         rd_kafka_conf_set(conf, "statistics.interval.ms", "5000", e, sizeof e); /* consumer lag metric */
