@@ -10,8 +10,11 @@ local pattern = {}
 
 pattern.BUDGET = 2e7
 
--- cost(pat, len) -> estimated worst-case matcher steps of pat on len bytes.
-function pattern.cost(pat, len)
+local exponents, cached = {}, 0
+local CACHE_MAX = 1024 -- patterns built at run time must not grow it forever
+
+-- exponent(pat) -> quantifiers of pat, plus 1 when it is unanchored.
+local function exponent(pat)
   local q, i, n = 0, 1, #pat
   local anchored = pat:sub(1, 1) == "^"
   while i <= n do
@@ -33,7 +36,18 @@ function pattern.cost(pat, len)
     local nxt = pat:sub(i, i)
     if nxt == "*" or nxt == "+" or nxt == "-" then q = q + 1; i = i + 1 end
   end
-  return math.max(len, 1) ^ (q + (anchored and 0 or 1))
+  return q + (anchored and 0 or 1)
+end
+
+-- cost(pat, len) -> estimated worst-case matcher steps of pat on len bytes.
+function pattern.cost(pat, len)
+  local e = exponents[pat]
+  if not e then
+    e = exponent(pat)
+    if cached >= CACHE_MAX then exponents, cached = {}, 0 end
+    exponents[pat], cached = e, cached + 1
+  end
+  return math.max(len, 1) ^ e
 end
 
 -- affordable(pat, len) -> boolean: cost(pat, len) is within BUDGET.

@@ -12,7 +12,7 @@ local redact = {}
 
 -- the real gsub, held before errgate.sandbox.harden() guards string methods:
 -- these patterns are ours, bounded by SCAN_MAX and literal prefixes
-local gsub = string.gsub
+local gsub, find, lower = string.gsub, string.find, string.lower
 
 local MARK = "[REDACTED]"
 local SCAN_MAX = 4096
@@ -22,9 +22,10 @@ local function nocase(word)
   return (word:gsub("%a", function(c) return "[" .. c:lower() .. c:upper() .. "]" end))
 end
 
+local SECRET_WORDS = { "password", "passwd", "pwd", "secret", "token", "api_key", "apikey" }
 local SECRET_KEYS = {}
-for _, k in ipairs({ "password", "passwd", "pwd", "secret", "token", "api_key", "apikey" }) do
-  SECRET_KEYS[#SECRET_KEYS + 1] = "(" .. nocase(k) .. "[\"']?%s*[=:]%s*[\"']?)[^%s&;,\"']+"
+for i, k in ipairs(SECRET_WORDS) do
+  SECRET_KEYS[i] = "(" .. nocase(k) .. "[\"']?%s*[=:]%s*[\"']?)[^%s&;,\"']+"
 end
 local BEARER = "(" .. nocase("bearer") .. "%s+)[%w%-%._~%+/]+=*"
 local USERINFO = "([%w%._~%%!%$'%*%+%-]+):[^%s@/:]+@"
@@ -44,9 +45,14 @@ end
 -- secrets(s) -> string
 -- s with the secrets described above replaced by "[REDACTED]".
 function redact.secrets(s)
-  s = gsub(s, BEARER, "%1" .. MARK)
-  for i = 1, #SECRET_KEYS do s = gsub(s, SECRET_KEYS[i], "%1" .. MARK) end
-  s = gsub(s, USERINFO, "%1:" .. MARK .. "@")
+  -- each pattern needs its keyword (or '@'): a plain search of the lowered
+  -- text first skips the patterns that cannot match, which is most of them
+  local low = lower(s)
+  if find(low, "bearer", 1, true) then s = gsub(s, BEARER, "%1" .. MARK) end
+  for i = 1, #SECRET_KEYS do
+    if find(low, SECRET_WORDS[i], 1, true) then s = gsub(s, SECRET_KEYS[i], "%1" .. MARK) end
+  end
+  if find(s, "@", 1, true) then s = gsub(s, USERINFO, "%1:" .. MARK .. "@") end
   return s
 end
 
