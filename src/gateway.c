@@ -98,7 +98,6 @@ typedef struct eg_part {
     int holding;
     int retry_wait;      /* in-place retries waiting under partition ordering */
     int lane_failing;
-    int full;            /* sticky in-flight cap flag (hysteresis) */
     unsigned pause;      /* reasons applied */
     int paused;          /* state applied to the consumer */
     rd_kafka_queue_t *q; /* the partition's own message queue */

@@ -6,9 +6,9 @@
  * `http` when it carries a status (a handler mimicking a service) and `lua`
  * otherwise. Raising is a failure of kind `lua` with the error as message.
  * The function runs at submit time on the loop thread under the VM deadline;
- * results are queued and delivered by flush (the gateway calls it right
- * after submitting) or, failing that, by a deferred event, so that the
- * gateway's done callback never runs inside submit. */
+ * results are queued and delivered by flush, which the gateway calls right
+ * after its submits (dispatch), so the done callback never runs inside
+ * submit and no extra loop wakeup is needed. */
 #include "target.h"
 #include "luavm.h"
 #include "metrics.h"
@@ -37,7 +37,6 @@ typedef struct lua_target {
     int fn_ref;
     result *q;           /* results waiting for delivery */
     int nq, capq;
-    struct event *deliver;
 } lua_target;
 
 static char *opt_str(lua_State *L, const char *k) {
@@ -89,12 +88,11 @@ static int lt_submit(eg_target *t, eg_record *rec) {
     res->f.latency_ms = took / 1000000;
     eg_metrics_observe_target("lua", (double)took / 1e9);
     t->inflight++;
-    event_active(lt->deliver, EV_TIMEOUT, 0);
     return 0;
 }
 
 /* Delivers queued results. The done callback may submit more records; those
- * land in a fresh batch that the next activation delivers. */
+ * land in a fresh batch that the gateway's next flush delivers. */
 static void lt_flush(eg_target *t) {
     lua_target *lt = (lua_target *)t;
     result *batch = lt->q;
@@ -107,8 +105,6 @@ static void lt_flush(eg_target *t) {
     }
     free(batch);
 }
-
-static void lt_deliver(evutil_socket_t fd, short what, void *arg) { lt_flush(arg); }
 
 static int lt_available(const eg_target *t) { return 1 << 20; }
 
@@ -129,7 +125,6 @@ static void lt_cancel_all(eg_target *t) {
 static void lt_destroy(eg_target *t) {
     lua_target *lt = (lua_target *)t;
     lt_cancel_all(t);
-    event_free(lt->deliver);
     eg_vm_free(lt->vm);
     free(lt);
 }
@@ -165,6 +160,5 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     lt->vm = vm;
     lt->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     vm->timeout_ms = LUA_TARGET_BUDGET_MS;
-    lt->deliver = event_new(base, -1, 0, lt_deliver, lt);
     return &lt->base;
 }
