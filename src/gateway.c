@@ -37,26 +37,11 @@
  * the (dead) partition's offsets. A partition struct lives while its
  * assignment or any record refers to it.
  *
- * Observability: the admin endpoint (admin.h) runs on the same event base,
- * so its handlers read the loop's state between two events without locks.
- * Counters live in a metrics registry (metrics.h) owned here; per-record
- * paths bump plain integers through pointers cached in the partition, and
- * labelled series are looked up only on failure paths. Gauges (in-flight,
- * lags, readiness) are computed at scrape time. Consumer lag comes from
- * librdkafka's statistics, served by the consumer poll on this thread.
- * POST /reload and SIGHUP share one reload path (do_reload). */
-#include "admin.h"
+ * Observability (metrics, admin views, statistics, reload) lives in
+ * gw_admin.c; the state both files share is in gw.h. */
 #include "cli.h"
-#include "config.h"
-#include "keyset.h"
-#include "lanes.h"
+#include "gw.h"
 #include "log.h"
-#include "metrics.h"
-#include "policy.h"
-#include "redact.h"
-#include "record.h"
-#include "target.h"
-#include "tracker.h"
 #include "util.h"
 
 #include <event2/event.h>
@@ -68,96 +53,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Why a partition is paused. Backlog is not a reason: a partition with too
- * many unfinished records is simply not drained (see drain_partitions), so
- * librdkafka's prefetch stays and fetching resumes without a round trip. */
-enum {
-    PAUSE_HOLD = 1 << 0,
-    PAUSE_RETRY = 1 << 1,  /* in-place retry under partition ordering */
-    PAUSE_LANE = 1 << 2,   /* a lane write is failing */
-    PAUSE_STOP = 1 << 3,
-};
-
-#define LANE_BACKOFF_MIN_MS 100
-#define LANE_BACKOFF_MAX_MS 5000
-#define POLL_BUDGET 1000     /* messages taken per loop pass, over all partitions */
-#define POLL_TICK_MS 1000    /* keep polling (group membership) even when idle */
-
-struct eg_gw;
-
-typedef struct eg_part {
-    char *topic;
-    int32_t partition;
-    int refs;            /* the assignment + each record */
-    int revoked;
-    eg_tracker trk;
-    eg_record *pend_head, *pend_tail;
-    int active;          /* records RUNNABLE, IN_TARGET or WAIT_RETRY */
-    int unfinished;      /* records alive */
-    int holding;
-    int retry_wait;      /* in-place retries waiting under partition ordering */
-    int lane_failing;
-    unsigned pause;      /* reasons applied */
-    int paused;          /* state applied to the consumer */
-    rd_kafka_queue_t *q; /* the partition's own message queue */
-    int blocked;         /* draining stopped at a cap; resume below half of it */
-    int64_t committed;   /* last committed offset, -1 none */
-    eg_keyset keys;      /* active keys (ordering = key) */
-    uint64_t *received;  /* metric counters of the topic (registry-owned) */
-    uint64_t *processed;
-    int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
-    struct eg_gw *gw;    /* the owner, for timer callbacks */
-    struct eg_part *next;
-} eg_part;
-
-typedef struct eg_stats {
-    int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
-    int64_t dlq, quarantined, ignored, stops, policy_errors, lane_failures;
-    int64_t commits, commit_failures;
-    int64_t first_ms, last_ms;
-} eg_stats;
-
-/* The registry's families and unlabelled counters the loop bumps. */
-typedef struct eg_gw_metrics {
-    eg_family *received, *processed, *failed, *dead, *quarantined, *lane_failures;
-    eg_family *decision_seconds, *target_seconds, *reloads;
-    uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
-    uint64_t *commits, *commit_failures;
-} eg_gw_metrics;
-
-typedef struct eg_gw {
-    eg_config *cfg;
-    struct event_base *base;
-    rd_kafka_t *rk;
-    rd_kafka_queue_t *cq;
-    int cpipe[2];
-    struct event *cev, *commit_ev, *drain_ev, *sig_ev[3];
-    eg_lanes *lanes;
-    eg_target *target;
-    eg_policy *policy;
-    eg_part *parts;
-    eg_record *runq_head, *runq_tail;
-    eg_record *all;          /* every live record */
-    int unfinished;
-    int blocked;             /* draining stopped at the total cap */
-    int dispatching, dispatch_again; /* dispatch() trampoline */
-    struct event *poll_ev;
-    int stopping;
-    int closed;
-    int exit_code;
-    int64_t drain_deadline_ms;
-    eg_stats st;
-    eg_registry *reg;
-    eg_gw_metrics m;
-    eg_admin *admin;
-    pthread_t loop_thread;
-    int assigned_once;       /* the group gave us an assignment (maybe empty) */
-    int lane_failing;        /* records whose lane write is failing */
-    int64_t lane_failing_since_ms; /* when lane_failing went above 0, 0 when 0 */
-    char last_reload_error[512];   /* "" after a good reload or none */
-    int64_t last_reload_ms;        /* wall-clock ms of the last attempt, 0 none */
-} eg_gw;
 
 /* ------------------------------------------------------------------ lists */
 
@@ -179,7 +74,7 @@ static void q_remove(eg_record **head, eg_record **tail, eg_record *r) {
 
 /* ------------------------------------------------------------- partitions */
 
-static eg_part *part_find(eg_gw *gw, const char *topic, int32_t partition) {
+eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition) {
     for (eg_part *p = gw->parts; p; p = p->next)
         if (p->partition == partition && strcmp(p->topic, topic) == 0) return p;
     return NULL;
@@ -671,7 +566,7 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
             eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
         } else {
             for (int i = 0; i < l->cnt; i++) {
-                eg_part *p = part_find(gw, l->elems[i].topic, l->elems[i].partition);
+                eg_part *p = eg_gw_part_find(gw, l->elems[i].topic, l->elems[i].partition);
                 if (p && l->elems[i].err == 0 && l->elems[i].offset > p->committed)
                     p->committed = l->elems[i].offset;
             }
@@ -699,7 +594,7 @@ static void on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     gw->st.commits++;
     (*gw->m.commits)++;
     for (int i = 0; offsets && i < offsets->cnt; i++) {
-        eg_part *p = part_find(gw, offsets->elems[i].topic, offsets->elems[i].partition);
+        eg_part *p = eg_gw_part_find(gw, offsets->elems[i].topic, offsets->elems[i].partition);
         if (p && offsets->elems[i].err == 0 && offsets->elems[i].offset > p->committed)
             p->committed = offsets->elems[i].offset;
     }
@@ -715,7 +610,7 @@ static void on_commit_tick(evutil_socket_t fd, short what, void *arg) {
 static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
-        if (part_find(gw, tp->topic, tp->partition)) continue;
+        if (eg_gw_part_find(gw, tp->topic, tp->partition)) continue;
         eg_part *p = eg_xcalloc(1, sizeof *p);
         p->topic = eg_xstrdup(tp->topic);
         p->partition = tp->partition;
@@ -804,7 +699,7 @@ static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
         rd_kafka_message_destroy(m);
         return;
     }
-    eg_part *p = part_find(gw, rd_kafka_topic_name(m->rkt), m->partition);
+    eg_part *p = eg_gw_part_find(gw, rd_kafka_topic_name(m->rkt), m->partition);
     uint64_t seq;
     if (!p || eg_tracker_add(&p->trk, m->offset, &seq) != 0) {
         /* not ours any more, or already seen: never count it twice */
@@ -942,305 +837,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     begin_stop(gw, 0, sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
-/* ---------------------------------------------------------- observability */
-
-/* The SHA-256 (hex) of the loaded policy file, for /policy. */
-static const char *policy_sha256(const eg_policy *p) { return eg_policy_sha256(p); }
-
-/* Splits "name@version" into its parts (version "" when absent). */
-static void policy_name_version(const eg_policy *p, char *name, size_t nlen, char *ver, size_t vlen) {
-    const char *id = eg_policy_id(p);
-    const char *at = strchr(id, '@');
-    size_t n = at ? (size_t)(at - id) : strlen(id);
-    if (n >= nlen) n = nlen - 1;
-    memcpy(name, id, n);
-    name[n] = '\0';
-    eg_strlcpy(ver, at ? at + 1 : "", vlen);
-}
-
-/* librdkafka statistics (served by the consumer poll, on the loop thread):
- * picks each partition's consumer_lag. A flat scan keyed on the last seen
- * "topic" and "partition" fields; bounded by the JSON's length. Returns 0
- * so that librdkafka frees the JSON. */
-static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
-    eg_gw *gw = opaque;
-    if (!pthread_equal(pthread_self(), gw->loop_thread) || gw->closed) return 0;
-    char topic[256] = "";
-    long long partition = -1;
-    const char *end = json + len;
-    for (const char *q = memchr(json, '"', len); q && q < end; q = memchr(q + 1, '"', (size_t)(end - q - 1))) {
-        size_t rest = (size_t)(end - q);
-        if (rest > 9 && memcmp(q, "\"topic\":\"", 9) == 0) {
-            const char *v = q + 9, *e = memchr(v, '"', (size_t)(end - v));
-            if (!e) break;
-            size_t n = (size_t)(e - v) < sizeof topic - 1 ? (size_t)(e - v) : sizeof topic - 1;
-            memcpy(topic, v, n);
-            topic[n] = '\0';
-            q = e;
-        } else if (rest > 12 && memcmp(q, "\"partition\":", 12) == 0) {
-            partition = strtoll(q + 12, NULL, 10);
-        } else if (rest > 15 && memcmp(q, "\"consumer_lag\":", 15) == 0) {
-            long long lag = strtoll(q + 15, NULL, 10);
-            if (partition >= 0 && partition <= INT32_MAX) {
-                eg_part *p = part_find(gw, topic, (int32_t)partition);
-                if (p) p->consumer_lag = lag;
-            }
-        }
-        if (q + 1 >= end) break;
-    }
-    return 0;
-}
-
-/* Readiness (see admin.h): false before the first assignment, while
- * stopping, and while lane writes have been failing for too long. */
-static int gw_ready(void *arg, char *why, size_t whylen) {
-    eg_gw *gw = arg;
-    if (gw->stopping) {
-        eg_strlcpy(why, "stopping", whylen);
-        return 0;
-    }
-    if (!gw->assigned_once) {
-        eg_strlcpy(why, "no partition assignment yet", whylen);
-        return 0;
-    }
-    int64_t failing = gw->lane_failing_since_ms ? eg_now_ms() - gw->lane_failing_since_ms : 0;
-    if (gw->lane_failing && failing > gw->cfg->ready_lane_failure_ms) {
-        snprintf(why, whylen, "lane writes failing for %lld ms (%d records)", (long long)failing, gw->lane_failing);
-        return 0;
-    }
-    return 1;
-}
-
-/* Records waiting for a write to lane topic `topic` (in flight or backing off). */
-static int lane_pending(eg_gw *gw, const char *topic) {
-    int n = 0;
-    for (eg_record *r = gw->all; r; r = r->anext) {
-        if (r->state != EG_RS_LANE_WRITE && r->state != EG_RS_LANE_BACKOFF) continue;
-        eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
-        if (strcmp(eg_lanes_topic(gw->lanes, lane, r->topic), topic) == 0) n++;
-    }
-    return n;
-}
-
-static void gw_metrics(void *arg, struct evbuffer *out) {
-    eg_gw *gw = arg;
-    eg_registry_render(gw->reg, out);
-    static const char *const tp[] = {"topic", "partition"};
-    char pbuf[16], name[128], ver[128], target[512];
-    eg_metric_header(out, "errgate_inflight_records", "Records consumed and not yet finished.", "gauge");
-    eg_metric_sample(out, "errgate_inflight_records", 0, NULL, NULL, gw->unfinished);
-    eg_metric_header(out, "errgate_committed_offset_lag",
-                     "High watermark minus the committed offset, per assigned partition.", "gauge");
-    for (eg_part *p = gw->parts; p; p = p->next) {
-        int64_t lo = 0, hi = 0;
-        if (rd_kafka_get_watermark_offsets(gw->rk, p->topic, p->partition, &lo, &hi) != 0 || hi < 0) continue;
-        int64_t base = p->committed >= 0 ? p->committed : lo;
-        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
-        const char *v[2] = {p->topic, pbuf};
-        eg_metric_sample(out, "errgate_committed_offset_lag", 2, tp, v, (double)(hi > base ? hi - base : 0));
-    }
-    eg_metric_header(out, "errgate_consumer_lag",
-                     "Consumer lag per assigned partition, from librdkafka statistics.", "gauge");
-    for (eg_part *p = gw->parts; p; p = p->next) {
-        if (p->consumer_lag < 0) continue;
-        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
-        const char *v[2] = {p->topic, pbuf};
-        eg_metric_sample(out, "errgate_consumer_lag", 2, tp, v, (double)p->consumer_lag);
-    }
-    const char *t = gw->cfg->target_kind == EG_TARGET_HTTP ? gw->cfg->http_url : gw->cfg->lua_target;
-    eg_redact(t, strlen(t), target, sizeof target);
-    static const char *const tl[] = {"target"};
-    const char *tv[1] = {target};
-    eg_metric_header(out, "errgate_breaker_state",
-                     "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (no breaker yet: always 0).",
-                     "gauge");
-    eg_metric_sample(out, "errgate_breaker_state", 1, tl, tv, 0);
-    policy_name_version(gw->policy, name, sizeof name, ver, sizeof ver);
-    static const char *const pl[] = {"name", "version"};
-    const char *pv[2] = {name, ver};
-    eg_metric_header(out, "errgate_policy_info", "The policy deciding now (always 1).", "gauge");
-    eg_metric_sample(out, "errgate_policy_info", 2, pl, pv, 1);
-    eg_metric_header(out, "errgate_policy_loaded_timestamp_seconds", "When the current policy was loaded.", "gauge");
-    eg_metric_sample(out, "errgate_policy_loaded_timestamp_seconds", 0, NULL, NULL,
-                     (double)eg_policy_loaded_at(gw->policy) / 1000.0);
-    eg_metric_header(out, "errgate_lane_pending_records",
-                     "Records waiting for their lane write (in flight or backing off), per lane topic.", "gauge");
-    static const char *const ll[] = {"lane"};
-    eg_lane_stats ls;
-    for (int i = 0; eg_lanes_stats(gw->lanes, i, &ls) == 0; i++) {
-        const char *lv[1] = {ls.topic};
-        eg_metric_sample(out, "errgate_lane_pending_records", 1, ll, lv, lane_pending(gw, ls.topic));
-    }
-    char why[128];
-    eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
-    eg_metric_sample(out, "errgate_ready", 0, NULL, NULL, gw_ready(gw, why, sizeof why));
-}
-
-static void gw_policy_json(void *arg, struct evbuffer *out) {
-    eg_gw *gw = arg;
-    char name[128], ver[128], ts[40];
-    policy_name_version(gw->policy, name, sizeof name, ver, sizeof ver);
-    evbuffer_add_printf(out, "{\"name\":");
-    eg_json_str(out, name);
-    evbuffer_add_printf(out, ",\"version\":");
-    eg_json_str(out, ver);
-    evbuffer_add_printf(out, ",\"id\":");
-    eg_json_str(out, eg_policy_id(gw->policy));
-    evbuffer_add_printf(out, ",\"path\":");
-    eg_json_str(out, eg_policy_path(gw->policy));
-    evbuffer_add_printf(out, ",\"sha256\":");
-    eg_json_str(out, policy_sha256(gw->policy));
-    eg_rfc3339(eg_policy_loaded_at(gw->policy), ts, sizeof ts);
-    evbuffer_add_printf(out, ",\"loaded_at\":");
-    eg_json_str(out, ts);
-    evbuffer_add_printf(out, ",\"loaded_at_ms\":%lld", (long long)eg_policy_loaded_at(gw->policy));
-    evbuffer_add_printf(out, ",\"last_reload_attempt_ms\":");
-    if (gw->last_reload_ms) evbuffer_add_printf(out, "%lld", (long long)gw->last_reload_ms);
-    else evbuffer_add_printf(out, "null");
-    evbuffer_add_printf(out, ",\"last_reload_error\":");
-    if (gw->last_reload_error[0]) eg_json_str(out, gw->last_reload_error);
-    else evbuffer_add_printf(out, "null");
-    evbuffer_add_printf(out, "}");
-}
-
-static void gw_lanes_json(void *arg, struct evbuffer *out) {
-    eg_gw *gw = arg;
-    evbuffer_add_printf(out, "{\"lanes\":[");
-    eg_lane_stats ls;
-    for (int i = 0; eg_lanes_stats(gw->lanes, i, &ls) == 0; i++) {
-        evbuffer_add_printf(out, "%s{\"topic\":", i ? "," : "");
-        eg_json_str(out, ls.topic);
-        evbuffer_add_printf(out, ",\"lane\":\"%s\",\"written\":%llu,\"failed\":%llu,\"pending\":%d}",
-                            ls.lane == EG_LANE_DLQ ? "dlq" : "quarantine", (unsigned long long)ls.written,
-                            (unsigned long long)ls.failed, lane_pending(gw, ls.topic));
-    }
-    evbuffer_add_printf(out, "]}");
-}
-
-/* The one reload path (POST /reload, SIGHUP): on failure the old policy
- * keeps deciding and the error is kept for /policy. */
-static int do_reload(void *arg, const char *trigger, char *err, size_t errlen) {
-    eg_gw *gw = arg;
-    char before[256];
-    eg_strlcpy(before, eg_policy_id(gw->policy), sizeof before);
-    gw->last_reload_ms = eg_wall_ms();
-    int64_t t0 = eg_now_ms();
-    if (eg_policy_reload(&gw->policy, err, errlen) != 0) {
-        char clean[sizeof gw->last_reload_error];
-        eg_redact(err, strlen(err), clean, sizeof clean);
-        eg_strlcpy(gw->last_reload_error, clean, sizeof gw->last_reload_error);
-        eg_strlcpy(err, clean, errlen);
-        const char *v[1] = {"failure"};
-        (*eg_counter(gw->m.reloads, v))++;
-        eg_logline l;
-        if (eg_log_begin(&l, EG_WARN, "reload")) {
-            eg_log_str(&l, "result", "failed");
-            eg_log_str(&l, "trigger", trigger);
-            eg_log_str(&l, "policy", before);
-            eg_log_str(&l, "error", clean);
-            eg_log_end(&l);
-        }
-        return -1;
-    }
-    gw->last_reload_error[0] = '\0';
-    const char *v[1] = {"success"};
-    (*eg_counter(gw->m.reloads, v))++;
-    eg_logline l;
-    if (eg_log_begin(&l, EG_INFO, "reload")) {
-        eg_log_str(&l, "result", "ok");
-        eg_log_str(&l, "trigger", trigger);
-        eg_log_str(&l, "policy", eg_policy_id(gw->policy));
-        eg_log_str(&l, "previous", before);
-        eg_log_int(&l, "took_ms", eg_now_ms() - t0);
-        eg_log_end(&l);
-    }
-    return 0;
-}
-
-static void on_sighup(evutil_socket_t sig, short what, void *arg) {
-    char err[1024];
-    do_reload(arg, "sighup", err, sizeof err);
-}
-
-/* Builds the registry and the families the loop updates. */
-static void metrics_new(eg_gw *gw) {
-    static const char *const l_topic[] = {"topic"};
-    static const char *const l_cc[] = {"class", "code"};
-    static const char *const l_lr[] = {"lane", "reason"};
-    static const char *const l_lane[] = {"lane"};
-    static const char *const l_status[] = {"status_class"};
-    static const char *const l_result[] = {"result"};
-    static const double dec_b[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
-                                   0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
-    static const double tgt_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                   0.5, 1, 2.5, 5, 10, 30};
-    eg_registry *r = gw->reg = eg_registry_new();
-    eg_gw_metrics *m = &gw->m;
-    m->received = eg_family_new(r, "errgate_records_received_total", "Records consumed, by source topic.",
-                                EG_MT_COUNTER, 1, l_topic, NULL, 0);
-    m->processed = eg_family_new(r, "errgate_records_processed_total",
-                                 "Records finished with a durable outcome (success, lane write, ignore), by source topic.",
-                                 EG_MT_COUNTER, 1, l_topic, NULL, 0);
-    m->succeeded = eg_counter(eg_family_new(r, "errgate_records_succeeded_total",
-                                            "Records the target accepted.", EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->failed = eg_family_new(r, "errgate_records_failed_total",
-                              "Failed target attempts, by the class and code the policy gave.", EG_MT_COUNTER, 2,
-                              l_cc, NULL, 0);
-    m->retried = eg_counter(eg_family_new(r, "errgate_records_retried_total", "In-place retries decided.",
-                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->exhausted = eg_counter(eg_family_new(r, "errgate_records_retry_exhausted_total",
-                                            "Decisions taken because the retries were exhausted.", EG_MT_COUNTER, 0,
-                                            NULL, NULL, 0), NULL);
-    m->dead = eg_family_new(r, "errgate_records_dead_lettered_total",
-                            "Records written to a DLQ lane (acknowledged), by lane topic and reason.", EG_MT_COUNTER, 2,
-                            l_lr, NULL, 0);
-    m->quarantined = eg_family_new(r, "errgate_records_quarantined_total",
-                                   "Records written to a quarantine lane (acknowledged), by lane topic and reason.",
-                                   EG_MT_COUNTER, 2, l_lr, NULL, 0);
-    m->ignored = eg_counter(eg_family_new(r, "errgate_records_ignored_total", "Records ignored by decision.",
-                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->held = eg_counter(eg_family_new(r, "errgate_records_held_total", "Hold decisions.", EG_MT_COUNTER, 0, NULL,
-                                       NULL, 0), NULL);
-    m->stops = eg_counter(eg_family_new(r, "errgate_stop_decisions_total", "Stop decisions.", EG_MT_COUNTER, 0,
-                                        NULL, NULL, 0), NULL);
-    m->fallbacks = eg_counter(eg_family_new(r, "errgate_policy_fallbacks_total",
-                                            "Decisions where the policy failed and the fallback applied.",
-                                            EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->lane_failures = eg_family_new(r, "errgate_lane_write_failures_total", "Failed lane writes, by lane topic.",
-                                     EG_MT_COUNTER, 1, l_lane, NULL, 0);
-    m->commits = eg_counter(eg_family_new(r, "errgate_commits_total", "Successful offset commits.", EG_MT_COUNTER,
-                                          0, NULL, NULL, 0), NULL);
-    m->commit_failures = eg_counter(eg_family_new(r, "errgate_commit_failures_total", "Failed offset commits.",
-                                                  EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->reloads = eg_family_new(r, "errgate_policy_reloads_total", "Policy reload attempts, by result.", EG_MT_COUNTER,
-                               1, l_result, NULL, 0);
-    m->decision_seconds = eg_family_new(r, "errgate_decision_duration_seconds",
-                                        "Time the policy took to decide on one failure.", EG_MT_HISTOGRAM, 0, NULL,
-                                        dec_b, (int)(sizeof dec_b / sizeof dec_b[0]));
-    m->target_seconds = eg_family_new(r, "errgate_target_request_duration_seconds",
-                                      "Target attempt latency, by status class (2xx..5xx, timeout, connect).",
-                                      EG_MT_HISTOGRAM, 1, l_status, tgt_b, (int)(sizeof tgt_b / sizeof tgt_b[0]));
-    /* series that exist from the start, so dashboards see zeros */
-    const char *ok[1] = {"success"}, *bad[1] = {"failure"};
-    eg_counter(m->reloads, ok);
-    eg_counter(m->reloads, bad);
-    eg_histogram(m->decision_seconds, NULL);
-    for (int i = 0; i < gw->cfg->ntopics; i++) {
-        const char *tv[1] = {gw->cfg->topics[i]};
-        eg_counter(m->received, tv);
-        eg_counter(m->processed, tv);
-    }
-    eg_metrics_install_target_latency(m->target_seconds);
-}
-
-/* Starts the admin endpoint when configured. */
-static int admin_start(eg_gw *gw, char *err, size_t errlen) {
-    if (!gw->cfg->admin_enabled) return 0;
-    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, do_reload};
-    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, &ops, gw, err, errlen);
-    return gw->admin ? 0 : -1;
-}
-
 /* ------------------------------------------------------------------ setup */
 
 static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
@@ -1270,7 +866,7 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     if (!eg_config_kafka(cfg, "client.id")) rd_kafka_conf_set(conf, "client.id", "errgate", e, sizeof e);
     if (!eg_config_kafka(cfg, "statistics.interval.ms"))
         rd_kafka_conf_set(conf, "statistics.interval.ms", "5000", e, sizeof e); /* consumer lag metric */
-    rd_kafka_conf_set_stats_cb(conf, on_stats);
+    rd_kafka_conf_set_stats_cb(conf, eg_gw_on_stats);
     rd_kafka_conf_set_opaque(conf, gw);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit_result);
@@ -1301,32 +897,6 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
         return -1;
     }
     return 0;
-}
-
-static void log_summary(eg_gw *gw) {
-    eg_logline l;
-    if (!eg_log_begin(&l, EG_INFO, "summary")) return;
-    const eg_stats *s = &gw->st;
-    eg_log_int(&l, "received", s->received);
-    eg_log_int(&l, "succeeded_first", s->succeeded_first);
-    eg_log_int(&l, "succeeded_retry", s->succeeded_retry);
-    eg_log_int(&l, "failures", s->failures);
-    eg_log_int(&l, "retries", s->retries);
-    eg_log_int(&l, "holds", s->holds);
-    eg_log_int(&l, "dlq", s->dlq);
-    eg_log_int(&l, "quarantined", s->quarantined);
-    eg_log_int(&l, "ignored", s->ignored);
-    eg_log_int(&l, "stops", s->stops);
-    eg_log_int(&l, "policy_errors", s->policy_errors);
-    eg_log_int(&l, "lane_failures", s->lane_failures);
-    eg_log_int(&l, "commits", s->commits);
-    eg_log_int(&l, "commit_failures", s->commit_failures);
-    int64_t done = s->succeeded_first + s->succeeded_retry + s->dlq + s->quarantined + s->ignored;
-    double secs = s->last_ms > s->first_ms ? (double)(s->last_ms - s->first_ms) / 1000.0 : 0;
-    eg_log_dbl(&l, "active_seconds", secs);
-    eg_log_dbl(&l, "records_per_second", secs > 0 ? (double)done / secs : 0);
-    eg_log_int(&l, "exit_code", gw->exit_code);
-    eg_log_end(&l);
 }
 
 static void gateway_free(eg_gw *gw) {
@@ -1395,11 +965,11 @@ int eg_cmd_run(int argc, char **argv) {
     int rc = 2;
     gw.base = event_base_new();
     gw.loop_thread = pthread_self();
-    metrics_new(&gw);
+    eg_gw_metrics_new(&gw);
     if (!(gw.policy = eg_policy_load(cfg.policy, cfg.policy_timeout_ms, err, sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
         !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) ||
-        admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
+        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
     }
@@ -1419,13 +989,13 @@ int eg_cmd_run(int argc, char **argv) {
     event_add(gw.poll_ev, &pt);
     gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
     gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
-    gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, on_sighup, &gw);
+    gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, eg_gw_on_sighup, &gw);
     event_add(gw.sig_ev[0], NULL);
     event_add(gw.sig_ev[1], NULL);
     event_add(gw.sig_ev[2], NULL);
     event_base_dispatch(gw.base);
     rc = gw.exit_code;
-    log_summary(&gw);
+    eg_gw_log_summary(&gw);
 out:
     gateway_free(&gw);
     eg_config_free(&cfg);

@@ -1,0 +1,133 @@
+/* gw.h — the gateway's internal state, shared by the files of `errgate run`
+ * (gateway.c: the loop, records, decisions, lanes, commits; gw_admin.c:
+ * metrics, admin views, statistics and the reload path). Nothing outside
+ * those files includes it.
+ *
+ * Locality: everything here is owned and touched by the event-loop thread
+ * only (librdkafka's statistics callback checks it runs there). */
+#ifndef EG_GW_H
+#define EG_GW_H
+
+#include <event2/event.h>
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+
+#include "admin.h"
+#include "config.h"
+#include "keyset.h"
+#include "lanes.h"
+#include "metrics.h"
+#include "policy.h"
+#include "record.h"
+#include "target.h"
+#include "tracker.h"
+
+/* Why a partition is paused. Backlog is not a reason: a partition with too
+ * many unfinished records is simply not drained (see drain_partitions), so
+ * librdkafka's prefetch stays and fetching resumes without a round trip. */
+enum {
+    PAUSE_HOLD = 1 << 0,
+    PAUSE_RETRY = 1 << 1,  /* in-place retry under partition ordering */
+    PAUSE_LANE = 1 << 2,   /* a lane write is failing */
+    PAUSE_STOP = 1 << 3,
+};
+
+#define LANE_BACKOFF_MIN_MS 100
+#define LANE_BACKOFF_MAX_MS 5000
+#define POLL_BUDGET 1000     /* messages taken per loop pass, over all partitions */
+#define POLL_TICK_MS 1000    /* keep polling (group membership) even when idle */
+
+struct eg_gw;
+
+typedef struct eg_part {
+    char *topic;
+    int32_t partition;
+    int refs;            /* the assignment + each record */
+    int revoked;
+    eg_tracker trk;
+    eg_record *pend_head, *pend_tail;
+    int active;          /* records RUNNABLE, IN_TARGET or WAIT_RETRY */
+    int unfinished;      /* records alive */
+    int holding;
+    int retry_wait;      /* in-place retries waiting under partition ordering */
+    int lane_failing;
+    unsigned pause;      /* reasons applied */
+    int paused;          /* state applied to the consumer */
+    rd_kafka_queue_t *q; /* the partition's own message queue */
+    int blocked;         /* draining stopped at a cap; resume below half of it */
+    int64_t committed;   /* last committed offset, -1 none */
+    eg_keyset keys;      /* active keys (ordering = key) */
+    uint64_t *received;  /* metric counters of the topic (registry-owned) */
+    uint64_t *processed;
+    int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
+    struct eg_gw *gw;    /* the owner, for timer callbacks */
+    struct eg_part *next;
+} eg_part;
+
+typedef struct eg_stats {
+    int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
+    int64_t dlq, quarantined, ignored, stops, policy_errors, lane_failures;
+    int64_t commits, commit_failures;
+    int64_t first_ms, last_ms;
+} eg_stats;
+
+/* The registry's families and unlabelled counters the loop bumps. */
+typedef struct eg_gw_metrics {
+    eg_family *received, *processed, *failed, *dead, *quarantined, *lane_failures;
+    eg_family *decision_seconds, *target_seconds, *reloads;
+    uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
+    uint64_t *commits, *commit_failures;
+} eg_gw_metrics;
+
+typedef struct eg_gw {
+    eg_config *cfg;
+    struct event_base *base;
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *cq;
+    int cpipe[2];
+    struct event *cev, *commit_ev, *drain_ev, *sig_ev[3];
+    eg_lanes *lanes;
+    eg_target *target;
+    eg_policy *policy;
+    eg_part *parts;
+    eg_record *runq_head, *runq_tail;
+    eg_record *all;          /* every live record */
+    int unfinished;
+    int blocked;             /* draining stopped at the total cap */
+    int dispatching, dispatch_again; /* dispatch() trampoline */
+    struct event *poll_ev;
+    int stopping;
+    int closed;
+    int exit_code;
+    int64_t drain_deadline_ms;
+    eg_stats st;
+    eg_registry *reg;
+    eg_gw_metrics m;
+    eg_admin *admin;
+    pthread_t loop_thread;
+    int assigned_once;       /* the group gave us an assignment (maybe empty) */
+    int lane_failing;        /* records whose lane write is failing */
+    int64_t lane_failing_since_ms; /* when lane_failing went above 0, 0 when 0 */
+    char last_reload_error[512];   /* "" after a good reload or none */
+    int64_t last_reload_ms;        /* wall-clock ms of the last attempt, 0 none */
+} eg_gw;
+
+/* gateway.c */
+
+/* The assigned partition topic[partition], or NULL. */
+eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition);
+
+/* gw_admin.c */
+
+/* Builds the metrics registry and the families the loop updates. */
+void eg_gw_metrics_new(eg_gw *gw);
+/* Starts the admin endpoint when the config has one. Returns 0 or -1 with err. */
+int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
+/* librdkafka statistics callback (consumer lag per partition). */
+int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+/* SIGHUP: the shared reload path. */
+void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
+/* The end-of-run summary log line. */
+void eg_gw_log_summary(eg_gw *gw);
+
+#endif
