@@ -2,7 +2,7 @@
 --
 -- An explicit Error-Class from the service wins (routed by name; a class this
 -- table does not know goes to the DLQ under its own name). Otherwise:
---   connection refused                        -> unavailable -> hold the partition
+--   connection refused, circuit breaker open  -> unavailable -> hold the partition
 --   timeout, 408 425 429 502 503 504          -> transient   -> 4 more attempts in
 --                                                place (100 ms doubling to 5 s, full
 --                                                jitter, Retry-After honoured up to
@@ -22,7 +22,7 @@ return policy.define {
 
   classify = {
     { explicit = true },
-    { kind = "connect", class = "unavailable" },
+    { kind = { "connect", "circuit_open" }, class = "unavailable" },
     { kind = "timeout", class = "transient" },
     { status = { 408, 425, 429, 502, 503, 504 }, class = "transient" },
     { status = { 400, 404, 413, 415 }, class = "permanent" },
@@ -63,6 +63,8 @@ return policy.define {
     { failure = 409, expect = { action = "ignore", class = "duplicate" } },
     { failure = 500, expect = { action = "stop", class = "systemic" } },
     { failure = "connect", expect = { action = "hold", class = "unavailable" } },
+    { name = "an open breaker holds", failure = "circuit_open", ctx = { breaker = "open" },
+      expect = { action = "hold", class = "unavailable", code = "circuit_open" } },
     { failure = 418, expect = { action = "dlq", class = "unknown" } },
     { name = "Error-Class wins over the status",
       failure = { kind = "http", status = 503, class_hint = "permanent" },

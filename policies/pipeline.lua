@@ -9,7 +9,7 @@
 --                             fixed ladder "1s x3, 5s x3, 30s x4", honouring
 --                             Retry-After, then hold (the downstream is saturated,
 --                             not the record)
---   unavailable               connection refused                         -> hold
+--   unavailable               connection refused, circuit breaker open   -> hold 2 s
 --   permanent data format     400 413 415, Error-Code "invalid_*"/"parse_*" -> DLQ
 --   schema incompatibility    Error-Code "schema_*", 406                 -> quarantine
 --   semantic validation       422                                        -> quarantine
@@ -29,7 +29,7 @@ return policy.define {
 
   classify = {
     { explicit = true },
-    { kind = "connect", class = "unavailable" },
+    { kind = { "connect", "circuit_open" }, class = "unavailable" },
     { kind = "timeout", class = "transient", set_code = "timeout" },
     { kind = "lua", class = "bug" },
     -- the service's error code is more precise than its status: codes first
@@ -82,6 +82,8 @@ return policy.define {
     { name = "overload never dead-letters", failure = 429, ctx = { last_class = "overload", class_attempts = 10 },
       expect = { action = "hold", reason = "exhausted" } },
     { failure = "connect", expect = { action = "hold", class = "unavailable", delay_ms = 2000 } },
+    { name = "an open breaker holds", failure = "circuit_open", ctx = { breaker = "open" },
+      expect = { action = "hold", class = "unavailable", code = "circuit_open", delay_ms = 2000 } },
     { failure = 400, expect = { action = "dlq", class = "format" } },
     { failure = { kind = "http", status = 400, code = "schema_mismatch" }, expect = { action = "quarantine", class = "schema" } },
     { failure = 422, expect = { action = "quarantine", class = "semantic" } },

@@ -99,6 +99,29 @@ static int get_int(loadctx *c, const char *key, const char *name, int min, int m
     return 0;
 }
 
+static int get_number(loadctx *c, const char *key, const char *name, double min, double max, double *out) {
+    lua_getfield(c->L, -1, key);
+    int t = lua_type(c->L, -1);
+    lua_Number v = lua_tonumber(c->L, -1);
+    lua_pop(c->L, 1);
+    if (t == LUA_TNIL) return 0;
+    if (t != LUA_TNUMBER) return fail(c, "%s: expected a number", name);
+    if (!(v >= min && v <= max)) return fail(c, "%s: %g is out of range [%g, %g]", name, v, min, max);
+    *out = v;
+    return 0;
+}
+
+static int get_bool(loadctx *c, const char *key, const char *name, int *out) {
+    lua_getfield(c->L, -1, key);
+    int t = lua_type(c->L, -1);
+    int v = lua_toboolean(c->L, -1);
+    lua_pop(c->L, 1);
+    if (t == LUA_TNIL) return 0;
+    if (t != LUA_TBOOLEAN) return fail(c, "%s: expected true or false", name);
+    *out = v;
+    return 0;
+}
+
 /* Pushes t[key] if it is a table (returns 1), leaves nothing and returns 0
  * if nil, fails on another type (returns -1). */
 static int push_table(loadctx *c, const char *key, const char *name) {
@@ -224,15 +247,54 @@ static int load_source(loadctx *c) {
     return 0;
 }
 
+/* target.breaker: its presence turns the circuit breaker on. */
+static int load_breaker(loadctx *c) {
+    static const char *const keys[] = {"enabled", "window", "min_calls", "failure_ratio", "open_ms",
+                                       "half_open_probes", NULL};
+    eg_config *cfg = c->cfg;
+    int r = push_table(c, "breaker", "target.breaker");
+    if (r <= 0) return r;
+    cfg->breaker_enabled = 1;
+    if (only_keys(c, "target.breaker", keys) < 0 ||
+        get_bool(c, "enabled", "target.breaker.enabled", &cfg->breaker_enabled) < 0 ||
+        get_int(c, "window", "target.breaker.window", 1, 100000, &cfg->breaker_window) < 0 ||
+        get_int(c, "min_calls", "target.breaker.min_calls", 1, 100000, &cfg->breaker_min_calls) < 0 ||
+        get_number(c, "failure_ratio", "target.breaker.failure_ratio", 0.01, 1, &cfg->breaker_failure_ratio) < 0 ||
+        get_int(c, "open_ms", "target.breaker.open_ms", 1, 3600000, &cfg->breaker_open_ms) < 0 ||
+        get_int(c, "half_open_probes", "target.breaker.half_open_probes", 1, 1000, &cfg->breaker_probes) < 0)
+        return lua_pop(c->L, 1), -1;
+    lua_pop(c->L, 1);
+    if (cfg->breaker_min_calls > cfg->breaker_window)
+        return fail(c, "target.breaker.min_calls: %d is larger than the window (%d)", cfg->breaker_min_calls,
+                    cfg->breaker_window);
+    return 0;
+}
+
+/* target.retry_budget: its presence turns the retry budget on. */
+static int load_budget(loadctx *c) {
+    static const char *const keys[] = {"enabled", "percent", "min", NULL};
+    eg_config *cfg = c->cfg;
+    int r = push_table(c, "retry_budget", "target.retry_budget");
+    if (r <= 0) return r;
+    cfg->budget_enabled = 1;
+    if (only_keys(c, "target.retry_budget", keys) < 0 ||
+        get_bool(c, "enabled", "target.retry_budget.enabled", &cfg->budget_enabled) < 0 ||
+        get_number(c, "percent", "target.retry_budget.percent", 0, 100, &cfg->budget_percent) < 0 ||
+        get_int(c, "min", "target.retry_budget.min", 0, 1000000, &cfg->budget_min) < 0)
+        return lua_pop(c->L, 1), -1;
+    lua_pop(c->L, 1);
+    return 0;
+}
+
 static int load_target(loadctx *c) {
     lua_State *L = c->L;
     eg_config *cfg = c->cfg;
-    static const char *const keys[] = {"http", "lua", NULL};
+    static const char *const keys[] = {"http", "lua", "breaker", "retry_budget", NULL};
     static const char *const http_keys[] = {"url", "timeout_ms", "concurrency", NULL};
     int r = push_table(c, "target", "target");
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'target'");
-    if (only_keys(c, "target", keys) < 0) return lua_pop(L, 1), -1;
+    if (only_keys(c, "target", keys) < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
     lua_getfield(L, -1, "http");
     int has_http = !lua_isnil(L, -1);
     lua_pop(L, 1);
@@ -264,37 +326,67 @@ static int load_target(loadctx *c) {
     return 0;
 }
 
-/* A lane template may only use the {topic} placeholder. */
-static int check_template(loadctx *c, const char *name, const char *t) {
-    for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{'))
-        if (strncmp(p, "{topic}", 7) != 0)
-            return fail(c, "%s: unknown placeholder in \"%s\" (only {topic} is known)", name, t);
+/* A lane template may use {topic}; a rung template must also name the rung
+ * with {rung} (or its alias {delay}). */
+static int check_template(loadctx *c, const char *name, const char *t, int rung) {
+    int has_rung = 0;
+    for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+        int is_rung = strncmp(p, "{rung}", 6) == 0 || strncmp(p, "{delay}", 7) == 0;
+        has_rung |= is_rung;
+        if (strncmp(p, "{topic}", 7) != 0 && !(rung && is_rung))
+            return fail(c, "%s: unknown placeholder in \"%s\" (known: {topic}%s)", name, t,
+                        rung ? ", {rung}" : "");
+    }
     if (!*t) return fail(c, "%s: empty topic template", name);
+    if (rung && !has_rung) return fail(c, "%s: \"%s\" must contain {rung}", name, t);
+    return 0;
+}
+
+/* lanes.spill = { dir = ..., after_ms = ... } */
+static int load_spill(loadctx *c) {
+    static const char *const keys[] = {"dir", "after_ms", NULL};
+    int r = push_table(c, "spill", "lanes.spill");
+    if (r <= 0) return r;
+    if (only_keys(c, "lanes.spill", keys) < 0 ||
+        get_string(c, "dir", "lanes.spill.dir", 1, &c->cfg->spill_dir) < 0 ||
+        get_int(c, "after_ms", "lanes.spill.after_ms", 1, 3600000, &c->cfg->spill_after_ms) < 0)
+        return lua_pop(c->L, 1), -1;
+    lua_pop(c->L, 1);
+    if (c->cfg->spill_dir[0] != '/') {
+        size_t n = strlen(c->dir) + strlen(c->cfg->spill_dir) + 2;
+        char *abs = eg_xmalloc(n);
+        snprintf(abs, n, "%s/%s", c->dir, c->cfg->spill_dir);
+        free(c->cfg->spill_dir);
+        c->cfg->spill_dir = abs;
+    }
     return 0;
 }
 
 static int load_lanes(loadctx *c) {
-    static const char *const keys[] = {"dlq", "quarantine", NULL};
+    static const char *const keys[] = {"dlq", "quarantine", "retry", "spill", NULL};
     int r = push_table(c, "lanes", "lanes");
     if (r < 0) return r;
     if (r == 1) {
         if (only_keys(c, "lanes", keys) < 0 ||
             get_string(c, "dlq", "lanes.dlq", 0, &c->cfg->lane_dlq) < 0 ||
-            get_string(c, "quarantine", "lanes.quarantine", 0, &c->cfg->lane_quarantine) < 0)
+            get_string(c, "quarantine", "lanes.quarantine", 0, &c->cfg->lane_quarantine) < 0 ||
+            get_string(c, "retry", "lanes.retry", 0, &c->cfg->lane_retry) < 0 || load_spill(c) < 0)
             return lua_pop(c->L, 1), -1;
         lua_pop(c->L, 1);
     }
-    if (check_template(c, "lanes.dlq", c->cfg->lane_dlq) < 0 ||
-        check_template(c, "lanes.quarantine", c->cfg->lane_quarantine) < 0)
+    if (check_template(c, "lanes.dlq", c->cfg->lane_dlq, 0) < 0 ||
+        check_template(c, "lanes.quarantine", c->cfg->lane_quarantine, 0) < 0 ||
+        check_template(c, "lanes.retry", c->cfg->lane_retry, 1) < 0)
         return -1;
+    static const char *const names[3] = {"dlq", "quarantine", "retry"};
     for (int i = 0; i < c->cfg->ntopics; i++) {
-        const char *tmpl[2] = {c->cfg->lane_dlq, c->cfg->lane_quarantine};
-        for (int j = 0; j < 2; j++) {
-            char *lane = eg_lane_topic(tmpl[j], c->cfg->topics[i]);
+        const char *tmpl[3] = {c->cfg->lane_dlq, c->cfg->lane_quarantine, c->cfg->lane_retry};
+        for (int j = 0; j < 3; j++) {
+            char *lane = eg_lane_topic(tmpl[j], c->cfg->topics[i], "x");
             int same = 0;
             for (int k = 0; k < c->cfg->ntopics; k++) same |= strcmp(lane, c->cfg->topics[k]) == 0;
             if (same) {
-                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", j ? "quarantine" : "dlq", lane);
+                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", names[j], lane);
                 free(lane);
                 return -1;
             }
@@ -334,6 +426,16 @@ static void set_defaults(eg_config *cfg) {
     cfg->http_concurrency = 64;
     cfg->lane_dlq = eg_xstrdup("{topic}.dlq");
     cfg->lane_quarantine = eg_xstrdup("{topic}.quarantine");
+    cfg->lane_retry = eg_xstrdup("{topic}.retry.{rung}");
+    cfg->spill_after_ms = 5000;
+    cfg->breaker_window = 50;
+    cfg->breaker_min_calls = 20;
+    cfg->breaker_failure_ratio = 0.5;
+    cfg->breaker_open_ms = 5000;
+    cfg->breaker_probes = 2;
+    cfg->budget_percent = 20;
+    cfg->budget_min = 3;
+    cfg->policy_memory_mb = 64;
     cfg->commit_interval_ms = 1000;
     cfg->shutdown_timeout_ms = 10000;
     cfg->policy_timeout_ms = 50;
@@ -346,7 +448,7 @@ static void set_defaults(eg_config *cfg) {
 static int load_all(loadctx *c) {
     static const char *const keys[] = {"kafka", "group", "source", "target", "policy", "lanes",
                                        "commit_interval_ms", "shutdown_timeout_ms",
-                                       "policy_timeout_ms", "log", "admin", NULL};
+                                       "policy_timeout_ms", "policy_memory_mb", "log", "admin", NULL};
     static const char *const log_keys[] = {"level", "format", NULL};
     eg_config *cfg = c->cfg;
     lua_State *L = c->L;
@@ -360,7 +462,8 @@ static int load_all(loadctx *c) {
     if (load_lanes(c) < 0) return -1;
     if (get_int(c, "commit_interval_ms", "commit_interval_ms", 10, 600000, &cfg->commit_interval_ms) < 0 ||
         get_int(c, "shutdown_timeout_ms", "shutdown_timeout_ms", 0, 3600000, &cfg->shutdown_timeout_ms) < 0 ||
-        get_int(c, "policy_timeout_ms", "policy_timeout_ms", 1, 60000, &cfg->policy_timeout_ms) < 0)
+        get_int(c, "policy_timeout_ms", "policy_timeout_ms", 1, 60000, &cfg->policy_timeout_ms) < 0 ||
+        get_int(c, "policy_memory_mb", "policy_memory_mb", 4, 4096, &cfg->policy_memory_mb) < 0)
         return -1;
     int r = push_table(c, "log", "log");
     if (r < 0) return -1;
@@ -438,6 +541,8 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->policy);
     free(cfg->lane_dlq);
     free(cfg->lane_quarantine);
+    free(cfg->lane_retry);
+    free(cfg->spill_dir);
     free(cfg->log_level);
     free(cfg->log_format);
     free(cfg->admin_listen);
@@ -451,15 +556,24 @@ const char *eg_config_kafka(const eg_config *cfg, const char *key) {
     return NULL;
 }
 
-char *eg_lane_topic(const char *tmpl, const char *topic) {
-    size_t tl = strlen(topic), n = 1;
+/* The placeholder at p and its value, or 0 when p starts none. */
+static size_t placeholder(const char *p, const char *topic, const char *rung, const char **val) {
+    if (strncmp(p, "{topic}", 7) == 0) return *val = topic, 7;
+    if (rung && strncmp(p, "{rung}", 6) == 0) return *val = rung, 6;
+    if (rung && strncmp(p, "{delay}", 7) == 0) return *val = rung, 7;
+    return 0;
+}
+
+char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung) {
+    size_t n = 1, k;
+    const char *v;
     for (const char *p = tmpl; *p;) {
-        if (strncmp(p, "{topic}", 7) == 0) { n += tl; p += 7; }
+        if ((k = placeholder(p, topic, rung, &v))) { n += strlen(v); p += k; }
         else { n++; p++; }
     }
     char *out = eg_xmalloc(n), *o = out;
     for (const char *p = tmpl; *p;) {
-        if (strncmp(p, "{topic}", 7) == 0) { memcpy(o, topic, tl); o += tl; p += 7; }
+        if ((k = placeholder(p, topic, rung, &v))) { memcpy(o, v, strlen(v)); o += strlen(v); p += k; }
         else *o++ = *p++;
     }
     *o = '\0';

@@ -35,6 +35,19 @@ typedef struct eg_config {
     char *policy;           /* path of the policy file */
     char *lane_dlq;         /* topic templates, "{topic}" expands to the source topic */
     char *lane_quarantine;
+    char *lane_retry;       /* rung topics: {topic} and {rung} (alias {delay}) */
+    char *spill_dir;        /* lanes.spill.dir, resolved; NULL: no spill journal */
+    int spill_after_ms;     /* spill a lane write not acknowledged after this long */
+    int breaker_enabled;    /* 1 when target.breaker is present */
+    int breaker_window;     /* outcomes in the sliding window */
+    int breaker_min_calls;
+    double breaker_failure_ratio;
+    int breaker_open_ms;
+    int breaker_probes;     /* concurrent half-open probes */
+    int budget_enabled;     /* 1 when target.retry_budget is present */
+    double budget_percent;
+    int budget_min;
+    int policy_memory_mb;   /* memory cap of the policy's Lua state */
     int commit_interval_ms;
     int shutdown_timeout_ms;
     int policy_timeout_ms;  /* wall-clock budget of one policy call */
@@ -54,8 +67,9 @@ void eg_config_free(eg_config *cfg);
 /* Looks up a kafka property set by the file; NULL if absent. */
 const char *eg_config_kafka(const eg_config *cfg, const char *key);
 
-/* Expands a lane template for a source topic into a fresh string. */
-char *eg_lane_topic(const char *tmpl, const char *topic);
+/* Expands a lane template for a source topic (and a rung name, for rung
+ * templates; may be NULL otherwise) into a fresh string. */
+char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung);
 
 const char *eg_ordering_name(eg_ordering o);
 

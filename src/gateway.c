@@ -82,6 +82,7 @@ eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition) {
 
 static void part_unref(eg_part *p) {
     if (--p->refs > 0) return;
+    if (p->due_ev) event_free(p->due_ev);
     eg_tracker_free(&p->trk);
     eg_keyset_free(&p->keys);
     free(p->topic);
@@ -89,9 +90,9 @@ static void part_unref(eg_part *p) {
 }
 
 static void log_pause(eg_part *p, const char *event, unsigned reasons) {
-    static const char *const names[] = {"hold", "retry", "lane", "stop"};
+    static const char *const names[] = {"hold", "retry", "lane", "stop", "due"};
     char why[96] = "";
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (reasons & (1u << i)) {
             if (why[0]) strcat(why, ",");
             strcat(why, names[i]);
@@ -108,7 +109,8 @@ static void log_pause(eg_part *p, const char *event, unsigned reasons) {
 static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
     unsigned m = (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
-                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0);
+                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0) |
+                 (p->due_wait ? PAUSE_DUE : 0);
     int want = m != 0;
     unsigned old = p->pause;
     p->pause = m;
@@ -154,7 +156,7 @@ static int is_active(const eg_record *r) {
 static void leave_active(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     p->active--;
-    if (gw->cfg->ordering == EG_ORDER_KEY) eg_keyset_dec(&p->keys, r->key_hash);
+    if (gw->cfg->ordering == EG_ORDER_KEY && p->rung < 0) eg_keyset_dec(&p->keys, r->key_hash);
 }
 
 static void unhold(eg_record *r) {
@@ -173,7 +175,7 @@ static void free_record(eg_gw *gw, eg_record *r) {
     if (is_active(r)) leave_active(gw, r);
     unhold(r);
     if (r->state == EG_RS_WAIT_RETRY && gw->cfg->ordering == EG_ORDER_PARTITION &&
-        r->decision.action == EG_ACT_RETRY)
+        r->fail->decision.action == EG_ACT_RETRY)
         p->retry_wait--;
     if (r->lane_failing) {
         p->lane_failing--;
@@ -183,7 +185,12 @@ static void free_record(eg_gw *gw, eg_record *r) {
     else gw->all = r->anext;
     if (r->anext) r->anext->aprev = r->aprev;
     if (r->timer) event_free(r->timer);
-    eg_failure_clear(&r->failure);
+    if (r->budget_req) eg_budget_request_end(&gw->budget);
+    if (r->fail) {
+        if (r->fail->retrying) eg_budget_retry_end(&gw->budget);
+        eg_failure_clear(&r->fail->failure);
+        free(r->fail);
+    }
     rd_kafka_message_destroy(r->msg);
     p->unfinished--;
     gw->unfinished--;
@@ -225,9 +232,40 @@ static void make_runnable(eg_gw *gw, eg_record *r) {
     q_append(&gw->runq_head, &gw->runq_tail, r);
 }
 
+static void on_due(evutil_socket_t fd, short what, void *arg);
+
+/* A rung partition: moves its due records, in offset order, into the run
+ * queue; at the first one not due, pauses the partition until it is. */
+static void pump_rung(eg_gw *gw, eg_part *p) {
+    int64_t now = eg_wall_ms();
+    eg_record *r;
+    while ((r = p->pend_head)) {
+        int64_t due = eg_gw_rung_due(gw, p, r);
+        if (due > now) {
+            if (!p->due_ev) p->due_ev = evtimer_new(gw->base, on_due, p);
+            int64_t ms = due - now;
+            struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+            evtimer_add(p->due_ev, &tv);
+            break;
+        }
+        q_remove(&p->pend_head, &p->pend_tail, r);
+        p->active++;
+        make_runnable(gw, r);
+    }
+    int waiting = r != NULL;
+    if (waiting != p->due_wait) {
+        p->due_wait = waiting;
+        part_update_pause(gw, p);
+    }
+}
+
 /* Moves the records of p that the ordering allows into the run queue. */
 static void pump(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->stopping || p->holding) return;
+    if (p->rung >= 0) {
+        pump_rung(gw, p);
+        return;
+    }
     eg_record *r = p->pend_head;
     while (r) {
         eg_record *next = r->qnext;
@@ -268,13 +306,31 @@ static void dispatch(eg_gw *gw) {
     gw->dispatching = 0;
 }
 
+static void circuit_open(eg_gw *gw, eg_record *r);
+
 static void dispatch_round(eg_gw *gw) {
     while (gw->runq_head && !gw->stopping && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
         q_remove(&gw->runq_head, &gw->runq_tail, r);
+        uint32_t pass = eg_breaker_allow(&gw->breaker, eg_now_ms());
+        if (!pass) {
+            circuit_open(gw, r);
+            continue;
+        }
         r->state = EG_RS_IN_TARGET;
         r->attempt++;
+        r->breaker_pass = pass;
+        int first = !(r->fail && r->fail->retrying);
+        if (first) {
+            eg_budget_request_start(&gw->budget);
+            r->budget_req = 1;
+        }
         if (gw->target->ops->submit(gw->target, r) != 0) {
+            eg_breaker_release(&gw->breaker, pass);
+            if (first) {
+                eg_budget_request_end(&gw->budget);
+                r->budget_req = 0;
+            }
             r->attempt--;
             r->state = EG_RS_RUNNABLE;
             r->qnext = gw->runq_head;
@@ -288,8 +344,24 @@ static void dispatch_round(eg_gw *gw) {
 
 /* ------------------------------------------------------------- decisions */
 
+/* The record's failure state, allocated at its first failure. */
+static eg_fail *fail_of(eg_record *r) {
+    if (!r->fail) {
+        r->fail = eg_xcalloc(1, sizeof *r->fail);
+        r->fail->failure.retry_after_ms = -1;
+    }
+    return r->fail;
+}
+
+/* The lane topic the record's decision writes to. */
+static const char *lane_topic_of(eg_gw *gw, const eg_record *r) {
+    const eg_decision *d = &r->fail->decision;
+    return eg_lanes_topic(gw->lanes, (eg_lane)eg_lane_of(d->action), r->part->origin, d->rung);
+}
+
 static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
-    const eg_decision *d = &r->decision;
+    const eg_decision *d = &r->fail->decision;
+    const eg_failure *f = &r->fail->failure;
     eg_level lv = d->fallback || d->action == EG_ACT_STOP ? EG_WARN : EG_INFO;
     eg_logline l;
     if (!eg_log_begin(&l, lv, "decision")) return;
@@ -307,8 +379,8 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     } else {
         eg_log_null(&l, "key_hash");
     }
-    eg_log_str(&l, "kind", eg_failure_kind_name(r->failure.kind));
-    if (r->failure.status) eg_log_int(&l, "status", r->failure.status);
+    eg_log_str(&l, "kind", eg_failure_kind_name(f->kind));
+    if (f->status) eg_log_int(&l, "status", f->status);
     eg_log_str(&l, "class", d->klass);
     eg_log_str(&l, "code", d->code);
     eg_log_str(&l, "action", eg_action_name(d->action));
@@ -316,9 +388,11 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     eg_log_int(&l, "attempt", r->attempt);
     if (lane_topic) eg_log_str(&l, "lane", lane_topic);
     else eg_log_null(&l, "lane");
-    if (d->action == EG_ACT_RETRY || d->action == EG_ACT_HOLD) eg_log_int(&l, "delay_ms", d->delay_ms);
+    if (d->action == EG_ACT_LADDER) eg_log_int(&l, "rung", d->rung_index);
+    if (d->action == EG_ACT_RETRY || d->action == EG_ACT_HOLD || d->action == EG_ACT_LADDER)
+        eg_log_int(&l, "delay_ms", d->delay_ms);
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
-    eg_log_int(&l, "latency_ms", r->failure.latency_ms);
+    eg_log_int(&l, "latency_ms", f->latency_ms);
     if (d->fallback) {
         eg_log_int(&l, "fallback", 1);
         eg_log_str(&l, "error", d->message);
@@ -337,34 +411,85 @@ static void arm_timer(eg_gw *gw, eg_record *r, int64_t ms) {
 
 static void begin_stop(eg_gw *gw, int code, const char *why);
 
-/* The target failed r: ask the policy and carry the decision out. */
+/* Replaces d with a hold the C core decided instead (logged as a fallback
+ * with `code` and `why`). */
+static void override_hold(eg_decision *d, const char *code, int64_t delay_ms, const char *why) {
+    char klass[sizeof d->klass];
+    eg_strlcpy(klass, d->klass, sizeof klass);
+    memset(d, 0, sizeof *d);
+    d->action = EG_ACT_HOLD;
+    d->fallback = 1;
+    d->delay_ms = delay_ms > 0 ? delay_ms : 1000;
+    eg_strlcpy(d->klass, klass, sizeof d->klass);
+    eg_strlcpy(d->code, code, sizeof d->code);
+    eg_strlcpy(d->reason, code, sizeof d->reason);
+    eg_strlcpy(d->message, why, sizeof d->message);
+}
+
+/* What the C core does to a ladder decision before carrying it out: under
+ * partition ordering the record waits in place for the rung's delay (the
+ * ladder would let later records pass it), counting the rung as climbed; a
+ * rung the gateway does not consume becomes a hold; Retry-After beyond the
+ * rung's delay becomes the record's errgate.not-before. */
+static void shape_ladder(eg_gw *gw, eg_record *r, eg_decision *d) {
+    int k = -1;
+    for (int i = 0; i < gw->nrts && k < 0; i++)
+        if (strcmp(gw->rts[i].rung, d->rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
+    if (gw->cfg->ordering == EG_ORDER_PARTITION) {
+        eg_log_msg(EG_INFO, "ladder_in_place", "%s[%d]@%lld: rung %s waits in place (ordering=partition)",
+                   r->topic, (int)r->partition, (long long)r->offset, d->rung);
+        d->action = EG_ACT_RETRY;
+        r->fail->virtual_rungs++;
+        return;
+    }
+    if (k < 0) {
+        char why[160];
+        snprintf(why, sizeof why, "ladder rung '%s' is not one the gateway consumes; holding", d->rung);
+        override_hold(d, "unknown_rung", d->delay_ms, why);
+        return;
+    }
+    if (d->delay_ms > gw->rts[k].delay_ms) d->not_before_ms = eg_wall_ms() + d->delay_ms;
+}
+
+/* Appends the decision to the record's in-memory attempt history. */
+static void remember(eg_fail *fl, const eg_decision *d) {
+    eg_attempt *a = &fl->hist[fl->nhist++ % EG_HIST_MAX];
+    a->t_ms = eg_wall_ms();
+    a->action = d->action;
+    eg_strlcpy(a->klass, d->klass, sizeof a->klass);
+    eg_strlcpy(a->code, d->code, sizeof a->code);
+}
+
+/* The target failed r (r->fail->failure is set): ask the policy and carry
+ * the decision out. */
 static void decide(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
+    eg_fail *fl = r->fail;
     int64_t now = eg_now_ms();
-    if (!r->first_failure_ms) r->first_failure_ms = now;
+    if (!fl->first_failure_ms) fl->first_failure_ms = now;
     eg_ctx ctx = {.attempt = r->attempt,
-                  .last_class = r->class_attempts ? r->decision.klass : NULL,
-                  .class_attempts = r->class_attempts,
+                  .last_class = fl->class_attempts ? fl->decision.klass : NULL,
+                  .class_attempts = fl->class_attempts,
                   .ordering = gw->cfg->ordering,
                   .now_ms = now,
-                  .first_failure_ms = r->first_failure_ms,
-                  .last_delay_ms = r->class_attempts ? r->decision.delay_ms : 0};
+                  .first_failure_ms = fl->first_failure_ms,
+                  .last_delay_ms = fl->class_attempts ? fl->decision.delay_ms : 0,
+                  .retry_count = eg_gw_retry_count(r) + fl->virtual_rungs,
+                  .rung = p->rung >= 0 ? gw->rts[p->rung].rung : NULL,
+                  .breaker = eg_breaker_state_name(eg_breaker_poll(&gw->breaker, now)),
+                  .retry_budget = eg_budget_allows_retry(&gw->budget)};
     eg_decision d;
     int64_t t0 = eg_now_ns();
-    eg_policy_decide(gw->policy, &r->failure, r, &ctx, &d);
+    eg_policy_decide(gw->policy, &fl->failure, r, &ctx, &d);
     eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
-    if (d.action == EG_ACT_LADDER) {
-        /* Retry ladders need rung topics, which this version does not run. */
-        char why[256];
-        snprintf(why, sizeof why, "ladder decision (class %s) is not available; holding", d.klass);
-        memset(&d, 0, sizeof d);
-        d.action = EG_ACT_HOLD;
-        d.fallback = 1;
-        d.delay_ms = 1000;
-        eg_strlcpy(d.klass, "policy_error", sizeof d.klass);
-        eg_strlcpy(d.code, "ladder_unavailable", sizeof d.code);
-        eg_strlcpy(d.reason, "policy_error", sizeof d.reason);
-        eg_strlcpy(d.message, why, sizeof d.message);
+    if (d.action == EG_ACT_LADDER) shape_ladder(gw, r, &d);
+    if (d.action == EG_ACT_RETRY) {
+        if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
+        else override_hold(&d, "retry_budget", d.delay_ms, "retry refused by the target's retry budget; holding");
+    }
+    if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d.action == EG_ACT_HOLD || d.action == EG_ACT_RETRY)) {
+        int64_t left = eg_breaker_open_remaining_ms(&gw->breaker, now);
+        if (d.delay_ms < left) d.delay_ms = left; /* nothing changes before the breaker half-opens */
     }
     if (d.fallback) {
         gw->st.policy_errors++;
@@ -375,8 +500,9 @@ static void decide(eg_gw *gw, eg_record *r) {
         (*eg_counter(gw->m.failed, fv))++;
         if (strcmp(d.reason, "exhausted") == 0) (*gw->m.exhausted)++;
     }
-    r->class_attempts = r->class_attempts && strcmp(d.klass, r->decision.klass) == 0 ? r->class_attempts + 1 : 1;
-    r->decision = d;
+    fl->class_attempts = fl->class_attempts && strcmp(d.klass, fl->decision.klass) == 0 ? fl->class_attempts + 1 : 1;
+    fl->decision = d;
+    remember(fl, &d);
     gw->st.failures++;
 
     switch (d.action) {
@@ -407,10 +533,10 @@ static void decide(eg_gw *gw, eg_record *r) {
         return;
     case EG_ACT_DLQ:
     case EG_ACT_QUARANTINE:
+    case EG_ACT_LADDER:
         unhold(r);
         leave_active(gw, r);
-        log_decision(gw, r,
-                     eg_lanes_topic(gw->lanes, d.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE, r->topic));
+        log_decision(gw, r, lane_topic_of(gw, r));
         lane_write(gw, r);
         pump(gw, p);
         return;
@@ -435,8 +561,35 @@ static void decide(eg_gw *gw, eg_record *r) {
     }
 }
 
+/* The breaker's failures: the target itself is in trouble (timeouts,
+ * refused connections, 5xx, 429), not the record. */
+static int target_trouble(const eg_failure *f) {
+    return f && (f->kind == EG_FK_TIMEOUT || f->kind == EG_FK_CONNECT ||
+                 (f->kind == EG_FK_HTTP && (f->status >= 500 || f->status == 429)));
+}
+
+/* The breaker refused r: the policy decides what an open circuit means. */
+static void circuit_open(eg_gw *gw, eg_record *r) {
+    eg_fail *fl = fail_of(r);
+    eg_failure_clear(&fl->failure);
+    fl->failure.kind = EG_FK_CIRCUIT_OPEN;
+    fl->failure.message = eg_xstrdup("circuit open");
+    r->state = EG_RS_IN_TARGET; /* decide() takes it from where a target failure would */
+    decide(gw, r);
+}
+
 static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg) {
     eg_gw *gw = arg;
+    if (r->budget_req) {
+        eg_budget_request_end(&gw->budget);
+        r->budget_req = 0;
+    }
+    if (r->fail && r->fail->retrying) {
+        eg_budget_retry_end(&gw->budget);
+        r->fail->retrying = 0;
+    }
+    if (cancelled) eg_breaker_release(&gw->breaker, r->breaker_pass);
+    else eg_breaker_record(&gw->breaker, r->breaker_pass, target_trouble(f), eg_now_ms());
     if (cancelled || r->part->revoked) {
         if (f) eg_failure_clear(f);
         abandon_record(gw, r);
@@ -451,8 +604,9 @@ static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg
         finish_record(gw, r);
         return;
     }
-    eg_failure_clear(&r->failure);
-    r->failure = *f; /* takes the strings */
+    eg_fail *fl = fail_of(r);
+    eg_failure_clear(&fl->failure);
+    fl->failure = *f; /* takes the strings */
     decide(gw, r);
     dispatch(gw);
 }
@@ -461,6 +615,7 @@ static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg
 
 static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
     eg_part *p = r->part;
+    eg_fail *fl = r->fail;
     gw->st.lane_failures++;
     if (!r->lane_failing) {
         r->lane_failing = 1;
@@ -468,21 +623,21 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
         if (gw->lane_failing++ == 0) gw->lane_failing_since_ms = eg_now_ms();
         part_update_pause(gw, p);
     }
-    r->lane_attempts++;
-    int shift = r->lane_attempts - 1 < 6 ? r->lane_attempts - 1 : 6;
+    fl->lane_attempts++;
+    int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
     int64_t delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
     if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
-    eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
-    const char *lv[1] = {eg_lanes_topic(gw->lanes, lane, r->topic)};
+    const char *lane = lane_topic_of(gw, r);
+    const char *lv[1] = {lane};
     (*eg_counter(gw->m.lane_failures, lv))++;
     eg_logline l;
     if (eg_log_begin(&l, EG_WARN, "lane_write_failed")) {
         eg_log_str(&l, "topic", r->topic);
         eg_log_int(&l, "partition", r->partition);
         eg_log_int(&l, "offset", r->offset);
-        eg_log_str(&l, "lane", eg_lanes_topic(gw->lanes, lane, r->topic));
+        eg_log_str(&l, "lane", lane);
         eg_log_str(&l, "error", rd_kafka_err2name(err));
-        eg_log_int(&l, "lane_attempt", r->lane_attempts);
+        eg_log_int(&l, "lane_attempt", fl->lane_attempts);
         eg_log_int(&l, "retry_in_ms", delay);
         eg_log_end(&l);
     }
@@ -491,9 +646,8 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
 }
 
 static void lane_write(eg_gw *gw, eg_record *r) {
-    eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
     r->state = EG_RS_LANE_WRITE;
-    rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, lane, eg_policy_id(gw->policy));
+    rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy));
     if (err) lane_failed(gw, r, err);
 }
 
@@ -507,15 +661,17 @@ static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
         lane_failed(gw, r, err);
         return;
     }
+    const eg_decision *d = &r->fail->decision;
     if (r->lane_failing) {
         eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts",
-                   r->topic, (int)r->partition, (long long)r->offset, r->lane_attempts);
+                   r->topic, (int)r->partition, (long long)r->offset, r->fail->lane_attempts);
     }
-    eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
-    const char *lv[2] = {eg_lanes_topic(gw->lanes, lane, r->topic), r->decision.reason};
-    (*eg_counter(lane == EG_LANE_DLQ ? gw->m.dead : gw->m.quarantined, lv))++;
-    if (r->decision.action == EG_ACT_DLQ) gw->st.dlq++;
-    else gw->st.quarantined++;
+    const char *lv[2] = {lane_topic_of(gw, r), d->reason};
+    switch (d->action) {
+    case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; gw->st.dlq++; break;
+    case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; gw->st.quarantined++; break;
+    default: (*eg_counter(gw->m.laddered, lv))++; gw->st.laddered++; break;
+    }
     finish_record(gw, r);
 }
 
@@ -533,12 +689,23 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
         abandon_record(gw, r);
         return;
     }
-    if (gw->cfg->ordering == EG_ORDER_PARTITION && r->decision.action == EG_ACT_RETRY) {
+    if (gw->cfg->ordering == EG_ORDER_PARTITION && r->fail->decision.action == EG_ACT_RETRY) {
         p->retry_wait--;
         part_update_pause(gw, p);
     }
     make_runnable(gw, r);
     dispatch(gw);
+}
+
+/* A rung partition's head record is due (or the timer of a partition that
+ * has since been revoked fired): serve what is due, then drain. */
+static void on_due(evutil_socket_t fd, short what, void *arg) {
+    eg_part *p = arg;
+    eg_gw *gw = p->gw;
+    if (p->revoked || gw->closed) return;
+    pump(gw, p);
+    dispatch(gw);
+    event_active(gw->cev, EV_READ, 0);
 }
 
 /* --------------------------------------------------------------- commits */
@@ -616,6 +783,8 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
         p->partition = tp->partition;
         p->refs = 1;
         p->gw = gw;
+        p->rung = eg_gw_rung_of(gw, p->topic);
+        p->origin = p->rung >= 0 ? gw->rts[p->rung].origin : p->topic;
         p->committed = -1;
         p->consumer_lag = -1;
         const char *tv[1] = {p->topic};
@@ -714,8 +883,7 @@ static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
     r->partition = p->partition;
     r->offset = m->offset;
     r->seq = seq;
-    r->failure.retry_after_ms = -1;
-    if (gw->cfg->ordering == EG_ORDER_KEY && m->key) r->key_hash = eg_hash64(m->key, m->key_len);
+    if (gw->cfg->ordering == EG_ORDER_KEY && p->rung < 0 && m->key) r->key_hash = eg_hash64(m->key, m->key_len);
     r->anext = gw->all;
     if (gw->all) gw->all->aprev = r;
     gw->all = r;
@@ -887,16 +1055,8 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     rd_kafka_queue_io_event_enable(gw->cq, gw->cpipe[1], "1", 1);
     gw->cev = event_new(gw->base, gw->cpipe[0], EV_READ | EV_PERSIST, on_consumer_queue, gw);
     event_add(gw->cev, NULL);
-    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(cfg->ntopics);
-    for (int i = 0; i < cfg->ntopics; i++)
-        rd_kafka_topic_partition_list_add(topics, cfg->topics[i], RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t rerr = rd_kafka_subscribe(gw->rk, topics);
-    rd_kafka_topic_partition_list_destroy(topics);
-    if (rerr) {
-        snprintf(err, errlen, "subscribe: %s", rd_kafka_err2str(rerr));
-        return -1;
-    }
-    return 0;
+    eg_gw_rungs_sync(gw);
+    return eg_gw_subscribe(gw, err, errlen);
 }
 
 static void gateway_free(eg_gw *gw) {
@@ -917,7 +1077,10 @@ static void gateway_free(eg_gw *gw) {
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
     if (gw->rk) rd_kafka_destroy(gw->rk);
     eg_policy_free(gw->policy);
+    eg_gw_rungs_free(gw);
+    eg_breaker_free(&gw->breaker);
     if (gw->cev) event_free(gw->cev);
+    if (gw->watch_ev) event_free(gw->watch_ev);
     if (gw->commit_ev) event_free(gw->commit_ev);
     if (gw->poll_ev) event_free(gw->poll_ev);
     if (gw->drain_ev) event_free(gw->drain_ev);
@@ -966,7 +1129,17 @@ int eg_cmd_run(int argc, char **argv) {
     gw.base = event_base_new();
     gw.loop_thread = pthread_self();
     eg_gw_metrics_new(&gw);
-    if (!(gw.policy = eg_policy_load(cfg.policy, cfg.policy_timeout_ms, err, sizeof err)) ||
+    eg_breaker_cfg bc = {.enabled = cfg.breaker_enabled, .window = cfg.breaker_window,
+                         .min_calls = cfg.breaker_min_calls, .failure_ratio = cfg.breaker_failure_ratio,
+                         .open_ms = cfg.breaker_open_ms, .half_open_probes = cfg.breaker_probes};
+    eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
+    if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
+        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
+        fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
+        goto out;
+    }
+    if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
+                                            err, sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
         !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) ||
         eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
@@ -987,6 +1160,7 @@ int eg_cmd_run(int argc, char **argv) {
     gw.poll_ev = event_new(gw.base, -1, EV_PERSIST, on_poll_tick, &gw);
     struct timeval pt = {POLL_TICK_MS / 1000, (POLL_TICK_MS % 1000) * 1000};
     event_add(gw.poll_ev, &pt);
+    eg_gw_watch_start(&gw);
     gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
     gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
     gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, eg_gw_on_sighup, &gw);

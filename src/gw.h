@@ -13,6 +13,8 @@
 #include <pthread.h>
 
 #include "admin.h"
+#include "breaker.h"
+#include "budget.h"
 #include "config.h"
 #include "keyset.h"
 #include "lanes.h"
@@ -30,6 +32,7 @@ enum {
     PAUSE_RETRY = 1 << 1,  /* in-place retry under partition ordering */
     PAUSE_LANE = 1 << 2,   /* a lane write is failing */
     PAUSE_STOP = 1 << 3,
+    PAUSE_DUE = 1 << 4,    /* a rung partition's head record is not due yet */
 };
 
 #define LANE_BACKOFF_MIN_MS 100
@@ -39,9 +42,24 @@ enum {
 
 struct eg_gw;
 
+/* A retry rung topic the gateway consumes: one per source topic and rung
+ * name. Rungs are never forgotten while the process runs (records may sit
+ * in a rung a reload removed); a rung the policy no longer names keeps its
+ * last delay. */
+typedef struct eg_rungtopic {
+    char *topic;         /* e.g. "payments.retry.30s" */
+    char *origin;        /* the source topic, e.g. "payments" */
+    char rung[40];       /* the rung's name */
+    int64_t delay_ms;    /* current delay */
+} eg_rungtopic;
+
 typedef struct eg_part {
     char *topic;
     int32_t partition;
+    int rung;            /* index into gw->rts for a rung partition, -1 for a source */
+    const char *origin;  /* the source topic lanes expand with (owned by gw or = topic) */
+    int due_wait;        /* paused until the head record is due */
+    struct event *due_ev;
     int refs;            /* the assignment + each record */
     int revoked;
     eg_tracker trk;
@@ -66,15 +84,15 @@ typedef struct eg_part {
 
 typedef struct eg_stats {
     int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
-    int64_t dlq, quarantined, ignored, stops, policy_errors, lane_failures;
+    int64_t dlq, quarantined, laddered, ignored, stops, policy_errors, lane_failures;
     int64_t commits, commit_failures;
     int64_t first_ms, last_ms;
 } eg_stats;
 
 /* The registry's families and unlabelled counters the loop bumps. */
 typedef struct eg_gw_metrics {
-    eg_family *received, *processed, *failed, *dead, *quarantined, *lane_failures;
-    eg_family *decision_seconds, *target_seconds, *reloads;
+    eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *lane_failures;
+    eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
 } eg_gw_metrics;
@@ -88,6 +106,8 @@ typedef struct eg_gw {
     struct event *cev, *commit_ev, *drain_ev, *sig_ev[3];
     eg_lanes *lanes;
     eg_target *target;
+    eg_breaker breaker;      /* the target's circuit breaker */
+    eg_budget budget;        /* the target's retry budget */
     eg_policy *policy;
     eg_part *parts;
     eg_record *runq_head, *runq_tail;
@@ -108,6 +128,11 @@ typedef struct eg_gw {
     int assigned_once;       /* the group gave us an assignment (maybe empty) */
     int lane_failing;        /* records whose lane write is failing */
     int64_t lane_failing_since_ms; /* when lane_failing went above 0, 0 when 0 */
+    eg_rungtopic *rts;       /* rung topics consumed (see eg_rungtopic) */
+    int nrts;
+    struct event *watch_ev;  /* policy file watch */
+    int64_t policy_mtime_ns; /* last seen modification time and size of the file */
+    int64_t policy_size;
     char last_reload_error[512];   /* "" after a good reload or none */
     int64_t last_reload_ms;        /* wall-clock ms of the last attempt, 0 none */
 } eg_gw;
@@ -117,14 +142,41 @@ typedef struct eg_gw {
 /* The assigned partition topic[partition], or NULL. */
 eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition);
 
+/* gw_rungs.c */
+
+/* Adds the rung topics of the current policy (one per source topic and
+ * rung) and updates the delays of known ones. Returns 1 when topics were
+ * added (the subscription must be renewed), else 0. */
+int eg_gw_rungs_sync(eg_gw *gw);
+/* Subscribes to the source topics and every rung topic. Returns 0 or -1. */
+int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen);
+/* The rung topic index of `topic`, or -1 for a source topic. */
+int eg_gw_rung_of(const eg_gw *gw, const char *topic);
+/* When r (consumed from rung partition p) is due, in wall-clock ms: its
+ * timestamp plus the rung's current delay, or its errgate.not-before when
+ * that is later. */
+int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r);
+/* The record's retry.count header (0 when absent or unreadable). */
+int eg_gw_retry_count(const eg_record *r);
+void eg_gw_rungs_free(eg_gw *gw);
+
 /* gw_admin.c */
+
+/* The one reload path (SIGHUP, file change, POST /reload); on success the
+ * rung topics follow the new policy. Returns 0 or -1 with err. */
+int eg_gw_reload(void *gw, const char *trigger, char *err, size_t errlen);
 
 /* Builds the metrics registry and the families the loop updates. */
 void eg_gw_metrics_new(eg_gw *gw);
+/* Breaker transition hook: logs and counts. */
+void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to, int64_t now_ms);
 /* Starts the admin endpoint when the config has one. Returns 0 or -1 with err. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
 /* librdkafka statistics callback (consumer lag per partition). */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+/* Starts watching the policy file (a change reloads it). */
+void eg_gw_watch_start(eg_gw *gw);
+#define EG_POLICY_WATCH_MS 1000
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
 /* The end-of-run summary log line. */

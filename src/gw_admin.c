@@ -1,7 +1,8 @@
 /* gw_admin.c — what `errgate run` shows about itself: the metrics registry
  * and its scrape-time gauges, the admin views (/readyz, /policy, /lanes),
  * librdkafka statistics (consumer lag), the end-of-run summary, and the one
- * reload path shared by SIGHUP and POST /reload (do_reload).
+ * reload path shared by SIGHUP, a change of the policy file and POST
+ * /reload (eg_gw_reload).
  *
  * The admin endpoint runs on the loop's event base, so these handlers read
  * the gateway's state between two events without locks. Per-record paths
@@ -10,11 +11,13 @@
 #include "gw.h"
 #include "log.h"
 #include "redact.h"
+#include "sha256.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The SHA-256 (hex) of the loaded policy file, for /policy. */
 static const char *policy_sha256(const eg_policy *p) { return eg_policy_sha256(p); }
@@ -88,8 +91,9 @@ static int lane_pending(eg_gw *gw, const char *topic) {
     int n = 0;
     for (eg_record *r = gw->all; r; r = r->anext) {
         if (r->state != EG_RS_LANE_WRITE && r->state != EG_RS_LANE_BACKOFF) continue;
-        eg_lane lane = r->decision.action == EG_ACT_DLQ ? EG_LANE_DLQ : EG_LANE_QUARANTINE;
-        if (strcmp(eg_lanes_topic(gw->lanes, lane, r->topic), topic) == 0) n++;
+        const eg_decision *d = &r->fail->decision;
+        if (strcmp(eg_lanes_topic(gw->lanes, (eg_lane)eg_lane_of(d->action), r->part->origin, d->rung), topic) == 0)
+            n++;
     }
     return n;
 }
@@ -124,9 +128,18 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
     static const char *const tl[] = {"target"};
     const char *tv[1] = {target};
     eg_metric_header(out, "errgate_breaker_state",
-                     "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (no breaker yet: always 0).",
+                     "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (always 0 when disabled).",
                      "gauge");
-    eg_metric_sample(out, "errgate_breaker_state", 1, tl, tv, 0);
+    eg_metric_sample(out, "errgate_breaker_state", 1, tl, tv, eg_breaker_poll(&gw->breaker, eg_now_ms()));
+    eg_metric_header(out, "errgate_retries_active",
+                     "In-place retries waiting or in the target (counted against the retry budget).", "gauge");
+    eg_metric_sample(out, "errgate_retries_active", 1, tl, tv, (double)gw->budget.retries);
+    eg_metric_header(out, "errgate_retry_budget_limit",
+                     "In-place retries the budget allows now (-1: no budget).", "gauge");
+    eg_metric_sample(out, "errgate_retry_budget_limit", 1, tl, tv, (double)eg_budget_limit(&gw->budget));
+    eg_metric_header(out, "errgate_retry_budget_refused_total",
+                     "Retry decisions refused by the retry budget (escalated to a ladder or a hold).", "counter");
+    eg_metric_sample(out, "errgate_retry_budget_refused_total", 1, tl, tv, (double)gw->budget.refused);
     policy_name_version(gw->policy, name, sizeof name, ver, sizeof ver);
     static const char *const pl[] = {"name", "version"};
     const char *pv[2] = {name, ver};
@@ -183,16 +196,21 @@ static void gw_lanes_json(void *arg, struct evbuffer *out) {
         evbuffer_add_printf(out, "%s{\"topic\":", i ? "," : "");
         eg_json_str(out, ls.topic);
         evbuffer_add_printf(out, ",\"lane\":\"%s\",\"written\":%llu,\"failed\":%llu,\"pending\":%d}",
-                            ls.lane == EG_LANE_DLQ ? "dlq" : "quarantine", (unsigned long long)ls.written,
+                            eg_lane_name(ls.lane), (unsigned long long)ls.written,
                             (unsigned long long)ls.failed, lane_pending(gw, ls.topic));
     }
     evbuffer_add_printf(out, "]}");
 }
 
-/* The one reload path (POST /reload, SIGHUP): on failure the old policy
- * keeps deciding and the error is kept for /policy. */
-static int do_reload(void *arg, const char *trigger, char *err, size_t errlen) {
+/* The one reload path (POST /reload, SIGHUP, the file watch): on failure
+ * the old policy keeps deciding and the error is kept for /policy; on
+ * success new ladder rungs are subscribed to. */
+static int policy_stat(const eg_gw *gw, int64_t *mtime_ns, int64_t *size);
+
+int eg_gw_reload(void *arg, const char *trigger, char *err, size_t errlen) {
     eg_gw *gw = arg;
+    /* whatever the trigger, the file watch has now seen this version */
+    policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size);
     char before[256];
     eg_strlcpy(before, eg_policy_id(gw->policy), sizeof before);
     gw->last_reload_ms = eg_wall_ms();
@@ -215,6 +233,8 @@ static int do_reload(void *arg, const char *trigger, char *err, size_t errlen) {
         return -1;
     }
     gw->last_reload_error[0] = '\0';
+    if (eg_gw_rungs_sync(gw) && eg_gw_subscribe(gw, err, errlen) != 0)
+        eg_log_msg(EG_ERROR, "subscribe_failed", "new rung topics: %s", err);
     const char *v[1] = {"success"};
     (*eg_counter(gw->m.reloads, v))++;
     eg_logline l;
@@ -229,9 +249,42 @@ static int do_reload(void *arg, const char *trigger, char *err, size_t errlen) {
     return 0;
 }
 
+/* Stats the policy file into *mtime_ns and *size; -1 when it cannot. */
+static int policy_stat(const eg_gw *gw, int64_t *mtime_ns, int64_t *size) {
+    struct stat st;
+    if (stat(eg_policy_path(gw->policy), &st) != 0) return -1;
+    *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    *size = (int64_t)st.st_size;
+    return 0;
+}
+
+/* Once a second: a policy file whose modification time or size changed,
+ * and whose content differs from the policy deciding now, is reloaded (once
+ * per change: a broken edit is not retried until the file changes again). */
+static void on_watch(evutil_socket_t fd, short what, void *arg) {
+    eg_gw *gw = arg;
+    int64_t mt, sz;
+    char sha[65];
+    if (gw->stopping || policy_stat(gw, &mt, &sz) != 0) return;
+    if (mt == gw->policy_mtime_ns && sz == gw->policy_size) return;
+    gw->policy_mtime_ns = mt;
+    gw->policy_size = sz;
+    if (eg_sha256_file_hex(eg_policy_path(gw->policy), sha) == 0 && strcmp(sha, eg_policy_sha256(gw->policy)) == 0)
+        return; /* touched, not changed */
+    char err[1024];
+    eg_gw_reload(gw, "file", err, sizeof err);
+}
+
+void eg_gw_watch_start(eg_gw *gw) {
+    if (policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size) != 0) return;
+    gw->watch_ev = event_new(gw->base, -1, EV_PERSIST, on_watch, gw);
+    struct timeval tv = {EG_POLICY_WATCH_MS / 1000, (EG_POLICY_WATCH_MS % 1000) * 1000};
+    event_add(gw->watch_ev, &tv);
+}
+
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg) {
     char err[1024];
-    do_reload(arg, "sighup", err, sizeof err);
+    eg_gw_reload(arg, "sighup", err, sizeof err);
 }
 
 /* Builds the registry and the families the loop updates. */
@@ -269,6 +322,9 @@ void eg_gw_metrics_new(eg_gw *gw) {
     m->quarantined = eg_family_new(r, "errgate_records_quarantined_total",
                                    "Records written to a quarantine lane (acknowledged), by lane topic and reason.",
                                    EG_MT_COUNTER, 2, l_lr, NULL, 0);
+    m->laddered = eg_family_new(r, "errgate_records_laddered_total",
+                                "Records written to a retry rung (acknowledged), by rung topic and reason.",
+                                EG_MT_COUNTER, 2, l_lr, NULL, 0);
     m->ignored = eg_counter(eg_family_new(r, "errgate_records_ignored_total", "Records ignored by decision.",
                                           EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
     m->held = eg_counter(eg_family_new(r, "errgate_records_held_total", "Hold decisions.", EG_MT_COUNTER, 0, NULL,
@@ -286,6 +342,10 @@ void eg_gw_metrics_new(eg_gw *gw) {
                                                   EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
     m->reloads = eg_family_new(r, "errgate_policy_reloads_total", "Policy reload attempts, by result.", EG_MT_COUNTER,
                                1, l_result, NULL, 0);
+    static const char *const l_to[] = {"to"};
+    m->breaker_transitions = eg_family_new(r, "errgate_breaker_transitions_total",
+                                           "Circuit breaker transitions, by the state entered.", EG_MT_COUNTER, 1,
+                                           l_to, NULL, 0);
     m->decision_seconds = eg_family_new(r, "errgate_decision_duration_seconds",
                                         "Time the policy took to decide on one failure.", EG_MT_HISTOGRAM, 0, NULL,
                                         dec_b, (int)(sizeof dec_b / sizeof dec_b[0]));
@@ -305,10 +365,25 @@ void eg_gw_metrics_new(eg_gw *gw) {
     eg_metrics_install_target_latency(m->target_seconds);
 }
 
+void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to,
+                      int64_t now_ms) {
+    eg_gw *gw = arg;
+    const char *v[1] = {eg_breaker_state_name(to)};
+    (*eg_counter(gw->m.breaker_transitions, v))++;
+    eg_logline l;
+    if (!eg_log_begin(&l, to == EG_BR_OPEN ? EG_WARN : EG_INFO, "breaker")) return;
+    eg_log_str(&l, "from", eg_breaker_state_name(from));
+    eg_log_str(&l, "to", eg_breaker_state_name(to));
+    eg_log_int(&l, "window_outcomes", b->outcomes);
+    eg_log_int(&l, "window_failures", b->failures);
+    if (to == EG_BR_OPEN) eg_log_int(&l, "open_ms", b->cfg.open_ms);
+    eg_log_end(&l);
+}
+
 /* Starts the admin endpoint when configured. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
-    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, do_reload};
+    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload};
     gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;
 }
@@ -325,6 +400,7 @@ void eg_gw_log_summary(eg_gw *gw) {
     eg_log_int(&l, "retries", s->retries);
     eg_log_int(&l, "holds", s->holds);
     eg_log_int(&l, "dlq", s->dlq);
+    eg_log_int(&l, "laddered", s->laddered);
     eg_log_int(&l, "quarantined", s->quarantined);
     eg_log_int(&l, "ignored", s->ignored);
     eg_log_int(&l, "stops", s->stops);

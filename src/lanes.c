@@ -5,6 +5,8 @@
  * redactor, and a lane topic is read by more people than the logs. Per lane
  * topic counters are kept for /lanes and /metrics. */
 #include "lanes.h"
+#include "headers.h"
+#include "history.h"
 #include "log.h"
 #include "redact.h"
 #include "util.h"
@@ -18,6 +20,7 @@
 typedef struct lane_topic {
     eg_lane lane;
     char *src;               /* source topic */
+    char *rung;              /* rung name (EG_LANE_RETRY), else NULL */
     char *name;              /* lane topic */
     rd_kafka_topic_t *rkt;
     uint64_t written, failed;
@@ -37,6 +40,15 @@ struct eg_lanes {
     eg_lane_done_fn done;
     void *done_arg;
 };
+
+int eg_lane_of(eg_action a) {
+    return a == EG_ACT_DLQ ? EG_LANE_DLQ : a == EG_ACT_QUARANTINE ? EG_LANE_QUARANTINE
+         : a == EG_ACT_LADDER ? EG_LANE_RETRY : -1;
+}
+
+const char *eg_lane_name(eg_lane lane) {
+    return lane == EG_LANE_DLQ ? "dlq" : lane == EG_LANE_QUARANTINE ? "quarantine" : "retry";
+}
 
 void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     eg_level lv = level <= 3 ? EG_ERROR : level == 4 ? EG_WARN : level <= 6 ? EG_INFO : EG_DEBUG;
@@ -123,6 +135,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
     l->done_arg = arg;
     l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
+    l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
     l->group = eg_xstrdup(cfg->group);
     if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %m");
@@ -139,14 +152,18 @@ bad:
     return NULL;
 }
 
-static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src) {
-    for (int i = 0; i < l->ntopics; i++)
-        if (l->topics[i].lane == lane && strcmp(l->topics[i].src, src) == 0) return &l->topics[i];
+static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src, const char *rung) {
+    if (lane != EG_LANE_RETRY) rung = NULL;
+    for (int i = 0; i < l->ntopics; i++) {
+        const lane_topic *t = &l->topics[i];
+        if (t->lane == lane && strcmp(t->src, src) == 0 && (!rung || strcmp(t->rung, rung) == 0)) return &l->topics[i];
+    }
     l->topics = eg_xrealloc(l->topics, (size_t)(l->ntopics + 1) * sizeof *l->topics);
     lane_topic *t = &l->topics[l->ntopics++];
     t->lane = lane;
     t->src = eg_xstrdup(src);
-    t->name = eg_lane_topic(l->tmpl[lane], src);
+    t->rung = rung ? eg_xstrdup(rung) : NULL;
+    t->name = eg_lane_topic(l->tmpl[lane], src, rung);
     rd_kafka_topic_conf_t *tc = rd_kafka_topic_conf_new();
     rd_kafka_topic_conf_set_partitioner_cb(tc, same_partition);
     t->rkt = rd_kafka_topic_new(l->rk, t->name, tc);
@@ -155,8 +172,8 @@ static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src) {
     return t;
 }
 
-const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *src_topic) {
-    return lookup(l, lane, src_topic)->name;
+const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *origin, const char *rung) {
+    return lookup(l, lane, origin, rung)->name;
 }
 
 int eg_lanes_stats(const eg_lanes *l, int i, eg_lane_stats *out) {
@@ -174,9 +191,10 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
-    static const char *const names[] = {"error.class", "error.code", "error.message",
-                                        "error.timestamp", "retry.count", "previous.topic",
-                                        "errgate.policy", "errgate.reason", NULL};
+    static const char *const names[] = {EG_H_CLASS, EG_H_CODE, EG_H_MESSAGE, EG_H_TIMESTAMP, EG_H_KIND,
+                                        EG_H_STATUS, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,
+                                        EG_H_POLICY, EG_H_ACTION, EG_H_REASON, EG_H_HISTORY,
+                                        EG_H_NOT_BEFORE, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
     return 0;
@@ -186,62 +204,97 @@ static void add(rd_kafka_headers_t *h, const char *name, const char *val) {
     rd_kafka_header_add(h, name, -1, val, -1);
 }
 
-/* Builds the lane headers for rec (see DESIGN §4). */
-static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const char *policy_id) {
+/* Builds the lane headers for rec, bound for lane topic `lane_topic` (see
+ * DESIGN §4 and headers.h). */
+static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const char *lane_topic,
+                                        const char *policy_id) {
     rd_kafka_headers_t *src = NULL;
     rd_kafka_message_headers(rec->msg, &src);
-    rd_kafka_headers_t *h = rd_kafka_headers_new(src ? rd_kafka_header_cnt(src) + 16 : 16);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(src ? rd_kafka_header_cnt(src) + 20 : 20);
     const char *name;
-    const void *val;
-    size_t size;
+    const void *val, *prev_hist = NULL;
+    size_t size, prev_hist_len = 0;
     const void *v;
-    char retry_count[32] = "0";
+    long long retry_count = 0;
     for (size_t i = 0; src && rd_kafka_header_get_all(src, i, &name, &val, &size) == 0; i++) {
-        if (strcmp(name, "retry.count") == 0 && val && size < sizeof retry_count) {
-            memcpy(retry_count, val, size);
-            retry_count[size] = '\0';
+        if (strcmp(name, EG_H_RETRY_COUNT) == 0 && val && size < 24) {
+            char tmp[24];
+            memcpy(tmp, val, size);
+            tmp[size] = '\0';
+            retry_count = strtoll(tmp, NULL, 10);
+        } else if (strcmp(name, EG_H_HISTORY) == 0) {
+            prev_hist = val;
+            prev_hist_len = size;
         }
         if (!replaced_header(name)) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
     }
-    const eg_decision *d = &rec->decision;
+    const eg_fail *fl = rec->fail;
+    const eg_decision *d = &fl->decision;
+    const eg_failure *f = &fl->failure;
     char buf[64], ts[40];
-    add(h, "error.class", d->klass);
-    add(h, "error.code", d->code);
-    const char *msg = d->message[0] ? d->message : rec->failure.message ? rec->failure.message : "";
+    add(h, EG_H_CLASS, d->klass);
+    add(h, EG_H_CODE, d->code);
+    const char *msg = d->message[0] ? d->message : f->message ? f->message : "";
     char clean[1024];
     eg_redact(msg, strlen(msg), clean, sizeof clean);
-    add(h, "error.message", clean);
+    add(h, EG_H_MESSAGE, clean);
     eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
-    add(h, "error.timestamp", ts);
-    add(h, "retry.count", retry_count);
-    add(h, "previous.topic", rec->topic);
+    add(h, EG_H_TIMESTAMP, ts);
+    add(h, EG_H_KIND, eg_failure_kind_name(f->kind));
+    if (f->status) {
+        snprintf(buf, sizeof buf, "%d", f->status);
+        add(h, EG_H_STATUS, buf);
+    }
+    if (f->retry_after_ms >= 0) {
+        snprintf(buf, sizeof buf, "%lld", (long long)f->retry_after_ms);
+        add(h, EG_H_RETRY_AFTER, buf);
+    }
+    if (d->action == EG_ACT_LADDER) retry_count++;
+    snprintf(buf, sizeof buf, "%lld", retry_count);
+    add(h, EG_H_RETRY_COUNT, buf);
+    add(h, EG_H_PREVIOUS, rec->topic);
     /* written once: a record coming back from a lane keeps its birth place */
-    if (rd_kafka_header_get_last(h, "original.topic", &v, &size) != 0) {
-        add(h, "original.topic", rec->topic);
+    if (rd_kafka_header_get_last(h, EG_H_ORIG_TOPIC, &v, &size) != 0) {
+        add(h, EG_H_ORIG_TOPIC, rec->topic);
         snprintf(buf, sizeof buf, "%d", (int)rec->partition);
-        add(h, "original.partition", buf);
+        add(h, EG_H_ORIG_PARTITION, buf);
         snprintf(buf, sizeof buf, "%lld", (long long)rec->offset);
-        add(h, "original.offset", buf);
+        add(h, EG_H_ORIG_OFFSET, buf);
         rd_kafka_timestamp_type_t tt;
         int64_t t = rd_kafka_message_timestamp(rec->msg, &tt);
         eg_rfc3339(t >= 0 ? t : eg_wall_ms(), ts, sizeof ts);
-        add(h, "original.timestamp", ts);
+        add(h, EG_H_ORIG_TIMESTAMP, ts);
     }
-    if (rd_kafka_header_get_last(h, "original.consumer.group", &v, &size) != 0)
-        add(h, "original.consumer.group", l->group);
-    if (rd_kafka_header_get_last(h, "errgate.id", &v, &size) != 0) {
+    if (rd_kafka_header_get_last(h, EG_H_ORIG_GROUP, &v, &size) != 0) add(h, EG_H_ORIG_GROUP, l->group);
+    if (rd_kafka_header_get_last(h, EG_H_ID, &v, &size) != 0) {
         char id[320];
         eg_record_id(rec, id, sizeof id);
-        add(h, "errgate.id", id);
+        add(h, EG_H_ID, id);
     }
-    add(h, "errgate.policy", policy_id);
-    add(h, "errgate.reason", d->reason[0] ? d->reason : d->klass);
+    add(h, EG_H_POLICY, policy_id);
+    add(h, EG_H_ACTION, eg_action_name(d->action));
+    add(h, EG_H_REASON, d->reason[0] ? d->reason : d->klass);
+    if (d->action == EG_ACT_LADDER && d->not_before_ms > 0) {
+        snprintf(buf, sizeof buf, "%lld", (long long)d->not_before_ms);
+        add(h, EG_H_NOT_BEFORE, buf);
+    }
+    char hist[EG_HISTORY_MAX_BYTES];
+    int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;
+    int first = fl->nhist < EG_HIST_MAX ? 0 : fl->nhist % EG_HIST_MAX; /* ring: oldest kept */
+    eg_attempt att[EG_HIST_MAX];
+    for (int i = 0; i < n; i++) att[i] = fl->hist[(first + i) % EG_HIST_MAX];
+    int bad = 0;
+    size_t hl = eg_history_encode(prev_hist, prev_hist_len, att, n, lane_topic, hist, sizeof hist, &bad);
+    if (bad) eg_log_msg(EG_WARN, "history_unreadable", "%s[%d]@%lld: previous errgate.history dropped", rec->topic,
+                        (int)rec->partition, (long long)rec->offset);
+    if (hl) rd_kafka_header_add(h, EG_H_HISTORY, -1, hist, (ssize_t)hl);
     return h;
 }
 
-rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, eg_lane lane, const char *policy_id) {
-    lane_topic *t = lookup(l, lane, rec->topic);
-    rd_kafka_headers_t *h = lane_headers(l, rec, policy_id);
+rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id) {
+    const eg_decision *d = &rec->fail->decision;
+    lane_topic *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
+    rd_kafka_headers_t *h = lane_headers(l, rec, t->name, policy_id);
     const rd_kafka_message_t *m = rec->msg;
     /* No copy flag: key and value stay owned by rec->msg, which outlives the
      * write (the gateway frees the record only after the delivery report). */
@@ -272,6 +325,7 @@ void eg_lanes_free(eg_lanes *l) {
     for (int i = 0; i < l->ntopics; i++) {
         rd_kafka_topic_destroy(l->topics[i].rkt);
         free(l->topics[i].src);
+        free(l->topics[i].rung);
         free(l->topics[i].name);
     }
     free(l->topics);

@@ -1,4 +1,5 @@
-/* lanes.h — durable writes of failed records to lane topics (DLQ, quarantine).
+/* lanes.h — durable writes of failed records to lane topics (DLQ, quarantine,
+ * retry rungs).
  *
  * One idempotent producer (acks=all) for every lane. A write is durable only
  * when its delivery report says so: the outcome of each write reaches the
@@ -7,8 +8,9 @@
  * record keeps the source key and value bytes unchanged, goes to the source's
  * partition number when the lane has that many partitions (otherwise to
  * partition % count), and carries the source headers plus DESIGN §4's
- * (error.* replaced, original.* written once). The record is borrowed from
- * the gateway until its done callback. */
+ * (error.* replaced, original.* written once, errgate.history appended; a
+ * rung write also increments retry.count). The record is borrowed from the
+ * gateway until its done callback. */
 #ifndef EG_LANES_H
 #define EG_LANES_H
 
@@ -18,7 +20,13 @@
 #include "config.h"
 #include "record.h"
 
-typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE__N } eg_lane;
+typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE_RETRY, EG_LANE__N } eg_lane;
+
+/* The lane a decision writes to: dlq, quarantine or (ladder) a retry rung;
+ * -1 for actions that write nothing. */
+int eg_lane_of(eg_action a);
+/* "dlq", "quarantine" or "retry". */
+const char *eg_lane_name(eg_lane lane);
 
 typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);
 
@@ -28,14 +36,17 @@ typedef struct eg_lanes eg_lanes;
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
                        eg_lane_done_fn done, void *arg, char *err, size_t errlen);
 
-/* Queues the write of rec to lane `lane` with the record's decision and the
- * deciding policy id. Returns RD_KAFKA_RESP_ERR_NO_ERROR when queued (the
- * outcome arrives through done), or the error when the producer refused it
- * at once (done is not called). */
-rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, eg_lane lane, const char *policy_id);
+/* Queues the write of rec (which has failed: rec->fail is set) to the lane
+ * its decision names (for a ladder, the decision's rung), with the deciding
+ * policy id. `origin` is the source topic the lane templates expand with:
+ * the record's own topic, or, for a record consumed from a rung, the source
+ * topic that rung belongs to. Returns RD_KAFKA_RESP_ERR_NO_ERROR when queued
+ * (the outcome arrives through done), or the error when the producer refused
+ * it at once (done is not called). */
+rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id);
 
-/* The lane topic name for a source topic. */
-const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *src_topic);
+/* The lane topic name for a source topic (and rung name, for EG_LANE_RETRY). */
+const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *origin, const char *rung);
 
 /* Per lane topic counters: writes acknowledged, writes that failed
  * (refused at once or reported failed; purges at shutdown are not failures),

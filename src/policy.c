@@ -20,19 +20,51 @@ struct eg_policy {
     eg_vm *vm;
     int pol_ref;
     int timeout_ms;
+    size_t mem_limit;
+    eg_rung *rungs;      /* rt.ladder_rungs(pol), read once at load */
+    int nrungs;
     char *path;
     int64_t loaded_at;
     char sha256[65];
     char id[192];
 };
 
+/* Reads rt.ladder_rungs(pol) (pol at the stack top) into p. A runtime
+ * without ladders, or an invalid answer, gives no rungs. */
+static void load_rungs(eg_policy *p) {
+    lua_State *L = p->vm->L;
+    char err[256];
+    if (eg_vm_push_runtime_fn(p->vm, "ladder_rungs") != 0) return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
+    if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return;
+    int n = lua_type(L, -1) == LUA_TTABLE ? (int)lua_objlen(L, -1) : 0;
+    p->rungs = n ? eg_xcalloc((size_t)n, sizeof *p->rungs) : NULL;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        lua_getfield(L, -1, "name");
+        lua_getfield(L, -2, "delay_ms");
+        if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TNUMBER) {
+            eg_rung *r = &p->rungs[p->nrungs++];
+            eg_strlcpy(r->name, lua_tostring(L, -2), sizeof r->name);
+            r->delay_ms = (int64_t)lua_tonumber(L, -1);
+        }
+        lua_pop(L, 3);
+    }
+    lua_pop(L, 1);
+}
+
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen) {
+    return eg_policy_load_capped(path, timeout_ms, 0, err, errlen);
+}
+
+eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_limit, char *err, size_t errlen) {
     char sha[65];
+    if (!mem_limit) mem_limit = EG_POLICY_MEM_LIMIT;
     if (eg_sha256_file_hex(path, sha) != 0) {
         snprintf(err, errlen, "policy %s: cannot read file", path);
         return NULL;
     }
-    eg_vm *vm = eg_vm_new(EG_POLICY_MEM_LIMIT, err, errlen);
+    eg_vm *vm = eg_vm_new(mem_limit, err, errlen);
     if (!vm) return NULL;
     lua_State *L = vm->L;
     char msg[512];
@@ -68,14 +100,17 @@ eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t er
     p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     vm->timeout_ms = timeout_ms;
     p->timeout_ms = timeout_ms;
+    p->mem_limit = mem_limit;
     p->path = eg_xstrdup(path);
     p->loaded_at = eg_wall_ms();
+    load_rungs(p);
     return p;
 }
 
 void eg_policy_free(eg_policy *p) {
     if (!p) return;
     eg_vm_free(p->vm);
+    free(p->rungs);
     free(p->path);
     free(p);
 }
@@ -85,8 +120,13 @@ const char *eg_policy_path(const eg_policy *p) { return p->path; }
 const char *eg_policy_sha256(const eg_policy *p) { return p->sha256; }
 int64_t eg_policy_loaded_at(const eg_policy *p) { return p->loaded_at; }
 
+int eg_policy_rungs(const eg_policy *p, const eg_rung **rungs) {
+    *rungs = p->rungs;
+    return p->nrungs;
+}
+
 int eg_policy_reload(eg_policy **p, char *err, size_t errlen) {
-    eg_policy *fresh = eg_policy_load((*p)->path, (*p)->timeout_ms, err, errlen);
+    eg_policy *fresh = eg_policy_load_capped((*p)->path, (*p)->timeout_ms, (*p)->mem_limit, err, errlen);
     if (!fresh) return -1;
     eg_policy_free(*p);
     *p = fresh;
@@ -147,7 +187,7 @@ void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
     eg_vm_push_failure(vm, f);
     eg_vm_push_record(vm, r, 0, EG_POLICY_STR_CAP);
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 12);
     lua_pushinteger(L, ctx->attempt);
     lua_setfield(L, -2, "attempt");
     if (ctx->last_class) {
@@ -166,6 +206,16 @@ void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
         lua_pushnumber(L, (lua_Number)ctx->last_delay_ms);
         lua_setfield(L, -2, "last_delay_ms");
     }
+    lua_pushinteger(L, ctx->retry_count);
+    lua_setfield(L, -2, "retry_count");
+    if (ctx->rung) {
+        lua_pushstring(L, ctx->rung);
+        lua_setfield(L, -2, "rung");
+    }
+    lua_pushstring(L, ctx->breaker ? ctx->breaker : "closed");
+    lua_setfield(L, -2, "breaker");
+    lua_pushboolean(L, ctx->retry_budget);
+    lua_setfield(L, -2, "retry_budget");
     if (eg_vm_pcall(vm, 4, 1, err, sizeof err) != 0) {
         fallback(out, err);
         return;
@@ -183,6 +233,16 @@ void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
     field_str(L, "code", out->code, sizeof out->code);
     field_str(L, "reason", out->reason, sizeof out->reason);
     field_str(L, "message", out->message, sizeof out->message);
+    if (out->action == EG_ACT_LADDER) {
+        lua_getfield(L, -1, "rung_index");
+        out->rung_index = (int)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (field_str(L, "rung", out->rung, sizeof out->rung) != 0 || !out->rung[0] || out->rung_index < 1) {
+            lua_pop(L, 1);
+            fallback(out, "invalid decision: ladder without a rung");
+            return;
+        }
+    }
     lua_getfield(L, -1, "delay_ms");
     lua_Number d = lua_tonumber(L, -1);
     lua_pop(L, 2);

@@ -19,8 +19,23 @@ typedef struct eg_policy eg_policy;
  * (and line, for syntax errors) on failure. */
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen);
 
-/* Memory cap of a policy's Lua state. */
+/* Default memory cap of a policy's Lua state (config: policy_memory_mb). */
 #define EG_POLICY_MEM_LIMIT ((size_t)64 << 20)
+
+/* eg_policy_load with the state's memory cap (0: EG_POLICY_MEM_LIMIT); a
+ * reload keeps the cap. */
+eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_limit, char *err, size_t errlen);
+
+/* A rung of the policy's retry ladders: its name (part of the rung topic's
+ * name) and its current delay. */
+typedef struct eg_rung {
+    char name[40];
+    int64_t delay_ms;
+} eg_rung;
+
+/* The union of the policy's ladder rungs (rt.ladder_rungs), in definition
+ * order; *rungs is owned by p. Returns how many. */
+int eg_policy_rungs(const eg_policy *p, const eg_rung **rungs);
 void eg_policy_free(eg_policy *p);
 
 /* "name@version+sha" of the loaded policy: the declared version plus the

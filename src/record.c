@@ -24,6 +24,7 @@ const char *eg_failure_kind_name(eg_failure_kind k) {
     case EG_FK_TIMEOUT: return "timeout";
     case EG_FK_CONNECT: return "connect";
     case EG_FK_LUA: return "lua";
+    case EG_FK_CIRCUIT_OPEN: return "circuit_open";
     }
     return "?";
 }
@@ -38,5 +39,14 @@ void eg_failure_clear(eg_failure *f) {
 }
 
 void eg_record_id(const eg_record *r, char *out, size_t outlen) {
+    rd_kafka_headers_t *h = NULL;
+    const void *v = NULL;
+    size_t n = 0;
+    if (rd_kafka_message_headers(r->msg, &h) == 0 && rd_kafka_header_get_last(h, "errgate.id", &v, &n) == 0 &&
+        v && n > 0 && n < outlen) {
+        memcpy(out, v, n);
+        out[n] = '\0';
+        return;
+    }
     snprintf(out, outlen, "%s/%d/%lld", r->topic, (int)r->partition, (long long)r->offset);
 }

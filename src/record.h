@@ -13,7 +13,9 @@
 
 #include "config.h"
 
-typedef enum { EG_FK_HTTP = 0, EG_FK_TIMEOUT, EG_FK_CONNECT, EG_FK_LUA } eg_failure_kind;
+/* CIRCUIT_OPEN: the record was not sent because the target's breaker is
+ * open; the policy decides what that means (the shipped ones hold). */
+typedef enum { EG_FK_HTTP = 0, EG_FK_TIMEOUT, EG_FK_CONNECT, EG_FK_LUA, EG_FK_CIRCUIT_OPEN } eg_failure_kind;
 
 typedef struct eg_failure {
     eg_failure_kind kind;
@@ -49,6 +51,10 @@ typedef struct eg_decision {
     char message[512];
     int64_t delay_ms;
     int fallback;        /* 1: the policy failed and the fallback applied */
+    char rung[40];       /* ladder: the rung's name ("30s"), "" otherwise */
+    int rung_index;      /* ladder: 1-based rung number */
+    int64_t not_before_ms; /* ladder: earliest due time (wall ms) when Retry-After
+                              pushed it past the rung's delay, else 0 */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */
@@ -60,6 +66,10 @@ typedef struct eg_ctx {
     int64_t now_ms;
     int64_t first_failure_ms;
     int64_t last_delay_ms;   /* delay of the previous retry/hold, 0 if none */
+    int retry_count;         /* rungs climbed (retry.count header + in-place ladder steps) */
+    const char *rung;        /* the rung the record came from, or NULL */
+    const char *breaker;     /* "closed", "open" or "half_open" */
+    int retry_budget;        /* 1: one more in-place retry fits the target's budget */
 } eg_ctx;
 
 typedef enum {
@@ -71,6 +81,30 @@ typedef enum {
     EG_RS_LANE_BACKOFF,  /* lane write failed; re-produce timer armed */
     EG_RS_STOPPED        /* the policy said stop; never finished */
 } eg_rstate;
+
+/* One failed attempt, as errgate.history keeps it. */
+typedef struct eg_attempt {
+    int64_t t_ms;            /* wall clock */
+    eg_action action;
+    char klass[32];
+    char code[48];
+} eg_attempt;
+
+#define EG_HIST_MAX 8
+
+/* What a record carries once it has failed; allocated at its first failure
+ * (the happy path never pays for it) and freed with the record. */
+typedef struct eg_fail {
+    eg_failure failure;      /* the last failure */
+    eg_decision decision;    /* the last decision */
+    int64_t first_failure_ms;
+    int class_attempts;      /* consecutive failures with decision.klass */
+    int lane_attempts;
+    int virtual_rungs;       /* ladder steps taken in place (ordering = partition) */
+    int retrying;            /* counted as an active retry in the target's budget */
+    int nhist;               /* attempts so far; the last EG_HIST_MAX are kept */
+    eg_attempt hist[EG_HIST_MAX];
+} eg_fail;
 
 struct eg_part;
 struct event;
@@ -85,19 +119,18 @@ typedef struct eg_record {
     uint64_t key_hash;         /* 0 when the record has no key */
     eg_rstate state;
     int attempt;               /* target attempts so far */
-    int class_attempts;
     int holding;               /* counted in the partition's hold count */
     int lane_failing;          /* counted in the partition's lane-failure count */
-    int lane_attempts;
-    int64_t first_failure_ms;
-    eg_decision decision;      /* the last decision */
-    eg_failure failure;        /* the last failure */
+    int budget_req;            /* an attempt counted as a request in the retry budget */
+    uint32_t breaker_pass;     /* the breaker's pass for the attempt in the target */
+    eg_fail *fail;             /* owned; NULL until the first failure */
     struct event *timer;       /* retry, hold or lane back-off */
     struct eg_record *qprev, *qnext;  /* pending or runnable queue */
     struct eg_record *aprev, *anext;  /* the gateway's list of all records */
 } eg_record;
 
-/* The errgate.id of a record: "topic/partition/offset" into out. */
+/* The errgate.id of a record: its errgate.id header when it has one (it came
+ * back from a lane or a replay), else "topic/partition/offset", into out. */
 void eg_record_id(const eg_record *r, char *out, size_t outlen);
 
 #endif

@@ -11,8 +11,9 @@
  *
  * Modes (the full table is in README.md): ok, transient-N, permanent,
  * explicit-CLASS-CODE, semantic, duplicate, bug, unavailable, ratelimit-MS,
- * json-CLASS-CODE, slow-MS; anything else is 400. `GET /stats` answers the
- * counters as JSON instead of being treated as a record.
+ * json-CLASS-CODE, slow-MS, outage-MS; anything else is 400. `GET /stats`
+ * answers the counters as JSON instead of being treated as a record.
+ * outage-MS keeps no per-id state: it compares the handler's uptime with MS.
  *
  * Structure. One thread, one libevent loop, one evhttp server with a generic
  * callback; HTTP/1.1 keep-alive is evhttp's. Stateful modes (transient,
@@ -56,7 +57,7 @@
 #define FH_ID_MAX          1024        /* longest record id, in bytes */
 #define FH_MODE_MAX        256         /* longest mode string, in bytes */
 #define FH_MAX_IDS_DEFAULT 1000000     /* id table cap (--max-ids) */
-#define FH_MAX_MS          3600000UL   /* ceiling for slow-MS and ratelimit-MS */
+#define FH_MAX_MS          3600000UL   /* ceiling for slow-MS, ratelimit-MS, outage-MS */
 #define FH_MAX_COUNT       1000000000UL /* ceiling for transient-N */
 #define FH_MAX_FAIL_ALL_MS 86400000UL  /* ceiling for --fail-all-for */
 #define FH_MAX_BODY        (32L * 1024 * 1024)
@@ -506,13 +507,13 @@ bad:
 
 typedef enum fh_kind {
     FH_OK, FH_TRANSIENT, FH_PERMANENT, FH_EXPLICIT, FH_SEMANTIC, FH_DUPLICATE,
-    FH_BUG, FH_UNAVAILABLE, FH_RATELIMIT, FH_JSON, FH_SLOW, FH_UNKNOWN
+    FH_BUG, FH_UNAVAILABLE, FH_RATELIMIT, FH_JSON, FH_SLOW, FH_OUTAGE, FH_UNKNOWN
 } fh_kind;
 
 /* A parsed mode. cls/code borrow from the mode string they were parsed from. */
 typedef struct fh_mode {
     fh_kind kind;
-    unsigned long n;            /* N of transient-N, MS of ratelimit/slow */
+    unsigned long n;            /* N of transient-N, MS of ratelimit/slow/outage */
     const char *cls;            /* CLASS of explicit-/json-, NUL-free span */
     size_t cls_len;
     const char *code;           /* CODE, runs to the end of the string */
@@ -593,6 +594,9 @@ static void fh_mode_parse(const char *s, fh_mode *m)
     } else if (strncmp(s, "slow-", 5) == 0) {
         if (fh_parse_ulong(s + 5, FH_MAX_MS, &m->n) == 0)
             m->kind = FH_SLOW;
+    } else if (strncmp(s, "outage-", 7) == 0) {
+        if (fh_parse_ulong(s + 7, FH_MAX_MS, &m->n) == 0)
+            m->kind = FH_OUTAGE;
     } else if (strncmp(s, "explicit-", 9) == 0) {
         if (fh_parse_class_code(s + 9, m) == 0)
             m->kind = FH_EXPLICIT;
@@ -902,6 +906,13 @@ static void fh_on_request(struct evhttp_request *req, void *arg)
         return;
     case FH_SLOW:
         fh_park(srv, req, m.n, id, egid);
+        return;
+    case FH_OUTAGE:
+        if (fh_elapsed_ms(srv) < m.n) {
+            fh_send_text(srv, req, 503, "Service Unavailable", "outage\n");
+            return;
+        }
+        fh_succeed(srv, req, id, egid);
         return;
     case FH_PERMANENT:
         fh_send_text(srv, req, 400, "Bad Request", "permanent failure\n");

@@ -11,6 +11,8 @@
 -- for a day). Randomness is injected (`random` returns a number in [0, 1),
 -- like math.random()) so tests can pin it. Delays are integer milliseconds.
 -- A "list" schedule takes delay n from its list (the last one repeats).
+-- A ladder rung's delay is raised to Retry-After the same way
+-- (floor_retry_after, called by errgate.route).
 -- "decorrelated" jitter (as in AWS's backoff study) draws from
 -- [base_ms, 3 * previous delay], capped at max_ms; the previous delay comes
 -- from the attempt context (ctx.last_delay_ms), base_ms when there is none.
@@ -76,16 +78,23 @@ function backoff.delay(schedule, n, random, prev_ms)
   return backoff.jitter(schedule.jitter, backoff.base(schedule, n), random)
 end
 
--- retry_delay(schedule, n, retry_after_ms, random, prev_ms) -> ms, honoured
--- The delay before retry n given the failure's Retry-After (ms or nil).
--- honoured is true when the Retry-After (capped) decided the delay.
-function backoff.retry_delay(schedule, n, retry_after_ms, random, prev_ms)
-  local d = backoff.delay(schedule, n, random, prev_ms)
+-- floor_retry_after(schedule, d, retry_after_ms) -> ms, honoured
+-- d raised to the failure's Retry-After (ms or nil), capped at the
+-- schedule's retry_after_cap_ms, when the schedule honours it (in-place
+-- schedules and ladders alike). honoured is true when Retry-After decided.
+function backoff.floor_retry_after(schedule, d, retry_after_ms)
   if schedule.honor_retry_after and type(retry_after_ms) == "number" and retry_after_ms > 0 then
     local ra = floor(min(retry_after_ms, schedule.retry_after_cap_ms))
     if ra > d then return ra, true end
   end
   return d, false
+end
+
+-- retry_delay(schedule, n, retry_after_ms, random, prev_ms) -> ms, honoured
+-- The delay before retry n given the failure's Retry-After (ms or nil).
+-- honoured is true when the Retry-After (capped) decided the delay.
+function backoff.retry_delay(schedule, n, retry_after_ms, random, prev_ms)
+  return backoff.floor_retry_after(schedule, backoff.delay(schedule, n, random, prev_ms), retry_after_ms)
 end
 
 return backoff

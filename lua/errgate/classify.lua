@@ -5,7 +5,9 @@
 -- matchers all hold wins. Matchers (all optional, combined with AND):
 --   explicit = true      the service named the class (Error-Class header or
 --                        JSON body): class = failure.class_hint
---   kind = "connect"     failure kind, or a list of kinds
+--   kind = "connect"     failure kind, or a list of kinds (http, timeout,
+--                        connect, lua, circuit_open: the C core did not send
+--                        the record because the target's breaker is open)
 --   status = 503         also {408, 429}, {range = {500, 599}}, "5xx", or a
 --                        list mixing those
 --   code = "^RATE_"      Lua pattern on failure.code (the service's code)
@@ -72,7 +74,7 @@ end
 local function compile_kind(where, v)
   local set = {}
   for _, k in ipairs(type(v) == "table" and v or { v }) do
-    if not failure.KINDS[k] then fail(where, "kind %s unknown (http, timeout, connect, lua)", tostring(k)) end
+    if not failure.KINDS[k] then fail(where, "kind %s unknown (%s)", tostring(k), failure.KIND_LIST) end
     set[k] = true
   end
   if next(set) == nil then fail(where, "kind list is empty") end

@@ -9,17 +9,19 @@
 --     { name = "fifth 503 gives up", failure = 503,
 --       ctx = { last_class = "transient", class_attempts = 4 },
 --       expect = { action = "dlq", reason = "exhausted" } },
+--     { name = "third rung", failure = 503, ctx = { retry_count = 2 },
+--       expect = { action = "ladder", rung = "1h", rung_index = 3 } },
 --   }
 -- expect is an action string or a table of decision fields to compare
--- (action, class, code, reason, delay_ms, message); fields left out are not
--- compared. record and ctx are optional. Examples run on every define(), so
--- a policy that contradicts its own examples never loads (nor, later, hot
--- reloads). Jitter is pinned while they run (random() == 0.5), so delay_ms
--- is deterministic and may be expected too.
+-- (action, class, code, reason, delay_ms, message, rung, rung_index);
+-- fields left out are not compared. record and ctx are optional. Examples
+-- run on every define(), so a policy that contradicts its own examples
+-- never loads (nor, later, hot reloads). Jitter is pinned while they run
+-- (random() == 0.5), so delay_ms is deterministic and may be expected too.
 local examples = {}
 
 local KEYS = { name = true, failure = true, record = true, ctx = true, expect = true }
-local FIELDS = { "action", "class", "code", "reason", "delay_ms", "message" }
+local FIELDS = { "action", "class", "code", "reason", "delay_ms", "message", "rung", "rung_index" }
 
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)

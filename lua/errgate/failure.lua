@@ -1,8 +1,12 @@
 -- errgate.failure — one normal form for what the target reported.
 --
 -- The C core (or a test) hands the policy a failure table: kind ("http",
--- "timeout", "connect", "lua"), status, code (Error-Code header), class_hint
--- (Error-Class header), message, retry_after_ms, latency_ms, body (<= 4 KiB).
+-- "timeout", "connect", "lua", "circuit_open"), status, code (Error-Code
+-- header), class_hint (Error-Class header), message, retry_after_ms,
+-- latency_ms, body (<= 4 KiB). "circuit_open" is not an answer from the
+-- target: the C core did not send the record because the target's circuit
+-- breaker is open, and asks the policy what to do instead (message
+-- "circuit open", no status; ctx.breaker says "open").
 -- normalize() returns a fresh table (the caller's table may be reused by C
 -- and is never modified) with types checked, strings capped so later pattern
 -- matching stays cheap, and the body mined for a structured error: a JSON
@@ -14,8 +18,10 @@ local cjson = require "cjson.safe"
 
 local failure = {}
 
--- failure.KINDS: the kinds of failure a target can report.
-failure.KINDS = { http = true, timeout = true, connect = true, lua = true }
+-- failure.KINDS: the kinds of failure a target (or the breaker) can report.
+failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circuit_open = true }
+-- failure.KIND_LIST: the same, in a stable order for messages.
+failure.KIND_LIST = "http, timeout, connect, lua, circuit_open"
 
 local CAP = { code = 128, class_hint = 64, message = 4096, body = 4096 }
 
@@ -53,7 +59,7 @@ function failure.normalize(f)
     error("invalid failure: expected a table, got " .. type(f), 0)
   end
   if not failure.KINDS[f.kind] then
-    error("invalid failure: unknown kind " .. tostring(f.kind) .. " (http, timeout, connect, lua)", 0)
+    error("invalid failure: unknown kind " .. tostring(f.kind) .. " (" .. failure.KIND_LIST .. ")", 0)
   end
   local n = {
     kind = f.kind,
@@ -77,7 +83,8 @@ end
 
 -- default_code(f) -> string
 -- The code a failure gets when neither the policy nor the service named one:
--- "http_503" for an HTTP status, otherwise the kind ("timeout", "connect", "lua").
+-- "http_503" for an HTTP status, otherwise the kind ("timeout", "connect",
+-- "lua", "circuit_open").
 function failure.default_code(f)
   if f.kind == "http" and f.status then return ("http_%d"):format(math.floor(f.status)) end
   return f.kind
@@ -85,7 +92,8 @@ end
 
 -- describe(f) -> string
 -- A short human description used when the failure carries no message:
--- "HTTP 503", "timeout after 5000 ms", "connection failed", "lua error".
+-- "HTTP 503", "timeout after 5000 ms", "connection failed", "circuit open",
+-- "lua error".
 function failure.describe(f)
   if f.kind == "http" then
     return f.status and ("HTTP %d"):format(math.floor(f.status)) or "HTTP error"
@@ -93,6 +101,8 @@ function failure.describe(f)
     return ("timeout after %d ms"):format(f.latency_ms or 0)
   elseif f.kind == "connect" then
     return "connection failed"
+  elseif f.kind == "circuit_open" then
+    return "circuit open"
   end
   return "lua error"
 end

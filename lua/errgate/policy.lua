@@ -9,13 +9,25 @@
 -- (`return define{...}` is a tail call and leaves no frame behind, so there
 -- the loader can only name the file; <what> names the offending field.)
 -- Unknown top-level fields are errors (a misspelt `rety` must not silently
--- mean "no retries"); later sections (budgets, ladders, lint settings) are
--- added to KNOWN and compiled in build().
+-- mean "no retries"); later sections are added to KNOWN and compiled in
+-- build(). Ladders live in `retry` (errgate.schedule); retry budgets and
+-- circuit breakers are the C core's (config), seen here through ctx.
 --
 -- Policy:decide(failure, record, ctx) is the whole decision in plain Lua:
 --   normalize the failure -> classify -> streak for that class -> route ->
 --   finalize (errgate.decision).
--- It is what the C core reaches through errgate.runtime and what busted
+-- The ctx the C core passes (every field optional, defaults in brackets):
+--   attempt [1], last_class [nil], class_attempts [0], ordering
+--   ["partition"], now_ms [0], first_failure_ms [now_ms], last_delay_ms,
+--   retry_count [0]  rungs the record has climbed (its retry.count header)
+--   rung [nil]       the rung the record was consumed from (nil: a source record)
+--   breaker ["closed"]  the target's circuit breaker: "closed" | "open" | "half_open"
+--   retry_budget [true] false: an in-place retry does not fit the target's
+--                    retry budget now (errgate.route escalates or holds)
+-- Malformed values of the last four fall back to their defaults rather than
+-- raise: a corrupt retry.count header must not wedge a record in fallback
+-- holds. Policy.rungs is the union of the ladders' rungs (errgate.schedule).
+-- decide is what the C core reaches through errgate.runtime and what busted
 -- specs call directly. A Policy is treated as immutable once built;
 -- with_random() returns a copy with another random source (tests, examples).
 local classify = require "errgate.classify"
@@ -42,19 +54,23 @@ local function fail(fmt, ...)
   error(fmt:format(...), 0)
 end
 
--- shape(spec) -> what errgate.lint reads: the classes the classify rules
--- name (rule index -> class, the last rule being the catch-all), whether
--- classify and route are functions, and the route table's class names.
-local function shape(spec)
+-- shape(spec, entries, schedules) -> what errgate.lint reads: the classes
+-- the classify rules name (rule index -> class, the last rule being the
+-- catch-all), whether classify and route are functions, the route table's
+-- class names, the ladder each route can climb (class -> ladder name) and
+-- the names of all ladder schedules.
+local function shape(spec, entries, schedules)
   local s = { classify_fn = type(spec.classify) == "function", route_fn = type(spec.route) == "function",
-              rules = {}, routes = {} }
+              rules = {}, routes = {}, ladders = {}, ladder_names = schedule.ladder_names(schedules) }
   if not s.classify_fn then
     for i, rule in ipairs(spec.classify) do
       s.rules[i] = { class = rule.class, explicit = rule.explicit == true }
     end
   end
-  if not s.route_fn then
-    for class in pairs(spec.route) do s.routes[class] = true end
+  for class, e in pairs(entries or EMPTY) do
+    s.routes[class] = true
+    local ladder = route.ladder_of(e)
+    if ladder then s.ladders[class] = ladder.name end
   end
   return s
 end
@@ -91,19 +107,21 @@ local function build(spec)
   if spec.description ~= nil and type(spec.description) ~= "string" then
     fail("description must be a string")
   end
-  local schedules = schedule.compile_all(spec.retry)
+  local schedules, rungs = schedule.compile_all(spec.retry)
+  local route_fn, entries = route.compile(spec.route, schedules)
   local pol = setmetatable({
     name = spec.name,
     version = version,
     id = spec.name .. "@" .. version,
     description = spec.description,
     schedules = schedules,
+    rungs = rungs,
     random = math.random,
     _classify = classify.compile(spec.classify),
-    _route = route.compile(spec.route, schedules),
+    _route = route_fn,
     redact = compile_redact(spec.redact),
   }, Policy)
-  pol.shape = shape(spec)
+  pol.shape = shape(spec, entries, schedules)
   pol.examples = examples.compile(spec.examples)
   local ok, err = examples.run(pol, pol.examples)
   if not ok then error(err, 0) end
@@ -141,13 +159,27 @@ function Policy:classify(f, record)
   return class or "unknown", code or f.code or failure.default_code(f)
 end
 
+local BREAKER = { closed = true, open = true, half_open = true }
+
+-- retry_count(v) -> integer >= 0 (0 for nil or anything malformed)
+local function retry_count(v)
+  v = tonumber(v)
+  if v == nil or v ~= v or v < 0 then return 0 end
+  return math.floor(v)
+end
+
 -- route_ctx(ctx, class, code) -> the ctx a route sees: the C core's fields
--- (defaulted for direct calls) plus class, code and streak.
+-- (defaulted for direct calls, see the top of this file) plus class, code
+-- and streak.
 local function route_ctx(ctx, class, code)
   if type(ctx) ~= "table" then ctx = EMPTY end
   local prev = tonumber(ctx.class_attempts) or 0
   local last = ctx.last_class
   return {
+    retry_count = retry_count(ctx.retry_count),
+    rung = type(ctx.rung) == "string" and ctx.rung or nil,
+    breaker = BREAKER[ctx.breaker] and ctx.breaker or "closed",
+    retry_budget = ctx.retry_budget ~= false,
     attempt = tonumber(ctx.attempt) or 1,
     last_class = last,
     class_attempts = prev,
@@ -164,10 +196,10 @@ end
 
 -- Policy:decide(failure, record, ctx) -> decision
 -- failure: see errgate.failure; record: { topic, partition, offset, key,
--- timestamp, headers }; ctx: { attempt, last_class, class_attempts,
--- ordering, now_ms, first_failure_ms } (record and ctx may be nil in tests).
--- Returns { action, class, code, reason, delay_ms, message } (see
--- errgate.decision); raises on an invalid failure or decision.
+-- timestamp, headers }; ctx: see the top of this file (record and ctx may
+-- be nil in tests). Returns { action, class, code, reason, delay_ms,
+-- message [, rung, rung_index] } (see errgate.decision); raises on an
+-- invalid failure or decision.
 function Policy:decide(f, record, ctx)
   f = failure.normalize(f)
   if type(record) ~= "table" then record = {} end -- fresh: user code may write to it

@@ -6,17 +6,39 @@
 --   { retry = "schedule", exhausted = "dlq" }   retry in place with the named
 --        schedule; once its attempts are used up, the `exhausted` entry
 --        (any terminal entry, default "dlq") applies with reason "exhausted"
+--   { ladder = "name", exhausted = "dlq" }      climb the named ladder: the
+--        record goes to its next rung topic (see "Ladders" below); after the
+--        last rung the `exhausted` entry (a terminal entry, default "dlq")
+--        applies with reason "exhausted"
+--   { retry = "quick", exhausted = { ladder = "name" [, exhausted = ...] } }
+--        escalation: retry in place first, then climb the ladder
 --   { action = "hold", delay_ms = "5s", reason = ..., code = ..., message = ... }
 --        the long form of a terminal entry; action = "retry" is allowed here
 --        with an explicit delay_ms
+-- The bare action "ladder" is refused: a ladder needs a schedule, so write
+-- { ladder = "name" }.
 -- A route may instead be a function(failure, record, ctx) returning an entry
 -- in any of these forms; ctx is then the C core's ctx plus class, code and
--- streak (see below). The class itself is not a route's to change: the
--- retry count is kept per class, so a route that relabels would reset it.
+-- streak (see errgate.policy). The class itself is not a route's to change:
+-- the retry count is kept per class, so a route that relabels would reset it.
 -- Retry counting: streak = failures of this class in a row, including this
 -- one (1 after a class change); retry n = streak while streak <= attempts.
--- Ladders (`{ ladder = "name" }`) will be another entry form compiled here,
--- next to `retry`; until then "ladder" is refused in routes.
+--
+-- Ladders. ctx.retry_count is the number of rungs the record has climbed
+-- (its retry.count header; 0 for a source record), on any ladder. The next
+-- rung is retry_count + 1: while the ladder has it, the draft is
+--   { action = "ladder", rung = <rung name>, rung_index = retry_count + 1,
+--     delay_ms = <rung delay, raised to Retry-After (capped) if honoured> }
+-- and past the last rung the ladder's exhausted entry applies. An escalation
+-- entry applies its in-place retries only to a record that has not climbed
+-- yet (retry_count == 0); a record consumed from a rung climbs on at once,
+-- so an outage does not cost a burst of in-place retries at every rung.
+--
+-- Retry budget. When an entry resolves to an in-place retry and
+-- ctx.retry_budget is false (the target's retry budget has no room now):
+-- an escalation entry climbs its ladder at once (reason "retry_budget");
+-- any other retry becomes a hold with the retry's delay (reason
+-- "retry_budget"). A hold waits without a request, so it spends no budget.
 -- compile-time errors are "route...: ..." strings without position.
 local backoff = require "errgate.backoff"
 local duration = require "errgate.duration"
@@ -26,6 +48,7 @@ local route = {}
 local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, stop = true }
 local LONG_KEYS = { action = true, delay_ms = true, reason = true, code = true, message = true }
 local RETRY_KEYS = { retry = true, exhausted = true }
+local LADDER_KEYS = { ladder = true, exhausted = true }
 
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
@@ -38,12 +61,12 @@ local function check_keys(where, t, known)
 end
 
 local function check_action(where, a, allow_retry)
-  if a == "ladder" then fail(where, "ladder routes are not supported yet") end
+  if a == "ladder" then fail(where, "a ladder needs a schedule: write { ladder = \"name\" }") end
   if a == "retry" and not allow_retry then
     fail(where, "retry needs a schedule: { retry = \"name\" }")
   end
   if not TERMINAL[a] and a ~= "retry" then
-    fail(where, "unknown action %s (want dlq, quarantine, ignore, hold, stop, or { retry = \"schedule\" })", tostring(a))
+    fail(where, "unknown action %s (want dlq, quarantine, ignore, hold, stop, { retry = \"schedule\" } or { ladder = \"name\" })", tostring(a))
   end
 end
 
@@ -59,6 +82,7 @@ local function compile_terminal(where, e, allow_retry)
     check_action(where, e, false)
     return { action = e }
   end
+  if type(e) ~= "table" then fail(where, "expected an action string or table, got %s", type(e)) end
   if e.class ~= nil then fail(where, "class is decided by classify; a route cannot change it") end
   check_keys(where, e, LONG_KEYS)
   check_action(where, e.action, allow_retry)
@@ -79,43 +103,111 @@ local function compile_terminal(where, e, allow_retry)
   return out
 end
 
+-- schedule_named(where, kind, name, schedules, shape) -> schedule of that shape
+local function schedule_named(where, key, name, schedules, shape)
+  local s = type(name) == "string" and schedules[name] or nil
+  if not s then fail(where, "%s schedule %s is not defined in retry", key, tostring(name)) end
+  if s.shape ~= shape then
+    if shape == "ladder" then
+      fail(where, "retry.%s is an in-place schedule, not a ladder: write { retry = \"%s\" }", name, name)
+    end
+    fail(where, "retry.%s is a ladder: write { ladder = \"%s\" }", name, name)
+  end
+  return s
+end
+
+-- compile_ladder(where, e, schedules) -> { action = "ladder", ladder, exhausted }
+local function compile_ladder(where, e, schedules)
+  check_keys(where, e, LADDER_KEYS)
+  local s = schedule_named(where, "ladder", e.ladder, schedules, "ladder")
+  local ex = e.exhausted
+  if ex == nil then ex = "dlq" end
+  if type(ex) == "table" and ex.ladder ~= nil then
+    fail(where .. ".exhausted", "after a ladder comes a terminal entry (dlq, quarantine, ignore, hold, stop), not another ladder")
+  end
+  return { action = "ladder", ladder = s, exhausted = compile_terminal(where .. ".exhausted", ex, false) }
+end
+
 -- compile_entry(where, e, schedules) -> entry
 -- One route entry in any accepted form, checked against the schedules.
 -- Raises "<where>: ..." when it is malformed.
 function route.compile_entry(where, e, schedules)
   if type(e) == "table" and e.retry ~= nil then
-    check_keys(where, e, RETRY_KEYS)
-    local s = schedules[e.retry]
-    if type(e.retry) ~= "string" or not s then
-      fail(where, "retry schedule %s is not defined in retry", tostring(e.retry))
+    if e.ladder ~= nil then
+      fail(where, "retry and ladder in one entry: escalate with { retry = \"%s\", exhausted = { ladder = \"%s\" } }",
+        tostring(e.retry), tostring(e.ladder))
     end
+    check_keys(where, e, RETRY_KEYS)
+    local s = schedule_named(where, "retry", e.retry, schedules, "backoff")
     local ex = e.exhausted
     if ex == nil then ex = "dlq" end
     if type(ex) ~= "string" and type(ex) ~= "table" then fail(where .. ".exhausted", "expected an action") end
-    return { action = "retry", schedule = s, exhausted = compile_terminal(where .. ".exhausted", ex, false) }
+    local exhausted
+    if type(ex) == "table" and ex.ladder ~= nil then
+      exhausted = compile_ladder(where .. ".exhausted", ex, schedules)
+    else
+      exhausted = compile_terminal(where .. ".exhausted", ex, false)
+    end
+    return { action = "retry", schedule = s, exhausted = exhausted }
   end
+  if type(e) == "table" and e.ladder ~= nil then return compile_ladder(where, e, schedules) end
   if type(e) ~= "string" and type(e) ~= "table" then
     fail(where, "expected an action string or table, got %s", type(e))
   end
   return compile_terminal(where, e, true)
 end
 
+-- ladder_of(entry) -> the ladder schedule a compiled entry can climb, or nil.
+function route.ladder_of(e)
+  if e.ladder then return e.ladder end
+  if e.schedule and e.exhausted.ladder then return e.exhausted.ladder end
+  return nil
+end
+
+-- terminal(e, reason) -> draft of a compiled terminal entry
+local function terminal(e, reason)
+  return { action = e.action, reason = reason, delay_ms = e.delay_ms, code = e.code, message = e.message }
+end
+
+-- climb(e, f, ctx, reason) -> draft for a compiled ladder entry: the next
+-- rung after ctx.retry_count, or the exhausted entry past the last one.
+local function climb(e, f, ctx, reason)
+  local s = e.ladder
+  local i = ctx.retry_count + 1
+  local rung = s.rungs[i]
+  if not rung then return terminal(e.exhausted, e.exhausted.reason or "exhausted") end
+  return { action = "ladder", rung = rung.name, rung_index = i, reason = reason,
+           delay_ms = (backoff.floor_retry_after(s, rung.delay_ms, f.retry_after_ms)) }
+end
+
+-- over_budget(e, f, ctx, ms) -> draft for an in-place retry of ms that does
+-- not fit the retry budget: climb e's ladder if it escalates to one, else hold.
+local function over_budget(e, f, ctx, ms)
+  if e.exhausted and e.exhausted.ladder then return climb(e.exhausted, f, ctx, "retry_budget") end
+  return { action = "hold", delay_ms = ms, reason = "retry_budget" }
+end
+
 -- resolve(e, f, ctx, random) -> draft
--- Applies a compiled entry to the failure f given ctx.streak; the draft
--- (action, reason, delay_ms, code, message) is finalized by errgate.decision.
+-- Applies a compiled entry to the failure f given ctx (streak, retry_count,
+-- retry_budget, now_ms, first_failure_ms, last_delay_ms); the draft
+-- (action, reason, delay_ms, code, message, rung, rung_index) is finalized
+-- by errgate.decision.
 function route.resolve(e, f, ctx, random)
-  local reason = e.reason
+  if e.ladder then return climb(e, f, ctx) end
   if e.schedule then
-    local s = e.schedule
+    local s, ex = e.schedule, e.exhausted
+    if ex.ladder and ctx.retry_count > 0 then return climb(ex, f, ctx) end -- already on the ladder
     local elapsed = (tonumber(ctx.now_ms) or 0) - (tonumber(ctx.first_failure_ms) or 0)
     if ctx.streak <= s.attempts and not (s.max_elapsed_ms and elapsed >= s.max_elapsed_ms) then
       local ms = backoff.retry_delay(s, ctx.streak, f.retry_after_ms, random, ctx.last_delay_ms)
+      if ctx.retry_budget == false then return over_budget(e, f, ctx, ms) end
       return { action = "retry", delay_ms = ms }
     end
-    e = e.exhausted
-    reason = e.reason or "exhausted"
+    if ex.ladder then return climb(ex, f, ctx) end
+    return terminal(ex, ex.reason or "exhausted")
   end
-  return { action = e.action, reason = reason, delay_ms = e.delay_ms, code = e.code, message = e.message }
+  if e.action == "retry" and ctx.retry_budget == false then return over_budget(e, f, ctx, e.delay_ms) end
+  return terminal(e, e.reason)
 end
 
 local function compile_table(spec, schedules)
@@ -127,7 +219,7 @@ local function compile_table(spec, schedules)
   if not entries.default then fail("route", "default entry missing (every route table needs one)") end
   return function(class, f, _, ctx, random)
     return route.resolve(entries[class] or entries.default, f, ctx, random)
-  end
+  end, entries
 end
 
 local function compile_function(fn, schedules)
@@ -140,9 +232,11 @@ local function compile_function(fn, schedules)
   end
 end
 
--- compile(spec, schedules) -> fn(class, failure, record, ctx, random) -> draft
+-- compile(spec, schedules) -> fn(class, failure, record, ctx, random) -> draft, entries
 -- spec: a route table or a function(failure, record, ctx); schedules: the
--- compiled retry section. ctx must carry streak.
+-- compiled retry section. ctx must carry streak and retry_count (see
+-- errgate.policy). entries: class -> compiled entry (nil for a function),
+-- for errgate.lint (route.ladder_of).
 function route.compile(spec, schedules)
   if type(spec) == "function" then return compile_function(spec, schedules) end
   if type(spec) ~= "table" then fail("route", "missing (want a table of class -> action, or a function)") end

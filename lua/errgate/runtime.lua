@@ -7,6 +7,9 @@
 --   rt.load_target(path) -> fn | nil, err         for `target = lua`
 --   rt.decide(pol, failure, record, ctx) -> decision   under lua_pcall
 --   rt.policy_id(pol) -> "name@version"           to stamp decisions
+--   rt.ladder_rungs(pol) -> { {name, delay_ms}, ... }  after every (re)load:
+--                                                 the rung topics to consume
+--                                                 and each rung's current delay
 -- Loading never raises: errors come back as one line naming the file (and
 -- line), ready for a log or the admin endpoint. decide raises on anything
 -- invalid; the C core then applies its fallback (`hold` by default). Files
@@ -49,10 +52,14 @@ function rt.load_target(path)
   return v
 end
 
--- decide(pol, failure, record, ctx) -> { action, class, code, reason, delay_ms, message }
--- See errgate.policy (Policy:decide) for the argument shapes and
--- errgate.decision for the result. Raises on an invalid policy object,
--- failure or decision, and on errors inside the policy's own functions.
+-- decide(pol, failure, record, ctx) -> { action, class, code, reason, delay_ms, message
+--                                         [, rung, rung_index] }
+-- See errgate.policy (Policy:decide) for the argument shapes (ctx carries
+-- attempt, last_class, class_attempts, ordering, now_ms, first_failure_ms,
+-- last_delay_ms, retry_count, rung, breaker, retry_budget) and
+-- errgate.decision for the result (rung and rung_index only for "ladder").
+-- Raises on an invalid policy object, failure or decision, and on errors
+-- inside the policy's own functions.
 function rt.decide(pol, f, record, ctx)
   if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
   return pol:decide(f, record, ctx)
@@ -63,13 +70,27 @@ function rt.policy_id(pol)
   return pol.id
 end
 
+-- ladder_rungs(pol) -> array of { name = "30s", delay_ms = 30000 }
+-- The union of all the policy's ladder schedules' rungs, unique by name
+-- (define() refused one name with two delays): ladders in name order, each
+-- ladder's rungs in its own order; an empty table when there is no ladder.
+-- A fresh table each call; the C core may keep or modify it.
+function rt.ladder_rungs(pol)
+  if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
+  local out = {}
+  for i, r in ipairs(pol.rungs) do out[i] = { name = r.name, delay_ms = r.delay_ms } end
+  return out
+end
+
 -- harden(): called once by the C core on each of its states (not by tests
 -- that require this module): string methods become the guarded ones.
 rt.harden = sandbox.harden
 
--- cli_check(pol) / cli_test(pol, cases_path) -> text, exit code
+-- cli_check(pol[, ordering]) / cli_test(pol, cases_path) /
+-- cli_test_recorded(pol, jsonl) -> text, exit code
 -- The `errgate policy` commands (errgate.cli), loaded only when used.
-function rt.cli_check(pol) return require("errgate.cli").check(pol) end
+function rt.cli_check(pol, ordering) return require("errgate.cli").check(pol, { ordering = ordering }) end
 function rt.cli_test(pol, path) return require("errgate.cli").test(pol, path) end
+function rt.cli_test_recorded(pol, jsonl) return require("errgate.cli").test_recorded(pol, jsonl) end
 
 return rt

@@ -4,7 +4,9 @@
 -- and routes refer to them by name. compile() checks one schedule spec and
 -- returns a plain table with every field filled in, so the hot path
 -- (errgate.backoff, errgate.route) never looks at defaults or strings again.
--- Today there is one shape, an in-place backoff:
+-- Two shapes, told apart by the compiled `shape` field.
+--
+-- shape "backoff": an in-place retry (route entry `{ retry = "name" }`):
 --   { attempts = N,                 -- additional attempts after the first failure
 --                                   -- (required, except with delays: default #delays)
 --     backoff = "exponential",      -- or "fixed"; "list" when delays is given
@@ -19,20 +21,34 @@
 --     retry_after_cap_ms = 60000 }  -- ... but never more than this
 -- A schedule may also be written as the delay list alone:
 --   retry = { slow = "5s x3, 15s x5, 60s x10" }  -- 18 attempts, no jitter
--- The compiled table adds name and shape = "backoff". Ladders (a list of
--- rung delays written as "30s x3, 5m"), retry budgets and total-time caps
--- are further shapes and fields: each gets its own branch in compile() and
--- keeps this table's layout, so routes can tell them apart by `shape`.
+--
+-- shape "ladder": delayed retry topics (route entry `{ ladder = "name" }`):
+--   { ladder = { "30s", "5m", "1h" },        -- the rungs, climbed in order
+--     honor_retry_after = true,              -- Retry-After raises a rung's delay
+--     retry_after_cap_ms = "1h" }            -- ... up to this (default 1 h)
+-- A rung is a duration string, which is both its name and its delay, or
+-- { name = "30s", delay = "45s" }: the name stays (it is part of the rung's
+-- Kafka topic, `{topic}.retry.{name}`) while an SRE changes the delay during
+-- an incident. Rung names match ^[A-Za-z0-9._-]+$, are at most 32 bytes and
+-- unique within a ladder; a ladder has 1 to 10 rungs. A rung name used by
+-- two ladders names one topic, so it must have the same delay in both
+-- (compile_all refuses otherwise). Compiled: { name, shape = "ladder",
+-- rungs = { { name = "30s", delay_ms = 30000 }, ... }, honor_retry_after,
+-- retry_after_cap_ms }.
+--
 -- Errors are raised as "retry.<name>: ..." strings without position; the
 -- policy module adds the file and line of the define call.
 local backoff = require "errgate.backoff"
+local decision = require "errgate.decision"
 local duration = require "errgate.duration"
 
 local schedule = {}
 
 local DEFAULT_MAX_MS = 30000
 local DEFAULT_RETRY_AFTER_CAP_MS = 60000
+local LADDER_RETRY_AFTER_CAP_MS = 3600000
 local MAX_ATTEMPTS = 1000
+local MAX_RUNGS = 10
 
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
@@ -42,6 +58,8 @@ local KNOWN = {
   attempts = true, backoff = true, base_ms = true, max_ms = true, jitter = true,
   honor_retry_after = true, retry_after_cap_ms = true, delays = true, max_elapsed_ms = true,
 }
+local LADDER_KNOWN = { ladder = true, honor_retry_after = true, retry_after_cap_ms = true }
+local RUNG_KEYS = { name = true, delay = true }
 local MAX_LIST = 1000
 
 -- parse_delays(where, v) -> list of ms
@@ -95,6 +113,68 @@ local function choice(where, spec, key, set, default)
   return v
 end
 
+-- retry_after(where, spec, s, cap_default) fills s.honor_retry_after and
+-- s.retry_after_cap_ms from spec.
+local function retry_after(where, spec, s, cap_default)
+  local honor = spec.honor_retry_after
+  if honor ~= nil and type(honor) ~= "boolean" then fail(where, "honor_retry_after must be true or false") end
+  s.honor_retry_after = honor ~= false
+  s.retry_after_cap_ms = ms_field(where, spec, "retry_after_cap_ms", cap_default)
+end
+
+-- compile_rung(where, i, r) -> { name, delay_ms }
+local function compile_rung(where, i, r)
+  local at = ("%s: rung %d"):format(where, i)
+  local name, delay
+  if type(r) == "string" then
+    name, delay = r, r
+  elseif type(r) == "table" then
+    for k in pairs(r) do
+      if not RUNG_KEYS[k] then fail(at, "unknown key %s (a rung is { name = \"30s\", delay = \"45s\" })", tostring(k)) end
+    end
+    name, delay = r.name, r.delay
+    if type(name) ~= "string" then fail(at, "name missing (a string such as \"30s\")") end
+    if delay == nil then fail(at, "delay missing (a duration such as \"45s\")") end
+  else
+    fail(at, "expected a duration string such as \"30s\" or { name = \"30s\", delay = \"45s\" }, got %s", type(r))
+  end
+  if #name > decision.RUNG_MAX or not name:match(decision.RUNG_PATTERN) then
+    fail(at, "name %q must be 1 to %d of A-Z a-z 0-9 . _ - (it becomes part of a topic name)", name, decision.RUNG_MAX)
+  end
+  local ms, err = duration.parse(delay)
+  if not ms then fail(at, "%s", err) end
+  return { name = name, delay_ms = ms }
+end
+
+-- compile_ladder(name, where, spec) -> schedule of shape "ladder"
+local function compile_ladder(name, where, spec)
+  for k in pairs(spec) do
+    if not LADDER_KNOWN[k] then
+      fail(where, "unknown field %s (a ladder takes ladder, honor_retry_after, retry_after_cap_ms)", tostring(k))
+    end
+  end
+  local list = spec.ladder
+  if type(list) ~= "table" then
+    fail(where, "ladder: expected a list of rungs such as { \"30s\", \"5m\", \"1h\" }, got %s", type(list))
+  end
+  for k in pairs(list) do
+    if type(k) ~= "number" or k < 1 or k % 1 ~= 0 or k > #list then
+      fail(where, "ladder: rungs are a list; unexpected key %s", tostring(k))
+    end
+  end
+  if #list < 1 or #list > MAX_RUNGS then fail(where, "ladder: 1 to %d rungs, got %d", MAX_RUNGS, #list) end
+  local s = { name = name, shape = "ladder", rungs = {} }
+  local seen = {}
+  for i, r in ipairs(list) do
+    local rung = compile_rung(where, i, r)
+    if seen[rung.name] then fail(where, "rung %d: name %q is already rung %d of this ladder", i, rung.name, seen[rung.name]) end
+    seen[rung.name] = i
+    s.rungs[i] = rung
+  end
+  retry_after(where, spec, s, LADDER_RETRY_AFTER_CAP_MS)
+  return s
+end
+
 -- compile(name, spec) -> schedule
 -- Checks spec (see above) and returns the filled-in schedule. Raises
 -- "retry.<name>: ..." on unknown keys, missing or malformed fields.
@@ -105,6 +185,7 @@ function schedule.compile(name, spec)
   end
   if type(spec) == "string" then spec = { delays = spec } end
   if type(spec) ~= "table" then fail(where, "expected a table or a delay list, got %s", type(spec)) end
+  if spec.ladder ~= nil then return compile_ladder(name, where, spec) end
   for k in pairs(spec) do
     if not KNOWN[k] then fail(where, "unknown field %s", tostring(k)) end
   end
@@ -130,21 +211,50 @@ function schedule.compile(name, spec)
   s.max_ms = ms_field(where, spec, "max_ms", math.max(DEFAULT_MAX_MS, longest))
   if spec.max_elapsed_ms ~= nil then s.max_elapsed_ms = ms_field(where, spec, "max_elapsed_ms") end
   if s.max_ms < s.base_ms then fail(where, "max_ms (%d) is below base_ms (%d)", s.max_ms, s.base_ms) end
-  local honor = spec.honor_retry_after
-  if honor ~= nil and type(honor) ~= "boolean" then fail(where, "honor_retry_after must be true or false") end
-  s.honor_retry_after = honor ~= false
-  s.retry_after_cap_ms = ms_field(where, spec, "retry_after_cap_ms", DEFAULT_RETRY_AFTER_CAP_MS)
+  retry_after(where, spec, s, DEFAULT_RETRY_AFTER_CAP_MS)
   return s
 end
 
--- compile_all(spec) -> { name = schedule, ... }
--- Compiles the whole `retry` section (nil means no schedules).
+-- ladder_names(schedules) -> sorted list of the names of ladder schedules.
+function schedule.ladder_names(schedules)
+  local names = {}
+  for name, s in pairs(schedules) do
+    if s.shape == "ladder" then names[#names + 1] = name end
+  end
+  table.sort(names)
+  return names
+end
+
+-- rungs(schedules) -> { { name, delay_ms }, ... }
+-- The union of every ladder's rungs, unique by name: ladders in name order
+-- (a Lua table keeps no definition order), each ladder's rungs in its own
+-- order. Raises "retry.<ladder>: rung ..." when one rung name has two delays.
+function schedule.rungs(schedules)
+  local out, seen = {}, {}
+  for _, lname in ipairs(schedule.ladder_names(schedules)) do
+    for _, r in ipairs(schedules[lname].rungs) do
+      local prev = seen[r.name]
+      if not prev then
+        seen[r.name] = { ladder = lname, delay_ms = r.delay_ms }
+        out[#out + 1] = { name = r.name, delay_ms = r.delay_ms }
+      elseif prev.delay_ms ~= r.delay_ms then
+        fail("retry." .. lname, "rung %q has delay %d ms here but %d ms in ladder %s (one rung name is one topic, with one delay)",
+          r.name, r.delay_ms, prev.delay_ms, prev.ladder)
+      end
+    end
+  end
+  return out
+end
+
+-- compile_all(spec) -> { name = schedule, ... }, rungs
+-- Compiles the whole `retry` section (nil means no schedules); rungs is
+-- schedule.rungs() of the result.
 function schedule.compile_all(spec)
   local out = {}
-  if spec == nil then return out end
+  if spec == nil then return out, {} end
   if type(spec) ~= "table" then fail("retry", "expected a table of named schedules, got %s", type(spec)) end
   for name, s in pairs(spec) do out[name] = schedule.compile(name, s) end
-  return out
+  return out, schedule.rungs(out)
 end
 
 return schedule

@@ -5,10 +5,20 @@
 -- builders, and decide through errgate.runtime, so a spec exercises the same
 -- path as production minus the C core. testing.next_ctx is the reference
 -- model of the bookkeeping the C core does between attempts of one record
--- (attempt, last_class, class_attempts); testing.sequence replays a series
--- of failures of one record through it. Builders take an optional table of
--- overrides; anything not given gets a plausible default. Not available to
--- sandboxed files.
+-- (attempt, last_class, class_attempts; and after a ladder decision, the
+-- record consumed again from its rung: retry_count, rung);
+-- testing.sequence replays a series of failures of one record through it.
+-- Builders take an optional table of overrides; anything not given gets a
+-- plausible default. Not available to sandboxed files.
+--
+-- Ladders, breaker and retry budget in a spec:
+--   local d = t.decide(pol, t.http(503), nil, { retry_count = 2 })
+--   assert.are.same({ "ladder", "1h", 3 }, { d.action, d.rung, d.rung_index })
+--   t.decide(pol, t.circuit_open(), nil, { breaker = "open" })  -- the breaker
+--   t.decide(pol, t.http(503), nil, { retry_budget = false })    -- no budget
+--   t.on_rung(pol, 2)          -- the ctx of a record consumed from rung 2
+--   t.rungs(pol)               -- what the C core gets from rt.ladder_rungs
+-- A ctx given to t.decide may be partial: t.ctx fills the rest.
 local rt = require "errgate.runtime"
 
 local testing = {}
@@ -59,6 +69,13 @@ function testing.lua_error(msg)
   return { kind = "lua", latency_ms = 0, message = msg or "lua target error" }
 end
 
+-- circuit_open() -> failure of kind "circuit_open", as the C core reports a
+-- record it did not send because the target's breaker is open (pair it with
+-- ctx { breaker = "open" }).
+function testing.circuit_open()
+  return { kind = "circuit_open", latency_ms = 0, message = "circuit open" }
+end
+
 -- record(fields) -> record: topic "orders", partition 0, offset 0, key nil,
 -- timestamp NOW, headers {} unless given.
 function testing.record(fields)
@@ -73,12 +90,15 @@ function testing.record(fields)
   }
 end
 
--- ctx(fields) -> ctx for the first failure of a record unless overridden:
--- attempt 1, last_class nil, class_attempts 0, ordering "partition",
--- now_ms NOW, first_failure_ms = now_ms.
+-- ctx(fields) -> ctx for the first failure of a source record unless
+-- overridden: attempt 1, last_class nil, class_attempts 0, ordering
+-- "partition", now_ms NOW, first_failure_ms = now_ms, last_delay_ms nil,
+-- retry_count 0, rung nil, breaker "closed", retry_budget true.
 function testing.ctx(fields)
   fields = fields or {}
   local now = fields.now_ms or NOW_MS
+  local budget = fields.retry_budget
+  if budget == nil then budget = true end
   return {
     attempt = fields.attempt or 1,
     last_class = fields.last_class,
@@ -86,43 +106,77 @@ function testing.ctx(fields)
     ordering = fields.ordering or "partition",
     now_ms = now,
     first_failure_ms = fields.first_failure_ms or now,
+    last_delay_ms = fields.last_delay_ms,
+    retry_count = fields.retry_count or 0,
+    rung = fields.rung,
+    breaker = fields.breaker or "closed",
+    retry_budget = budget,
   }
+end
+
+-- rungs(pol) -> rt.ladder_rungs(pol): { { name, delay_ms }, ... }
+function testing.rungs(pol)
+  return rt.ladder_rungs(pol)
+end
+
+-- on_rung(pol, i, fields) -> ctx of a record consumed from rung i (the i-th
+-- of rt.ladder_rungs(pol), i.e. having climbed i rungs): retry_count = i,
+-- rung = its name, otherwise testing.ctx(fields). Raises when there is no
+-- such rung.
+function testing.on_rung(pol, i, fields)
+  local r = rt.ladder_rungs(pol)[i]
+  if not r then error(("on_rung: policy %s has no rung %s"):format(pol.id, tostring(i)), 2) end
+  local c = testing.ctx(fields)
+  c.retry_count, c.rung = i, r.name
+  return c
 end
 
 -- decide(pol, failure, record, ctx) -> decision, through rt.decide, with
--- testing.record{} / testing.ctx{} when record / ctx are nil.
+-- testing.record{} when record is nil and testing.ctx(ctx) (the defaults
+-- filled in under a partial ctx, nil meaning all defaults).
 function testing.decide(pol, f, record, ctx)
-  return rt.decide(pol, f, record or testing.record(), ctx or testing.ctx())
+  return rt.decide(pol, f, record or testing.record(), testing.ctx(ctx))
 end
 
 -- next_ctx(ctx, d) -> ctx for the next failure of the same record after
--- decision d: attempt + 1; class_attempts + 1 if d.class == last_class, else
--- 1; last_class = d.class; the clock advanced by d.delay_ms.
+-- decision d: the clock advanced by d.delay_ms; after a ladder decision,
+-- the record as consumed from rung d.rung: retry_count = d.rung_index,
+-- rung = d.rung, a fresh attempt count (attempt 1, no last_class); after
+-- any other decision, attempt + 1, class_attempts + 1 if d.class ==
+-- last_class else 1, last_class = d.class, last_delay_ms = d.delay_ms.
+-- first_failure_ms, ordering, breaker and retry_budget are kept.
 function testing.next_ctx(ctx, d)
+  local c = {}
+  for k, v in pairs(ctx) do c[k] = v end
+  c.now_ms = ctx.now_ms + (d.delay_ms or 0)
+  if d.action == "ladder" then
+    c.attempt, c.last_class, c.class_attempts, c.last_delay_ms = 1, nil, 0, nil
+    c.retry_count, c.rung = d.rung_index, d.rung
+    return c
+  end
   local same = d.class == ctx.last_class
-  local now = ctx.now_ms + (d.delay_ms or 0)
-  return {
-    attempt = ctx.attempt + 1,
-    last_class = d.class,
-    class_attempts = same and ctx.class_attempts + 1 or 1,
-    ordering = ctx.ordering,
-    now_ms = now,
-    first_failure_ms = ctx.first_failure_ms,
-  }
+  c.attempt = ctx.attempt + 1
+  c.last_class = d.class
+  c.class_attempts = same and ctx.class_attempts + 1 or 1
+  c.last_delay_ms = d.delay_ms
+  return c
 end
 
--- sequence(pol, failures, n, record) -> { decision, ... }
+-- sequence(pol, failures, n, record, ctx) -> { decision, ... }
 -- The decisions for consecutive failures of one record: failures is a list
 -- of failures, or a single failure repeated n times. Every failure is
--- decided, whatever the previous decision was.
-function testing.sequence(pol, failures, n, record)
+-- decided, whatever the previous decision was; ctx (partial, optional) is
+-- the first failure's, then next_ctx models the C core (ladder decisions
+-- included: a sequence walks the rungs).
+function testing.sequence(pol, failures, n, record, ctx)
   if failures.kind then
     local list = {}
     for i = 1, n or 1 do list[i] = failures end
     failures = list
   end
   record = record or testing.record()
-  local ctx, out = testing.ctx(), {}
+  local out = {}
+  ctx = testing.ctx(ctx)
   for i, f in ipairs(failures) do
     out[i] = rt.decide(pol, f, record, ctx)
     ctx = testing.next_ctx(ctx, out[i])

@@ -90,7 +90,10 @@ produce() {
 
 # dump TOPIC FILE: every record of TOPIC as kcat JSON lines (headers included).
 dump() {
-  kcat -C -b "$BOOTSTRAP" -t "$1" -e -J -q >"$2" 2>"$T/kcat-dump.err"
+  # kcat -J copies binary header bytes (errgate.history is msgpack) into its
+  # JSON as they are: replace invalid UTF-8 so every line parses as JSON
+  kcat -C -b "$BOOTSTRAP" -t "$1" -e -J -q 2>"$T/kcat-dump.err" |
+    $PY -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))' >"$2"
 }
 
 # write_config FILE GROUP ORDERING [EXTRA_LUA]: a gateway config for topic "src"

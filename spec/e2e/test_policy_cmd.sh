@@ -12,7 +12,7 @@ exits_with() { [ "$1" = "$2" ] && grep -q -- "$3" <<<"$4"; }
 out=$("$EG" policy check "$POL"); rc=$?
 check "check: the shipped default passes (exit $rc)" [ "$rc" = 0 ]
 check "check: prints name@version+sha (default@1+$sha)" grep -q "^policy    default@1+$sha$" <<<"$out"
-check "check: counts the examples it ran" grep -q '^examples  10 passed$' <<<"$out"
+check "check: counts the examples it ran" grep -q '^examples  11 passed$' <<<"$out"
 check "check: lint ok" grep -q '^lint      ok$' <<<"$out"
 
 cat >"$T/unrouted.lua" <<'P'

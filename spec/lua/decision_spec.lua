@@ -27,7 +27,7 @@ describe("errgate.decision.finalize", function()
 
   it("accepts every action the C core knows", function()
     for _, a in ipairs({ "retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop" }) do
-      assert.are.equal(a, decision.finalize({ action = a, delay_ms = 1 }, F).action)
+      assert.are.equal(a, decision.finalize({ action = a, delay_ms = 1, rung = "30s", rung_index = 1 }, F).action)
     end
   end)
 
@@ -42,6 +42,16 @@ describe("errgate.decision.finalize", function()
     { { action = "dlq", reason = true }, "reason must be a string" },
     { { action = "dlq", class = ("x"):rep(200) }, "class longer than 128 bytes" },
     { { action = "dlq", message = 5 }, "message must be a string" },
+    { { action = "ladder", rung_index = 1, delay_ms = 1 }, "ladder needs a rung name" },
+    { { action = "ladder", rung = "", rung_index = 1, delay_ms = 1 }, "ladder needs a rung name" },
+    { { action = "ladder", rung = 30, rung_index = 1, delay_ms = 1 }, "ladder needs a rung name" },
+    { { action = "ladder", rung = "a b", rung_index = 1, delay_ms = 1 }, "rung \"a b\" must be 1 to 32 of" },
+    { { action = "ladder", rung = ("r"):rep(33), rung_index = 1, delay_ms = 1 }, "rung \"r+\" must be 1 to 32" },
+    { { action = "ladder", rung = "30s", delay_ms = 1 }, "ladder needs rung_index, an integer >= 1, got nil" },
+    { { action = "ladder", rung = "30s", rung_index = 0, delay_ms = 1 }, "ladder needs rung_index, an integer >= 1, got 0" },
+    { { action = "ladder", rung = "30s", rung_index = 1.5, delay_ms = 1 }, "ladder needs rung_index, an integer >= 1, got 1%.5" },
+    { { action = "ladder", rung = "30s", rung_index = 1 }, "ladder needs delay_ms" },
+    { { action = "ladder", rung = "30s", rung_index = 1, delay_ms = -5 }, "delay_ms: invalid duration" },
   }
   for _, row in ipairs(bad) do
     it("refuses: " .. row[2], function()
@@ -50,6 +60,15 @@ describe("errgate.decision.finalize", function()
       assert.matches("^invalid decision: " .. row[2], err)
     end)
   end
+
+  it("keeps rung and rung_index of a ladder, and only of a ladder", function()
+    local d = decision.finalize({ action = "ladder", rung = "5m", rung_index = 2, delay_ms = "5m" }, F)
+    assert.are.same({ action = "ladder", class = "unknown", code = "http_503", reason = "unknown", delay_ms = 300000,
+      message = "HTTP 503", rung = "5m", rung_index = 2 }, d)
+    local r = decision.finalize({ action = "retry", rung = "5m", rung_index = 2, delay_ms = 5 }, F)
+    assert.is_nil(r.rung)
+    assert.is_nil(r.rung_index)
+  end)
 
   it("refuses a draft that is not a table", function()
     assert.has_error(function() decision.finalize("dlq", F) end, "invalid decision: expected a table, got string")
@@ -95,7 +114,8 @@ describe("rt.decide with a route function", function()
     local pol = routed(function(_, _, ctx) seen = ctx; return "ignore" end)
     rt.decide(pol, F, {}, { attempt = 6, last_class = "other", class_attempts = 5, ordering = "key", now_ms = 9 })
     assert.are.same({ attempt = 6, last_class = "other", class_attempts = 5, ordering = "key", now_ms = 9,
-      first_failure_ms = 9, class = "c", code = "http_503", streak = 1 }, seen)
+      first_failure_ms = 9, class = "c", code = "http_503", streak = 1,
+      retry_count = 0, breaker = "closed", retry_budget = true }, seen)
   end)
 
   it("may use a schedule by name", function()
@@ -116,7 +136,7 @@ describe("rt.decide", function()
   it("raises on an invalid failure", function()
     local pol = routed(function() return "dlq" end)
     assert.has_error(function() rt.decide(pol, { kind = "smoke" }, {}, {}) end,
-      "invalid failure: unknown kind smoke (http, timeout, connect, lua)")
+      "invalid failure: unknown kind smoke (http, timeout, connect, lua, circuit_open)")
   end)
 
   it("lets an error inside a policy function propagate (C applies the fallback)", function()

@@ -48,6 +48,21 @@ describe("policies/default.lua", function()
     assert.are.equal("connection refused", d.message)
   end)
 
+  it("an open circuit breaker -> unavailable -> hold for 1 s", function()
+    local d = t.decide(pol, t.circuit_open(), nil, { breaker = "open" })
+    assert.are.same({ "hold", "unavailable", "circuit_open", 1000 }, { d.action, d.class, d.code, d.delay_ms })
+    assert.are.equal("circuit open", d.message)
+  end)
+
+  it("over the retry budget, a transient retry holds instead (no ladder to climb)", function()
+    local d = t.decide(pol:with_random(const(MAX)), t.http(503), nil, { retry_budget = false })
+    assert.are.same({ "hold", "transient", "retry_budget", 100 }, { d.action, d.class, d.reason, d.delay_ms })
+  end)
+
+  it("has no ladder, so no rung topics", function()
+    assert.are.same({}, t.rungs(pol))
+  end)
+
   it("an error in a Lua target -> systemic -> stop", function()
     local d = t.decide(pol, t.lua_error("handler.lua:7: attempt to index nil"))
     assert.are.same({ "stop", "systemic", "lua" }, { d.action, d.class, d.code })

@@ -15,6 +15,7 @@ describe("policies/pipeline.lua", function()
     { t.http(429), "retry", "overload" },
     { t.http(503, { code = "overloaded" }), "retry", "overload" },
     { t.connect_refused(), "hold", "unavailable" },
+    { t.circuit_open(), "hold", "unavailable" },
     { t.http(400), "dlq", "format" },
     { t.http(413), "dlq", "format" },
     { t.http(415), "dlq", "format" },

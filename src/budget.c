@@ -1,0 +1,61 @@
+/* budget.c — per-target retry budget (see budget.h for the formula). */
+#include "budget.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void eg_budget_cfg_defaults(eg_budget_cfg *c) {
+    *c = (eg_budget_cfg){.enabled = 1, .percent = 20, .min = 3};
+}
+
+int eg_budget_cfg_check(const eg_budget_cfg *c, char *err, size_t errlen) {
+    if (!c->enabled) return 0;
+    if (!(c->percent >= 0 && c->percent <= 100))
+        snprintf(err, errlen, "retry budget percent must be in [0, 100] (got %g)", c->percent);
+    else if (c->min < 0)
+        snprintf(err, errlen, "retry budget min must be >= 0 (got %d)", c->min);
+    else
+        return 0;
+    return -1;
+}
+
+int eg_budget_init(eg_budget *b, const eg_budget_cfg *cfg, char *err, size_t errlen) {
+    if (eg_budget_cfg_check(cfg, err, errlen) != 0) return -1;
+    memset(b, 0, sizeof *b);
+    b->cfg = *cfg;
+    return 0;
+}
+
+void eg_budget_request_start(eg_budget *b) { b->requests++; }
+
+int eg_budget_request_end(eg_budget *b) {
+    if (b->requests <= 0) return -1;
+    b->requests--;
+    return 0;
+}
+
+int64_t eg_budget_limit(const eg_budget *b) {
+    if (!b->cfg.enabled) return -1;
+    int64_t share = (int64_t)floor(b->cfg.percent * (double)(b->requests + b->retries) / 100.0);
+    return share > b->cfg.min ? share : b->cfg.min;
+}
+
+int eg_budget_allows_retry(const eg_budget *b) {
+    return !b->cfg.enabled || b->retries + 1 <= eg_budget_limit(b);
+}
+
+int eg_budget_retry_take(eg_budget *b) {
+    if (!eg_budget_allows_retry(b)) {
+        b->refused++;
+        return 0;
+    }
+    b->retries++;
+    return 1;
+}
+
+int eg_budget_retry_end(eg_budget *b) {
+    if (b->retries <= 0) return -1;
+    b->retries--;
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* budget.h — retry budget for one target (as Envoy's retry_budget does it).
+ *
+ * Concurrent in-place retries are limited to a share of the target's active
+ * requests, with a floor:
+ *
+ *     active = requests + retries
+ *     limit  = max(min, floor(percent * active / 100))
+ *     a retry may start when retries + 1 <= limit
+ *
+ * `requests` are first attempts in flight; `retries` are retries admitted and
+ * not yet over, whether waiting for their delay or with their attempt in
+ * flight. So active is every request in flight plus every record waiting to
+ * retry: a waiting record is demand the target still owes an answer, and
+ * leaving it out would shrink the base exactly when failures move records
+ * from in flight to waiting. A retry attempt is counted once, as a retry (the
+ * caller does not report it with request_start). Because retries are in the
+ * base, the steady cap under constant failure is retries <= percent /
+ * (100 - percent) x first attempts (25% at the default 20%), as in Envoy.
+ * The product is formed before dividing so that an exact share (20% of 15
+ * = 3) is exact in double arithmetic. The floor `min` keeps retries possible
+ * at low traffic, where a percentage of a few requests rounds to nothing.
+ *
+ * Disabled: every retry is allowed and the limit reads -1 (none); the gauges
+ * are still kept. Counts never go below zero: an unmatched end is refused. */
+#ifndef EG_BUDGET_H
+#define EG_BUDGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct eg_budget_cfg {
+    int enabled;
+    double percent; /* share of active requests, 0..100, default 20 */
+    int min;        /* floor on concurrent retries, default 3 */
+} eg_budget_cfg;
+
+typedef struct eg_budget {
+    eg_budget_cfg cfg;
+    int64_t requests; /* first attempts in flight */
+    int64_t retries;  /* retries admitted and not over (gauge "retries active") */
+    uint64_t refused; /* retries refused by the budget (counter) */
+} eg_budget;
+
+/* Fills c with the defaults (enabled, 20%, min 3). */
+void eg_budget_cfg_defaults(eg_budget_cfg *c);
+
+/* Validates c: 0 if usable, else -1 with a one-line message naming the field
+ * in err. Rules: 0 <= percent <= 100, min >= 0. Disabled is always usable. */
+int eg_budget_cfg_check(const eg_budget_cfg *c, char *err, size_t errlen);
+
+/* Initialises b with zero counts (copying cfg); -1 with err if cfg is bad.
+ * A budget owns no memory: there is nothing to free. */
+int eg_budget_init(eg_budget *b, const eg_budget_cfg *cfg, char *err, size_t errlen);
+
+/* A first attempt was sent to the target / got its outcome or was abandoned.
+ * request_end returns -1 (and changes nothing) when no request is active. */
+void eg_budget_request_start(eg_budget *b);
+int eg_budget_request_end(eg_budget *b);
+
+/* The current limit on concurrent retries (formula above); -1 if disabled. */
+int64_t eg_budget_limit(const eg_budget *b);
+
+/* Whether one more retry fits now (retries + 1 <= limit). Counts nothing. */
+int eg_budget_allows_retry(const eg_budget *b);
+
+/* A retry decision: admits the retry (returns 1, retries + 1) if it fits,
+ * else counts a refusal and returns 0. Report the failed attempt's end first
+ * (request_end for a first attempt, retry_end for a retry), so a record never
+ * holds two places at once. */
+int eg_budget_retry_take(eg_budget *b);
+
+/* An admitted retry is over: its attempt got its outcome, or the record was
+ * dropped (or escalated) while waiting. Returns -1 (changes nothing) when no
+ * retry is active. */
+int eg_budget_retry_end(eg_budget *b);
+
+#endif

@@ -1,0 +1,114 @@
+/* gw_rungs.c — the retry ladder's consuming side: which rung topics the
+ * gateway reads, and when a rung record is due.
+ *
+ * A ladder decision writes the record to `lanes.retry` expanded with the
+ * source topic and the rung's name ("payments.retry.30s"). The gateway
+ * consumes those topics in its own group, next to the sources. A rung
+ * partition is served in offset order: while its head record is not due
+ * (record timestamp + the rung's current delay, or errgate.not-before when
+ * Retry-After pushed it later) the partition is paused and a timer resumes
+ * it (gateway.c); nothing sleeps, other partitions and group membership go
+ * on. Delays come from the policy, so a reload that changes a rung's delay
+ * applies to every record still waiting in that rung.
+ *
+ * Topics missing on the cluster: the rung topics are subscribed by name; a
+ * cluster that does not auto-create topics needs them created beforehand
+ * (the first ladder write to a missing one fails like any lane write:
+ * retried, loud, nothing committed past it). */
+#include "gw.h"
+#include "headers.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int eg_gw_rung_of(const eg_gw *gw, const char *topic) {
+    for (int i = 0; i < gw->nrts; i++)
+        if (strcmp(gw->rts[i].topic, topic) == 0) return i;
+    return -1;
+}
+
+int eg_gw_rungs_sync(eg_gw *gw) {
+    const eg_rung *rungs;
+    int n = eg_policy_rungs(gw->policy, &rungs), added = 0;
+    for (int t = 0; t < gw->cfg->ntopics; t++)
+        for (int i = 0; i < n; i++) {
+            char *name = eg_lane_topic(gw->cfg->lane_retry, gw->cfg->topics[t], rungs[i].name);
+            int k = eg_gw_rung_of(gw, name);
+            if (k >= 0) {
+                if (gw->rts[k].delay_ms != rungs[i].delay_ms)
+                    eg_log_msg(EG_INFO, "rung_delay", "%s: %lld ms -> %lld ms", name,
+                               (long long)gw->rts[k].delay_ms, (long long)rungs[i].delay_ms);
+                gw->rts[k].delay_ms = rungs[i].delay_ms;
+                free(name);
+                continue;
+            }
+            gw->rts = eg_xrealloc(gw->rts, (size_t)(gw->nrts + 1) * sizeof *gw->rts);
+            eg_rungtopic *rt = &gw->rts[gw->nrts++];
+            rt->topic = name;
+            rt->origin = eg_xstrdup(gw->cfg->topics[t]);
+            eg_strlcpy(rt->rung, rungs[i].name, sizeof rt->rung);
+            rt->delay_ms = rungs[i].delay_ms;
+            eg_log_msg(EG_INFO, "rung", "%s (delay %lld ms) for %s", name, (long long)rt->delay_ms, rt->origin);
+            added = 1;
+        }
+    return added;
+}
+
+int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen) {
+    const eg_config *cfg = gw->cfg;
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(cfg->ntopics + gw->nrts);
+    for (int i = 0; i < cfg->ntopics; i++)
+        rd_kafka_topic_partition_list_add(topics, cfg->topics[i], RD_KAFKA_PARTITION_UA);
+    for (int i = 0; i < gw->nrts; i++)
+        rd_kafka_topic_partition_list_add(topics, gw->rts[i].topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t rerr = rd_kafka_subscribe(gw->rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (rerr) {
+        snprintf(err, errlen, "subscribe: %s", rd_kafka_err2str(rerr));
+        return -1;
+    }
+    return 0;
+}
+
+/* The header `name` of r as a non-negative integer, or -1. */
+static int64_t header_int(const eg_record *r, const char *name) {
+    rd_kafka_headers_t *h = NULL;
+    const void *v = NULL;
+    size_t n = 0;
+    if (rd_kafka_message_headers(r->msg, &h) != 0 || rd_kafka_header_get_last(h, name, &v, &n) != 0 || !v ||
+        n == 0 || n > 20)
+        return -1;
+    char buf[24];
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    char *end = NULL;
+    long long x = strtoll(buf, &end, 10);
+    return *end || x < 0 ? -1 : (int64_t)x;
+}
+
+int eg_gw_retry_count(const eg_record *r) {
+    int64_t n = header_int(r, EG_H_RETRY_COUNT);
+    return n < 0 ? 0 : n > 1000000 ? 1000000 : (int)n;
+}
+
+int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r) {
+    rd_kafka_timestamp_type_t tt;
+    int64_t ts = rd_kafka_message_timestamp(r->msg, &tt);
+    if (ts < 0) ts = 0; /* no timestamp: due at once */
+    int64_t due = ts + gw->rts[p->rung].delay_ms;
+    int64_t nb = header_int(r, EG_H_NOT_BEFORE);
+    return nb > due ? nb : due;
+}
+
+void eg_gw_rungs_free(eg_gw *gw) {
+    for (int i = 0; i < gw->nrts; i++) {
+        free(gw->rts[i].topic);
+        free(gw->rts[i].origin);
+    }
+    free(gw->rts);
+    gw->rts = NULL;
+    gw->nrts = 0;
+}
