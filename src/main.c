@@ -12,7 +12,7 @@ static const struct {
     {"run", eg_cmd_run, "run -c CONFIG            run the gateway"},
     {"broker", eg_cmd_broker, "broker [--brokers N] [--topic NAME:PARTITIONS]...  embedded Kafka-protocol broker"},
     {"offsets", eg_cmd_offsets, "offsets -b BOOTSTRAP -g GROUP TOPIC...  committed vs end offsets"},
-    {"policy", eg_cmd_policy, "policy check FILE | policy test FILE CASES.jsonl  check or replay a policy"},
+    {"policy", eg_cmd_policy, "policy check FILE [--ordering O] | policy test FILE (CASES.jsonl | --from-topic LANE)  check or replay a policy"},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,313 @@
+-- errgate.recorded — a failure recorded on a lane topic, turned back into a
+-- case a policy can decide again (`errgate policy test FILE --from-topic`).
+--
+-- Input: one lane record as the C side reads it (src/lane_cases.h):
+--   { lane = { topic, partition, offset, timestamp }, key,
+--     errgate = {...}, spring = {...}, connect = {...}, headers = {...} }
+-- with every value a string, {hex = "..."} (bytes that are not text) or
+-- JSON null. case(rec) rebuilds { failure, record, ctx, decided } from the
+-- first profile the record carries, in this order:
+--
+-- errgate (DESIGN §4, headers.h):
+--   failure.kind     error.kind; a record written before error.kind existed
+--                    gets "http" with the status of an http_NNN error.code,
+--                    the code itself when it names a kind (timeout, connect,
+--                    lua, circuit_open), else "http" without a status; the
+--                    row then says "rebuilt"
+--   failure.status   error.status (or from http_NNN, as above)
+--   failure.code     error.code, unless it is only the default code
+--                    (http_NNN or the kind), which the policy derives anyway
+--   failure.message  error.message;  failure.retry_after_ms  error.retry-after-ms
+--   decided          errgate.action (dlq | quarantine | ladder); without it,
+--                    from the lane's name: *.dlq -> dlq, *.quarantine ->
+--                    quarantine, *.retry.* -> ladder (also with - or _);
+--                    class error.class, code error.code, by errgate.policy,
+--                    reason errgate.reason
+--   ctx              retry_count = retry.count (minus the rung this write
+--                    climbed, for a ladder: lanes.c increments it then);
+--                    breaker "open" for a circuit_open failure
+--
+-- spring (Spring Kafka DeadLetterPublishingRecoverer, KafkaHeaders.DLT_*) and
+-- connect (Kafka Connect DLQ, __connect.errors.*): the failure was an
+-- exception thrown in a JVM consumer, which errgate's vocabulary calls an
+-- in-process handler error:
+--   failure.kind     "lua"
+--   failure.code     the exception class's simple name (the part after the
+--                    last "."; Spring: the cause's class when present, since
+--                    the top-level one is the container's
+--                    ListenerExecutionFailedException wrapper)
+--   failure.message  the exception message
+--   surfaced instead, when the exception says so:
+--     HTTP status    a Spring HTTP exception class (HttpClientErrorException$
+--                    NotFound, HttpServerErrorException$ServiceUnavailable,
+--                    WebClientResponseException$..., the nested name gives
+--                    the status); or the message: "503 Service Unavailable"
+--                    at its start (Spring's RestTemplate/WebClient format,
+--                    only for a class with Http or Response in its name),
+--                    "HTTP 503", "status 503", "status code 503", "status=503"
+--                    anywhere -> kind "http", status N, code left to the
+--                    default (http_N)
+--     timeout        a class named *TimeoutException -> kind "timeout"
+--     connect        java.net.ConnectException -> kind "connect" (both keep
+--                    the class's simple name as the code; Kafka Connect's
+--                    own ConnectException is its generic error, kind "lua")
+--   decided          dlq (ladder for a Spring retry topic: a lane named
+--                    *-retry or *-retry-N); no class or policy is recorded,
+--                    so only the action is compared
+--
+-- record: the original coordinates (original.* / the profile's original
+-- topic, partition, offset; the lane's own when absent), the key and the
+-- record's own headers (every header that is not a profile's), which is
+-- what the policy saw when it decided. Not recorded anywhere, hence not
+-- rebuilt: the service's Error-Class hint (class_hint), the response body,
+-- the source's ordering (ctx.ordering defaults to "partition").
+--
+-- replay(pol, case) asks the policy what it would decide now, the way the
+-- gateway would have reached a lane: in-place retries are followed
+-- (errgate.testing.next_ctx models the C core's bookkeeping between
+-- attempts) until a decision that is not `retry`, at most MAX_RETRIES times,
+-- so a record dead-lettered after its retries were exhausted compares equal
+-- when the candidate would also give up. diff(decided, now) names what
+-- changed.
+local cjson = require "cjson.safe"
+local failure = require "errgate.failure"
+local testing = require "errgate.testing"
+
+local recorded = {}
+
+-- The real pattern functions: the C core's states guard string methods
+-- (errgate.sandbox.harden) by cost on the subject's length, and a lane
+-- record's values are long. Every subject below is capped or the pattern
+-- is linear.
+local find, match, gsub, lower, sub, char = string.find, string.match, string.gsub, string.lower, string.sub, string.char
+local CLASS_MAX, SCAN_MAX = 512, 512
+
+-- recorded.MAX_RETRIES: in-place retries followed before giving up on a
+-- policy that never stops retrying ("retry" is then what it decides).
+recorded.MAX_RETRIES = 100
+
+-- Spring's HTTP exceptions: the nested class names of HttpClientErrorException,
+-- HttpServerErrorException and WebClientResponseException.
+local SPRING_STATUS = {
+  BadRequest = 400, Unauthorized = 401, Forbidden = 403, NotFound = 404, MethodNotAllowed = 405,
+  NotAcceptable = 406, Conflict = 409, Gone = 410, UnsupportedMediaType = 415,
+  UnprocessableEntity = 422, TooManyRequests = 429, InternalServerError = 500,
+  NotImplemented = 501, BadGateway = 502, ServiceUnavailable = 503, GatewayTimeout = 504,
+}
+
+-- text(v) -> string | nil: a header value as the C side wrote it.
+local function text(v)
+  if type(v) == "string" then return v end
+  if type(v) == "table" and type(v.hex) == "string" then
+    return (gsub(v.hex, "%x%x", function(h) return char(tonumber(h, 16)) end))
+  end
+  return nil
+end
+
+local function int(v)
+  local s = text(v)
+  local digits = s and match(s, "^%s*(%-?%d+)%s*$")
+  return digits and tonumber(digits)
+end
+
+local function num(s)
+  return s and tonumber(s)
+end
+
+local function status_ok(n)
+  return n and n >= 100 and n <= 599 and n or nil
+end
+
+-- lane_action(topic) -> action the lane's name implies (errgate's templates), or nil
+local function lane_action(topic)
+  if type(topic) ~= "string" then return nil end
+  if find(topic, "[._-]dlq$") then return "dlq" end
+  if find(topic, "[._-]quarantine$") then return "quarantine" end
+  if find(topic, "[._-]retry[._-]") then return "ladder" end
+  return nil
+end
+
+-- simple_name("org.x.HttpServerErrorException$ServiceUnavailable")
+--   -> "HttpServerErrorException$ServiceUnavailable"
+local function simple_name(fqcn)
+  if not fqcn or fqcn == "" then return nil end
+  return match(sub(fqcn, 1, CLASS_MAX), "([^%.]+)$")
+end
+
+-- How a message states an HTTP status (matched on the lower-cased message).
+local MESSAGE_STATUS = {
+  "http/%d%.%d (%d%d%d)%f[%D]", "http[ :]?(%d%d%d)%f[%D]",
+  "status code[ :=]*(%d%d%d)%f[%D]", "status[ :=]*(%d%d%d)%f[%D]",
+}
+
+-- message_status(msg, http_class) -> HTTP status the message states, or nil
+local function message_status(msg, http_class)
+  if not msg then return nil end
+  local m = lower(sub(msg, 1, SCAN_MAX))
+  if http_class then
+    local n = status_ok(num(match(m, "^%s*(%d%d%d) ")))
+    if n then return n end
+  end
+  for _, p in ipairs(MESSAGE_STATUS) do
+    local n = status_ok(num(match(m, p)))
+    if n then return n end
+  end
+  return nil
+end
+
+-- exception_failure(class, msg) -> failure for a JVM exception (see the top).
+function recorded.exception_failure(fqcn, msg)
+  local name = simple_name(fqcn)
+  local nested = name and match(name, "%$(%w+)$")
+  local status = nested and find(name, "Exception$", 1, true) and SPRING_STATUS[nested]
+  local httpish = name and (find(name, "Http", 1, true) or find(name, "Response", 1, true)) and true or false
+  status = status or message_status(msg, httpish)
+  if status then return { kind = "http", status = status, message = msg } end
+  local base = name and gsub(name, "%$.*$", "") or ""
+  if find(base, "TimeoutException$") then return { kind = "timeout", message = msg, code = name } end
+  -- java.net's only: Kafka Connect's own ConnectException is its generic error
+  if fqcn == "java.net.ConnectException" then return { kind = "connect", message = msg, code = name } end
+  return { kind = "lua", code = name, message = msg }
+end
+
+-- coordinates(p, lane) -> topic, partition, offset of the original record
+local function coordinates(p, lane)
+  local topic = text(p.original_topic)
+  local partition, offset = int(p.original_partition), int(p.original_offset)
+  if topic and partition and offset then return topic, partition, offset end
+  return lane.topic, lane.partition, lane.offset
+end
+
+-- own_headers(h) -> the record's own headers as name -> string
+local function own_headers(h)
+  local out = {}
+  if type(h) == "table" then
+    for k, v in pairs(h) do out[k] = text(v) end
+  end
+  return out
+end
+
+local function native(rec, e)
+  local lane = rec.lane
+  local code = text(e.code)
+  local kind, status = text(e.kind), int(e.status)
+  local rebuilt
+  if not kind then
+    local s = code and match(code, "^http_(%d%d%d)$")
+    if s then
+      kind, status, rebuilt = "http", status or tonumber(s), "rebuilt: kind from error.code"
+    elseif code and failure.KINDS[code] then
+      kind, rebuilt = code, "rebuilt: kind from error.code"
+    else
+      kind, rebuilt = "http", "rebuilt: no error.kind, kind guessed http"
+    end
+  end
+  if not failure.KINDS[kind] then
+    return nil, ("error.kind %q is not a kind this errgate knows (%s)"):format(kind, failure.KIND_LIST or "")
+  end
+  local f = { kind = kind, status = status, message = text(e.message), retry_after_ms = int(e.retry_after_ms) }
+  if code and code ~= failure.default_code(f) then f.code = code end
+  local action = text(e.action) or lane_action(lane.topic)
+  if not action then
+    return nil, ("no errgate.action header, and the lane name %s does not say (.dlq, .quarantine, .retry.)"):format(
+      tostring(lane.topic))
+  end
+  local topic, partition, offset = coordinates(e, lane)
+  local rc = int(e.retry_count) or 0
+  if action == "ladder" then rc = rc - 1 end
+  return {
+    profile = "errgate",
+    id = text(e.id) or ("%s/%d/%d"):format(topic, partition, offset),
+    failure = f,
+    record = { topic = topic, partition = partition, offset = offset, key = text(rec.key), headers = own_headers(rec.headers) },
+    ctx = { retry_count = math.max(rc, 0), breaker = kind == "circuit_open" and "open" or nil },
+    decided = { action = action, class = text(e.class), code = code, by = text(e.policy), reason = text(e.reason) },
+    rebuilt = rebuilt,
+  }
+end
+
+local function foreign(rec, p, profile)
+  local lane = rec.lane
+  local fqcn = text(p.cause) or text(p.exception)
+  if not fqcn and not text(p.message) then
+    return nil, ("%s headers without an exception class or message"):format(profile)
+  end
+  local topic, partition, offset = coordinates(p, lane)
+  local action = "dlq"
+  if profile == "spring" and type(lane.topic) == "string" and
+      (find(lane.topic, "%-retry$") or find(lane.topic, "%-retry%-%d+$")) then
+    action = "ladder"
+  end
+  return {
+    profile = profile,
+    id = ("%s/%d/%d"):format(topic, partition, offset),
+    failure = recorded.exception_failure(fqcn, text(p.message)),
+    record = { topic = topic, partition = partition, offset = offset, key = text(rec.key), headers = own_headers(rec.headers) },
+    ctx = {},
+    decided = { action = action, by = profile == "spring" and "spring-kafka" or "kafka-connect" },
+  }
+end
+
+-- case(rec) -> case | nil, why
+-- case = { lane = "topic[p]@offset", profile, id, failure, record, ctx,
+-- decided = { action, class, code, by, reason } (decided then), rebuilt =
+-- a note when the failure was pieced together, now_ms = the lane record's
+-- timestamp } | nil, why, lane label: why says what made the record
+-- unreadable.
+function recorded.case(rec)
+  if type(rec) ~= "table" or type(rec.lane) ~= "table" then return nil, "not a lane record", "-" end
+  local lane = rec.lane
+  local label = ("%s[%s]@%s"):format(tostring(lane.topic), tostring(lane.partition), tostring(lane.offset))
+  local c, why
+  if type(rec.errgate) == "table" then
+    c, why = native(rec, rec.errgate)
+  elseif type(rec.spring) == "table" then
+    c, why = foreign(rec, rec.spring, "spring")
+  elseif type(rec.connect) == "table" then
+    c, why = foreign(rec, rec.connect, "connect")
+  else
+    why = "no errgate, Spring Kafka or Kafka Connect error headers"
+  end
+  if not c then return nil, why, label end
+  c.lane = label
+  c.now_ms = tonumber(lane.timestamp)
+  return c
+end
+
+-- decode(line) -> case() of one JSON line.
+function recorded.decode(line)
+  local rec, err = cjson.decode(line)
+  if type(rec) ~= "table" then return nil, "invalid JSON: " .. tostring(err), "-" end
+  return recorded.case(rec)
+end
+
+-- replay(pol, case) -> decision (plus retries = in-place retries followed) |
+-- nil, error raised by the policy. pol should have its jitter pinned
+-- (errgate.examples.pin) so delays, and so max-elapsed caps, are repeatable.
+function recorded.replay(pol, c)
+  local fields = {}
+  for k, v in pairs(c.ctx or {}) do fields[k] = v end
+  if c.now_ms and c.now_ms > 0 then fields.now_ms = c.now_ms end
+  local ctx = testing.ctx(fields)
+  for i = 0, recorded.MAX_RETRIES do
+    local ok, d = pcall(pol.decide, pol, c.failure, c.record, ctx)
+    if not ok then return nil, tostring(d) end
+    if d.action ~= "retry" or i == recorded.MAX_RETRIES then
+      d.retries = i
+      return d
+    end
+    ctx = testing.next_ctx(ctx, d)
+  end
+end
+
+-- diff(decided, now) -> nil when the same, else "action", "class" or
+-- "action, class". class is compared only when it was recorded.
+function recorded.diff(t, now)
+  local out = {}
+  if t.action ~= now.action then out[#out + 1] = "action" end
+  if t.class and t.class ~= now.class then out[#out + 1] = "class" end
+  if #out == 0 then return nil end
+  return table.concat(out, ", ")
+end
+
+return recorded

@@ -1,0 +1,278 @@
+/* lane_cases.c — a lane topic read back as recorded failures (see
+ * lane_cases.h for the line format).
+ *
+ * One pass over the lane with eg_kcli_read; each record becomes one JSON
+ * line in an evbuffer, which is flattened into one owned string at the end.
+ * Three header profiles are picked out by name: errgate's own (headers.h),
+ * Spring Kafka's DeadLetterPublishingRecoverer (KafkaHeaders.DLT_*) and
+ * Kafka Connect's DLQ context headers (DeadLetterQueueReporter
+ * ERROR_HEADER_*). Nothing is interpreted here beyond bytes: no profile is
+ * preferred, no action inferred; errgate.recorded does that, where it is
+ * unit-tested. Spring writes the original partition as a 4-byte and the
+ * offset and timestamp as 8-byte big-endian integers, everyone else decimal
+ * text: both are turned into decimal text. */
+#include "lane_cases.h"
+#include "headers.h"
+#include "util.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How a header is copied into its profile object. */
+typedef struct field {
+    const char *header;
+    const char *key;
+    int is_int;          /* 1: a partition/offset, binary big-endian or text */
+} field;
+
+static const field errgate_fields[] = {
+    {EG_H_CLASS, "class", 0},         {EG_H_CODE, "code", 0},
+    {EG_H_MESSAGE, "message", 0},     {EG_H_KIND, "kind", 0},
+    {EG_H_STATUS, "status", 0},       {EG_H_RETRY_AFTER, "retry_after_ms", 0},
+    {EG_H_RETRY_COUNT, "retry_count", 0}, {EG_H_ID, "id", 0},
+    {EG_H_POLICY, "policy", 0},       {EG_H_ACTION, "action", 0},
+    {EG_H_REASON, "reason", 0},       {EG_H_TIMESTAMP, "timestamp", 0},
+    {EG_H_ORIG_TOPIC, "original_topic", 0},
+    {EG_H_ORIG_PARTITION, "original_partition", 0},
+    {EG_H_ORIG_OFFSET, "original_offset", 0},
+    {NULL, NULL, 0}};
+
+/* errgate's lane headers that are not copied into the case at all (they
+ * describe the lane journey, not the failure). */
+static const char *const errgate_other[] = {
+    EG_H_PREVIOUS, EG_H_ORIG_TIMESTAMP, EG_H_ORIG_GROUP, EG_H_HISTORY, EG_H_NOT_BEFORE,
+    EG_H_REPLAY_FROM, EG_H_REPLAY_TS, EG_H_REPLAYS, NULL};
+
+/* Spring Kafka, org.springframework.kafka.support.KafkaHeaders (PREFIX "kafka_"). */
+#define SPRING_PREFIX "kafka_dlt-"
+static const field spring_fields[] = {
+    {"kafka_dlt-exception-fqcn", "exception", 0},
+    {"kafka_dlt-exception-cause-fqcn", "cause", 0},
+    {"kafka_dlt-exception-message", "message", 0},
+    {"kafka_dlt-original-topic", "original_topic", 0},
+    {"kafka_dlt-original-partition", "original_partition", 1},
+    {"kafka_dlt-original-offset", "original_offset", 1},
+    {"kafka_dlt-original-consumer-group", "group", 0},
+    {NULL, NULL, 0}};
+
+/* Kafka Connect, org.apache.kafka.connect.runtime.errors.DeadLetterQueueReporter. */
+#define CONNECT_PREFIX "__connect.errors."
+static const field connect_fields[] = {
+    {"__connect.errors.exception.class.name", "exception", 0},
+    {"__connect.errors.exception.message", "message", 0},
+    {"__connect.errors.topic", "original_topic", 0},
+    {"__connect.errors.partition", "original_partition", 1},
+    {"__connect.errors.offset", "original_offset", 1},
+    {"__connect.errors.connector.name", "connector", 0},
+    {"__connect.errors.task.id", "task", 0},
+    {"__connect.errors.stage", "stage", 0},
+    {"__connect.errors.class.name", "class", 0},
+    {NULL, NULL, 0}};
+
+/* True when s[0..n) is well-formed UTF-8 without NUL bytes. */
+static int is_utf8(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (c == 0 || len == 0 || i + len > n) return 0;
+        unsigned cp = len == 1 ? c : c & (0x7fu >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        /* overlong forms, surrogates, beyond U+10FFFF */
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Appends v[0..n) as a JSON string when it is UTF-8 text, as {"hex": ".."}
+ * otherwise, or null when v is NULL. Values longer than
+ * EG_LANE_CASES_VALUE_MAX are cut (at a character boundary for text). */
+static void put_value(struct evbuffer *b, const void *v, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = v;
+    if (!v) {
+        evbuffer_add(b, "null", 4);
+        return;
+    }
+    if (n > EG_LANE_CASES_VALUE_MAX) {
+        n = EG_LANE_CASES_VALUE_MAX;
+        /* back to a character boundary: s[n] must not continue a character
+         * (at most 3 bytes back, so binary values lose no more than that) */
+        for (int k = 0; k < 3 && n > 0 && (s[n] & 0xc0) == 0x80; k++) n--;
+    }
+    if (!is_utf8(s, n)) {
+        evbuffer_add(b, "{\"hex\":\"", 8);
+        for (size_t i = 0; i < n; i++) {
+            char two[2] = {hex[s[i] >> 4], hex[s[i] & 15]};
+            evbuffer_add(b, two, 2);
+        }
+        evbuffer_add(b, "\"}", 2);
+        return;
+    }
+    evbuffer_add(b, "\"", 1);
+    size_t run = 0; /* bytes copied as they are, flushed before each escape */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            run++;
+            continue;
+        }
+        evbuffer_add(b, s + i - run, run);
+        run = 0;
+        if (c == '"' || c == '\\') evbuffer_add_printf(b, "\\%c", c);
+        else evbuffer_add_printf(b, "\\u%04x", c);
+    }
+    evbuffer_add(b, s + n - run, run);
+    evbuffer_add(b, "\"", 1);
+}
+
+/* Appends "key": */
+static void put_key(struct evbuffer *b, const char *key) {
+    put_value(b, key, strlen(key));
+    evbuffer_add(b, ":", 1);
+}
+
+/* Reads an integer header written as decimal text or as a 4- or 8-byte
+ * big-endian integer (Spring). Returns 0 with *out, or -1. */
+static int int_value(const unsigned char *v, size_t n, long long *out) {
+    size_t digits = n > 0 && v[0] == '-' ? 1 : 0;
+    while (digits < n && v[digits] >= '0' && v[digits] <= '9') digits++;
+    if (n > 0 && n < 21 && digits == n && !(n == 1 && v[0] == '-')) {
+        char buf[24];
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        *out = strtoll(buf, NULL, 10);
+        return 0;
+    }
+    if (n != 4 && n != 8) return -1;
+    uint64_t u = 0;
+    for (size_t i = 0; i < n; i++) u = (u << 8) | v[i];
+    *out = n == 4 ? (long long)(int32_t)(uint32_t)u : (long long)(int64_t)u;
+    return 0;
+}
+
+/* Appends ,"name":{...} with the fields of one profile that m carries;
+ * nothing when it carries none. */
+static void put_profile(struct evbuffer *b, const char *name, const field *fields,
+                        const rd_kafka_message_t *m) {
+    int n = 0;
+    for (const field *f = fields; f->header; f++) {
+        size_t len = 0;
+        const void *v = eg_kcli_header(m, f->header, &len);
+        if (!v) continue;
+        if (n++ == 0) evbuffer_add_printf(b, ",\"%s\":{", name);
+        else evbuffer_add(b, ",", 1);
+        put_key(b, f->key);
+        long long i;
+        if (f->is_int && int_value(v, len, &i) == 0) evbuffer_add_printf(b, "\"%lld\"", i);
+        else put_value(b, v, len);
+    }
+    if (n) evbuffer_add(b, "}", 1);
+}
+
+/* True for the headers that belong to a profile (or to errgate's lane
+ * journey) and so are not the record's own. */
+static int profile_header(const char *name) {
+    if (strncmp(name, SPRING_PREFIX, strlen(SPRING_PREFIX)) == 0 ||
+        strncmp(name, CONNECT_PREFIX, strlen(CONNECT_PREFIX)) == 0)
+        return 1;
+    for (const field *f = errgate_fields; f->header; f++)
+        if (strcmp(name, f->header) == 0) return 1;
+    for (const char *const *p = errgate_other; *p; p++)
+        if (strcmp(name, *p) == 0) return 1;
+    return 0;
+}
+
+/* Appends ,"headers":{...}: the record's own headers (names that are UTF-8
+ * text), the last value of each name. */
+static void put_headers(struct evbuffer *b, const rd_kafka_message_t *m) {
+    rd_kafka_headers_t *h = NULL;
+    evbuffer_add(b, ",\"headers\":{", 12);
+    int n = 0;
+    if (rd_kafka_message_headers(m, &h) == 0) {
+        const char *name;
+        const void *v;
+        size_t len;
+        for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &v, &len) == 0; i++) {
+            /* a name that is not text cannot be a JSON key (nor matched by a policy) */
+            if (profile_header(name) || !is_utf8((const unsigned char *)name, strlen(name))) continue;
+            /* the last value wins: skip a name already written */
+            int seen = 0;
+            const char *prev;
+            const void *pv;
+            size_t plen;
+            for (size_t j = 0; j < i && !seen; j++)
+                if (rd_kafka_header_get_all(h, j, &prev, &pv, &plen) == 0 && strcmp(prev, name) == 0) seen = 1;
+            if (seen) continue;
+            v = eg_kcli_header(m, name, &len);
+            if (n++) evbuffer_add(b, ",", 1);
+            put_key(b, name);
+            put_value(b, v, len);
+        }
+    }
+    evbuffer_add(b, "}", 1);
+}
+
+typedef struct reader {
+    struct evbuffer *buf;
+    long records;
+    long limit;
+    int limited;
+} reader;
+
+static int on_record(const rd_kafka_message_t *m, void *arg) {
+    reader *r = arg;
+    struct evbuffer *b = r->buf;
+    rd_kafka_timestamp_type_t tt;
+    int64_t ts = rd_kafka_message_timestamp(m, &tt);
+    evbuffer_add(b, "{\"lane\":{\"topic\":", 17);
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    put_value(b, topic, strlen(topic));
+    evbuffer_add_printf(b, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":%lld},\"key\":", (int)m->partition,
+                        (long long)m->offset, (long long)ts);
+    put_value(b, m->key, m->key_len);
+    put_profile(b, "errgate", errgate_fields, m);
+    put_profile(b, "spring", spring_fields, m);
+    put_profile(b, "connect", connect_fields, m);
+    put_headers(b, m);
+    evbuffer_add(b, "}\n", 2);
+    r->records++;
+    if (r->limit > 0 && r->records >= r->limit) {
+        r->limited = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_cases_opts *opts,
+                       eg_lane_cases *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    reader r = {.buf = evbuffer_new(), .limit = opts->limit};
+    eg_kcli_read_opts ro = {.since_ms = opts->since_ms};
+    if (eg_kcli_read(conf, topic, &ro, on_record, &r, err, errlen) != 0) {
+        evbuffer_free(r.buf);
+        return -1;
+    }
+    size_t n = evbuffer_get_length(r.buf);
+    out->text = eg_xmalloc(n + 1);
+    evbuffer_remove(r.buf, out->text, n);
+    out->text[n] = '\0';
+    out->len = n;
+    out->records = r.records;
+    out->limited = r.limited;
+    evbuffer_free(r.buf);
+    return 0;
+}
+
+void eg_lane_cases_free(eg_lane_cases *c) {
+    free(c->text);
+    memset(c, 0, sizeof *c);
+}

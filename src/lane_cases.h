@@ -1,0 +1,58 @@
+/* lane_cases.h — a lane topic read back as recorded failures: one JSON line
+ * per record, for `errgate policy test FILE --from-topic LANE` (errgate.cli
+ * and errgate.recorded turn each line into a case and replay it).
+ *
+ * This side knows header names and byte formats; the Lua side knows what
+ * they mean. Each line is one JSON object:
+ *   {"lane": {"topic": T, "partition": P, "offset": O, "timestamp": MS},
+ *    "key": K,
+ *    "errgate": {...}, "spring": {...}, "connect": {...},
+ *    "headers": {NAME: V, ...}}
+ * "errgate" holds errgate's own lane headers (headers.h) under short names
+ * (class, code, message, kind, status, retry_after_ms, retry_count, id,
+ * policy, action, reason, timestamp, original_topic, original_partition,
+ * original_offset); "spring" the Spring Kafka DeadLetterPublishingRecoverer
+ * headers (exception, cause, message, original_topic, original_partition,
+ * original_offset, group); "connect" the Kafka Connect DLQ context headers
+ * (exception, message, original_topic, original_partition, original_offset,
+ * connector, task, stage, class). Each of the three objects is present only
+ * when the record carries at least one of its headers, with only the keys
+ * found. "headers" holds every other header (the record's own, which a
+ * policy may match on); stack traces and errgate.history are left out.
+ * Values are JSON strings (Spring's binary partition and offset are decoded
+ * to decimal text), {"hex": "..."} for bytes that are not UTF-8 text, or
+ * null; each value is cut to EG_LANE_CASES_VALUE_MAX bytes. The record value
+ * (payload) is never read into a case. */
+#ifndef EG_LANE_CASES_H
+#define EG_LANE_CASES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcli.h"
+
+#define EG_LANE_CASES_VALUE_MAX 4096
+
+typedef struct eg_lane_cases_opts {
+    int64_t since_ms;  /* > 0: only records at or after this wall time (ms) */
+    long limit;        /* > 0: stop after this many records */
+} eg_lane_cases_opts;
+
+typedef struct eg_lane_cases {
+    char *text;        /* JSON lines ('\n'-terminated), NUL-terminated; owned */
+    size_t len;
+    long records;      /* lines in text */
+    int limited;       /* 1: the read stopped at opts->limit */
+} eg_lane_cases;
+
+/* Reads lane topic `topic` (bounded: what it held when the read began, see
+ * eg_kcli_read) through a client configured by conf (from eg_kcli_conf; this
+ * takes ownership of it) and fills *out. Returns 0, or -1 with a one-line
+ * message in err (unknown topic, unreachable broker, a fetch error); on
+ * error *out is empty. The caller frees *out with eg_lane_cases_free. */
+int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_cases_opts *opts,
+                       eg_lane_cases *out, char *err, size_t errlen);
+
+void eg_lane_cases_free(eg_lane_cases *c);
+
+#endif
