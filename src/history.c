@@ -3,12 +3,31 @@
  * The previous header's entries are kept as msgpack objects (re-packed
  * untouched, so fields a newer errgate adds survive an older one); new
  * entries are appended; while the result is over either cap the oldest
- * entry is dropped and the array packed again. */
+ * entry is dropped and the array packed again, straight into the caller's
+ * buffer (no allocation). */
 #include "history.h"
 #include "util.h"
 
 #include <msgpack.h>
 #include <string.h>
+
+/* A msgpack writer into a fixed buffer: no allocation; `over` when full. */
+typedef struct fixbuf {
+    char *p;
+    size_t len, cap;
+    int over;
+} fixbuf;
+
+static int fix_write(void *data, const char *buf, size_t len) {
+    fixbuf *f = data;
+    if (f->over || len > f->cap - f->len) {
+        f->over = 1;
+        return -1;
+    }
+    memcpy(f->p + f->len, buf, len);
+    f->len += len;
+    return 0;
+}
 
 static void pack_str(msgpack_packer *pk, const char *s) {
     size_t n = strlen(s);
@@ -51,23 +70,20 @@ size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att
     }
     size_t len = 0;
     int total = nold + n;
+    size_t cap = outcap < EG_HISTORY_MAX_BYTES ? outcap : EG_HISTORY_MAX_BYTES;
     for (int skip = total > EG_HISTORY_MAX ? total - EG_HISTORY_MAX : 0; skip < total; skip++) {
-        msgpack_sbuffer sb;
-        msgpack_sbuffer_init(&sb);
+        fixbuf fb = {out, 0, cap, 0};
         msgpack_packer pk;
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_packer_init(&pk, &fb, fix_write);
         msgpack_pack_array(&pk, (size_t)(total - skip));
-        for (int i = skip; i < total; i++) {
+        for (int i = skip; i < total && !fb.over; i++) {
             if (i < nold) msgpack_pack_object(&pk, old[i]);
             else pack_attempt(&pk, &att[i - nold], i == total - 1 ? lane : NULL);
         }
-        int fits = sb.size <= EG_HISTORY_MAX_BYTES && sb.size <= outcap;
-        if (fits) {
-            memcpy(out, sb.data, sb.size);
-            len = sb.size;
+        if (!fb.over) {
+            len = fb.len;
+            break;
         }
-        msgpack_sbuffer_destroy(&sb);
-        if (fits) break;
     }
     msgpack_unpacked_destroy(&up);
     return len;

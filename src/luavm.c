@@ -58,17 +58,60 @@ static int traceback(lua_State *L) {
 }
 
 /* lua_Alloc with a cap: refuses growth past mem_limit; frees always work. */
+/* Size class of a small block (0 for 1..16 bytes), or -1 when not small. */
+static int small_class(size_t n) { return n && n <= EG_VM_SMALL_MAX ? (int)((n - 1) / 16) : -1; }
+
+/* A block of class c: reused from its free list, else fresh (class size). */
+static void *small_get(eg_vm *vm, int c) {
+    void *p = vm->small[c];
+    if (p) {
+        vm->small[c] = *(void **)p;
+        vm->nsmall[c]--;
+        return p;
+    }
+    return malloc((size_t)(c + 1) * 16);
+}
+
+static void small_put(eg_vm *vm, int c, void *p) {
+    if (vm->nsmall[c] >= EG_VM_SMALL_KEEP) {
+        free(p);
+        return;
+    }
+    *(void **)p = vm->small[c];
+    vm->small[c] = p;
+    vm->nsmall[c]++;
+}
+
+/* lua_Alloc with a cap (vm->mem_used counts the sizes Lua asked for) and
+ * free lists for small blocks. Lua always passes a block's exact old size,
+ * so a block's class is known at free and resize. */
 static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     eg_vm *vm = ud;
+    size_t old = ptr ? osize : 0;
+    int oc = ptr ? small_class(osize) : -1, nc = small_class(nsize);
     if (nsize == 0) {
-        free(ptr);
-        vm->mem_used -= osize;
+        if (oc >= 0) small_put(vm, oc, ptr);
+        else free(ptr);
+        vm->mem_used -= old;
         return NULL;
     }
-    size_t old = ptr ? osize : 0;
     if (nsize > old && vm->mem_used + (nsize - old) > vm->mem_limit) return NULL;
-    void *q = realloc(ptr, nsize);
-    if (q) vm->mem_used = vm->mem_used - old + nsize;
+    void *q;
+    if (ptr && oc >= 0 && oc == nc) {
+        q = ptr; /* same class: the block already fits */
+    } else if (nc >= 0 || oc >= 0) {
+        q = nc >= 0 ? small_get(vm, nc) : malloc(nsize);
+        if (!q) return NULL;
+        if (ptr) {
+            memcpy(q, ptr, old < nsize ? old : nsize);
+            if (oc >= 0) small_put(vm, oc, ptr);
+            else free(ptr);
+        }
+    } else {
+        q = realloc(ptr, nsize);
+        if (!q) return NULL;
+    }
+    vm->mem_used = vm->mem_used - old + nsize;
     return q;
 }
 
@@ -118,6 +161,12 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
 void eg_vm_free(eg_vm *vm) {
     if (!vm) return;
     if (vm->L) lua_close(vm->L);
+    for (int c = 0; c < EG_VM_SMALL_MAX / 16; c++)
+        while (vm->small[c]) {
+            void *p = vm->small[c];
+            vm->small[c] = *(void **)p;
+            free(p);
+        }
     free(vm);
 }
 

@@ -15,10 +15,18 @@
 
 #include "record.h"
 
+/* Small blocks the allocator keeps for reuse, per 16-byte size class (a
+ * policy call allocates and frees dozens of small tables and strings; the
+ * system allocator's cost dominated the decision). */
+#define EG_VM_SMALL_MAX 256
+#define EG_VM_SMALL_KEEP 1024  /* blocks kept per class */
+
 typedef struct eg_vm {
     lua_State *L;
     size_t mem_used;      /* bytes allocated by the state */
     size_t mem_limit;     /* allocations beyond this fail (LUA_ERRMEM) */
+    void *small[EG_VM_SMALL_MAX / 16];  /* free lists, linked through the blocks */
+    int nsmall[EG_VM_SMALL_MAX / 16];
     int runtime_ref;      /* registry ref of the errgate.runtime module */
     int timeout_ms;
     int64_t deadline_ns;  /* 0 when no call is running */

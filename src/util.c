@@ -21,12 +21,20 @@ int64_t eg_wall_ms(void) {
 }
 
 void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen) {
-    time_t secs = (time_t)(wall_ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (int)(wall_ms % 1000));
+    /* one gmtime_r per second and thread: log lines and lane headers ask often */
+    static _Thread_local int64_t cached_sec = -1;
+    static _Thread_local char prefix[80];
+    int64_t sec = wall_ms / 1000;
+    if (sec != cached_sec) {
+        time_t t = (time_t)sec;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        cached_sec = sec;
+    }
+    int ms = (int)(wall_ms % 1000);
+    snprintf(out, outlen, "%s.%c%c%cZ", prefix, '0' + ms / 100, '0' + ms / 10 % 10, '0' + ms % 10);
 }
 
 static void oom(size_t n) {

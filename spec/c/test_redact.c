@@ -28,6 +28,11 @@ int main(void) {
     SAME("http://host/path@x", "http://host/path@x");
     SAME("http://user@host/", "http://user@host/");
     SAME("key AKIAIOSFODNN7EXAMPLE used", "key [REDACTED] used");
+    /* only word boundaries and ':' are examined: runs between are copied */
+    SAME("xpassword=1 and apassword: 2", "xpassword=1 and apassword: 2");
+    SAME("long prefix text then token=abc end", "long prefix text then token=[REDACTED] end");
+    SAME("see https://u:p@h/x and then password=1", "see https://[REDACTED]@h/x and then password=[REDACTED]");
+    SAME("during outage: Bearer abc", "during outage: Bearer [REDACTED]");
     SAME("AKIAshort", "AKIAshort");
     SAME("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_nature ok", "jwt [REDACTED] ok");
     SAME("eyJonly.one", "eyJonly.one");
