@@ -116,7 +116,10 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
     if (!eg_config_kafka(cfg, "message.timeout.ms") &&
         set(conf, "message.timeout.ms", "30000", err, errlen) < 0)
         goto bad;
-    if (set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
+    /* without this, librdkafka gives records without a key to its sticky
+     * partitioner and never calls same_partition for them */
+    if (set(conf, "sticky.partitioning.linger.ms", "0", err, errlen) < 0 ||
+        set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
         set(conf, "acks", "all", err, errlen) < 0 ||
         set(conf, "client.id", "errgate-lanes", err, errlen) < 0)
         goto bad;
