@@ -1,0 +1,378 @@
+/* spill_cmd.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
+ * operator's view of a spill journal and the way to empty it by hand.
+ *
+ * ls reads only (no lock): one line per segment file, "NAME FRAMES BYTES
+ * STATUS", where STATUS is `ok` (sealed, every frame good), `active` (the
+ * segment a running owner is appending to), or `corrupt-at-OFFSET: REASON`
+ * (FRAMES good frames precede the bad one at byte OFFSET), then a line
+ * "total SEGMENTS segments, FRAMES frames, BYTES bytes, CORRUPT corrupt"
+ * and, when a process holds the journal, "locked by pid=.. role=..".
+ *
+ * drain takes the journal's lock (so never while a gateway owns it), drains
+ * every segment to Kafka (-b BOOTSTRAP or -c CONFIG: kcli.h) until the
+ * journal is empty or --timeout-ms passes (default 60 s; it also caps
+ * message.timeout.ms, so a delivery that cannot succeed fails, and is
+ * retried, within the run), and prints a summary: frames
+ * drained, segments deleted, failed delivery attempts (each retried), corrupt
+ * segments (each with its good frame count, bad offset and reason), and what
+ * is left. Exit codes: 0 the journal is empty; 1 something is left (frames
+ * not delivered in time, or *.corrupt files kept for the operator); 2 usage.
+ *
+ * `spill write-test DIR TOPIC N [--segment-bytes B] [--partitions P]
+ * [--value-bytes V] [--hold-ms MS]` is a hidden helper for the tests (not in
+ * the usage text): it appends N deterministic records with binary keys,
+ * values and headers (nil and empty ones included), prints each as a JSON
+ * line with hex bytes on stdout and the append+fdatasync latency on stderr,
+ * and with --hold-ms keeps the journal open (locked, segment active) that
+ * long before closing it. */
+#include "cli.h"
+#include "kcli.h"
+#include "log.h"
+#include "spill.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+static int usage(void) {
+    fprintf(stderr, "usage: errgate spill ls DIR\n"
+                    "       errgate spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]\n");
+    return 2;
+}
+
+/* A journal directory must exist for ls and drain (drain must not create
+ * an empty journal where the operator mistyped a path). */
+static int need_dir(const char *cmd, const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "errgate spill %s: %s: %s\n", cmd, dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "errgate spill %s: %s: not a directory\n", cmd, dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Scans one segment file: good frames, and the bad frame's offset and
+ * reason (bad = 0 when clean). Returns 0, or -1 when it cannot be read. */
+static int scan_file(const char *dir, const char *name, uint64_t *frames, int *bad, uint64_t *bad_off,
+                     char *reason, size_t reasonlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    eg_spill_scan *s = eg_spill_scan_open(path, reason, reasonlen);
+    if (!s) return -1;
+    eg_spill_rec rec;
+    int rc;
+    while ((rc = eg_spill_scan_next(s, &rec)) == 1) {}
+    const eg_spill_scan_state *st = eg_spill_scan_state_get(s);
+    *frames = st->frames;
+    *bad = rc < 0;
+    *bad_off = st->next;
+    eg_strlcpy(reason, rc < 0 ? st->reason : "", reasonlen);
+    int io = rc < 0 && st->ioerr;
+    eg_spill_scan_close(s);
+    return io ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------- ls */
+
+static int cmd_ls(int argc, char **argv) {
+    if (argc != 3) return usage();
+    const char *dir = argv[2];
+    if (need_dir("ls", dir) != 0) return 1;
+    char owner[128] = "", active[64] = "", err[512];
+    int locked = eg_spill_lock_owner(dir, owner, sizeof owner, active, sizeof active) == 1;
+    eg_spill_seg *v;
+    size_t n;
+    if (eg_spill_list(dir, &v, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "errgate spill ls: %s\n", err);
+        return 1;
+    }
+    uint64_t tf = 0, tb = 0, tc = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t frames = 0, off = 0;
+        int bad = 0;
+        char reason[200];
+        if (scan_file(dir, v[i].name, &frames, &bad, &off, reason, sizeof reason) != 0) {
+            fprintf(stderr, "errgate spill ls: %s/%s: %s\n", dir, v[i].name, reason);
+            rc = 1;
+            continue;
+        }
+        char status[256];
+        if (locked && !v[i].corrupt && strcmp(v[i].name, active) == 0)
+            snprintf(status, sizeof status, "active");
+        else if (bad)
+            snprintf(status, sizeof status, "corrupt-at-%llu: %s", (unsigned long long)off, reason);
+        else
+            snprintf(status, sizeof status, "ok");
+        if (bad || v[i].corrupt) tc++;
+        printf("%-34s %8llu %12llu %s\n", v[i].name, (unsigned long long)frames, (unsigned long long)v[i].bytes,
+               status);
+        tf += frames;
+        tb += v[i].bytes;
+    }
+    printf("total %zu segment%s, %llu frame%s, %llu bytes, %llu corrupt\n", n, plural(n), (unsigned long long)tf,
+           plural(tf), (unsigned long long)tb, (unsigned long long)tc);
+    if (locked) printf("locked by %s\n", owner);
+    free(v);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- drain */
+
+/* Prints what the journal still holds after a drain; returns how many
+ * files are left (segments and corrupt ones). */
+static size_t report_left(const char *dir, size_t *ncorrupt) {
+    eg_spill_seg *v;
+    size_t n;
+    char err[512];
+    *ncorrupt = 0;
+    if (eg_spill_list(dir, &v, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "errgate spill drain: %s\n", err);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t frames = 0, off = 0;
+        int bad = 0;
+        char reason[200];
+        if (scan_file(dir, v[i].name, &frames, &bad, &off, reason, sizeof reason) != 0) {
+            printf("unreadable %s: %s\n", v[i].name, reason);
+        } else if (v[i].corrupt) {
+            (*ncorrupt)++;
+            if (bad)
+                printf("corrupt %s: %llu good frames (delivered), bad frame at byte %llu: %s\n", v[i].name,
+                       (unsigned long long)frames, (unsigned long long)off, reason);
+            else
+                printf("corrupt %s: %llu good frames (delivered)\n", v[i].name, (unsigned long long)frames);
+        } else {
+            printf("left %s: %llu frames, %llu bytes%s%s\n", v[i].name, (unsigned long long)frames,
+                   (unsigned long long)v[i].bytes, bad ? ", then a bad frame: " : "", bad ? reason : "");
+        }
+    }
+    free(v);
+    return n;
+}
+
+static int cmd_drain(int argc, char **argv) {
+    if (argc < 3 || argv[2][0] == '-') return usage();
+    const char *dir = argv[2];
+    eg_kcli k = {0};
+    int64_t timeout_ms = 60000;
+    for (int i = 3; i < argc; i++) {
+        int r = eg_kcli_opt(&k, argc, argv, &i);
+        if (r < 0) return usage();
+        if (r == 1) continue;
+        if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) {
+            if (eg_parse_duration_ms(argv[++i], &timeout_ms) != 0 || timeout_ms <= 0 || timeout_ms > INT32_MAX) {
+                fprintf(stderr, "errgate spill drain: --timeout-ms: not a duration: %s\n", argv[i]);
+                return 2;
+            }
+            continue;
+        }
+        return usage();
+    }
+    if (k.bootstrap && k.config) {
+        fprintf(stderr, "errgate spill drain: give -b BOOTSTRAP or -c CONFIG, not both\n");
+        return 2;
+    }
+    if (need_dir("drain", dir) != 0) return 1;
+    eg_log_setup(EG_WARN, 1);
+    char err[512];
+    rd_kafka_conf_t *conf = eg_kcli_conf(&k, "errgate-spill-drain", err, sizeof err);
+    if (!conf) {
+        fprintf(stderr, "errgate spill drain: %s\n", err);
+        return 2;
+    }
+    /* a delivery that cannot succeed should fail (and be retried) within the run */
+    char v[32];
+    size_t vlen = sizeof v;
+    if (rd_kafka_conf_get(conf, "message.timeout.ms", v, &vlen) == RD_KAFKA_CONF_OK && atoll(v) > timeout_ms) {
+        snprintf(v, sizeof v, "%lld", (long long)timeout_ms);
+        rd_kafka_conf_set(conf, "message.timeout.ms", v, err, sizeof err);
+    }
+    eg_spill *j = eg_spill_open(dir, &(eg_spill_opts){.role = "drain"}, err, sizeof err);
+    if (!j) {
+        rd_kafka_conf_destroy(conf);
+        fprintf(stderr, "errgate spill drain: %s\n", err);
+        return 1;
+    }
+    eg_spill_drain_opts o = {.seal_after_ms = -1, .backoff_min_ms = 250, .backoff_max_ms = 2000};
+    eg_spill_drain *d = eg_spill_drain_new(j, conf, &o, err, sizeof err);
+    if (!d) {
+        eg_spill_close(j);
+        fprintf(stderr, "errgate spill drain: %s\n", err);
+        return 1;
+    }
+    int64_t t0 = eg_now_ms(), deadline = t0 + timeout_ms;
+    int fatal = 0, timed_out = 0;
+    for (;;) {
+        int r = eg_spill_drain_step(d, 5000);
+        if (r < 0) {
+            fatal = 1;
+            break;
+        }
+        if (eg_spill_drain_done(d)) break;
+        if (eg_now_ms() >= deadline) {
+            timed_out = 1;
+            break;
+        }
+        int next = eg_spill_drain_next_ms(d);
+        if (r == 0 || next != 0) eg_spill_drain_poll(d, next < 0 || next > 100 ? 100 : next);
+    }
+    /* on a time-out, give what is in flight a last second to report */
+    for (int64_t until = eg_now_ms() + 1000; !fatal && timed_out && eg_now_ms() < until;) {
+        if (eg_spill_drain_step(d, 0) < 0) fatal = 1;
+        eg_spill_drain_stats ds;
+        eg_spill_drain_stats_get(d, &ds);
+        if (!ds.inflight) break;
+        eg_spill_drain_poll(d, 50);
+    }
+    eg_spill_drain_stats ds;
+    eg_spill_drain_stats_get(d, &ds);
+    char last[256];
+    eg_strlcpy(last, eg_spill_drain_error(d), sizeof last);
+    eg_spill_drain_free(d, 0);
+    eg_spill_close(j);
+
+    printf("drained %llu frame%s (%llu segment%s deleted) in %lld ms; %llu failed delivery attempt%s (retried); "
+           "%llu corrupt segment%s\n",
+           (unsigned long long)ds.frames_drained, plural(ds.frames_drained), (unsigned long long)ds.segments_drained,
+           plural(ds.segments_drained), (long long)(eg_now_ms() - t0), (unsigned long long)ds.frames_failed,
+           plural(ds.frames_failed), (unsigned long long)ds.segments_corrupt, plural(ds.segments_corrupt));
+    size_t ncorrupt;
+    size_t left = report_left(dir, &ncorrupt);
+    if (left == 0 && !fatal) {
+        printf("journal empty\n");
+        return 0;
+    }
+    if (fatal)
+        fprintf(stderr, "errgate spill drain: %s: stopped: %s\n", dir, last);
+    else if (left > ncorrupt)
+        fprintf(stderr, "errgate spill drain: %s: %zu segment%s not drained%s%s%s\n", dir, left - ncorrupt,
+                plural(left - ncorrupt), timed_out ? " within the time-out" : "", last[0] ? "; last error: " : "",
+                last);
+    if (ncorrupt)
+        fprintf(stderr,
+                "errgate spill drain: %s: %zu corrupt segment%s kept for inspection (errgate spill ls %s); "
+                "remove %s when resolved\n",
+                dir, ncorrupt, plural(ncorrupt), dir, ncorrupt == 1 ? "it" : "them");
+    return 1;
+}
+
+/* -------------------------------------------------------------- write-test */
+
+static void hex(FILE *out, const void *p, size_t n) {
+    if (!p) {
+        fputs("null", out);
+        return;
+    }
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) fprintf(out, "%02x", ((const unsigned char *)p)[i]);
+    fputc('"', out);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Record i of the test journal: see the file comment. */
+static int cmd_write_test(int argc, char **argv) {
+    if (argc < 5) return usage();
+    const char *dir = argv[2], *topic = argv[3];
+    long n = atol(argv[4]), parts = 4, vbytes = 100, hold_ms = 0;
+    eg_spill_opts so = {.role = "write-test"};
+    for (int i = 5; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--segment-bytes")) so.segment_bytes = (size_t)atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--partitions")) parts = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--value-bytes")) vbytes = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--hold-ms")) hold_ms = atol(argv[i + 1]);
+        else return usage();
+    }
+    if (n < 0 || parts < 1 || vbytes < 0 || (argc - 5) % 2) return usage();
+    char err[512];
+    eg_spill *j = eg_spill_open(dir, &so, err, sizeof err);
+    if (!j) {
+        fprintf(stderr, "errgate spill write-test: %s\n", err);
+        return 1;
+    }
+    unsigned char *val = eg_xmalloc((size_t)vbytes + 1);
+    int64_t *lat = eg_xmalloc((size_t)(n ? n : 1) * sizeof *lat);
+    int rc = 0;
+    for (long i = 0; i < n; i++) {
+        unsigned char key[8] = {'k', (unsigned char)(i >> 24), (unsigned char)(i >> 16), (unsigned char)(i >> 8),
+                                (unsigned char)i, 0, 0xff, '!'};
+        for (long b = 0; b < vbytes; b++) val[b] = (unsigned char)((i * 31 + b * 7) & 0xff);
+        char idx[24];
+        snprintf(idx, sizeof idx, "%ld", i);
+        unsigned char bin[4] = {0, 1, 0xfe, (unsigned char)i};
+        eg_spill_header h[5] = {{"h-index", idx, strlen(idx)}, {"h-bin", bin, sizeof bin},
+                                {"h-null", NULL, 0}, {"dup", "a", 1}, {"dup", "", 0}};
+        eg_spill_rec r = {
+            .topic = topic,
+            .partition = (int32_t)(i % parts),
+            .timestamp_ms = 1700000000000LL + i,
+            .key = i % 10 == 0 ? NULL : i % 10 == 1 ? "" : (const void *)key,
+            .key_len = i % 10 <= 1 ? 0 : sizeof key,
+            .value = i % 7 == 3 ? NULL : val,
+            .value_len = i % 7 == 3 ? 0 : (size_t)vbytes,
+            .headers = i % 5 == 4 ? NULL : h,
+            .nheaders = i % 5 == 4 ? 0 : 5,
+        };
+        int64_t t = eg_now_ns();
+        if (eg_spill_append(j, &r, err, sizeof err) != 0) {
+            fprintf(stderr, "errgate spill write-test: record %ld: %s\n", i, err);
+            rc = 1;
+            break;
+        }
+        lat[i] = eg_now_ns() - t;
+        printf("{\"topic\":\"%s\",\"partition\":%d,\"timestamp\":%lld,\"key\":", topic, (int)r.partition,
+               (long long)r.timestamp_ms);
+        hex(stdout, r.key, r.key_len);
+        fputs(",\"value\":", stdout);
+        hex(stdout, r.value, r.value_len);
+        fputs(",\"headers\":[", stdout);
+        for (size_t k = 0; k < r.nheaders; k++) {
+            printf("%s[\"%s\",", k ? "," : "", h[k].name);
+            hex(stdout, h[k].value, h[k].value_len);
+            fputc(']', stdout);
+        }
+        fputs("]}\n", stdout);
+        fflush(stdout); /* a printed record is a durable one, even after kill -9 */
+    }
+    eg_spill_stats st;
+    eg_spill_stats_get(j, &st);
+    fflush(stdout);
+    if (hold_ms > 0) /* keeps the lock and the active segment, as a gateway would */
+        nanosleep(&(struct timespec){hold_ms / 1000, (hold_ms % 1000) * 1000000}, NULL);
+    eg_spill_close(j);
+    if (rc == 0 && n > 0) {
+        qsort(lat, (size_t)n, sizeof *lat, cmp_i64);
+        fprintf(stderr,
+                "appended %llu frames (%llu bytes) in %llu segment%s; append+fdatasync us: p50 %.1f p99 %.1f "
+                "max %.1f\n",
+                (unsigned long long)st.frames_appended, (unsigned long long)st.bytes_appended,
+                (unsigned long long)st.segments, plural(st.segments), lat[n / 2] / 1e3, lat[(n * 99) / 100] / 1e3,
+                lat[n - 1] / 1e3);
+    }
+    free(lat);
+    free(val);
+    return rc;
+}
+
+int eg_cmd_spill(int argc, char **argv) {
+    if (argc < 2) return usage();
+    if (!strcmp(argv[1], "ls")) return cmd_ls(argc, argv);
+    if (!strcmp(argv[1], "drain")) return cmd_drain(argc, argv);
+    if (!strcmp(argv[1], "write-test")) return cmd_write_test(argc, argv);
+    return usage();
+}

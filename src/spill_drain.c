@@ -1,0 +1,660 @@
+/* spill_drain.c — the drainer: re-produces spill journal frames to Kafka and
+ * retires a segment once every frame in it has a successful delivery report
+ * (see spill.h).
+ *
+ * The drainer owns an idempotent acks=all producer. It keeps a few sealed
+ * segments open at a time, in sequence order; for each it records every
+ * frame read so far (its offset and state: waiting, in flight, delivered).
+ * A step serves delivery reports, retires finished segments, then produces:
+ * first frames whose delivery failed (read again with eg_spill_scan_at, so
+ * nothing stays in memory but offsets), then the next frames of the segment
+ * being read. A failed report puts its frame back to waiting and starts a
+ * doubling back-off during which nothing is produced; a success resets it.
+ * A segment is retired when it has been read to its end and all its frames
+ * are delivered: deleted, or renamed *.corrupt when the read ended at a bad
+ * frame. Nothing is deleted on any other path, so a crash (or kill -9) at
+ * any point leaves every undelivered frame on disk: re-draining may
+ * duplicate, never drop. Failed frames are produced again after the frames
+ * that went out meanwhile, so records of one partition can be reordered by
+ * a failure (lane records carry no ordering promise).
+ *
+ * Partitioning: a frame goes to exactly its partition (an explicit
+ * partition: librdkafka bypasses custom partitioners for records without a
+ * key, so a partitioner cannot promise "the same partition"). When the topic
+ * lacks that partition (_UNKNOWN_PARTITION, at once or in the report) the
+ * frame is produced again unassigned, and the topic's partitioner maps it to
+ * partition % count, lanes.c's rule (a record without a key lands where
+ * librdkafka's sticky partitioner puts it); partition -1 is always produced
+ * unassigned (consistent_random on the key). Each message carries a token
+ * (segment, frame index, partition) as its opaque; the partitioner may run
+ * on librdkafka's threads and reads only the token's immutable partition.
+ * Everything else runs on the caller's thread (reports are served by
+ * rd_kafka_poll from step, poll, free or the attached libevent loop).
+ *
+ * Sealed segments are found by listing the directory, again only when the
+ * journal has sealed one since (only this process writes the journal while
+ * it holds the lock). The active segment is sealed by the drainer itself
+ * when nothing sealed is left and its first frame is seal_after_ms old, so
+ * a gateway's spilled records reach Kafka about that long (plus whatever
+ * back-off is running) after the lane comes back. */
+#include "spill.h"
+#include "log.h"
+#include "util.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_OPEN_SEGMENTS 4
+
+enum { F_WAIT = 0, F_INFLIGHT, F_DONE };
+
+typedef struct dframe {
+    uint64_t off;
+    uint32_t bytes;           /* frame size, for the in-flight byte cap */
+    uint8_t state;
+    uint8_t remap;            /* its topic lacks its partition: let the partitioner map it */
+} dframe;
+
+typedef struct dseg {
+    uint64_t seq;
+    char name[48];
+    eg_spill_scan *scan;
+    dframe *f;
+    size_t n, cap;
+    size_t ndone, nwait;
+    size_t wait_lo;           /* no waiting frame below this index */
+    int eof;                  /* read to its end (or to a bad frame) */
+    int corrupt;
+    char reason[160];
+    struct dseg *next;
+} dseg;
+
+typedef struct token {
+    dseg *seg;
+    size_t idx;
+    int32_t partition;
+} token;
+
+typedef struct dtopic {
+    char *name;
+    rd_kafka_topic_t *rkt;
+    int remap_logged;
+} dtopic;
+
+struct eg_spill_drain {
+    eg_spill *j;
+    rd_kafka_t *rk;
+    eg_spill_drain_opts o;
+    dseg *segs, *tail;        /* open segments, in sequence order */
+    int nsegs;
+    uint64_t last_seq;        /* highest sequence number opened */
+    uint64_t *queue;          /* sealed segments not yet opened, ascending */
+    size_t nqueue, qhead;
+    int listed;               /* the directory was listed at least once */
+    uint64_t listed_seals;    /* the journal's seal count at that listing */
+    dtopic *topics;
+    size_t ntopics;
+    size_t inflight, inflight_bytes;
+    int64_t backoff_ms, backoff_until;
+    int fatal;
+    int done;
+    char err[256];
+    eg_spill_drain_stats st;
+    /* attach */
+    struct event_base *base;
+    struct event *timer, *qev;
+    rd_kafka_queue_t *mainq;
+    int pipefd[2];
+    int idle_ms;
+};
+
+/* ------------------------------------------------------------- callbacks */
+
+static int32_t partitioner(const rd_kafka_topic_t *rkt, const void *key, size_t keylen, int32_t cnt,
+                           void *rkt_opaque, void *msg_opaque) {
+    const token *t = msg_opaque;
+    if (cnt <= 0) return RD_KAFKA_PARTITION_UA;
+    if (t->partition < 0)
+        return rd_kafka_msg_partitioner_consistent_random(rkt, key, keylen, cnt, rkt_opaque, msg_opaque);
+    return t->partition < cnt ? t->partition : t->partition % cnt;
+}
+
+static void set_backoff(eg_spill_drain *d) {
+    int64_t now = eg_now_ms();
+    if (now < d->backoff_until) return; /* one doubling per failed round */
+    d->backoff_ms = d->backoff_ms ? d->backoff_ms * 2 : d->o.backoff_min_ms;
+    if (d->backoff_ms > d->o.backoff_max_ms) d->backoff_ms = d->o.backoff_max_ms;
+    d->backoff_until = now + d->backoff_ms;
+}
+
+static void frame_wait(dseg *s, size_t idx) {
+    s->f[idx].state = F_WAIT;
+    s->nwait++;
+    if (s->nwait == 1 || idx < s->wait_lo) s->wait_lo = idx;
+}
+
+/* A frame whose topic lacks its partition: from now on it is produced
+ * unassigned, so the partitioner maps it to partition % count (records
+ * without a key: librdkafka's sticky partitioner, which bypasses custom
+ * partitioners; still delivered, never stuck). Logged once per topic. */
+static void remap(eg_spill_drain *d, dseg *s, size_t idx, const char *topic) {
+    s->f[idx].remap = 1;
+    for (size_t i = 0; i < d->ntopics; i++)
+        if (strcmp(d->topics[i].name, topic) == 0 && !d->topics[i].remap_logged++) {
+            eg_logline l;
+            if (eg_log_begin(&l, EG_WARN, "spill_partition_remapped")) {
+                eg_log_str(&l, "segment", s->name);
+                eg_log_str(&l, "topic", topic);
+                eg_log_str(&l, "msg", "the topic lacks a frame's partition: sent to partition % count");
+                eg_log_end(&l);
+            }
+        }
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    eg_spill_drain *d = opaque;
+    token *t = m->_private;
+    dseg *s = t->seg;
+    dframe *f = &s->f[t->idx];
+    d->inflight--;
+    d->inflight_bytes -= f->bytes;
+    if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && !f->remap && t->partition >= 0) {
+        remap(d, s, t->idx, rd_kafka_topic_name(m->rkt));
+        frame_wait(s, t->idx);
+        free(t);
+        return;
+    }
+    if (!m->err) {
+        f->state = F_DONE;
+        s->ndone++;
+        d->st.frames_drained++;
+        d->backoff_ms = 0;
+        d->backoff_until = 0;
+    } else {
+        frame_wait(s, t->idx);
+        int purged = m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
+        if (!purged) {
+            d->st.frames_failed++;
+            int first = eg_now_ms() >= d->backoff_until;
+            set_backoff(d);
+            snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", rd_kafka_topic_name(m->rkt), (int)t->partition,
+                     s->name, rd_kafka_err2str(m->err));
+            if (first) {
+                eg_logline l;
+                if (eg_log_begin(&l, EG_WARN, "spill_drain_failed")) {
+                    eg_log_str(&l, "segment", s->name);
+                    eg_log_str(&l, "topic", rd_kafka_topic_name(m->rkt));
+                    eg_log_int(&l, "partition", t->partition);
+                    eg_log_str(&l, "error", rd_kafka_err2name(m->err));
+                    eg_log_int(&l, "retry_in_ms", d->backoff_ms);
+                    eg_log_end(&l);
+                }
+            }
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+            char e[200];
+            rd_kafka_fatal_error(rk, e, sizeof e);
+            snprintf(d->err, sizeof d->err, "spill drain producer: fatal error: %s", e);
+            d->fatal = 1;
+        }
+    }
+    free(t);
+}
+
+/* ------------------------------------------------------------------ create */
+
+eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_spill_drain_opts *opts,
+                                   char *err, size_t errlen) {
+    static const char *const forced[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}};
+    char e[512];
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
+        if (rd_kafka_conf_set(conf, forced[i][0], forced[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "spill drain: kafka.%s: %s", forced[i][0], e);
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    eg_spill_drain *d = eg_xcalloc(1, sizeof *d);
+    d->j = j;
+    d->pipefd[0] = d->pipefd[1] = -1;
+    d->o = opts ? *opts : (eg_spill_drain_opts){0};
+    if (d->o.seal_after_ms == 0) d->o.seal_after_ms = 1000;
+    if (d->o.backoff_min_ms <= 0) d->o.backoff_min_ms = 500;
+    if (d->o.backoff_max_ms <= 0) d->o.backoff_max_ms = 30000;
+    if (d->o.backoff_max_ms < d->o.backoff_min_ms) d->o.backoff_max_ms = d->o.backoff_min_ms;
+    if (!d->o.max_inflight) d->o.max_inflight = 10000;
+    if (!d->o.max_inflight_bytes) d->o.max_inflight_bytes = (size_t)32 << 20;
+    rd_kafka_conf_set_opaque(conf, d);
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    d->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
+    if (!d->rk) {
+        snprintf(err, errlen, "spill drain: cannot create the producer: %s", e);
+        rd_kafka_conf_destroy(conf);
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+rd_kafka_t *eg_spill_drain_rk(const eg_spill_drain *d) { return d->rk; }
+const char *eg_spill_drain_error(const eg_spill_drain *d) { return d->err; }
+int eg_spill_drain_done(const eg_spill_drain *d) { return d->done; }
+
+void eg_spill_drain_stats_get(const eg_spill_drain *d, eg_spill_drain_stats *out) {
+    *out = d->st;
+    out->inflight = d->inflight;
+    out->backoff_ms = eg_now_ms() < d->backoff_until ? d->backoff_ms : 0;
+}
+
+/* ---------------------------------------------------------------- segments */
+
+static void seg_free(dseg *s) {
+    eg_spill_scan_close(s->scan);
+    free(s->f);
+    free(s);
+}
+
+/* Refills the queue of sealed segments from the directory. */
+static int relist(eg_spill_drain *d) {
+    eg_spill_seg *v;
+    size_t n;
+    eg_spill_stats js;
+    eg_spill_stats_get(d->j, &js);
+    if (eg_spill_list(eg_spill_dir(d->j), &v, &n, d->err, sizeof d->err) != 0) return -1;
+    uint64_t active = eg_spill_active_seq(d->j);
+    free(d->queue);
+    d->queue = eg_xmalloc((n ? n : 1) * sizeof *d->queue);
+    d->nqueue = d->qhead = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].corrupt && v[i].seq > d->last_seq && v[i].seq != active) d->queue[d->nqueue++] = v[i].seq;
+    free(v);
+    d->listed = 1;
+    d->listed_seals = js.segments_sealed;
+    return 0;
+}
+
+/* Opens the next sealed segment. Returns 1 when one was opened, 0 when none
+ * is waiting, -1 on error. */
+static int open_next(eg_spill_drain *d) {
+    eg_spill_stats js;
+    eg_spill_stats_get(d->j, &js);
+    /* the queue holds what the last listing found; a segment sealed since
+     * has a higher number, so listing again can wait until it is empty */
+    if (d->qhead == d->nqueue && (!d->listed || js.segments_sealed != d->listed_seals) && relist(d) != 0)
+        return -1;
+    if (d->qhead == d->nqueue) return 0;
+    uint64_t seq = d->queue[d->qhead++];
+    dseg *s = eg_xcalloc(1, sizeof *s);
+    s->seq = seq;
+    snprintf(s->name, sizeof s->name, "spill-%016llu.eg", (unsigned long long)seq);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", eg_spill_dir(d->j), s->name);
+    s->scan = eg_spill_scan_open(path, d->err, sizeof d->err);
+    if (!s->scan) {
+        free(s);
+        return -1;
+    }
+    if (d->tail) d->tail->next = s;
+    else d->segs = s;
+    d->tail = s;
+    d->nsegs++;
+    d->last_seq = seq;
+    return 1;
+}
+
+/* Retires every open segment that is read to its end with all its frames
+ * delivered. Returns 0, or -1 when a retire failed. */
+static int retire_finished(eg_spill_drain *d) {
+    dseg **pp = &d->segs, *prev = NULL;
+    while (*pp) {
+        dseg *s = *pp;
+        if (!s->eof || s->ndone != s->n) {
+            prev = s;
+            pp = &s->next;
+            continue;
+        }
+        if (eg_spill_retire(d->j, s->seq, s->corrupt, d->err, sizeof d->err) != 0) return -1;
+        eg_logline l;
+        if (eg_log_begin(&l, s->corrupt ? EG_WARN : EG_INFO,
+                         s->corrupt ? "spill_segment_corrupt_kept" : "spill_segment_drained")) {
+            eg_log_str(&l, "segment", s->name);
+            eg_log_int(&l, "frames", (int64_t)s->n);
+            if (s->corrupt) {
+                char kept[64];
+                snprintf(kept, sizeof kept, "%s.corrupt", s->name);
+                eg_log_str(&l, "kept_as", kept);
+                eg_log_int(&l, "bad_offset", (int64_t)eg_spill_scan_state_get(s->scan)->next);
+                eg_log_str(&l, "reason", s->reason);
+            }
+            eg_log_end(&l);
+        }
+        if (s->corrupt) d->st.segments_corrupt++;
+        else d->st.segments_drained++;
+        *pp = s->next;
+        if (d->tail == s) d->tail = prev;
+        d->nsegs--;
+        seg_free(s);
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------- produce */
+
+static rd_kafka_topic_t *topic_get(eg_spill_drain *d, const char *name) {
+    for (size_t i = 0; i < d->ntopics; i++)
+        if (strcmp(d->topics[i].name, name) == 0) return d->topics[i].rkt;
+    rd_kafka_topic_conf_t *tc = rd_kafka_default_topic_conf_dup(d->rk);
+    rd_kafka_topic_conf_set_partitioner_cb(tc, partitioner);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(d->rk, name, tc);
+    if (!rkt) return NULL; /* tc is destroyed by rd_kafka_topic_new on failure too */
+    d->topics = eg_xrealloc(d->topics, (d->ntopics + 1) * sizeof *d->topics);
+    d->topics[d->ntopics++] = (dtopic){.name = eg_xstrdup(name), .rkt = rkt};
+    return rkt;
+}
+
+static int room(const eg_spill_drain *d) {
+    return d->inflight < d->o.max_inflight && d->inflight_bytes < d->o.max_inflight_bytes;
+}
+
+/* Produces waiting frame idx of s (rec: the frame, already read, or NULL to
+ * read it again). Returns 0 when produced, 1 when the producer's queue is
+ * full (the frame stays waiting), 2 when refused (counted as a failure,
+ * back-off started), -1 when the drainer cannot go on. */
+static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *rec) {
+    eg_spill_rec again;
+    if (!rec) {
+        if (eg_spill_scan_at(s->scan, s->f[idx].off, &again) != 1) {
+            snprintf(d->err, sizeof d->err, "%s: frame at offset %llu no longer reads: %s", s->name,
+                     (unsigned long long)s->f[idx].off, eg_spill_scan_state_get(s->scan)->reason);
+            return -1;
+        }
+        rec = &again;
+    }
+    rd_kafka_topic_t *rkt = topic_get(d, rec->topic);
+    if (!rkt) {
+        snprintf(d->err, sizeof d->err, "%s: topic %s: %s", s->name, rec->topic,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        d->st.frames_failed++;
+        set_backoff(d);
+        return 2;
+    }
+    rd_kafka_headers_t *h = rd_kafka_headers_new(rec->nheaders ? rec->nheaders : 1);
+    for (size_t i = 0; i < rec->nheaders; i++)
+        rd_kafka_header_add(h, rec->headers[i].name, -1, rec->headers[i].value,
+                            (ssize_t)rec->headers[i].value_len);
+    token *t = eg_xmalloc(sizeof *t);
+    t->seg = s;
+    t->idx = idx;
+    t->partition = rec->partition;
+    int32_t part = rec->partition >= 0 && !s->f[idx].remap ? rec->partition : RD_KAFKA_PARTITION_UA;
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        d->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(part),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)rec->value, rec->value_len),
+        RD_KAFKA_V_KEY(rec->key, rec->key_len), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_TIMESTAMP(rec->timestamp_ms > 0 ? rec->timestamp_ms : 0), RD_KAFKA_V_OPAQUE(t),
+        RD_KAFKA_V_END);
+    if (err) {
+        rd_kafka_headers_destroy(h);
+        free(t);
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return 1;
+        if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && part >= 0) {
+            remap(d, s, idx, rec->topic);
+            return produce(d, s, idx, rec);
+        }
+        if (err == RD_KAFKA_RESP_ERR__FATAL) {
+            char e[200];
+            rd_kafka_fatal_error(d->rk, e, sizeof e);
+            snprintf(d->err, sizeof d->err, "spill drain producer: fatal error: %s", e);
+            d->fatal = 1;
+            return -1;
+        }
+        snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", rec->topic, (int)rec->partition, s->name,
+                 rd_kafka_err2str(err));
+        d->st.frames_failed++;
+        set_backoff(d);
+        return 2;
+    }
+    s->f[idx].state = F_INFLIGHT;
+    s->nwait--;
+    d->inflight++;
+    d->inflight_bytes += s->f[idx].bytes;
+    d->st.frames_produced++;
+    return 0;
+}
+
+/* Produces waiting (failed earlier or refused by a full queue) frames of
+ * every open segment, in order. Returns frames produced, or -1; *stop is
+ * set when producing must pause (full, refused, back-off). */
+static int produce_waiting(eg_spill_drain *d, int budget, int *stop) {
+    int produced = 0;
+    for (dseg *s = d->segs; s && !*stop; s = s->next) {
+        while (s->nwait > 0 && produced < budget && room(d)) {
+            while (s->wait_lo < s->n && s->f[s->wait_lo].state != F_WAIT) s->wait_lo++;
+            if (s->wait_lo >= s->n) break; /* cannot happen: nwait counts them */
+            int rc = produce(d, s, s->wait_lo, NULL);
+            if (rc < 0) return -1;
+            if (rc > 0) {
+                *stop = 1;
+                break;
+            }
+            produced++;
+        }
+        if (produced >= budget || !room(d)) *stop = 1;
+    }
+    return produced;
+}
+
+/* Reads and produces new frames. Returns frames produced, or -1. */
+static int produce_new(eg_spill_drain *d, int budget) {
+    int produced = 0;
+    while (produced < budget && room(d)) {
+        dseg *s = d->tail;
+        if (!s || s->eof) {
+            if (d->nsegs >= MAX_OPEN_SEGMENTS) break;
+            int rc = open_next(d);
+            if (rc < 0) return -1;
+            if (rc == 1) continue;
+            /* nothing sealed is left: seal the active segment when it is due */
+            uint64_t frames = eg_spill_active_frames(d->j);
+            if (frames && d->o.seal_after_ms >= 0 &&
+                eg_now_ms() - eg_spill_active_since_ms(d->j) >= d->o.seal_after_ms) {
+                char e[256];
+                if (eg_spill_seal(d->j, e, sizeof e) != 0)
+                    eg_log_msg(EG_WARN, "spill_seal_failed", "%s", e);
+                continue;
+            }
+            break;
+        }
+        eg_spill_rec rec;
+        int rc = eg_spill_scan_next(s->scan, &rec);
+        if (rc == 0) {
+            s->eof = 1;
+            continue;
+        }
+        if (rc < 0) {
+            const eg_spill_scan_state *ss = eg_spill_scan_state_get(s->scan);
+            if (ss->ioerr) {
+                snprintf(d->err, sizeof d->err, "%s: %s", s->name, ss->reason);
+                return -1;
+            }
+            s->eof = s->corrupt = 1;
+            eg_strlcpy(s->reason, ss->reason, sizeof s->reason);
+            d->st.corrupt_frames++;
+            eg_logline l;
+            if (eg_log_begin(&l, EG_WARN, "spill_frame_corrupt")) {
+                eg_log_str(&l, "segment", s->name);
+                eg_log_int(&l, "offset", (int64_t)ss->next);
+                eg_log_int(&l, "good_frames", (int64_t)ss->frames);
+                eg_log_str(&l, "reason", ss->reason);
+                eg_log_end(&l);
+            }
+            continue;
+        }
+        if (s->n == s->cap) {
+            s->cap = s->cap ? s->cap * 2 : 256;
+            s->f = eg_xrealloc(s->f, s->cap * sizeof *s->f);
+        }
+        size_t idx = s->n++;
+        s->f[idx] = (dframe){.off = eg_spill_scan_state_get(s->scan)->offset,
+                             .bytes = (uint32_t)eg_spill_scan_frame_bytes(s->scan)};
+        frame_wait(s, idx);
+        rc = produce(d, s, idx, &rec);
+        if (rc < 0) return -1;
+        if (rc > 0) break; /* stays waiting: produce_waiting takes it later */
+        produced++;
+    }
+    return produced;
+}
+
+/* -------------------------------------------------------------------- step */
+
+static void update_done(eg_spill_drain *d) {
+    eg_spill_stats js;
+    eg_spill_stats_get(d->j, &js);
+    d->done = !d->segs && d->qhead == d->nqueue && d->listed && js.segments_sealed == d->listed_seals &&
+              d->inflight == 0 && eg_spill_active_frames(d->j) == 0;
+}
+
+int eg_spill_drain_step(eg_spill_drain *d, int max_frames) {
+    if (d->fatal) return -1;
+    int work = rd_kafka_poll(d->rk, 0);
+    if (d->fatal || retire_finished(d) != 0) {
+        d->fatal = 1;
+        return -1;
+    }
+    int produced = 0;
+    if (eg_now_ms() >= d->backoff_until) {
+        int stop = 0;
+        int n = produce_waiting(d, max_frames, &stop);
+        if (n < 0) {
+            d->fatal = 1;
+            return -1;
+        }
+        produced += n;
+        if (!stop && eg_now_ms() >= d->backoff_until) {
+            n = produce_new(d, max_frames - produced);
+            if (n < 0) {
+                d->fatal = 1;
+                return -1;
+            }
+            produced += n;
+        }
+        if (retire_finished(d) != 0) { /* segments with no frame at all */
+            d->fatal = 1;
+            return -1;
+        }
+    }
+    update_done(d);
+    return produced + work;
+}
+
+void eg_spill_drain_poll(eg_spill_drain *d, int timeout_ms) { rd_kafka_poll(d->rk, timeout_ms); }
+
+int eg_spill_drain_next_ms(const eg_spill_drain *d) {
+    if (d->fatal) return -1;
+    int64_t now = eg_now_ms();
+    if (now < d->backoff_until) return (int)(d->backoff_until - now);
+    int waiting = 0;
+    for (const dseg *s = d->segs; s; s = s->next) waiting |= s->nwait > 0 || !s->eof;
+    eg_spill_stats js;
+    eg_spill_stats_get(d->j, &js);
+    waiting |= d->qhead < d->nqueue || !d->listed || js.segments_sealed != d->listed_seals;
+    if (waiting) return room(d) ? 0 : -1;
+    if (eg_spill_active_frames(d->j) && d->o.seal_after_ms >= 0) {
+        int64_t due = eg_spill_active_since_ms(d->j) + d->o.seal_after_ms - now;
+        return due > 0 ? (int)due : 0;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------ attach */
+
+static void run_attached(eg_spill_drain *d) {
+    if (d->fatal) return;
+    int rc = eg_spill_drain_step(d, 1000);
+    if (rc < 0) {
+        eg_log_msg(EG_ERROR, "spill_drain_stopped", "%s", d->err);
+        return;
+    }
+    int next = eg_spill_drain_next_ms(d);
+    if (next < 0 || next > d->idle_ms) next = d->idle_ms;
+    struct timeval tv = {next / 1000, (next % 1000) * 1000};
+    evtimer_add(d->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) { run_attached(arg); }
+
+static void on_queue(evutil_socket_t fd, short what, void *arg) {
+    eg_spill_drain *d = arg;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {}
+    run_attached(d);
+}
+
+int eg_spill_drain_attach(eg_spill_drain *d, struct event_base *base, int idle_ms, char *err, size_t errlen) {
+    if (d->base) {
+        snprintf(err, errlen, "spill drain: already attached");
+        return -1;
+    }
+    if (pipe2(d->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "spill drain: pipe: %m");
+        d->pipefd[0] = d->pipefd[1] = -1;
+        return -1;
+    }
+    d->base = base;
+    d->idle_ms = idle_ms > 0 ? idle_ms : 1000;
+    d->mainq = rd_kafka_queue_get_main(d->rk);
+    rd_kafka_queue_io_event_enable(d->mainq, d->pipefd[1], "1", 1);
+    d->qev = event_new(base, d->pipefd[0], EV_READ | EV_PERSIST, on_queue, d);
+    d->timer = evtimer_new(base, on_timer, d);
+    event_add(d->qev, NULL);
+    struct timeval now = {0, 0};
+    evtimer_add(d->timer, &now);
+    return 0;
+}
+
+/* -------------------------------------------------------------------- free */
+
+void eg_spill_drain_free(eg_spill_drain *d, int timeout_ms) {
+    if (!d) return;
+    if (d->timer) event_free(d->timer);
+    if (d->qev) event_free(d->qev);
+    if (d->mainq) {
+        rd_kafka_queue_io_event_enable(d->mainq, -1, NULL, 0);
+        rd_kafka_queue_destroy(d->mainq);
+    }
+    int64_t until = eg_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    while (d->inflight > 0 && eg_now_ms() < until) {
+        rd_kafka_poll(d->rk, 50);
+        if (retire_finished(d) != 0) break;
+    }
+    if (d->inflight > 0) {
+        rd_kafka_purge(d->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        /* purged reports come back at once; in-flight ones when their
+         * requests end: bounded all the same */
+        until = eg_now_ms() + 10000;
+        while (d->inflight > 0 && eg_now_ms() < until) rd_kafka_poll(d->rk, 50);
+    }
+    if (!d->fatal) retire_finished(d);
+    if (d->inflight > 0)
+        eg_log_msg(EG_WARN, "spill_drain_abandoned", "%zu frames still in flight at close (they stay in the journal)",
+                   d->inflight);
+    for (size_t i = 0; i < d->ntopics; i++) {
+        rd_kafka_topic_destroy(d->topics[i].rkt);
+        free(d->topics[i].name);
+    }
+    free(d->topics);
+    rd_kafka_destroy(d->rk);
+    while (d->segs) {
+        dseg *s = d->segs;
+        d->segs = s->next;
+        seg_free(s);
+    }
+    free(d->queue);
+    if (d->pipefd[0] >= 0) close(d->pipefd[0]);
+    if (d->pipefd[1] >= 0) close(d->pipefd[1]);
+    free(d);
+}
