@@ -624,6 +624,64 @@ static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg
 
 /* ----------------------------------------------------------------- lanes */
 
+/* Ms left before r's unacknowledged lane write is spilled (the journal is
+ * on and the write began after_ms ago), or -1 without a journal. */
+static int64_t spill_in(eg_gw *gw, const eg_record *r) {
+    if (!gw->spill) return -1;
+    int64_t left = r->fail->lane_first_ms + gw->cfg->spill_after_ms - eg_now_ms();
+    return left > 0 ? left : 0;
+}
+
+/* Clears r's lane-failure counts (its write is durable or abandoned). */
+static void lane_ok(eg_gw *gw, eg_record *r) {
+    if (!r->lane_failing) return;
+    r->lane_failing = 0;
+    r->part->lane_failing--;
+    if (--gw->lane_failing == 0) gw->lane_failing_since_ms = 0;
+    part_update_pause(gw, r->part);
+}
+
+/* r's lane write has not been acknowledged within lanes.spill.after_ms:
+ * append the lane record to the journal, which then counts as durable.
+ * A write still in flight stays with the producer (the record is freed by
+ * its report; if that succeeds too, the record is written twice:
+ * at-least-once). Returns 0 when spilled. */
+static int spill_record(eg_gw *gw, eg_record *r) {
+    const char *topic;
+    rd_kafka_headers_t *h = eg_lanes_record(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy), &topic);
+    const rd_kafka_message_t *m = r->msg;
+    eg_spill_rec sr = {.topic = topic, .partition = r->partition, .timestamp_ms = eg_wall_ms(),
+                       .key = m->key, .key_len = m->key_len, .value = m->payload, .value_len = m->len,
+                       .kheaders = h};
+    char err[512];
+    int rc = eg_spill_append(gw->spill, &sr, err, sizeof err);
+    rd_kafka_headers_destroy(h);
+    eg_logline l;
+    if (eg_log_begin(&l, rc ? EG_ERROR : EG_WARN, rc ? "spill_failed" : "spilled")) {
+        eg_log_str(&l, "topic", r->topic);
+        eg_log_int(&l, "partition", r->partition);
+        eg_log_int(&l, "offset", r->offset);
+        eg_log_str(&l, "lane", topic);
+        if (rc) eg_log_str(&l, "error", err);
+        eg_log_end(&l);
+    }
+    if (rc) return -1;
+    const char *lv[1] = {topic};
+    (*eg_counter(gw->m.spilled, lv))++;
+    gw->st.spilled++;
+    r->fail->spilled = 1;
+    lane_ok(gw, r);
+    if (r->state == EG_RS_LANE_WRITE) {
+        /* durable now; the record itself waits for the producer's report */
+        eg_part *p = r->part;
+        if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
+        (*p->processed)++;
+    } else {
+        finish_record(gw, r);
+    }
+    return 0;
+}
+
 static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
     eg_part *p = r->part;
     eg_fail *fl = r->fail;
@@ -638,6 +696,8 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
     int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
     int64_t delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
     if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
+    int64_t spill = spill_in(gw, r);
+    if (spill >= 0 && spill < delay) delay = spill; /* the timer spills it (on_timer) */
     const char *lane = lane_topic_of(gw, r);
     const char *lv[1] = {lane};
     (*eg_counter(gw->m.lane_failures, lv))++;
@@ -657,13 +717,27 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
 }
 
 static void lane_write(eg_gw *gw, eg_record *r) {
+    if (!r->fail->lane_first_ms) r->fail->lane_first_ms = eg_now_ms();
     r->state = EG_RS_LANE_WRITE;
     rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy));
-    if (err) lane_failed(gw, r, err);
+    if (err) {
+        lane_failed(gw, r, err);
+        return;
+    }
+    int64_t spill = spill_in(gw, r);
+    if (spill >= 0) arm_timer(gw, r, spill); /* unacknowledged by then: spill (on_timer) */
 }
 
 static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     eg_gw *gw = arg;
+    if (r->fail->spilled) {
+        /* its outcome is the journal's; only the record is left to free */
+        if (!err) eg_log_msg(EG_INFO, "lane_written_after_spill", "%s[%d]@%lld is in the lane and the journal",
+                             r->topic, (int)r->partition, (long long)r->offset);
+        abandon_record(gw, r);
+        dispatch(gw);
+        return;
+    }
     if (r->part->revoked || (err && gw->stopping)) {
         abandon_record(gw, r);
         return;
@@ -690,9 +764,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     eg_record *r = arg;
     eg_part *p = r->part;
     eg_gw *gw = p->gw;
-    /* timers only run on unborrowed records, which a revoke frees at once:
-     * the partition here is always still assigned */
-    if (r->state == EG_RS_LANE_BACKOFF) {
+    /* a revoke frees unborrowed records at once, so only a record whose
+     * lane write is in flight (the spill timer) can see a revoked partition:
+     * its report frees it */
+    if (r->state == EG_RS_LANE_WRITE || r->state == EG_RS_LANE_BACKOFF) {
+        if (r->fail->spilled || p->revoked) return;
+        if (spill_in(gw, r) == 0 && spill_record(gw, r) == 0) return;
+        if (r->state == EG_RS_LANE_WRITE) {
+            /* could not spill: the producer keeps trying; check again later */
+            arm_timer(gw, r, LANE_BACKOFF_MAX_MS);
+            return;
+        }
         lane_write(gw, r);
         return;
     }
@@ -1076,6 +1158,10 @@ static void gateway_free(eg_gw *gw) {
     /* borrowers first: the producer may still point into records' messages */
     if (gw->target) gw->target->ops->destroy(gw->target);
     if (gw->lanes) eg_lanes_free(gw->lanes);
+    eg_spill_drain_free(gw->drain, 2000); /* undelivered frames stay in the journal */
+    eg_spill_close(gw->spill);
+    gw->drain = NULL;
+    gw->spill = NULL;
     gw->target = NULL;
     gw->lanes = NULL;
     while (gw->all) free_record(gw, gw->all);
@@ -1107,6 +1193,21 @@ static void gateway_free(eg_gw *gw) {
 
 static void usage(void) {
     fprintf(stderr, "usage: errgate run -c CONFIG\n");
+}
+
+/* Opens the spill journal and starts its drainer on the loop, when the
+ * config has lanes.spill. Returns 0 or -1 with err. */
+static int spill_start(eg_gw *gw, char *err, size_t errlen) {
+    if (!gw->cfg->spill_dir) return 0;
+    eg_spill_opts so = {.role = "gateway"};
+    if (!(gw->spill = eg_spill_open(gw->cfg->spill_dir, &so, err, errlen))) return -1;
+    rd_kafka_conf_t *conf = eg_lanes_producer_conf(gw->cfg, "errgate-spill", err, errlen);
+    if (!conf || !(gw->drain = eg_spill_drain_new(gw->spill, conf, NULL, err, errlen)) ||
+        eg_spill_drain_attach(gw->drain, gw->base, 1000, err, errlen) != 0)
+        return -1;
+    eg_log_msg(EG_INFO, "spill", "journal %s, spilling lane writes unacknowledged after %d ms", gw->cfg->spill_dir,
+               gw->cfg->spill_after_ms);
+    return 0;
 }
 
 int eg_cmd_run(int argc, char **argv) {
@@ -1152,7 +1253,7 @@ int eg_cmd_run(int argc, char **argv) {
     if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
                                             err, sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
-        !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) ||
+        !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) || spill_start(&gw, err, sizeof err) != 0 ||
         eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;

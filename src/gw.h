@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "record.h"
+#include "spill.h"
 #include "target.h"
 #include "tracker.h"
 
@@ -84,14 +85,14 @@ typedef struct eg_part {
 
 typedef struct eg_stats {
     int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
-    int64_t dlq, quarantined, laddered, ignored, stops, policy_errors, lane_failures;
+    int64_t dlq, quarantined, laddered, spilled, ignored, stops, policy_errors, lane_failures;
     int64_t commits, commit_failures;
     int64_t first_ms, last_ms;
 } eg_stats;
 
 /* The registry's families and unlabelled counters the loop bumps. */
 typedef struct eg_gw_metrics {
-    eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *lane_failures;
+    eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *spilled, *lane_failures;
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
@@ -106,6 +107,8 @@ typedef struct eg_gw {
     struct event *cev, *commit_ev, *drain_ev, *sig_ev[3];
     eg_lanes *lanes;
     eg_target *target;
+    eg_spill *spill;         /* the spill journal (lanes.spill), or NULL */
+    eg_spill_drain *drain;   /* its drainer */
     eg_breaker breaker;      /* the target's circuit breaker */
     eg_budget budget;        /* the target's retry budget */
     eg_policy *policy;

@@ -156,6 +156,25 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         const char *lv[1] = {ls.topic};
         eg_metric_sample(out, "errgate_lane_pending_records", 1, ll, lv, lane_pending(gw, ls.topic));
     }
+    if (gw->spill) {
+        eg_spill_stats js;
+        eg_spill_drain_stats ds;
+        eg_spill_stats_get(gw->spill, &js);
+        eg_spill_drain_stats_get(gw->drain, &ds);
+        eg_metric_header(out, "errgate_spill_bytes_pending", "Bytes in the spill journal's segments.", "gauge");
+        eg_metric_sample(out, "errgate_spill_bytes_pending", 0, NULL, NULL, (double)js.bytes_pending);
+        eg_metric_header(out, "errgate_spill_segments", "Segments in the spill journal.", "gauge");
+        eg_metric_sample(out, "errgate_spill_segments", 0, NULL, NULL, (double)js.segments);
+        eg_metric_header(out, "errgate_spill_frames_drained_total",
+                         "Journal records delivered to their lane by the drainer.", "counter");
+        eg_metric_sample(out, "errgate_spill_frames_drained_total", 0, NULL, NULL, (double)ds.frames_drained);
+        eg_metric_header(out, "errgate_spill_drain_failures_total",
+                         "Failed deliveries of journal records (each retried).", "counter");
+        eg_metric_sample(out, "errgate_spill_drain_failures_total", 0, NULL, NULL, (double)ds.frames_failed);
+        eg_metric_header(out, "errgate_spill_corrupt_frames_total",
+                         "Corrupt or torn journal frames met (reported, never applied).", "counter");
+        eg_metric_sample(out, "errgate_spill_corrupt_frames_total", 0, NULL, NULL, (double)ds.corrupt_frames);
+    }
     char why[128];
     eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
     eg_metric_sample(out, "errgate_ready", 0, NULL, NULL, gw_ready(gw, why, sizeof why));
@@ -325,6 +344,9 @@ void eg_gw_metrics_new(eg_gw *gw) {
     m->laddered = eg_family_new(r, "errgate_records_laddered_total",
                                 "Records written to a retry rung (acknowledged), by rung topic and reason.",
                                 EG_MT_COUNTER, 2, l_lr, NULL, 0);
+    m->spilled = eg_family_new(r, "errgate_records_spilled_total",
+                               "Lane records written to the spill journal instead (durable; drained later), by lane topic.",
+                               EG_MT_COUNTER, 1, l_lane, NULL, 0);
     m->ignored = eg_counter(eg_family_new(r, "errgate_records_ignored_total", "Records ignored by decision.",
                                           EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
     m->held = eg_counter(eg_family_new(r, "errgate_records_held_total", "Hold decisions.", EG_MT_COUNTER, 0, NULL,
@@ -401,6 +423,7 @@ void eg_gw_log_summary(eg_gw *gw) {
     eg_log_int(&l, "holds", s->holds);
     eg_log_int(&l, "dlq", s->dlq);
     eg_log_int(&l, "laddered", s->laddered);
+    eg_log_int(&l, "spilled", s->spilled);
     eg_log_int(&l, "quarantined", s->quarantined);
     eg_log_int(&l, "ignored", s->ignored);
     eg_log_int(&l, "stops", s->stops);

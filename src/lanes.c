@@ -106,10 +106,8 @@ static int set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, s
     return 0;
 }
 
-eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
-                       eg_lane_done_fn done, void *arg, char *err, size_t errlen) {
+rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char e[512];
     for (int i = 0; i < cfg->nkafka; i++)
         if (set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
     if (!eg_config_kafka(cfg, "linger.ms") && set(conf, "linger.ms", "5", err, errlen) < 0) goto bad;
@@ -121,18 +119,30 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
     if (set(conf, "sticky.partitioning.linger.ms", "0", err, errlen) < 0 ||
         set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
         set(conf, "acks", "all", err, errlen) < 0 ||
-        set(conf, "client.id", "errgate-lanes", err, errlen) < 0)
+        set(conf, "client.id", client_id, err, errlen) < 0)
         goto bad;
+    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
+    return conf;
+bad:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
+                       eg_lane_done_fn done, void *arg, char *err, size_t errlen) {
+    rd_kafka_conf_t *conf = eg_lanes_producer_conf(cfg, "errgate-lanes", err, errlen);
+    char e[512];
+    if (!conf) return NULL;
     eg_lanes *l = eg_xcalloc(1, sizeof *l);
     rd_kafka_conf_set_opaque(conf, l);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_producer_error);
-    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
     l->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
     if (!l->rk) {
         snprintf(err, errlen, "cannot create the lane producer: %s", e);
         free(l);
-        goto bad;
+        rd_kafka_conf_destroy(conf);
+        return NULL;
     }
     l->done = done;
     l->done_arg = arg;
@@ -150,9 +160,6 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
     l->ev = event_new(base, l->pipefd[0], EV_READ | EV_PERSIST, on_queue, l);
     event_add(l->ev, NULL);
     return l;
-bad:
-    rd_kafka_conf_destroy(conf);
-    return NULL;
 }
 
 static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src, const char *rung) {
@@ -292,6 +299,14 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
                         (int)rec->partition, (long long)rec->offset);
     if (hl) rd_kafka_header_add(h, EG_H_HISTORY, -1, hist, (ssize_t)hl);
     return h;
+}
+
+rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
+                                    const char **topic) {
+    const eg_decision *d = &rec->fail->decision;
+    lane_topic *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
+    *topic = t->name;
+    return lane_headers(l, rec, t->name, policy_id);
 }
 
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id) {

@@ -45,6 +45,17 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
  * it at once (done is not called). */
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id);
 
+/* The lane record rec's decision would write, without writing it: its
+ * topic (*topic, valid while l lives) and its headers (the caller owns them:
+ * rd_kafka_headers_destroy). For the spill journal. */
+rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
+                                    const char **topic);
+
+/* A producer configuration like the lane producer's (the config's kafka
+ * properties, idempotent, acks=all, errgate's log callback) for client_id.
+ * Returns NULL with err on a bad property. The caller owns it. */
+rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen);
+
 /* The lane topic name for a source topic (and rung name, for EG_LANE_RETRY). */
 const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *origin, const char *rung);
 

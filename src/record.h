@@ -100,6 +100,8 @@ typedef struct eg_fail {
     int64_t first_failure_ms;
     int class_attempts;      /* consecutive failures with decision.klass */
     int lane_attempts;
+    int64_t lane_first_ms;   /* monotonic ms of the first lane write attempt, 0 before */
+    int spilled;             /* in the spill journal: durable, offset finished */
     int virtual_rungs;       /* ladder steps taken in place (ordering = partition) */
     int retrying;            /* counted as an active retry in the target's budget */
     int nhist;               /* attempts so far; the last EG_HIST_MAX are kept */
