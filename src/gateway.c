@@ -72,14 +72,6 @@ static void q_remove(eg_record **head, eg_record **tail, eg_record *r) {
     r->qnext = r->qprev = NULL;
 }
 
-/* The loop's cached wall-clock time in ms (one clock read per loop pass):
- * for statistics, where a record-precise clock is not worth a syscall. */
-static int64_t loop_ms(eg_gw *gw) {
-    struct timeval tv;
-    event_base_gettimeofday_cached(gw->base, &tv);
-    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
 /* The breaker's clock: read only when there is a breaker. */
 static int64_t breaker_now(const eg_gw *gw) { return gw->breaker.cfg.enabled ? eg_now_ms() : 0; }
 
@@ -221,7 +213,7 @@ static void finish_record(eg_gw *gw, eg_record *r) {
     p->refs++; /* keep p across free_record */
     if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
     (*p->processed)++;
-    gw->st.last_ms = loop_ms(gw);
+    gw->st.last_ms = eg_now_ms();
     free_record(gw, r);
     pump(gw, p);
     part_unref(p);
@@ -986,7 +978,7 @@ static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
     gw->unfinished++;
     gw->st.received++;
     (*p->received)++;
-    if (!gw->st.first_ms) gw->st.first_ms = loop_ms(gw);
+    if (!gw->st.first_ms) gw->st.first_ms = eg_now_ms();
     pump(gw, p);
 }
 
