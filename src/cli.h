@@ -11,6 +11,8 @@ int eg_cmd_broker(int argc, char **argv);   /* broker.c  */
 int eg_cmd_run(int argc, char **argv);      /* gateway.c */
 int eg_cmd_offsets(int argc, char **argv);  /* offsets_cmd.c */
 int eg_cmd_policy(int argc, char **argv);   /* policy_cmd.c */
+int eg_cmd_replay(int argc, char **argv);   /* replay.c */
+int eg_cmd_dlq(int argc, char **argv);      /* dlq_cmd.c */
 int eg_cmd_spill(int argc, char **argv);    /* spill_cmd.c */
 
 #endif

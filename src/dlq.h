@@ -1,0 +1,281 @@
+/* dlq.h — what the DLQ operations commands share (`errgate replay`,
+ * `errgate dlq stats|tail|resolve`): pure helpers (dlq_util.c), a lane
+ * reader with explicit start offsets and a progress group (dlq_read.c), the
+ * lifecycle state topic (dlq_state.c) and replay's --where (where.c).
+ *
+ * Lifecycle. The status of a DLQ item lives in the compacted topic
+ * `<LANE>.state`, keyed by the item's errgate.id (the lane coordinates
+ * "lane/partition/offset" for a record that has no errgate.id), value a JSON
+ * object {"status":..,"reason":..,"at":RFC 3339,"by":"user@host"}; a
+ * tombstone (null value) reopens the item. Statuses: replayed,
+ * accepted-loss, closed. A lane record counts as resolved when the latest
+ * state record of its id holds one of them and was written at or after the
+ * lane record's own timestamp: a record replayed, failed again and
+ * dead-lettered anew is open again, while its older copy stays resolved.
+ *
+ * Ownership: every function documents what it borrows; returned heap
+ * memory belongs to the caller unless said otherwise. */
+#ifndef EG_DLQ_H
+#define EG_DLQ_H
+
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kcli.h"
+
+/* ---- command plumbing (dlq_util.c) -------------------------------------- */
+
+/* Set to 1 by SIGINT or SIGTERM between eg_dlq_catch_signals() and
+ * eg_dlq_release_signals() (which restores the previous handlers). */
+extern volatile sig_atomic_t eg_dlq_stop;
+void eg_dlq_catch_signals(void);
+void eg_dlq_release_signals(void);
+
+/* eg_kcli_opt for a command's argument loop: returns 1 when argv[*i] was a
+ * connection option (consumed), 0 when it is something else, -1 with
+ * "OPTION needs a value" in why. */
+int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t whylen);
+
+/* A producer for the DLQ commands: the connection settings of k,
+ * idempotent, acks=all, keys partitioned with murmur2 (as Java clients do),
+ * message.timeout.ms 30 s unless the config sets it, delivery reports to dr
+ * with opaque. Returns NULL with err. */
+rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
+                            void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *),
+                            void *opaque, char *err, size_t errlen);
+
+/* ---- pure helpers (dlq_util.c) ------------------------------------------ */
+
+/* Parses an RFC 3339 time ("2026-01-02T03:04:05Z", fractional seconds and
+ * a numeric offset allowed, 't'/'z' too) or a bare number of ms since the
+ * epoch. Returns 0 with *ms set, or -1. */
+int eg_parse_time_ms(const char *s, int64_t *ms);
+
+/* Parses a non-negative decimal integer that fits in a long (no sign, no
+ * spaces, no suffix). Returns 0 or -1. */
+int eg_parse_count(const char *s, long *out);
+
+/* Appends s (n bytes) at out + *len as a JSON string literal (quoted;
+ * control characters, quotes and backslashes escaped; other bytes copied),
+ * NUL-terminates and advances *len. Returns 0, or -1 with *len unchanged
+ * when it would not fit in outlen. */
+int eg_json_put_str(char *out, size_t outlen, size_t *len, const char *s, size_t n);
+
+/* Finds the top-level member `field` of the JSON object text (len bytes)
+ * whose value is a string, and copies it unescaped (\uXXXX below 0x80 only;
+ * others become '?') into out, truncated to outlen - 1. Returns 0, or -1
+ * when the text is not an object or has no such string member. */
+int eg_json_get_str(const char *json, size_t len, const char *field, char *out, size_t outlen);
+
+/* Writes bytes as printable text into out (NUL-terminated, truncated with
+ * "..." past outlen): printable ASCII as is, '"' and '\\' escaped, other
+ * bytes as \xNN (newline, tab and carriage return as \n \t \r). */
+void eg_printable(const void *bytes, size_t n, char *out, size_t outlen);
+
+/* What the replay filters look at, borrowed from one lane record. NULL
+ * strings are absent headers. */
+typedef struct eg_lane_view {
+    int64_t ts;          /* the lane record's timestamp, ms since the epoch */
+    const void *key;
+    size_t keylen;       /* key may be NULL (no key) */
+    const char *klass;   /* error.class */
+    const char *code;    /* error.code */
+} eg_lane_view;
+
+/* The C filters of `errgate replay`; an unset field selects everything. */
+typedef struct eg_replay_filter {
+    int64_t since_ms;    /* > 0: ts >= since_ms */
+    int64_t until_ms;    /* > 0: ts <= until_ms */
+    const char *klass;   /* exact error.class */
+    const char *code;    /* exact error.code */
+    const char *key;     /* exact key bytes (a record without a key never matches) */
+} eg_replay_filter;
+
+/* 1 when the record passes every set filter, else 0. */
+int eg_replay_filter_match(const eg_replay_filter *f, const eg_lane_view *v);
+
+/* The errgate.replays count carried by a header value (NULL: absent, 0).
+ * Returns the count, or -1 when the value is not a non-negative integer. */
+long eg_replays_parse(const void *val, size_t len);
+
+/* The headers of a replayed record: every header of src (may be NULL) in
+ * order, except retry.count, replay.from-dlq, replay.timestamp and
+ * errgate.replays, which are then set to "0", from ("lane/partition/offset"),
+ * the RFC 3339 form of now_ms, and replays. original.*, errgate.id,
+ * errgate.history and the error headers survive unchanged. The caller owns
+ * the result (rd_kafka_producev takes it on success). */
+rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from,
+                                      int64_t now_ms, long replays);
+
+/* A map from byte strings to int64 values (open addressing, grows as
+ * needed; owns copies of its keys). Zero-initialise before use. */
+typedef struct eg_strmap {
+    char **keys;         /* NUL-terminated copies; NULL slots are empty */
+    size_t *lens;
+    int64_t *vals;
+    size_t cap, used;
+} eg_strmap;
+
+/* The value of key, or -1 when absent. */
+int64_t eg_strmap_get(const eg_strmap *m, const char *key, size_t n);
+/* Sets key to val (inserting a copy of key when absent). */
+void eg_strmap_put(eg_strmap *m, const char *key, size_t n, int64_t val);
+void eg_strmap_free(eg_strmap *m);
+
+/* An aligned text table: rows of ncols cells, printed with each column as
+ * wide as its widest cell, two spaces apart; columns whose bit is set in
+ * right_mask are right-aligned (numbers). Owns copies of its cells. */
+typedef struct eg_table {
+    int ncols;
+    char **cells;        /* nrows * ncols */
+    size_t nrows, cap;
+} eg_table;
+
+void eg_table_init(eg_table *t, int ncols);
+/* Appends a row of t->ncols cells (NULL cells print as "-"). */
+void eg_table_add(eg_table *t, const char *const *row);
+/* Writes every row, one line each; trailing spaces are not written. */
+void eg_table_print(const eg_table *t, unsigned right_mask, FILE *out);
+void eg_table_free(eg_table *t);
+
+/* ---- --where (where.c) --------------------------------------------------- */
+
+/* A compiled `--where` expression (lua/errgate/where.lua) in its own
+ * bounded Lua VM: the policy sandbox, JIT off, budget_ms of wall clock per
+ * record, the policies' memory cap. */
+typedef struct eg_where eg_where;
+
+/* Compiles expr. Returns NULL with a one-line err ("--where:1: ..."). */
+eg_where *eg_where_new(const char *expr, int budget_ms, char *err, size_t errlen);
+
+/* Evaluates the expression on m (headers, topic, partition, offset,
+ * timestamp, key; strings cut at 64 KiB). Returns 1 when it matches, 0 when
+ * not, -1 with err (a Lua error, the budget, the memory cap). */
+int eg_where_eval(eg_where *w, const rd_kafka_message_t *m, char *err, size_t errlen);
+
+void eg_where_free(eg_where *w);
+
+/* ---- lane reader (dlq_read.c) ------------------------------------------- */
+
+/* Reads the partitions of one topic from per-partition start offsets up to
+ * the end offsets seen when it was opened (or on and on, with follow). The
+ * consumer never joins its group: it assigns partitions, and the group id
+ * only names where progress is committed (replay). */
+typedef struct eg_lread {
+    rd_kafka_t *rk;
+    char *topic;
+    int n;               /* partitions, in id order */
+    int32_t *part;
+    int64_t *lo, *hi;    /* watermarks when opened */
+    int64_t *start;      /* where each partition starts; lo until changed */
+    unsigned char *caught_up;  /* the partition reached hi */
+    int remaining;       /* partitions not caught up */
+    int follow;
+    int64_t idle_ms;     /* time polled without any message */
+    int timeout_ms;      /* bounded reads fail after this long idle */
+} eg_lread;
+
+/* Partition count of topic (via a metadata request for every topic, which
+ * never auto-creates one). Returns the count, 0 when the topic does not
+ * exist, or -1 with err filled when the cluster cannot be asked. */
+int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
+
+/* Creates the consumer (takes conf), checks that topic exists and records
+ * its partitions and watermarks. group may be NULL (a throw-away id).
+ * Returns 0; -2 when the topic does not exist, -1 on other errors, both
+ * with err filled and r closed. */
+int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic,
+                  char *err, size_t errlen);
+
+/* Moves each start forward to the group's committed offset, when it has
+ * one (clamped to [lo, hi]). Returns 0 or -1 with err. */
+int eg_lread_seek_committed(eg_lread *r, char *err, size_t errlen);
+
+/* Moves each start forward to the first offset whose timestamp is at or
+ * after since_ms, where the broker can tell (librdkafka's mock cannot: it
+ * answers -1, and then the start stays; callers still filter each record by
+ * its timestamp). Returns 0 or -1 with err. */
+int eg_lread_seek_time(eg_lread *r, int64_t since_ms, char *err, size_t errlen);
+
+/* Starts reading at the starts. Partitions already at their end are caught
+ * up at once. Returns 0 or -1 with err. */
+int eg_lread_start(eg_lread *r, int follow, char *err, size_t errlen);
+
+/* Polls for the next record for up to timeout_ms. Returns 1 with *out set
+ * (the caller destroys it), 0 when none came, 2 when a bounded read has
+ * reached every end offset, -1 with err on a fetch error or after
+ * r->timeout_ms without progress in a bounded read. */
+int eg_lread_next(eg_lread *r, int timeout_ms, rd_kafka_message_t **out, char *err, size_t errlen);
+
+/* Commits, for each partition i whose off[i] >= 0, offset off[i] (the next
+ * one to read) to the group. Returns 0 or -1 with err. */
+int eg_lread_commit(eg_lread *r, const int64_t *off, int async, char *err, size_t errlen);
+
+/* Index of partition p in r, or -1. */
+int eg_lread_index(const eg_lread *r, int32_t p);
+
+void eg_lread_close(eg_lread *r);
+
+/* ---- lifecycle state (dlq_state.c) -------------------------------------- */
+
+typedef enum {
+    EG_DLQ_OPEN = 0, EG_DLQ_REPLAYED, EG_DLQ_ACCEPTED_LOSS, EG_DLQ_CLOSED, EG_DLQ__N
+} eg_dlq_status;
+
+const char *eg_dlq_status_name(eg_dlq_status s);
+/* The resolution status named s (open is not one), or -1. */
+int eg_dlq_status_parse(const char *s);
+
+/* "<lane>.state" into out. */
+void eg_dlq_state_topic(const char *lane, char *out, size_t outlen);
+
+/* The JSON value of a state record. Returns its length, or -1 when it does
+ * not fit in outlen. reason may be NULL (written as ""). */
+int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by,
+                      char *out, size_t outlen);
+
+/* "user@host" of the operator, into out. */
+void eg_dlq_whoami(char *out, size_t outlen);
+
+/* The item id of a lane record: its errgate.id, or "topic/partition/offset"
+ * of the lane record itself when it has none. */
+void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen);
+
+/* Makes sure the state topic exists before it is written: when absent, it is
+ * created with cleanup.policy=compact and `partitions` partitions through
+ * the Admin API. When the cluster cannot create it (no reachable controller,
+ * as on librdkafka's mock cluster, or CreateTopics refused), a one-line note
+ * saying so is written into note and 0 is returned: the first write
+ * auto-creates it without compaction where the cluster allows that. Returns
+ * -1 with err only when the cluster cannot be asked at all. */
+int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note,
+                        size_t notelen, char *err, size_t errlen);
+
+/* The latest status of every id in a state topic. */
+typedef struct eg_dlq_states {
+    eg_strmap ids;        /* id -> index into st/ts */
+    unsigned char *st;    /* eg_dlq_status */
+    int64_t *ts;          /* when that status was written (state record timestamp) */
+    size_t n, cap;
+} eg_dlq_states;
+
+/* Applies one state record: value NULL is a tombstone (open again); a value
+ * without a known status counts as open. Later calls win. */
+void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val,
+                         size_t vallen, int64_t ts);
+
+/* Reads the whole state topic of lane (no topic: no statuses). Returns 0 or
+ * -1 with err. */
+int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err,
+                       size_t errlen);
+
+/* The status that resolves a lane record with this id and timestamp, or
+ * EG_DLQ_OPEN (see the lifecycle rule above). */
+eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts);
+
+void eg_dlq_states_free(eg_dlq_states *s);
+
+#endif

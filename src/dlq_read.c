@@ -1,0 +1,214 @@
+/* dlq_read.c — the lane reader of the DLQ commands (see dlq.h).
+ *
+ * kcli.h's eg_kcli_read reads a whole topic (or from a time) through a
+ * callback; replay and tail need more: start offsets per partition (a
+ * group's committed progress, the last N records), pull-style reading so
+ * that the caller can interleave delivery reports, pacing and commits, and
+ * an existence check that never auto-creates the topic (a metadata request
+ * naming a topic creates it on clusters with auto-creation, and always on
+ * librdkafka's mock). The consumer assigns partitions and never joins its
+ * group; commits with a group id and no membership are accepted by Kafka
+ * (and by the mock) as long as no member of that group is active.
+ *
+ * A bounded read stops each partition at the end offset seen at open, so
+ * records arriving meanwhile are left for the next run; with follow it
+ * keeps reading. End of partition is learnt from PARTITION_EOF events. */
+#include "dlq.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define META_TIMEOUT_MS 10000
+
+int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen) {
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, META_TIMEOUT_MS);
+    if (e) {
+        snprintf(err, errlen, "cannot list topics: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    int n = 0;
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (strcmp(md->topics[i].topic, topic) == 0 && !md->topics[i].err) n = md->topics[i].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic,
+                  char *err, size_t errlen) {
+    char e[512];
+    memset(r, 0, sizeof *r);
+    r->timeout_ms = META_TIMEOUT_MS;
+    const char *props[][2] = {{"group.id", group ? group : "errgate-reader"}, {"enable.auto.commit", "false"},
+                              {"enable.auto.offset.store", "false"}, {"enable.partition.eof", "true"}};
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "kafka.%s: %s", props[i][0], e);
+            rd_kafka_conf_destroy(conf);
+            return -1;
+        }
+    r->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
+    if (!r->rk) {
+        snprintf(err, errlen, "cannot create a consumer: %s", e);
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(r->rk);
+    r->topic = eg_xstrdup(topic);
+    int n = eg_topic_partitions(r->rk, topic, err, errlen);
+    if (n == 0) snprintf(err, errlen, "topic %s does not exist", topic);
+    if (n <= 0) {
+        eg_lread_close(r);
+        return n == 0 ? -2 : -1;
+    }
+    r->n = n;
+    r->part = eg_xcalloc((size_t)n, sizeof *r->part);
+    r->lo = eg_xcalloc((size_t)n, sizeof *r->lo);
+    r->hi = eg_xcalloc((size_t)n, sizeof *r->hi);
+    r->start = eg_xcalloc((size_t)n, sizeof *r->start);
+    r->caught_up = eg_xcalloc((size_t)n, 1);
+    for (int i = 0; i < n; i++) {
+        r->part[i] = i;
+        rd_kafka_resp_err_t x =
+            rd_kafka_query_watermark_offsets(r->rk, topic, i, &r->lo[i], &r->hi[i], META_TIMEOUT_MS);
+        if (x) {
+            snprintf(err, errlen, "%s[%d]: %s", topic, i, rd_kafka_err2str(x));
+            eg_lread_close(r);
+            return -1;
+        }
+        r->start[i] = r->lo[i];
+    }
+    return 0;
+}
+
+/* A partition list of every partition of r, offsets unset. */
+static rd_kafka_topic_partition_list_t *all_parts(const eg_lread *r) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->n);
+    for (int i = 0; i < r->n; i++) rd_kafka_topic_partition_list_add(l, r->topic, r->part[i]);
+    return l;
+}
+
+int eg_lread_seek_committed(eg_lread *r, char *err, size_t errlen) {
+    rd_kafka_topic_partition_list_t *l = all_parts(r);
+    rd_kafka_resp_err_t x = rd_kafka_committed(r->rk, l, META_TIMEOUT_MS);
+    for (int i = 0; !x && i < l->cnt; i++) {
+        int at = eg_lread_index(r, l->elems[i].partition);
+        int64_t c = l->elems[i].offset;
+        if (at < 0 || c < 0) continue;
+        if (c < r->lo[at]) c = r->lo[at];
+        if (c > r->hi[at]) c = r->hi[at];
+        if (c > r->start[at]) r->start[at] = c;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    if (x) snprintf(err, errlen, "%s: committed offsets: %s", r->topic, rd_kafka_err2str(x));
+    return x ? -1 : 0;
+}
+
+int eg_lread_seek_time(eg_lread *r, int64_t since_ms, char *err, size_t errlen) {
+    rd_kafka_topic_partition_list_t *l = all_parts(r);
+    for (int i = 0; i < l->cnt; i++) l->elems[i].offset = since_ms;
+    rd_kafka_resp_err_t x = rd_kafka_offsets_for_times(r->rk, l, META_TIMEOUT_MS);
+    for (int i = 0; !x && i < l->cnt; i++) {
+        int at = eg_lread_index(r, l->elems[i].partition);
+        int64_t o = l->elems[i].offset;
+        /* -1: no such record, or a broker that cannot tell (the mock) */
+        if (at >= 0 && !l->elems[i].err && o > r->start[at]) r->start[at] = o < r->hi[at] ? o : r->hi[at];
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    if (x) snprintf(err, errlen, "%s: offsets for a time: %s", r->topic, rd_kafka_err2str(x));
+    return x ? -1 : 0;
+}
+
+int eg_lread_start(eg_lread *r, int follow, char *err, size_t errlen) {
+    r->follow = follow;
+    r->remaining = 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->n);
+    for (int i = 0; i < r->n; i++) {
+        r->caught_up[i] = r->start[i] >= r->hi[i];
+        if (!r->caught_up[i]) r->remaining++;
+        if (follow || !r->caught_up[i])
+            rd_kafka_topic_partition_list_add(l, r->topic, r->part[i])->offset = r->start[i];
+    }
+    /* a fresh assignment: nothing fetched for an earlier one is delivered */
+    rd_kafka_resp_err_t x = rd_kafka_assign(r->rk, NULL);
+    if (!x && l->cnt) x = rd_kafka_assign(r->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (x) snprintf(err, errlen, "%s: assign: %s", r->topic, rd_kafka_err2str(x));
+    return x ? -1 : 0;
+}
+
+int eg_lread_index(const eg_lread *r, int32_t p) {
+    for (int i = 0; i < r->n; i++)
+        if (r->part[i] == p) return i;
+    return -1;
+}
+
+/* Marks partition i caught up once its position reaches hi. */
+static void reached(eg_lread *r, int i, int64_t next) {
+    if (i >= 0 && !r->caught_up[i] && next >= r->hi[i]) {
+        r->caught_up[i] = 1;
+        r->remaining--;
+    }
+}
+
+int eg_lread_next(eg_lread *r, int timeout_ms, rd_kafka_message_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (!r->follow && r->remaining == 0) return 2;
+    int64_t t0 = eg_now_ms();
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(r->rk, timeout_ms);
+    if (!m) {
+        r->idle_ms += eg_now_ms() - t0;
+        if (!r->follow && r->idle_ms > r->timeout_ms) {
+            snprintf(err, errlen, "%s: no progress for %d ms", r->topic, r->timeout_ms);
+            return -1;
+        }
+        return 0;
+    }
+    r->idle_ms = 0;
+    int i = eg_lread_index(r, m->partition);
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        reached(r, i, m->offset);
+        rd_kafka_message_destroy(m);
+        return !r->follow && r->remaining == 0 ? 2 : 0;
+    }
+    if (m->err) {
+        snprintf(err, errlen, "%s: %s", r->topic, rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        return -1;
+    }
+    if (i < 0 || (!r->follow && r->caught_up[i]) || (!r->follow && m->offset >= r->hi[i])) {
+        rd_kafka_message_destroy(m); /* past the bounded end: left for the next run */
+        return 0;
+    }
+    reached(r, i, m->offset + 1);
+    *out = m;
+    return 1;
+}
+
+int eg_lread_commit(eg_lread *r, const int64_t *off, int async, char *err, size_t errlen) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->n);
+    for (int i = 0; i < r->n; i++)
+        if (off[i] >= 0) rd_kafka_topic_partition_list_add(l, r->topic, r->part[i])->offset = off[i];
+    rd_kafka_resp_err_t x = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (l->cnt) x = rd_kafka_commit(r->rk, l, async);
+    for (int i = 0; !x && !async && i < l->cnt; i++) x = l->elems[i].err;
+    rd_kafka_topic_partition_list_destroy(l);
+    if (x) snprintf(err, errlen, "%s: commit: %s", r->topic, rd_kafka_err2str(x));
+    return x ? -1 : 0;
+}
+
+void eg_lread_close(eg_lread *r) {
+    if (r->rk) {
+        rd_kafka_consumer_close(r->rk);
+        rd_kafka_destroy(r->rk);
+    }
+    free(r->topic);
+    free(r->part);
+    free(r->lo);
+    free(r->hi);
+    free(r->start);
+    free(r->caught_up);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,634 @@
+/* replay.c — `errgate replay`: send lane records back to a topic.
+ *
+ *   errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)
+ *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]
+ *       [--where LUA_EXPR] [--dry-run] [--rate N] [--limit N]
+ *       [--max-replays N] [--force] [--group G]
+ *
+ * The lane is read from the group's committed progress (or its start) up to
+ * the end offsets seen at start; records that arrive meanwhile are left for
+ * the next run. Each record passes the filters (all must hold; --since and
+ * --until look at the lane record's timestamp, i.e. when it was
+ * dead-lettered) and the loop guard (errgate.replays >= --max-replays, or a
+ * value that is not a count, is refused unless --force), then goes to TOPIC
+ * with key and value untouched and its headers kept, except retry.count=0,
+ * replay.from-dlq=LANE/PARTITION/OFFSET, replay.timestamp and
+ * errgate.replays+1 (eg_replay_headers). Partition: the record's
+ * original.partition when TOPIC is its original.topic and has that
+ * partition (the record goes home, next to its siblings), otherwise by key
+ * with the murmur2 partitioner (Java clients' default, so a replayed record
+ * lands where a Java producer would put the same key; random without a key).
+ *
+ * Durability: one idempotent producer, acks=all, every delivery report
+ * checked. A record is finished when its delivery succeeded, or when it was
+ * filtered out or refused; the group's offset moves over finished records
+ * only (a contiguous prefix per partition, tracker.h), every 200 ms and at
+ * the end, so an interrupted replay (SIGINT/SIGTERM: in-flight deliveries
+ * are awaited, then committed) resumes where it stopped without sending
+ * anything twice; after kill -9 only the deliveries of the last 200 ms can
+ * be sent again (at-least-once, each carrying its errgate.id). The first
+ * failed delivery stops the run: nothing past it is committed, the summary
+ * says what failed, and the next run retries it. What was replayed is then
+ * marked `replayed` in the lane's state topic (dlq.h).
+ *
+ * The default group is errgate-replay.LANE.TOPIC.HASH, HASH covering the
+ * filter options as typed: rerunning the same command resumes it, while a
+ * replay with other filters is not blinded by records an earlier one
+ * committed as filtered out. It is printed on the first line.
+ *
+ * --where is compiled by errgate.where in a bounded Lua VM (luavm.h: the
+ * policy sandbox, JIT off, 50 ms per record, 64 MiB). Because a bad
+ * expression must be an error before anything is replayed, a --where run
+ * reads its range twice: first evaluating the expression on every record
+ * that passes the other filters (any error stops the command, exit 2),
+ * then replaying with the remembered verdicts.
+ *
+ * Output: "replay LANE -> TOPIC, group G" first; with --dry-run an aligned
+ * table of what would be replayed or refused, in lane partition and offset
+ * order; then the counts. Exit 0 when
+ * nothing failed, 1 when a delivery, state write or commit failed or the run
+ * was interrupted, 2 for bad arguments, a missing topic or a bad --where. */
+#include "cli.h"
+#include "dlq.h"
+#include "headers.h"
+#include "kcli.h"
+#include "tracker.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WHERE_BUDGET_MS 50
+#define MAX_INFLIGHT 1000
+#define COMMIT_EVERY_MS 200
+
+typedef struct opts {
+    eg_kcli k;
+    const char *from, *to, *group, *where, *since, *until;
+    eg_replay_filter f;
+    int dry, force;
+    double rate;
+    long limit, max_replays;
+} opts;
+
+/* One produce in flight: a replayed record or its state write. */
+typedef struct pending {
+    int state;          /* 1: a state write */
+    int pidx;           /* lane partition index */
+    uint64_t seq;       /* tracker sequence */
+    int64_t lane_off;
+    char id[];          /* item id */
+} pending;
+
+/* A --dry-run table row, kept until the end to be printed in lane order. */
+typedef struct drow {
+    int32_t partition;
+    int64_t offset;
+    char *cell[7];
+} drow;
+
+typedef struct replay {
+    const opts *o;
+    eg_lread r;
+    rd_kafka_t *prod;
+    eg_tracker *trk;          /* per lane partition */
+    int64_t *committed;       /* per partition: the offset last sent in a commit (or the start) */
+    unsigned char **verdict;  /* --where results per partition, bit (offset - start) */
+    int64_t *start0;          /* the starts the verdicts are indexed from */
+    int target_parts;
+    char state_topic[512];
+    char by[300];
+    long read, matched, replayed, refused, failed, state_failed, commit_failed;
+    long inflight, state_inflight;
+    int abort;                /* a delivery failed: read no further */
+    int closing;              /* teardown: purged deliveries are not counted */
+    int64_t last_commit_ms;
+    double next_due;          /* --rate: when the next record may go, ms */
+    drow *rows;               /* --dry-run */
+    size_t nrows;
+    eg_where *where;          /* --where */
+} replay;
+
+static int usage(const char *why) {
+    if (why) fprintf(stderr, "errgate replay: %s\n", why);
+    fprintf(stderr,
+            "usage: errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)\n"
+            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
+            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n");
+    return 2;
+}
+
+/* Parses argv into o. Returns 0, or the exit code after printing why. */
+static int parse(int argc, char **argv, opts *o) {
+    memset(o, 0, sizeof *o);
+    o->max_replays = 3;
+    o->limit = -1;
+    char why[512];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int k = eg_dlq_conn_opt(&o->k, argc, argv, &i, why, sizeof why);
+        if (k < 0) return usage(why);
+        if (k > 0) continue;
+        if (!strcmp(a, "--dry-run")) { o->dry = 1; continue; }
+        if (!strcmp(a, "--force")) { o->force = 1; continue; }
+        static const char *const valued[] = {"--from", "--to", "--since", "--until", "--class", "--code",
+                                             "--key", "--where", "--rate", "--limit", "--max-replays",
+                                             "--group", NULL};
+        int known = 0;
+        for (const char *const *v = valued; *v; v++) known |= !strcmp(a, *v);
+        if (!known) {
+            snprintf(why, sizeof why, "unknown option '%s'", a);
+            return usage(why);
+        }
+        if (i + 1 >= argc) {
+            snprintf(why, sizeof why, "%s needs a value", a);
+            return usage(why);
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--from")) o->from = v;
+        else if (!strcmp(a, "--to")) o->to = v;
+        else if (!strcmp(a, "--class")) o->f.klass = v;
+        else if (!strcmp(a, "--code")) o->f.code = v;
+        else if (!strcmp(a, "--key")) o->f.key = v;
+        else if (!strcmp(a, "--where")) o->where = v;
+        else if (!strcmp(a, "--group")) o->group = v;
+        else if (!strcmp(a, "--since")) {
+            int64_t d;
+            if (eg_parse_duration_ms(v, &d) < 0 || d == 0) {
+                snprintf(why, sizeof why, "--since '%s' is not a duration (e.g. 90s, 15m, 1h, 2d)", v);
+                return usage(why);
+            }
+            o->since = v;
+            o->f.since_ms = eg_wall_ms() - d;
+        } else if (!strcmp(a, "--until")) {
+            if (eg_parse_time_ms(v, &o->f.until_ms) < 0 || o->f.until_ms <= 0) {
+                snprintf(why, sizeof why, "--until '%s' is not an RFC 3339 time or ms since the epoch", v);
+                return usage(why);
+            }
+            o->until = v;
+        } else if (!strcmp(a, "--rate")) {
+            char *end = NULL;
+            o->rate = strtod(v, &end);
+            if (end == v || *end || !(o->rate > 0) || o->rate > 1e7) {
+                snprintf(why, sizeof why, "--rate '%s' is not a positive number of records per second", v);
+                return usage(why);
+            }
+        } else if (!strcmp(a, "--limit") || !strcmp(a, "--max-replays")) {
+            long n;
+            if (eg_parse_count(v, &n) < 0) {
+                snprintf(why, sizeof why, "%s '%s' is not a count", a, v);
+                return usage(why);
+            }
+            if (!strcmp(a, "--limit")) o->limit = n;
+            else o->max_replays = n;
+        }
+    }
+    if (!o->from) return usage("--from LANE is required");
+    if (!o->to) return usage("--to TOPIC is required");
+    if (!strcmp(o->from, o->to)) return usage("--to must differ from --from (that would replay the lane into itself)");
+    if (o->where && !*o->where) return usage("--where: the expression is empty");
+    if (o->f.klass && !*o->f.klass) return usage("--class is empty");
+    if (o->f.code && !*o->f.code) return usage("--code is empty");
+    return 0;
+}
+
+/* The default progress group (see the file comment) into out. */
+static void default_group(const opts *o, char *out, size_t outlen) {
+    const char *parts[] = {o->f.klass, o->f.code, o->f.key, o->where, o->since, o->until};
+    char buf[8192];
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        int n = snprintf(buf + len, sizeof buf - len, "%s%c", parts[i] ? parts[i] : "", 0x1f);
+        if (n < 0 || (size_t)n >= sizeof buf - len) break;
+        len += (size_t)n;
+    }
+    snprintf(out, outlen, "errgate-replay.%s.%s.%08x", o->from, o->to,
+             (unsigned)(eg_hash64(buf, len) & 0xffffffffu));
+}
+
+/* ---- per record ----------------------------------------------------------- */
+
+static int64_t ts_of(const rd_kafka_message_t *m) {
+    rd_kafka_timestamp_type_t tt;
+    return rd_kafka_message_timestamp(m, &tt);
+}
+
+/* 1 when m passes the C filters. */
+static int passes(const replay *rp, const rd_kafka_message_t *m) {
+    char klass[256], code[256];
+    eg_lane_view v = {.ts = ts_of(m), .key = m->key, .keylen = m->key_len};
+    if (eg_kcli_header_str(m, EG_H_CLASS, klass, sizeof klass) == 0) v.klass = klass;
+    if (eg_kcli_header_str(m, EG_H_CODE, code, sizeof code) == 0) v.code = code;
+    return eg_replay_filter_match(&rp->o->f, &v);
+}
+
+/* First pass of a --where run: evaluates the expression on every record of
+ * the range that passes the C filters and remembers the verdicts. Returns 0,
+ * or -1 with err naming the record. */
+static int where_pass(replay *rp, char *err, size_t errlen) {
+    eg_lread *r = &rp->r;
+    rp->verdict = eg_xcalloc((size_t)r->n, sizeof *rp->verdict);
+    rp->start0 = eg_xcalloc((size_t)r->n, sizeof *rp->start0);
+    for (int i = 0; i < r->n; i++) {
+        rp->start0[i] = r->start[i];
+        int64_t span = r->hi[i] > r->start[i] ? r->hi[i] - r->start[i] : 0;
+        rp->verdict[i] = eg_xcalloc((size_t)(span / 8 + 1), 1);
+    }
+    if (eg_lread_start(r, 0, err, errlen) < 0) return -1;
+    rd_kafka_message_t *m;
+    int rc;
+    char e[512];
+    while (!eg_dlq_stop && (rc = eg_lread_next(r, 200, &m, err, errlen)) != 2) {
+        if (rc < 0) return -1;
+        if (rc == 0) continue;
+        int i = eg_lread_index(r, m->partition), v = 0;
+        if (passes(rp, m)) v = eg_where_eval(rp->where, m, e, sizeof e);
+        if (v < 0) {
+            snprintf(err, errlen, "--where failed on %s/%d/%lld: %s", r->topic, (int)m->partition,
+                     (long long)m->offset, e);
+            rd_kafka_message_destroy(m);
+            return -1;
+        }
+        int64_t bit = m->offset - rp->start0[i];
+        if (v && bit >= 0) rp->verdict[i][bit / 8] |= (unsigned char)(1u << (bit % 8));
+        rd_kafka_message_destroy(m);
+    }
+    if (eg_dlq_stop) {
+        snprintf(err, errlen, "interrupted while evaluating --where; nothing was replayed");
+        return -1;
+    }
+    return 0;
+}
+
+static int where_verdict(const replay *rp, int i, int64_t off) {
+    int64_t bit = off - rp->start0[i];
+    return bit >= 0 && (rp->verdict[i][bit / 8] >> (bit % 8)) & 1;
+}
+
+/* Commits the finished prefix of the partitions that moved: async, those
+ * that moved since the last commit; sync (the final one, retried), every
+ * partition that moved at all, so that an async commit that failed
+ * unnoticed is made good. */
+static void commit(replay *rp, int sync) {
+    eg_lread *r = &rp->r;
+    int64_t *off = eg_xcalloc((size_t)r->n, sizeof *off);
+    int any = 0;
+    for (int i = 0; i < r->n; i++) {
+        int64_t cp = eg_tracker_commit_point(&rp->trk[i]);
+        off[i] = cp > (sync ? r->start[i] : rp->committed[i]) ? cp : -1;
+        any |= off[i] >= 0;
+    }
+    char err[512];
+    for (int attempt = 0; any && attempt < (sync ? 3 : 1); attempt++) {
+        if (eg_lread_commit(r, off, !sync, err, sizeof err) == 0) {
+            for (int i = 0; i < r->n; i++)
+                if (off[i] >= 0) rp->committed[i] = off[i];
+            any = 0;
+        } else if (sync && attempt == 2) {
+            fprintf(stderr, "errgate replay: %s\n", err);
+            rp->commit_failed++;
+        }
+    }
+    free(off);
+    rp->last_commit_ms = eg_now_ms();
+}
+
+static void maybe_commit(replay *rp) {
+    if (!rp->o->dry && eg_now_ms() - rp->last_commit_ms >= COMMIT_EVERY_MS) commit(rp, 0);
+}
+
+/* Queues the `replayed` state write of an item. */
+static void mark_replayed(replay *rp, const pending *pd) {
+    char reason[1200], json[4096];
+    snprintf(reason, sizeof reason, "replayed to %s from %s/%d/%lld", rp->o->to, rp->o->from,
+             (int)rp->r.part[pd->pidx], (long long)pd->lane_off);
+    int64_t now = eg_wall_ms();
+    int n = eg_dlq_state_json(EG_DLQ_REPLAYED, reason, now, rp->by, json, sizeof json);
+    size_t idlen = strlen(pd->id);
+    pending *sp = eg_xmalloc(sizeof *sp + idlen + 1);
+    *sp = (pending){.state = 1, .pidx = pd->pidx, .lane_off = pd->lane_off};
+    memcpy(sp->id, pd->id, idlen + 1);
+    rd_kafka_resp_err_t e = n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+        : rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(rp->state_topic),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(sp->id, idlen),
+                            RD_KAFKA_V_VALUE(json, (size_t)n), RD_KAFKA_V_TIMESTAMP(now),
+                            RD_KAFKA_V_OPAQUE(sp), RD_KAFKA_V_END);
+    if (e) {
+        fprintf(stderr, "errgate replay: %s: marking %s replayed failed: %s\n", rp->state_topic, sp->id,
+                rd_kafka_err2str(e));
+        rp->state_failed++;
+        free(sp);
+        return;
+    }
+    rp->state_inflight++;
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    replay *rp = opaque;
+    pending *pd = m->_private;
+    if (rp->closing) {
+        rp->inflight -= !pd->state;
+        rp->state_inflight -= pd->state;
+        free(pd);
+        return;
+    }
+    if (pd->state) {
+        rp->state_inflight--;
+        if (m->err) {
+            fprintf(stderr, "errgate replay: %s: marking %s replayed failed: %s\n", rp->state_topic, pd->id,
+                    rd_kafka_err2str(m->err));
+            rp->state_failed++;
+        }
+        free(pd);
+        return;
+    }
+    rp->inflight--;
+    if (m->err) {
+        fprintf(stderr, "errgate replay: %s/%d/%lld -> %s: delivery failed: %s\n", rp->o->from,
+                (int)rp->r.part[pd->pidx], (long long)pd->lane_off, rp->o->to, rd_kafka_err2str(m->err));
+        rp->failed++;
+        rp->abort = 1;
+    } else {
+        rp->replayed++;
+        eg_tracker_finish(&rp->trk[pd->pidx], pd->seq);
+        mark_replayed(rp, pd);
+    }
+    free(pd);
+}
+
+/* Waits until the next record may go out under --rate. */
+static void pace(replay *rp) {
+    if (rp->o->rate <= 0) return;
+    double now = (double)eg_now_ms();
+    if (rp->next_due == 0) rp->next_due = now;
+    while (!eg_dlq_stop && (now = (double)eg_now_ms()) < rp->next_due) {
+        int wait = (int)(rp->next_due - now) + 1;
+        rd_kafka_poll(rp->prod, wait > 100 ? 100 : wait);
+        maybe_commit(rp);
+    }
+    rp->next_due = (rp->next_due > now ? rp->next_due : now) + 1000.0 / rp->o->rate;
+}
+
+/* The partition a replayed record goes to (see the file comment). */
+static int32_t target_partition(const replay *rp, const rd_kafka_message_t *m) {
+    char topic[512], part[32];
+    long p;
+    if (eg_kcli_header_str(m, EG_H_ORIG_TOPIC, topic, sizeof topic) == 0 && !strcmp(topic, rp->o->to) &&
+        eg_kcli_header_str(m, EG_H_ORIG_PARTITION, part, sizeof part) == 0 &&
+        eg_parse_count(part, &p) == 0 && p < rp->target_parts)
+        return (int32_t)p;
+    return RD_KAFKA_PARTITION_UA;
+}
+
+/* Adds the --dry-run table row of a matched record. */
+static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, int32_t p,
+                    int refuse) {
+    char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[32];
+    if (eg_kcli_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
+    if (eg_kcli_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
+    if (eg_kcli_header_str(m, EG_H_ORIG_OFFSET, oo, sizeof oo) < 0) eg_strlcpy(oo, "-", sizeof oo);
+    snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
+    if (eg_kcli_header_str(m, EG_H_CLASS, klass, sizeof klass) < 0) eg_strlcpy(klass, "-", sizeof klass);
+    if (eg_kcli_header_str(m, EG_H_CODE, code, sizeof code) < 0) eg_strlcpy(code, "-", sizeof code);
+    if (p >= 0) snprintf(to, sizeof to, "%d", (int)p);
+    else eg_strlcpy(to, "by key", sizeof to);
+    const char *row[] = {lane, orig, klass, code, nrep, refuse ? "-" : to, refuse ? "refused" : "replay"};
+    rp->rows = eg_xrealloc(rp->rows, (rp->nrows + 1) * sizeof *rp->rows);
+    drow *d = &rp->rows[rp->nrows++];
+    d->partition = m->partition;
+    d->offset = m->offset;
+    for (int c = 0; c < 7; c++) d->cell[c] = eg_xstrdup(row[c]);
+}
+
+static int cmp_rows(const void *x, const void *y) {
+    const drow *a = x, *b = y;
+    if (a->partition != b->partition) return a->partition < b->partition ? -1 : 1;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* Handles one lane record of the second pass: filter, guard, then replay
+ * (or a table row). Returns 1 when a record was (or would be) replayed. */
+static int handle(replay *rp, const rd_kafka_message_t *m) {
+    const opts *o = rp->o;
+    int i = eg_lread_index(&rp->r, m->partition);
+    uint64_t seq;
+    if (i < 0 || eg_tracker_add(&rp->trk[i], m->offset, &seq) != 0) return 0;
+    rp->read++;
+    if (!passes(rp, m) || (rp->verdict && !where_verdict(rp, i, m->offset))) {
+        eg_tracker_finish(&rp->trk[i], seq);
+        return 0;
+    }
+    rp->matched++;
+    size_t rlen = 0;
+    const void *rv = eg_kcli_header(m, EG_H_REPLAYS, &rlen);
+    long replays = eg_replays_parse(rv, rlen);
+    char id[320], lane[600], nrep[32];
+    eg_dlq_item_id(m, id, sizeof id);
+    snprintf(lane, sizeof lane, "%s/%d/%lld", o->from, (int)m->partition, (long long)m->offset);
+    if (replays >= 0) snprintf(nrep, sizeof nrep, "%ld", replays);
+    else eg_strlcpy(nrep, "not a count", sizeof nrep);
+    int refuse = !o->force && (replays < 0 || replays >= o->max_replays);
+    if (refuse) {
+        rp->refused++;
+        eg_tracker_finish(&rp->trk[i], seq);
+        if (!o->dry)
+            fprintf(stderr, "errgate replay: refused %s (errgate.id %s): errgate.replays is %s, "
+                    "--max-replays %ld (--force overrides)\n", lane, id, nrep, o->max_replays);
+    }
+    int32_t p = target_partition(rp, m);
+    if (o->dry) {
+        dry_row(rp, m, lane, nrep, p, refuse);
+        if (refuse) return 0;
+        rp->replayed++; /* would be */
+        eg_tracker_finish(&rp->trk[i], seq);
+        return 1;
+    }
+    if (refuse) return 0;
+    pace(rp);
+    size_t idlen = strlen(id);
+    pending *pd = eg_xmalloc(sizeof *pd + idlen + 1);
+    *pd = (pending){.pidx = i, .seq = seq, .lane_off = m->offset};
+    memcpy(pd->id, id, idlen + 1);
+    rd_kafka_headers_t *src = NULL;
+    rd_kafka_message_headers(m, &src);
+    rd_kafka_headers_t *h = eg_replay_headers(src, lane, eg_wall_ms(), (replays < 0 ? 0 : replays) + 1);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        rp->prod, RD_KAFKA_V_TOPIC(o->to), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
+    if (e) {
+        fprintf(stderr, "errgate replay: %s -> %s: cannot produce: %s\n", lane, o->to, rd_kafka_err2str(e));
+        rd_kafka_headers_destroy(h);
+        free(pd);
+        rp->failed++;
+        rp->abort = 1;
+        return 0;
+    }
+    rp->inflight++;
+    return 1;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+static void print_summary(const replay *rp, int interrupted) {
+    if (rp->o->dry) {
+        eg_table t;
+        eg_table_init(&t, 7);
+        const char *head[] = {"LANE", "ORIGINAL", "CLASS", "CODE", "REPLAYS", "TO", "VERDICT"};
+        eg_table_add(&t, head);
+        if (rp->nrows) qsort(rp->rows, rp->nrows, sizeof *rp->rows, cmp_rows);
+        for (size_t i = 0; i < rp->nrows; i++) eg_table_add(&t, (const char *const *)rp->rows[i].cell);
+        eg_table_print(&t, 1u << 4, stdout);
+        eg_table_free(&t);
+        printf("dry run, nothing written: read %ld  matched %ld  would replay %ld  refused %ld\n",
+               rp->read, rp->matched, rp->replayed, rp->refused);
+    } else {
+        printf("read %ld  matched %ld  replayed %ld  refused %ld  failed %ld", rp->read, rp->matched,
+               rp->replayed, rp->refused, rp->failed);
+        if (rp->state_failed) printf("  state-writes-failed %ld", rp->state_failed);
+        printf("\n");
+    }
+    if (interrupted)
+        printf("interrupted: run the same command (group kept) to resume\n");
+    else if (rp->abort)
+        printf("stopped after a failed delivery: nothing past it was committed; run again to retry\n");
+    fflush(stdout);
+}
+
+static void teardown(replay *rp) {
+    if (rp->prod) {
+        /* only after a 60 s stall: drop what is left (its opaques freed) */
+        rp->closing = 1;
+        rd_kafka_purge(rp->prod, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        int64_t until = eg_now_ms() + 5000;
+        while ((rp->inflight > 0 || rp->state_inflight > 0) && eg_now_ms() < until) rd_kafka_poll(rp->prod, 50);
+        rd_kafka_destroy(rp->prod);
+    }
+    int n = rp->r.n;
+    eg_lread_close(&rp->r);
+    for (int i = 0; rp->trk && i < n; i++) eg_tracker_free(&rp->trk[i]);
+    if (rp->verdict)
+        for (int i = 0; i < n; i++) free(rp->verdict[i]);
+    free(rp->verdict);
+    free(rp->start0);
+    free(rp->trk);
+    free(rp->committed);
+    for (size_t i = 0; i < rp->nrows; i++)
+        for (int c = 0; c < 7; c++) free(rp->rows[i].cell[c]);
+    free(rp->rows);
+    eg_where_free(rp->where);
+}
+
+/* Everything after the arguments: returns the exit code. rp->r.n is kept
+ * valid for teardown. */
+static int run(replay *rp, const opts *o) {
+    char err[1024], note[600], group[700];
+    if (o->where && !(rp->where = eg_where_new(o->where, WHERE_BUDGET_MS, err, sizeof err))) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return 2;
+    }
+    if (o->group) eg_strlcpy(group, o->group, sizeof group);
+    else default_group(o, group, sizeof group);
+    printf("replay %s -> %s, group %s%s\n", o->from, o->to, group, o->dry ? " (dry run)" : "");
+    fflush(stdout);
+
+    rd_kafka_conf_t *conf = eg_kcli_conf(&o->k, "errgate-replay", err, sizeof err);
+    if (!conf) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return 2;
+    }
+    int rc = eg_lread_open(&rp->r, conf, group, o->from, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "errgate replay: --from: %s\n", err);
+        return rc == -2 ? 2 : 1;
+    }
+    eg_dlq_whoami(rp->by, sizeof rp->by);
+    eg_dlq_state_topic(o->from, rp->state_topic, sizeof rp->state_topic);
+    if (!o->dry && !(rp->prod = eg_dlq_producer(&o->k, "errgate-replay", on_delivery, rp, err, sizeof err))) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return 2;
+    }
+    rp->target_parts = eg_topic_partitions(rp->r.rk, o->to, err, sizeof err);
+    if (rp->target_parts <= 0) {
+        if (rp->target_parts == 0) fprintf(stderr, "errgate replay: --to: topic %s does not exist (create it first)\n", o->to);
+        else fprintf(stderr, "errgate replay: %s\n", err);
+        return rp->target_parts == 0 ? 2 : 1;
+    }
+    if (!o->dry) {
+        if (eg_dlq_state_ensure(rp->prod, rp->state_topic, rp->r.n, note, sizeof note, err, sizeof err) < 0) {
+            fprintf(stderr, "errgate replay: %s\n", err);
+            return 1;
+        }
+        if (*note) fprintf(stderr, "errgate replay: note: %s\n", note);
+    }
+    if (eg_lread_seek_committed(&rp->r, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return 1;
+    }
+    if (o->f.since_ms > 0 && eg_lread_seek_time(&rp->r, o->f.since_ms, err, sizeof err) < 0)
+        fprintf(stderr, "errgate replay: note: %s; reading from the start of the range instead\n", err);
+    if (o->where && where_pass(rp, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return eg_dlq_stop ? 1 : 2;
+    }
+
+    rp->trk = eg_xcalloc((size_t)rp->r.n, sizeof *rp->trk);
+    rp->committed = eg_xcalloc((size_t)rp->r.n, sizeof *rp->committed);
+    for (int i = 0; i < rp->r.n; i++) {
+        eg_tracker_init(&rp->trk[i], 64);
+        rp->committed[i] = rp->r.start[i];
+    }
+    if (eg_lread_start(&rp->r, 0, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return 1;
+    }
+    rp->last_commit_ms = eg_now_ms();
+    long sent = 0;
+    int fatal = 0;
+    while (!eg_dlq_stop && !rp->abort && (o->limit < 0 || sent < o->limit)) {
+        while (rp->prod && rp->inflight >= MAX_INFLIGHT && !rp->abort) rd_kafka_poll(rp->prod, 50);
+        rd_kafka_message_t *m;
+        rc = eg_lread_next(&rp->r, 100, &m, err, sizeof err);
+        if (rc == 2) break;
+        if (rc < 0) {
+            fprintf(stderr, "errgate replay: %s\n", err);
+            fatal = 1;
+            break;
+        }
+        if (rc == 1) {
+            sent += handle(rp, m);
+            rd_kafka_message_destroy(m);
+        }
+        if (rp->prod) rd_kafka_poll(rp->prod, 0);
+        maybe_commit(rp);
+    }
+    int interrupted = eg_dlq_stop != 0;
+    if (rp->prod) {
+        /* await every outstanding delivery (and the state writes they queue) */
+        int64_t until = eg_now_ms() + 60000;
+        while ((rp->inflight > 0 || rp->state_inflight > 0) && eg_now_ms() < until) rd_kafka_poll(rp->prod, 100);
+        if (rp->inflight > 0 || rp->state_inflight > 0) {
+            fprintf(stderr, "errgate replay: %ld deliveries unconfirmed after 60 s; not committed\n",
+                    rp->inflight + rp->state_inflight);
+            fatal = 1;
+        }
+        commit(rp, 1);
+    }
+    print_summary(rp, interrupted);
+    return rp->failed || rp->state_failed || rp->commit_failed || fatal || interrupted ? 1 : 0;
+}
+
+int eg_cmd_replay(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc;
+    replay rp;
+    memset(&rp, 0, sizeof rp);
+    rp.o = &o;
+    eg_dlq_catch_signals();
+    rc = run(&rp, &o);
+    eg_dlq_release_signals();
+    teardown(&rp);
+    return rc;
+}
