@@ -131,9 +131,11 @@ int eg_kcli_read(rd_kafka_conf_t *conf, const char *topic, const eg_kcli_read_op
             snprintf(err, errlen, "%s: offsets for --since: %s", topic, rd_kafka_err2str(x));
             rc = -1;
         }
-        /* no record at or after since_ms: the partition's end (-1) */
+        /* -1: no record at or after since_ms, or a broker that cannot look
+         * offsets up by time (the embedded one): read from the start and
+         * let the timestamp filter below decide */
         for (int i = 0; rc == 0 && i < n; i++)
-            if (parts->elems[i].offset < 0) parts->elems[i].offset = end[i];
+            if (parts->elems[i].offset < 0) parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
     for (int i = 0; rc == 0 && i < n; i++) {
         int64_t start = parts->elems[i].offset;
@@ -169,7 +171,9 @@ int eg_kcli_read(rd_kafka_conf_t *conf, const char *topic, const eg_kcli_read_op
             snprintf(err, errlen, "%s: %s", topic, rd_kafka_message_errstr(m));
             rc = -1;
         } else if (i < n && (opts->follow || (end[i] >= 0 && m->offset < end[i]))) {
-            if (fn(m, arg) != 0) remaining = 0;
+            rd_kafka_timestamp_type_t tt;
+            int early = opts->since_ms > 0 && rd_kafka_message_timestamp(m, &tt) < opts->since_ms;
+            if (!early && fn(m, arg) != 0) remaining = 0;
             else if (!opts->follow && m->offset + 1 >= end[i]) {
                 end[i] = -1;
                 remaining--;

@@ -41,7 +41,8 @@ local BASE = {
   "tonumber", "tostring", "type", "unpack", "rawequal", "rawget", "setmetatable",
 }
 local PRIVILEGED = { ["errgate.runtime"] = true, ["errgate.sandbox"] = true,
-                     ["errgate.testing"] = true, ["errgate.cli"] = true }
+                     ["errgate.testing"] = true, ["errgate.cli"] = true,
+                     ["errgate.recorded"] = true, ["errgate.where"] = true }
 
 local function copy(t)
   local c = {}

@@ -79,7 +79,8 @@ describe("the sandbox", function()
   it("lets require reach errgate modules only", function()
     assert.is_function(rt.load_target(write("req_ok.lua",
       "local d = require 'errgate.duration'; return function() return d.parse('5s') end")))
-    for _, mod in ipairs({ "ffi", "os", "cjson.safe", "errgate.testing", "errgate.runtime", "errgate.sandbox" }) do
+    for _, mod in ipairs({ "ffi", "os", "cjson.safe", "errgate.testing", "errgate.runtime", "errgate.sandbox",
+                              "errgate.cli", "errgate.recorded", "errgate.where" }) do
       local pol, err = rt.load_policy(write("req.lua", "\n\nlocal m = require '" .. mod .. "'"))
       assert.is_nil(pol)
       assert.matches(":3: require '" .. mod:gsub("%p", "%%%0") .. "' is not allowed", err)
