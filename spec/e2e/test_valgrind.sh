@@ -38,3 +38,23 @@ bg gwlua "${VG[@]}" "$EG" run -c "$T/lua.lua"; GW_PID=$LASTPID
 if wait_drained vglua lua 120; then ok "Lua target under valgrind drains"; else not_ok "lag $(lag vglua lua)"; fi
 stop_gateway "$GW_PID"
 check "Lua target under valgrind: exit 0, no memcheck errors, no leaks (exit $RC)" vg_ok "$RC" 0 "$T/gwlua.err"
+
+# the ladder (rungs consumed and due-paused), breaker, retry budget and the
+# spill journal's drainer, all on: a handler started now, so that outage-MS
+# counts from here
+start_handler
+gen_records 200 "ok:50 outage-12000:30 permanent:20" | sed 's/"id":"r/"id":"L/' | produce pay
+cat >"$T/pay.lua" <<CFG
+return { group = "vgpay", source = { topics = { "pay" }, ordering = "none" },
+         target = { http = { url = "$HANDLER_URL", timeout_ms = 5000, concurrency = 8 },
+                    breaker = { window = 20, min_calls = 10 }, retry_budget = { percent = 20, min = 3 } },
+         policy = "$ROOT/examples/payments/policy.lua", commit_interval_ms = 200,
+         lanes = { retry = "{topic}.retry.{rung}", spill = { dir = "$T/spill", after_ms = 3000 } } }
+CFG
+bg gwpay "${VG[@]}" "$EG" run -c "$T/pay.lua"; GW_PID=$LASTPID
+if wait_drained vgpay pay 180; then ok "ladder run under valgrind drains"; else not_ok "lag $(lag vgpay pay)"; fi
+check "records climbed the ladder" grep -q '"action":"ladder"' "$T/gwpay.err"
+wait_for 60 bash -c "[ \"\$(awk '\$1==\"total\"{print \$4}' <(\"$EG\" offsets -b $BOOTSTRAP -g vgpay pay.retry.1s pay.retry.2s pay.retry.4s 2>/dev/null))\" = 0 ]" ||
+  not_ok "rung lag left"
+stop_gateway "$GW_PID"
+check "ladder, breaker, budget and spill drainer under valgrind: exit 0, no memcheck errors, no leaks (exit $RC)" vg_ok "$RC" 0 "$T/gwpay.err"
