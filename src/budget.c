@@ -54,6 +54,8 @@ int eg_budget_retry_take(eg_budget *b) {
     return 1;
 }
 
+void eg_budget_count_refusal(eg_budget *b) { b->refused++; }
+
 int eg_budget_retry_end(eg_budget *b) {
     if (b->retries <= 0) return -1;
     b->retries--;

@@ -69,6 +69,10 @@ int eg_budget_allows_retry(const eg_budget *b);
  * holds two places at once. */
 int eg_budget_retry_take(eg_budget *b);
 
+/* A retry the policy itself declined because the budget had no room
+ * (ctx.retry_budget was false): counted as a refusal. */
+void eg_budget_count_refusal(eg_budget *b);
+
 /* An admitted retry is over: its attempt got its outcome, or the record was
  * dropped (or escalated) while waiting. Returns -1 (changes nothing) when no
  * retry is active. */

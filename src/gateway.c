@@ -323,14 +323,16 @@ static void dispatch_round(eg_gw *gw) {
         r->state = EG_RS_IN_TARGET;
         r->attempt++;
         r->breaker_pass = pass;
-        int first = !(r->fail && r->fail->retrying);
-        if (first) {
+        /* a first attempt is a request in the retry budget's base (a record
+         * held by the budget already counts as one) */
+        int started = !(r->fail && r->fail->retrying) && !r->budget_req;
+        if (started) {
             eg_budget_request_start(&gw->budget);
             r->budget_req = 1;
         }
         if (gw->target->ops->submit(gw->target, r) != 0) {
             eg_breaker_release(&gw->breaker, pass);
-            if (first) {
+            if (started) {
                 eg_budget_request_end(&gw->budget);
                 r->budget_req = 0;
             }
@@ -394,6 +396,11 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     if (d->action == EG_ACT_LADDER) eg_log_int(&l, "rung", d->rung_index);
     if (d->action == EG_ACT_RETRY || d->action == EG_ACT_HOLD || d->action == EG_ACT_LADDER)
         eg_log_int(&l, "delay_ms", d->delay_ms);
+    if (d->action == EG_ACT_RETRY && gw->budget.cfg.enabled) {
+        /* the admission: this retry made retries_active, under retry_limit */
+        eg_log_int(&l, "retries_active", gw->budget.retries);
+        eg_log_int(&l, "retry_limit", r->fail->budget_limit);
+    }
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
     eg_log_int(&l, "latency_ms", f->latency_ms);
     if (d->fallback) {
@@ -487,8 +494,16 @@ static void decide(eg_gw *gw, eg_record *r) {
     eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
     if (d.action == EG_ACT_LADDER) shape_ladder(gw, r, &d);
     if (d.action == EG_ACT_RETRY) {
+        fl->budget_limit = eg_budget_limit(&gw->budget);
         if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
         else override_hold(&d, "retry_budget", d.delay_ms, "retry refused by the target's retry budget; holding");
+    } else if (!ctx.retry_budget && strcmp(d.reason, "retry_budget") == 0) {
+        eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
+    }
+    if (d.action == EG_ACT_HOLD && strcmp(d.reason, "retry_budget") == 0 && !r->budget_req) {
+        /* still demand on the target: counted in the budget's base until sent */
+        eg_budget_request_start(&gw->budget);
+        r->budget_req = 1;
     }
     if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d.action == EG_ACT_HOLD || d.action == EG_ACT_RETRY)) {
         int64_t left = eg_breaker_open_remaining_ms(&gw->breaker, now);

@@ -259,6 +259,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         snprintf(buf, sizeof buf, "%lld", (long long)f->retry_after_ms);
         add(h, EG_H_RETRY_AFTER, buf);
     }
+    retry_count += fl->virtual_rungs; /* rungs waited in place (ordering = partition) */
     if (d->action == EG_ACT_LADDER) retry_count++;
     snprintf(buf, sizeof buf, "%lld", retry_count);
     add(h, EG_H_RETRY_COUNT, buf);

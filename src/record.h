@@ -104,6 +104,7 @@ typedef struct eg_fail {
     int spilled;             /* in the spill journal: durable, offset finished */
     int virtual_rungs;       /* ladder steps taken in place (ordering = partition) */
     int retrying;            /* counted as an active retry in the target's budget */
+    int64_t budget_limit;    /* the budget's limit when the last retry was admitted */
     int nhist;               /* attempts so far; the last EG_HIST_MAX are kept */
     eg_attempt hist[EG_HIST_MAX];
 } eg_fail;

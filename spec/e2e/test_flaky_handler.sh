@@ -4,8 +4,9 @@
 # Starts build/flaky-handler as a real process and drives it with curl: the
 # status of every mode, per-id counting (transient-N, ratelimit-MS), the
 # explicit-/json- error details, slow-MS concurrency and client hang-ups,
-# keep-alive, GET /stats, the success log, --fail-all-for, the id cap, bad
-# arguments and a clean exit 0 on SIGTERM. Needs curl. Runs in a few seconds.
+# keep-alive, GET /stats, the success log, outage-MS (the handler's clock, no
+# per-id state), --fail-all-for, the id cap, bad arguments and a clean exit 0
+# on SIGTERM. Needs curl. Runs in a few seconds.
 
 source "$(dirname "$0")/lib.sh"
 
@@ -141,6 +142,22 @@ check "no Errgate-Id logs '-'" grep -qx 'ok - -' "$T/ok.log"
 is "slow- successes are logged" "$(grep -c '^ok s[0-9]* ' "$T/ok.log")" 10
 check "failures are not logged" bash -c "! grep -qE '^ok (m-permanent|m-bug|m-unavailable|js|ex) ' '$T/ok.log'"
 check "every log line has three fields" bash -c "awk 'NF != 3 || \$1 != \"ok\" { exit 1 }' '$T/ok.log'"
+
+# ---- outage-MS: 503 until MS ms after the handler started, no per-id state ------
+start_flaky outage --log "$T/outage.log"
+OUT_T0=$(date +%s%N)
+is "outage-1500: 503 while the outage lasts (the same id, repeatedly)" "$(statuses o1 outage-1500 3)" "503 503 503"
+is "outage-1500: a fresh id fails too (the clock is the handler's)" "$(post o2 outage-1500)" 503
+is "outage-0 never fails" "$(post o0 outage-0)" 200
+is "outage-x and a MS over 3600000 are unknown modes (400)" "$(post ox outage-x) $(post oy outage-3600001)" "400 400"
+is "other modes are not affected by an outage" "$(post oz ok)" 200
+left=$(( 1600 - ($(date +%s%N) - OUT_T0) / 1000000 ))
+[ "$left" -gt 0 ] && sleep "$(printf "%d.%03d" $((left / 1000)) $((left % 1000)))"
+is "outage-1500: 200 after the outage, for an id that failed and one never seen" "$(post o1 outage-1500) $(post o3 outage-1500)" "200 200"
+is "outage-1500: still 200 afterwards" "$(post o1 outage-1500)" 200
+kill -TERM "$FPID"; wait "$FPID"
+is "outage successes are logged once per 200" "$(grep -c '^ok o[13] ' "$T/outage.log")" 3
+check "outage failures are not logged" bash -c "! grep -q '^ok o2 ' '$T/outage.log'"
 
 # ---- --fail-all-for -------------------------------------------------------------
 start_flaky down --fail-all-for 600
