@@ -2,13 +2,18 @@
  *
  * The figure `make bench` reports as "decision cost": for each policy file
  * given on the command line, eg_policy_load it once, then time
- * eg_policy_decide — the exact call the gateway makes on a failure: push the
- * failure, the record (key, timestamp, headers) and the attempt context into
- * the sandboxed VM, run decide() under the wall-clock budget, read the
- * decision back — for a few representative failures. Each figure is the
+ * eg_policy_decide — the exact call the gateway makes on a failure: hand the
+ * failure and the attempt context (and the record, to a policy that reads
+ * it) to the policy's decision function in the sandboxed VM, run it under
+ * the wall-clock budget (JIT off, count hook on), read the decision back —
+ * for a few representative failures. Each figure is the
  * median over BATCHES batches of ITERS calls (after a warm-up), in ns/call.
+ * The attempt context is the one the gateway passes: the first failure at
+ * now (or, for the second attempt, 150 ms ago after a 100 ms retry), no
+ * circuit breaker, room in the retry budget — so 503 and the second timeout
+ * are retried in place, as bench/README.md describes.
  *
- * A decision needs a real rd_kafka_message_t (the record's timestamp and
+ * A decision may need a real rd_kafka_message_t (a record's timestamp and
  * headers are read through librdkafka accessors that look past the public
  * struct), so the harness produces one record to an in-process mock cluster
  * and consumes it back once; no broker process is involved and nothing of
@@ -96,6 +101,7 @@ typedef struct {
     const char *name;
     eg_failure f;
     eg_ctx ctx;
+    int64_t first_ago_ms; /* ctx.first_failure_ms = ctx.now_ms - this */
 } bench_case;
 
 int main(int argc, char **argv) {
@@ -119,12 +125,12 @@ int main(int argc, char **argv) {
     bench_case cases[] = {
         { "http_400", { .kind = EG_FK_HTTP, .status = 400, .body = body400,
                         .body_len = sizeof body400 - 1, .retry_after_ms = -1, .latency_ms = 3 },
-          { .attempt = 1, .ordering = EG_ORDER_PARTITION } },
+          { .attempt = 1, .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1 }, 0 },
         { "http_503", { .kind = EG_FK_HTTP, .status = 503, .retry_after_ms = -1, .latency_ms = 2 },
-          { .attempt = 1, .ordering = EG_ORDER_PARTITION } },
+          { .attempt = 1, .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1 }, 0 },
         { "timeout", { .kind = EG_FK_TIMEOUT, .retry_after_ms = -1, .latency_ms = 5000 },
-          { .attempt = 2, .last_class = "transient", .class_attempts = 1,
-            .ordering = EG_ORDER_PARTITION } },
+          { .attempt = 2, .last_class = "transient", .class_attempts = 1, .last_delay_ms = 100,
+            .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1 }, 150 },
     };
     int rc = 0;
     for (int a = 1; a < argc; a++) {
@@ -141,6 +147,7 @@ int main(int argc, char **argv) {
             int fallbacks = 0;
             for (int i = 0; i < WARMUP; i++) {
                 bc->ctx.now_ms = 1700000000000 + i;
+                bc->ctx.first_failure_ms = bc->ctx.now_ms - bc->first_ago_ms;
                 eg_policy_decide(p, &bc->f, &r, &bc->ctx, &d);
                 fallbacks += d.fallback;
             }
@@ -149,6 +156,7 @@ int main(int argc, char **argv) {
                 double t0 = now_ns();
                 for (int i = 0; i < ITERS; i++) {
                     bc->ctx.now_ms = 1700000000000 + i;
+                    bc->ctx.first_failure_ms = bc->ctx.now_ms - bc->first_ago_ms;
                     eg_policy_decide(p, &bc->f, &r, &bc->ctx, &d);
                     fallbacks += d.fallback;
                 }

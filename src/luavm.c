@@ -1,4 +1,16 @@
-/* luavm.c — bounded Lua states for the policy and the Lua target (see luavm.h). */
+/* luavm.c — bounded Lua states for the policy and the Lua target (see luavm.h).
+ *
+ * eg_vm_pcall is on the path of every decision, so its fixed cost is kept
+ * small: the traceback handler is one C function created with the state and
+ * pushed from a registry ref (not a new closure per call), and the count
+ * hook is installed when the state is made and reinstalled only after a
+ * timeout left it firing at every instruction. With any count hook set,
+ * LuaJIT's interpreter sends every instruction through its hook check (about
+ * a third of a policy decision's time, measured): the price of bounding Lua
+ * without the JIT, paid per instruction, so the Lua side of a decision is
+ * kept short. deadline_hook itself runs every HOOK_COUNT instructions (some
+ * 25 us here: the overrun past a deadline stays far below any budget),
+ * reads the clock, and does nothing between calls (deadline 0). */
 #include "luavm.h"
 #include "util.h"
 
@@ -36,7 +48,7 @@ const char *eg_lua_dir(void) {
     return dir;
 }
 
-#define HOOK_COUNT 1000
+#define HOOK_COUNT 10000
 
 /* Raises once the deadline has passed, and from then on fires at every
  * instruction: a policy's own pcall may catch one raise, but the very next
@@ -129,6 +141,9 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
     lua_atpanic(L, NULL);
     luaL_openlibs(L);
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    lua_pushcfunction(L, traceback);
+    vm->traceback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
 
 
     /* package.path: the runtime's directory first. */
@@ -199,11 +214,15 @@ static void one_line(const char *msg, char *err, size_t errlen) {
 int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     lua_State *L = vm->L;
     int base = lua_gettop(L) - nargs; /* index of the function */
-    lua_pushcfunction(L, traceback);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, vm->traceback_ref);
     lua_insert(L, base);
     eg_vm *prev = g_running;
     g_running = vm;
-    lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
+    /* after a timeout the hook fires at every instruction: back to every
+     * HOOK_COUNT (a hook of someone else's is replaced the same way) */
+    if (lua_gethookcount(L) != HOOK_COUNT || lua_gethook(L) != deadline_hook ||
+        lua_gethookmask(L) != LUA_MASKCOUNT)
+        lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
     vm->deadline_ns = eg_now_ns() + (int64_t)vm->timeout_ms * 1000000;
     int rc = lua_pcall(L, nargs, nresults, base);
     vm->deadline_ns = 0;
@@ -212,6 +231,9 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
         const char *msg = lua_tostring(L, -1);
         one_line(msg ? msg : "(error object is not a string)", err, errlen);
         lua_settop(L, base - 1);
+        /* LuaJIT has no emergency collection: without a full one now, the
+         * garbage the failed call left behind fails the next calls too */
+        if (rc == LUA_ERRMEM) lua_gc(L, LUA_GCCOLLECT, 0);
         return -1;
     }
     lua_remove(L, base);
@@ -256,16 +278,3 @@ void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap
     lua_setfield(L, -2, "headers");
 }
 
-void eg_vm_push_failure(eg_vm *vm, const eg_failure *f) {
-    lua_State *L = vm->L;
-    lua_createtable(L, 0, 8);
-    const char *kind = eg_failure_kind_name(f->kind);
-    set_str(L, "kind", kind, strlen(kind), 0);
-    if (f->status) set_int(L, "status", f->status);
-    if (f->code) set_str(L, "code", f->code, strlen(f->code), 0);
-    if (f->class_hint) set_str(L, "class_hint", f->class_hint, strlen(f->class_hint), 0);
-    if (f->message) set_str(L, "message", f->message, strlen(f->message), 0);
-    if (f->body) set_str(L, "body", f->body, f->body_len, EG_BODY_CAP);
-    if (f->retry_after_ms >= 0) set_int(L, "retry_after_ms", f->retry_after_ms);
-    set_int(L, "latency_ms", f->latency_ms);
-}

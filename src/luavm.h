@@ -28,6 +28,7 @@ typedef struct eg_vm {
     void *small[EG_VM_SMALL_MAX / 16];  /* free lists, linked through the blocks */
     int nsmall[EG_VM_SMALL_MAX / 16];
     int runtime_ref;      /* registry ref of the errgate.runtime module */
+    int traceback_ref;    /* registry ref of the pcall message handler */
     int timeout_ms;
     int64_t deadline_ns;  /* 0 when no call is running */
 } eg_vm;
@@ -52,7 +53,9 @@ int eg_vm_push_runtime_fn(eg_vm *vm, const char *name);
 
 /* lua_pcall with traceback and deadline. The function and nargs arguments
  * are on the stack. On error returns -1, writes a one-line message into err
- * and leaves the stack as before the function was pushed. */
+ * and leaves the stack as before the function was pushed; after a memory
+ * error the state is fully collected, so the next call has the memory the
+ * failed one left as garbage. */
 int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen);
 
 /* Pushes a table describing the record: topic, partition, offset, key,
@@ -60,9 +63,5 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen);
  * with_value is set. Strings longer than cap bytes are cut to cap (cap 0:
  * no cap). */
 void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap);
-
-/* Pushes a table describing a failure (kind, status, code, class_hint,
- * message, retry_after_ms, latency_ms, body). */
-void eg_vm_push_failure(eg_vm *vm, const eg_failure *f);
 
 #endif

@@ -1,9 +1,22 @@
 /* policy.c — call the Lua policy on failures (see policy.h).
  *
- * The runtime's load_policy(path) returns a policy object; decide(pol,
- * failure, record, ctx) returns {action, class, code, reason, delay_ms,
- * message}. Strings handed to the policy are capped at EG_POLICY_STR_CAP. */
+ * The runtime's load_policy(path) returns a policy object, and
+ * decider(pol) the function every decision calls: decide_fields(kind,
+ * status, code, class_hint, message, body, retry_after_ms, latency_ms,
+ * attempt, last_class, class_attempts, ordering, now_ms, first_failure_ms,
+ * last_delay_ms, retry_count, rung, breaker, retry_budget, record) ->
+ * action, class, code, reason, delay_ms, message, rung, rung_index.
+ *
+ * A decision is on the DLQ path of every failed record, so it is built to
+ * do little: the failure and the attempt context go in as plain values (no
+ * table is made for them), the decision comes back as values on the stack,
+ * the names that recur (failure kinds, orderings, breaker states) are
+ * interned once per state and pushed from registry refs, and the record
+ * table (key, headers, errgate.id) is built only for a policy that reads it
+ * (decider's second result: a classify function, a header rule or a route
+ * function). Strings handed to the policy are capped at EG_POLICY_STR_CAP. */
 #include "policy.h"
+#include "breaker.h"
 #include "luavm.h"
 #include "sha256.h"
 #include "util.h"
@@ -16,9 +29,18 @@
 #define EG_POLICY_STR_CAP 4096
 #define EG_HOLD_FALLBACK_MS 1000
 
+#define N_KINDS (EG_FK_CIRCUIT_OPEN + 1)
+#define N_ORDERINGS (EG_ORDER_NONE + 1)
+#define N_BREAKER_STATES (EG_BR_HALF_OPEN + 1)
+
 struct eg_policy {
     eg_vm *vm;
     int pol_ref;
+    int decide_ref;      /* rt.decider(pol): the decision function */
+    int reads_record;    /* its second result: push the record, else nil */
+    int kind_ref[N_KINDS];          /* interned names, pushed without hashing */
+    int ordering_ref[N_ORDERINGS];
+    int breaker_ref[N_BREAKER_STATES];
     int timeout_ms;
     size_t mem_limit;
     eg_rung *rungs;      /* rt.ladder_rungs(pol), read once at load */
@@ -51,6 +73,43 @@ static void load_rungs(eg_policy *p) {
         lua_pop(L, 3);
     }
     lua_pop(L, 1);
+}
+
+/* Stores rt.decider(pol) in p->decide_ref and p->reads_record, and interns
+ * the names decisions pass. Returns 0, or -1 with err filled. */
+static int load_decider(eg_policy *p, char *err, size_t errlen) {
+    lua_State *L = p->vm->L;
+    char msg[256];
+    if (eg_vm_push_runtime_fn(p->vm, "decider") != 0) {
+        snprintf(err, errlen, "errgate.runtime has no decider");
+        return -1;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
+    if (eg_vm_pcall(p->vm, 1, 2, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "policy %s: decider: %s", p->path, msg);
+        return -1;
+    }
+    if (lua_type(L, -2) != LUA_TFUNCTION) {
+        lua_pop(L, 2);
+        snprintf(err, errlen, "policy %s: decider did not return a function", p->path);
+        return -1;
+    }
+    p->reads_record = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    p->decide_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    for (int k = 0; k < N_KINDS; k++) {
+        lua_pushstring(L, eg_failure_kind_name((eg_failure_kind)k));
+        p->kind_ref[k] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    for (int o = 0; o < N_ORDERINGS; o++) {
+        lua_pushstring(L, eg_ordering_name((eg_ordering)o));
+        p->ordering_ref[o] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    for (int b = 0; b < N_BREAKER_STATES; b++) {
+        lua_pushstring(L, eg_breaker_state_name((eg_breaker_state)b));
+        p->breaker_ref[b] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    return 0;
 }
 
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen) {
@@ -104,6 +163,10 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
     p->path = eg_xstrdup(path);
     p->loaded_at = eg_wall_ms();
     load_rungs(p);
+    if (load_decider(p, err, errlen) != 0) {
+        eg_policy_free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -166,86 +229,106 @@ static void fallback(eg_decision *out, const char *why) {
     eg_strlcpy(out->message, why, sizeof out->message);
 }
 
-/* Reads t[k] as a string into dst; returns 0 if present. */
-static int field_str(lua_State *L, const char *k, char *dst, size_t n) {
-    lua_getfield(L, -1, k);
-    int ok = lua_type(L, -1) == LUA_TSTRING;
-    if (ok) eg_strlcpy(dst, lua_tostring(L, -1), n);
-    lua_pop(L, 1);
-    return ok ? 0 : -1;
+/* Pushes s, or nil when s is NULL. */
+static void push_opt_str(lua_State *L, const char *s) {
+    if (s) lua_pushstring(L, s);
+    else lua_pushnil(L);
 }
+
+/* Pushes the breaker state name s: the interned copy when it is one of the
+ * breaker's names ("closed" when NULL). */
+static void push_breaker(const eg_policy *p, lua_State *L, const char *s) {
+    if (!s) s = eg_breaker_state_name(EG_BR_CLOSED);
+    for (int b = 0; b < N_BREAKER_STATES; b++) {
+        const char *name = eg_breaker_state_name((eg_breaker_state)b);
+        if (s == name || strcmp(s, name) == 0) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, p->breaker_ref[b]);
+            return;
+        }
+    }
+    lua_pushstring(L, s);
+}
+
+/* Copies the string at stack index idx into dst; returns 0 if it is one. */
+static int stack_str(lua_State *L, int idx, char *dst, size_t n) {
+    if (lua_type(L, idx) != LUA_TSTRING) return -1;
+    eg_strlcpy(dst, lua_tostring(L, idx), n);
+    return 0;
+}
+
+#define DECIDE_NARGS 20
+#define DECIDE_NRESULTS 8
 
 void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
                       const eg_ctx *ctx, eg_decision *out) {
     eg_vm *vm = p->vm;
     lua_State *L = vm->L;
     char err[512];
-    if (eg_vm_push_runtime_fn(vm, "decide") != 0) {
-        fallback(out, "errgate.runtime has no decide");
+    /* the function, its arguments, the message handler and the record's
+     * own pushes */
+    if (!lua_checkstack(L, DECIDE_NARGS + 8)) {
+        fallback(out, "policy VM: no stack space for a decision");
         return;
     }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
-    eg_vm_push_failure(vm, f);
-    eg_vm_push_record(vm, r, 0, EG_POLICY_STR_CAP);
-    lua_createtable(L, 0, 12);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->decide_ref);
+    /* the failure */
+    if ((unsigned)f->kind < N_KINDS) lua_rawgeti(L, LUA_REGISTRYINDEX, p->kind_ref[f->kind]);
+    else lua_pushstring(L, eg_failure_kind_name(f->kind));
+    if (f->status) lua_pushnumber(L, f->status);
+    else lua_pushnil(L);
+    push_opt_str(L, f->code);
+    push_opt_str(L, f->class_hint);
+    push_opt_str(L, f->message);
+    if (f->body) lua_pushlstring(L, f->body, f->body_len < EG_BODY_CAP ? f->body_len : EG_BODY_CAP);
+    else lua_pushnil(L);
+    if (f->retry_after_ms >= 0) lua_pushnumber(L, (lua_Number)f->retry_after_ms);
+    else lua_pushnil(L);
+    lua_pushnumber(L, (lua_Number)f->latency_ms);
+    /* the attempt context */
     lua_pushinteger(L, ctx->attempt);
-    lua_setfield(L, -2, "attempt");
-    if (ctx->last_class) {
-        lua_pushstring(L, ctx->last_class);
-        lua_setfield(L, -2, "last_class");
-    }
+    push_opt_str(L, ctx->last_class);
     lua_pushinteger(L, ctx->class_attempts);
-    lua_setfield(L, -2, "class_attempts");
-    lua_pushstring(L, eg_ordering_name(ctx->ordering));
-    lua_setfield(L, -2, "ordering");
+    if ((unsigned)ctx->ordering < N_ORDERINGS) lua_rawgeti(L, LUA_REGISTRYINDEX, p->ordering_ref[ctx->ordering]);
+    else lua_pushstring(L, eg_ordering_name(ctx->ordering));
     lua_pushnumber(L, (lua_Number)ctx->now_ms);
-    lua_setfield(L, -2, "now_ms");
     lua_pushnumber(L, (lua_Number)ctx->first_failure_ms);
-    lua_setfield(L, -2, "first_failure_ms");
-    if (ctx->last_delay_ms > 0) {
-        lua_pushnumber(L, (lua_Number)ctx->last_delay_ms);
-        lua_setfield(L, -2, "last_delay_ms");
-    }
+    if (ctx->last_delay_ms > 0) lua_pushnumber(L, (lua_Number)ctx->last_delay_ms);
+    else lua_pushnil(L);
     lua_pushinteger(L, ctx->retry_count);
-    lua_setfield(L, -2, "retry_count");
-    if (ctx->rung) {
-        lua_pushstring(L, ctx->rung);
-        lua_setfield(L, -2, "rung");
-    }
-    lua_pushstring(L, ctx->breaker ? ctx->breaker : "closed");
-    lua_setfield(L, -2, "breaker");
+    push_opt_str(L, ctx->rung);
+    push_breaker(p, L, ctx->breaker);
     lua_pushboolean(L, ctx->retry_budget);
-    lua_setfield(L, -2, "retry_budget");
-    if (eg_vm_pcall(vm, 4, 1, err, sizeof err) != 0) {
+    /* the record, only for a policy that reads it */
+    if (p->reads_record) eg_vm_push_record(vm, r, 0, EG_POLICY_STR_CAP);
+    else lua_pushnil(L);
+    if (eg_vm_pcall(vm, DECIDE_NARGS, DECIDE_NRESULTS, err, sizeof err) != 0) {
         fallback(out, err);
         return;
     }
+    /* action, class, code, reason, delay_ms, message, rung, rung_index */
+    const int base = lua_gettop(L) - DECIDE_NRESULTS;
     memset(out, 0, sizeof *out);
-    char action[32];
-    if (lua_type(L, -1) != LUA_TTABLE || field_str(L, "action", action, sizeof action) != 0 ||
-        eg_action_parse(action) < 0) {
-        lua_pop(L, 1);
+    int action = lua_type(L, base + 1) == LUA_TSTRING ? eg_action_parse(lua_tostring(L, base + 1)) : -1;
+    if (action < 0) {
+        lua_settop(L, base);
         fallback(out, "invalid decision: no valid action");
         return;
     }
-    out->action = (eg_action)eg_action_parse(action);
-    field_str(L, "class", out->klass, sizeof out->klass);
-    field_str(L, "code", out->code, sizeof out->code);
-    field_str(L, "reason", out->reason, sizeof out->reason);
-    field_str(L, "message", out->message, sizeof out->message);
+    out->action = (eg_action)action;
+    stack_str(L, base + 2, out->klass, sizeof out->klass);
+    stack_str(L, base + 3, out->code, sizeof out->code);
+    stack_str(L, base + 4, out->reason, sizeof out->reason);
+    stack_str(L, base + 6, out->message, sizeof out->message);
     if (out->action == EG_ACT_LADDER) {
-        lua_getfield(L, -1, "rung_index");
-        out->rung_index = (int)lua_tointeger(L, -1);
-        lua_pop(L, 1);
-        if (field_str(L, "rung", out->rung, sizeof out->rung) != 0 || !out->rung[0] || out->rung_index < 1) {
-            lua_pop(L, 1);
+        out->rung_index = (int)lua_tointeger(L, base + 8);
+        if (stack_str(L, base + 7, out->rung, sizeof out->rung) != 0 || !out->rung[0] || out->rung_index < 1) {
+            lua_settop(L, base);
             fallback(out, "invalid decision: ladder without a rung");
             return;
         }
     }
-    lua_getfield(L, -1, "delay_ms");
-    lua_Number d = lua_tonumber(L, -1);
-    lua_pop(L, 2);
+    lua_Number d = lua_tonumber(L, base + 5);
+    lua_settop(L, base);
     if (!(d >= 0)) d = 0;
     if (d > 86400000.0) d = 86400000.0;
     out->delay_ms = (int64_t)d;

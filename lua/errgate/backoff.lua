@@ -19,6 +19,10 @@
 local backoff = {}
 
 local floor, min, max = math.floor, math.min, math.max
+local type, tonumber = type, tonumber
+-- POW2[k] == 2 ^ k for the exponents base() meets, without a pow() call
+local POW2 = {}
+for k = 1, 51 do POW2[k] = 2 ^ k end
 
 -- backoff.JITTER: the jitter kinds a schedule may name.
 backoff.JITTER = { none = true, full = true, equal = true, decorrelated = true }
@@ -28,7 +32,7 @@ backoff.KINDS = { exponential = true, fixed = true, list = true }
 -- base(schedule, n) -> ms
 -- The delay before retry n (n >= 1) without jitter: fixed -> base_ms;
 -- exponential -> base_ms * 2^(n-1); both capped at max_ms.
-function backoff.base(schedule, n)
+local function base(schedule, n)
   local b, cap = schedule.base_ms, schedule.max_ms
   if schedule.backoff == "list" then
     local delays = schedule.delays
@@ -36,15 +40,16 @@ function backoff.base(schedule, n)
   end
   if schedule.backoff == "fixed" or n <= 1 or b == 0 then return min(b, cap) end
   if n - 1 >= 52 then return cap end -- 2^52 * anything > any cap we accept
-  return min(cap, b * 2 ^ (n - 1))
+  return min(cap, b * (POW2[n - 1] or 2 ^ (n - 1)))
 end
+backoff.base = base
 
 -- jitter(kind, d, random) -> ms
 -- Spreads the delay d (integer ms) according to kind ("none", "full",
 -- "equal"). random() must return a number in [0, 1); values outside are
 -- clamped so the result always stays within the documented bounds:
 -- none -> d; full -> [0, d]; equal -> [floor(d/2), d].
-function backoff.jitter(kind, d, random)
+local function jitter(kind, d, random)
   d = floor(d)
   if kind == "none" or d <= 0 then return max(d, 0) end
   local r = random()
@@ -55,46 +60,52 @@ function backoff.jitter(kind, d, random)
   local half = floor(d / 2) -- "equal"
   return min(d, half + floor(r * (d - half + 1)))
 end
+backoff.jitter = jitter
 
 -- decorrelated(schedule, prev_ms, random) -> ms
 -- A draw from [base_ms, max(base_ms, 3 * prev_ms)], capped at max_ms.
-function backoff.decorrelated(schedule, prev_ms, random)
+local function decorrelated(schedule, prev_ms, random)
   local b = schedule.base_ms
   local hi = max(b, 3 * (tonumber(prev_ms) or 0))
   local r = random()
   if type(r) ~= "number" or r ~= r or r < 0 then r = 0 end
   return min(schedule.max_ms, min(hi, b + floor(r * (hi - b + 1))))
 end
+backoff.decorrelated = decorrelated
 
 -- delay(schedule, n, random, prev_ms) -> ms
 -- The jittered delay before retry n (prev_ms: the previous delay, for
 -- decorrelated jitter).
-function backoff.delay(schedule, n, random, prev_ms)
+local function delay(schedule, n, random, prev_ms)
   random = random or math.random
   if schedule.jitter == "decorrelated" then
     if n <= 1 or not prev_ms or prev_ms <= 0 then prev_ms = schedule.base_ms end
-    return backoff.decorrelated(schedule, prev_ms, random)
+    return decorrelated(schedule, prev_ms, random)
   end
-  return backoff.jitter(schedule.jitter, backoff.base(schedule, n), random)
+  return jitter(schedule.jitter, base(schedule, n), random)
 end
+backoff.delay = delay
 
 -- floor_retry_after(schedule, d, retry_after_ms) -> ms, honoured
 -- d raised to the failure's Retry-After (ms or nil), capped at the
 -- schedule's retry_after_cap_ms, when the schedule honours it (in-place
 -- schedules and ladders alike). honoured is true when Retry-After decided.
-function backoff.floor_retry_after(schedule, d, retry_after_ms)
+local function floor_retry_after(schedule, d, retry_after_ms)
   if schedule.honor_retry_after and type(retry_after_ms) == "number" and retry_after_ms > 0 then
     local ra = floor(min(retry_after_ms, schedule.retry_after_cap_ms))
     if ra > d then return ra, true end
   end
   return d, false
 end
+backoff.floor_retry_after = floor_retry_after
 
 -- retry_delay(schedule, n, retry_after_ms, random, prev_ms) -> ms, honoured
 -- The delay before retry n given the failure's Retry-After (ms or nil).
 -- honoured is true when the Retry-After (capped) decided the delay.
-function backoff.retry_delay(schedule, n, retry_after_ms, random, prev_ms)
-  return backoff.floor_retry_after(schedule, backoff.delay(schedule, n, random, prev_ms), retry_after_ms)
+local function retry_delay(schedule, n, retry_after_ms, random, prev_ms)
+  if retry_after_ms == nil then return delay(schedule, n, random, prev_ms), false end -- nothing to floor
+  return floor_retry_after(schedule, delay(schedule, n, random, prev_ms), retry_after_ms)
 end
+backoff.retry_delay = retry_delay
 
 return backoff

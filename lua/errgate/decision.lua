@@ -17,7 +17,9 @@
 -- message (or a short description), redacted and cut to MESSAGE_MAX bytes.
 -- Anything that cannot be made valid raises "invalid decision: ..." (error
 -- level 0, no position) so the C core applies its fallback and logs the
--- reason verbatim.
+-- reason verbatim. finalize_values() is the same check on separate values,
+-- returning separate values: the C core's decision path reads them off the
+-- stack, so no draft or decision table is built for it.
 local duration = require "errgate.duration"
 local failure = require "errgate.failure"
 local redact = require "errgate.redact"
@@ -48,6 +50,108 @@ local function name(v, field, default)
   return v
 end
 
+local ACTIONS = decision.ACTIONS
+local type, floor, HUGE = type, math.floor, math.huge
+local MESSAGE_MAX = decision.MESSAGE_MAX
+local RUNG_MAX, RUNG_PATTERN = decision.RUNG_MAX, decision.RUNG_PATTERN
+local redact_message, describe, default_code = redact.message, failure.describe, failure.default_code
+-- names (class, code, reason) and rung names already found valid: they
+-- come from compiled rules and routes and from services' codes, so few;
+-- emptied when full
+local good_names, good_names_n, GOOD_NAMES_MAX = {}, 0, 1024
+local good_rungs, good_rungs_n, GOOD_RUNGS_MAX = {}, 0, 256
+
+-- checked_name(v, field) -> v, a string of 1 to NAME_MAX bytes (raises
+-- otherwise, as name() does), remembered as valid
+local function checked_name(v, field)
+  name(v, field)
+  if good_names_n >= GOOD_NAMES_MAX then good_names, good_names_n = {}, 0 end
+  good_names[v], good_names_n = true, good_names_n + 1
+  return v
+end
+-- the real match, held before errgate.sandbox.harden() guards string
+-- methods: RUNG_PATTERN is anchored and ours
+local match = string.match
+
+-- finalize_values(f, redact_patterns, class, class_code, action, reason,
+--                 delay_ms, code, message, rung, rung_index)
+--   -> action, class, code, reason, delay_ms, message, rung, rung_index
+-- The draft's fields given one by one (see finalize): first the
+-- classification (class, and class_code, the code used when the draft has
+-- none), then the route's draft in the order errgate.route's
+-- resolve_values returns it, so that its results can be passed on as they
+-- come. f is the normalized failure it answers. Returns the decision's
+-- fields in the order above (rung and rung_index nil unless action is
+-- "ladder"), or raises "invalid decision: ...".
+function decision.finalize_values(f, redact_patterns, class, class_code, action, reason, delay_ms, code, message,
+                                  rung, rung_index)
+  if code == nil then code = class_code end
+  if not ACTIONS[action] then
+    invalid("unknown action %s (want one of %s)", tostring(action), decision.ACTION_LIST)
+  end
+  -- as name() does
+  if class == nil or class == "" then
+    class = "unknown"
+  elseif not good_names[class] then
+    checked_name(class, "class")
+  end
+  if code == nil or code == "" then
+    code = f.code or default_code(f)
+  elseif not good_names[code] then
+    checked_name(code, "code")
+  end
+  if reason == nil or reason == "" then
+    reason = class
+  elseif not good_names[reason] then
+    checked_name(reason, "reason")
+  end
+  local ms = 0
+  if action == "ladder" then
+    if type(rung) ~= "string" or rung == "" then invalid("ladder needs a rung name") end
+    if not good_rungs[rung] then
+      if #rung > RUNG_MAX or not match(rung, RUNG_PATTERN) then
+        invalid("rung %q must be 1 to %d of A-Z a-z 0-9 . _ -", rung, RUNG_MAX)
+      end
+      if good_rungs_n >= GOOD_RUNGS_MAX then good_rungs, good_rungs_n = {}, 0 end
+      good_rungs[rung], good_rungs_n = true, good_rungs_n + 1
+    end
+    if type(rung_index) ~= "number" or rung_index < 1 or rung_index % 1 ~= 0 then
+      invalid("ladder needs rung_index, an integer >= 1, got %s", tostring(rung_index))
+    end
+  else
+    rung, rung_index = nil, nil
+  end
+  if action == "retry" or action == "hold" or action == "ladder" then
+    local raw = delay_ms
+    if raw == nil then
+      if action ~= "hold" then invalid("%s needs delay_ms", action) end
+      raw = decision.HOLD_DEFAULT_MS
+    end
+    if type(raw) == "number" and raw >= 0 and raw < HUGE then
+      ms = floor(raw + 0.5) -- duration.parse of a number, without the call
+    else
+      local err
+      ms, err = duration.parse(raw)
+      if not ms then invalid("delay_ms: %s", err) end
+    end
+  end
+  if message ~= nil and type(message) ~= "string" then
+    invalid("message must be a string, got %s", type(message))
+  end
+  message = redact_message(message or f.message or describe(f), MESSAGE_MAX, redact_patterns)
+  return action, class, code, reason, ms, message, rung, rung_index
+end
+
+-- pack(action, class, code, reason, delay_ms, message, rung, rung_index)
+--   -> decision
+-- The table form of finalize_values' results: exactly the six fields (eight
+-- for a ladder).
+function decision.pack(action, class, code, reason, delay_ms, message, rung, rung_index)
+  local d = { action = action, class = class, code = code, reason = reason, delay_ms = delay_ms, message = message }
+  if action == "ladder" then d.rung, d.rung_index = rung, rung_index end
+  return d
+end
+
 -- finalize(draft, f[, redact_patterns]) -> decision
 -- draft: table with action and optionally class, code, reason, delay_ms
 -- (ms or duration string), message. f: the normalized failure it answers.
@@ -55,43 +159,8 @@ end
 -- ladder: plus rung, rung_index), or raises "invalid decision: ...".
 function decision.finalize(draft, f, redact_patterns)
   if type(draft) ~= "table" then invalid("expected a table, got %s", type(draft)) end
-  local action = draft.action
-  if not decision.ACTIONS[action] then
-    invalid("unknown action %s (want one of %s)", tostring(action), decision.ACTION_LIST)
-  end
-  local class = name(draft.class, "class", "unknown")
-  local d = {
-    action = action,
-    class = class,
-    code = name(draft.code, "code", nil) or f.code or failure.default_code(f),
-    reason = name(draft.reason, "reason", class),
-    delay_ms = 0,
-  }
-  if action == "ladder" then
-    local rung, i = draft.rung, draft.rung_index
-    if type(rung) ~= "string" or rung == "" then invalid("ladder needs a rung name") end
-    if #rung > decision.RUNG_MAX or not rung:match(decision.RUNG_PATTERN) then
-      invalid("rung %q must be 1 to %d of A-Z a-z 0-9 . _ -", rung, decision.RUNG_MAX)
-    end
-    if type(i) ~= "number" or i < 1 or i % 1 ~= 0 then
-      invalid("ladder needs rung_index, an integer >= 1, got %s", tostring(i))
-    end
-    d.rung, d.rung_index = rung, i
-  end
-  if action == "retry" or action == "hold" or action == "ladder" then
-    local raw = draft.delay_ms
-    if raw == nil then
-      if action ~= "hold" then invalid("%s needs delay_ms", action) end
-      raw = decision.HOLD_DEFAULT_MS
-    end
-    local ms, err = duration.parse(raw)
-    if not ms then invalid("delay_ms: %s", err) end
-    d.delay_ms = ms
-  end
-  local msg = draft.message
-  if msg ~= nil and type(msg) ~= "string" then invalid("message must be a string, got %s", type(msg)) end
-  d.message = redact.message(msg or f.message or failure.describe(f), decision.MESSAGE_MAX, redact_patterns)
-  return d
+  return decision.pack(decision.finalize_values(f, redact_patterns, draft.class, nil, draft.action, draft.reason,
+    draft.delay_ms, draft.code, draft.message, draft.rung, draft.rung_index))
 end
 
 return decision

@@ -13,10 +13,19 @@
 -- object `{"error": {"class": ..., "code": ..., "message": ...}}` fills
 -- class_hint, code and message where headers did not already set them
 -- (headers win: they are the service's deliberate answer). `"error": "text"`
--- fills message only. Normalizing twice gives the same result.
+-- fills message only. Normalizing twice gives the same result. fill() is the
+-- same normal form written from separate values into a given table: the C
+-- core's decision path passes scalars, not a table (errgate.policy).
+-- default_code() and describe() keep the strings they made per status, so
+-- the hot path formats each "http_503" once.
 local cjson = require "cjson.safe"
 
 local failure = {}
+
+-- the real functions, held before errgate.sandbox.harden() guards string
+-- methods: the one pattern here is anchored and ours
+local find, format, floor = string.find, string.format, math.floor
+local type, tonumber = type, tonumber
 
 -- failure.KINDS: the kinds of failure a target (or the breaker) can report.
 failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circuit_open = true }
@@ -24,6 +33,8 @@ failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circu
 failure.KIND_LIST = "http, timeout, connect, lua, circuit_open"
 
 local CAP = { code = 128, class_hint = 64, message = 4096, body = 4096 }
+local CAP_CODE, CAP_HINT, CAP_MESSAGE, CAP_BODY = CAP.code, CAP.class_hint, CAP.message, CAP.body
+local KINDS = failure.KINDS
 
 local function str(v, cap)
   if type(v) == "number" then v = tostring(v) end
@@ -37,16 +48,63 @@ local function num(v)
   return v
 end
 
--- body_error(body) -> class, code, message (each string or nil)
--- The structured error in a JSON response body, if there is one.
-function failure.body_error(body)
-  if type(body) ~= "string" or not body:find("^%s*{") then return nil end
+-- json_error(body) -> body_error(body) for a body that starts like a JSON object
+local function json_error(body)
   local doc = cjson.decode(body)
   if type(doc) ~= "table" then return nil end
   local e = doc.error
   if type(e) == "string" then return nil, nil, str(e, CAP.message) end
   if type(e) ~= "table" then return nil end
   return str(e.class, CAP.class_hint), str(e.code, CAP.code), str(e.message, CAP.message)
+end
+
+-- body_error(body) -> class, code, message (each string or nil)
+-- The structured error in a JSON response body, if there is one.
+function failure.body_error(body)
+  if type(body) ~= "string" or not find(body, "^%s*{") then return nil end
+  return json_error(body)
+end
+
+-- fill(n, kind, status, code, class_hint, message, body, retry_after_ms,
+--      latency_ms) -> n
+-- Writes the normal form of a failure given field by field into n (every
+-- field is assigned, so a reused n keeps nothing of its previous failure;
+-- nil: a fresh table) and returns n. Raises "invalid failure: ..." when kind
+-- is unknown.
+function failure.fill(n, kind, status, code, class_hint, message, body, retry_after_ms, latency_ms)
+  if not KINDS[kind] then
+    error("invalid failure: unknown kind " .. tostring(kind) .. " (" .. failure.KIND_LIST .. ")", 0)
+  end
+  -- the constructor sizes a fresh table for every field assigned below
+  n = n or { kind = true, status = true, code = true, class_hint = true, message = true, body = true,
+             retry_after_ms = true, latency_ms = true }
+  n.kind = kind
+  -- most fields are absent or already well-formed (the C core's are): the
+  -- checks below call num() and str() only for the others
+  if status ~= nil and (type(status) ~= "number" or status ~= status) then status = num(status) end
+  n.status = status
+  if code ~= nil and (type(code) ~= "string" or code == "" or #code > CAP_CODE) then code = str(code, CAP_CODE) end
+  if class_hint ~= nil and (type(class_hint) ~= "string" or class_hint == "" or #class_hint > CAP_HINT) then
+    class_hint = str(class_hint, CAP_HINT)
+  end
+  if message ~= nil and (type(message) ~= "string" or message == "" or #message > CAP_MESSAGE) then
+    message = str(message, CAP_MESSAGE)
+  end
+  if body ~= nil and (type(body) ~= "string" or body == "" or #body > CAP_BODY) then body = str(body, CAP_BODY) end
+  n.body = body
+  if retry_after_ms ~= nil then
+    retry_after_ms = num(retry_after_ms)
+    if retry_after_ms and retry_after_ms < 0 then retry_after_ms = nil end
+  end
+  n.retry_after_ms = retry_after_ms
+  if type(latency_ms) ~= "number" or latency_ms ~= latency_ms then latency_ms = num(latency_ms) or 0 end
+  n.latency_ms = latency_ms
+  if body and not (class_hint and code and message) and find(body, "^%s*{") then
+    local bclass, bcode, bmessage = json_error(body)
+    class_hint, code, message = class_hint or bclass, code or bcode, message or bmessage
+  end
+  n.code, n.class_hint, n.message = code, class_hint, message
+  return n
 end
 
 -- normalize(f) -> failure
@@ -58,27 +116,16 @@ function failure.normalize(f)
   if type(f) ~= "table" then
     error("invalid failure: expected a table, got " .. type(f), 0)
   end
-  if not failure.KINDS[f.kind] then
-    error("invalid failure: unknown kind " .. tostring(f.kind) .. " (" .. failure.KIND_LIST .. ")", 0)
-  end
-  local n = {
-    kind = f.kind,
-    status = num(f.status),
-    code = str(f.code, CAP.code),
-    class_hint = str(f.class_hint, CAP.class_hint),
-    message = str(f.message, CAP.message),
-    body = str(f.body, CAP.body),
-    retry_after_ms = num(f.retry_after_ms),
-    latency_ms = num(f.latency_ms) or 0,
-  }
-  if n.retry_after_ms and n.retry_after_ms < 0 then n.retry_after_ms = nil end
-  if n.body and not (n.class_hint and n.code and n.message) then
-    local class, code, message = failure.body_error(n.body)
-    n.class_hint = n.class_hint or class
-    n.code = n.code or code
-    n.message = n.message or message
-  end
-  return n
+  return failure.fill(nil, f.kind, f.status, f.code, f.class_hint, f.message, f.body, f.retry_after_ms, f.latency_ms)
+end
+
+-- made per integer status (and per timeout latency): a few hundred short
+-- strings at most, reset when full
+local HTTP_CODE, HTTP_TEXT, TIMEOUT_TEXT = {}, {}, {}
+local timeout_texts, TIMEOUT_TEXT_MAX = 0, 256
+
+local function small_int(v)
+  return v % 1 == 0 and v >= 0 and v < 1000
 end
 
 -- default_code(f) -> string
@@ -86,8 +133,13 @@ end
 -- "http_503" for an HTTP status, otherwise the kind ("timeout", "connect",
 -- "lua", "circuit_open").
 function failure.default_code(f)
-  if f.kind == "http" and f.status then return ("http_%d"):format(math.floor(f.status)) end
-  return f.kind
+  local s = f.status
+  if f.kind ~= "http" or not s then return f.kind end
+  local c = HTTP_CODE[s]
+  if c then return c end
+  c = format("http_%d", floor(s))
+  if small_int(s) then HTTP_CODE[s] = c end
+  return c
 end
 
 -- describe(f) -> string
@@ -95,13 +147,28 @@ end
 -- "HTTP 503", "timeout after 5000 ms", "connection failed", "circuit open",
 -- "lua error".
 function failure.describe(f)
-  if f.kind == "http" then
-    return f.status and ("HTTP %d"):format(math.floor(f.status)) or "HTTP error"
-  elseif f.kind == "timeout" then
-    return ("timeout after %d ms"):format(f.latency_ms or 0)
-  elseif f.kind == "connect" then
+  local kind = f.kind
+  if kind == "http" then
+    local s = f.status
+    if not s then return "HTTP error" end
+    local t = HTTP_TEXT[s]
+    if t then return t end
+    t = format("HTTP %d", floor(s))
+    if small_int(s) then HTTP_TEXT[s] = t end
+    return t
+  elseif kind == "timeout" then
+    local ms = f.latency_ms or 0
+    local t = TIMEOUT_TEXT[ms]
+    if t then return t end
+    t = format("timeout after %d ms", ms)
+    if ms % 1 == 0 then -- not NaN or infinite: a usable key
+      if timeout_texts >= TIMEOUT_TEXT_MAX then TIMEOUT_TEXT, timeout_texts = {}, 0 end
+      TIMEOUT_TEXT[ms], timeout_texts = t, timeout_texts + 1
+    end
+    return t
+  elseif kind == "connect" then
     return "connection failed"
-  elseif f.kind == "circuit_open" then
+  elseif kind == "circuit_open" then
     return "circuit open"
   end
   return "lua error"

@@ -27,9 +27,20 @@
 -- Malformed values of the last four fall back to their defaults rather than
 -- raise: a corrupt retry.count header must not wedge a record in fallback
 -- holds. Policy.rungs is the union of the ladders' rungs (errgate.schedule).
--- decide is what the C core reaches through errgate.runtime and what busted
--- specs call directly. A Policy is treated as immutable once built;
--- with_random() returns a copy with another random source (tests, examples).
+-- decide is what busted specs and errgate.runtime's rt.decide call. The C
+-- core decides through scalar_decider(): the same pipeline (decider()
+-- below; decide goes through it too) fed with the failure and ctx fields as
+-- separate values and returning the decision's fields as separate values,
+-- so no failure, ctx, draft or decision table crosses the C boundary. It is
+-- on the DLQ path of every failed record, so it does little: a route table
+-- gets the six ctx fields it reads as values (only a route function gets a
+-- ctx table), an entry that resolves the same whatever the ctx (dlq,
+-- quarantine, ignore, stop, hold) skips the ctx entirely, and when no
+-- function of the policy's own sees them (classify is a rule list and route
+-- a table) the failure is normalized into one reused table and the record
+-- is handed over only when a classify rule matches on a header.
+-- A Policy is treated as immutable once built; with_random() returns a copy
+-- with another random source (tests, examples).
 local classify = require "errgate.classify"
 local decision = require "errgate.decision"
 local examples = require "errgate.examples"
@@ -109,6 +120,7 @@ local function build(spec)
   end
   local schedules, rungs = schedule.compile_all(spec.retry)
   local route_fn, entries = route.compile(spec.route, schedules)
+  local route_entries = type(spec.route) ~= "function" and entries or nil
   local pol = setmetatable({
     name = spec.name,
     version = version,
@@ -117,10 +129,15 @@ local function build(spec)
     schedules = schedules,
     rungs = rungs,
     random = math.random,
-    _classify = classify.compile(spec.classify),
     _route = route_fn,
+    _route_entries = route_entries, -- nil: the route is a function
     redact = compile_redact(spec.redact),
+    -- no function of the policy's own sees failure, ctx or record
+    _private = type(spec.classify) ~= "function" and type(spec.route) ~= "function",
   }, Policy)
+  local classify_reads
+  pol._classify, classify_reads = classify.compile(spec.classify)
+  pol._reads_record = classify_reads or type(spec.route) == "function"
   pol.shape = shape(spec, entries, schedules)
   pol.examples = examples.compile(spec.examples)
   local ok, err = examples.run(pol, pol.examples)
@@ -160,38 +177,72 @@ function Policy:classify(f, record)
 end
 
 local BREAKER = { closed = true, open = true, half_open = true }
+local type, tonumber = type, tonumber
+local fill, default_code = failure.fill, failure.default_code
+local resolve_values, finalize_values = route.resolve_values, decision.finalize_values
 
--- retry_count(v) -> integer >= 0 (0 for nil or anything malformed)
-local function retry_count(v)
-  v = tonumber(v)
-  if v == nil or v ~= v or v < 0 then return 0 end
-  return math.floor(v)
-end
+local retry_count = route.retry_count
 
--- route_ctx(ctx, class, code) -> the ctx a route sees: the C core's fields
--- (defaulted for direct calls, see the top of this file) plus class, code
--- and streak.
-local function route_ctx(ctx, class, code)
-  if type(ctx) ~= "table" then ctx = EMPTY end
-  local prev = tonumber(ctx.class_attempts) or 0
-  local last = ctx.last_class
-  return {
-    retry_count = retry_count(ctx.retry_count),
-    rung = type(ctx.rung) == "string" and ctx.rung or nil,
-    breaker = BREAKER[ctx.breaker] and ctx.breaker or "closed",
-    retry_budget = ctx.retry_budget ~= false,
-    attempt = tonumber(ctx.attempt) or 1,
-    last_class = last,
-    class_attempts = prev,
-    ordering = ctx.ordering or "partition",
-    now_ms = tonumber(ctx.now_ms) or 0,
-    first_failure_ms = tonumber(ctx.first_failure_ms) or tonumber(ctx.now_ms) or 0,
+-- decider(pol, reuse) -> decide_fields (see Policy:scalar_decider)
+-- The whole decision, in one function so that no value is passed twice:
+-- normalize the failure -> classify -> the route's ctx (the C core's fields
+-- checked and defaulted as described at the top of this file, plus class,
+-- code and streak) -> route -> finalize (errgate.decision). A route table
+-- reads only six of the ctx's fields: they are passed to it as values and
+-- no ctx table is made (none of them for an entry marked fixed); a route
+-- function gets a fresh ctx table. With
+-- reuse (only for a policy with no function of its own that could keep a
+-- reference), the normalized failure is written into the same table at
+-- every call and a missing record is one shared empty table.
+local function decider(pol, reuse)
+  local classify_fn, route_fn, entries = pol._classify, pol._route, pol._route_entries
+  local patterns, random = pol.redact, pol.random
+  local default_entry = entries and entries.default
+  local f_reused = reuse and fill(nil, "lua") or nil
+  local no_record = {}
+  return function(kind, status, code, class_hint, message, body, retry_after_ms, latency_ms,
+                  attempt, last_class, class_attempts, ordering, now_ms, first_failure_ms, last_delay_ms,
+                  rcount, rung, breaker, retry_budget, record)
+    local f = fill(f_reused, kind, status, code, class_hint, message, body, retry_after_ms, latency_ms)
+    if type(record) ~= "table" then
+      record = reuse and no_record or {} -- fresh when user code may write to it
+    end
+    local class
+    class, code = classify_fn(f, record)
+    class = class or "unknown"
+    code = code or f.code or default_code(f)
+    local e = entries and (entries[class] or default_entry)
+    if e and e.fixed then -- the same draft whatever the ctx (errgate.route)
+      return finalize_values(f, patterns, class, code, resolve_values(e))
+    end
+    class_attempts = tonumber(class_attempts) or 0
+    local same = class == last_class
+    local streak = same and class_attempts + 1 or 1
     -- the previous retry's delay, for decorrelated jitter (same class only)
-    last_delay_ms = (class == last) and tonumber(ctx.last_delay_ms) or nil,
-    class = class,
-    code = code,
-    streak = (class == last) and prev + 1 or 1,
-  }
+    last_delay_ms = same and tonumber(last_delay_ms) or nil
+    if e then -- the route reads retry_count, retry_budget and the times as they came, when it needs them
+      return finalize_values(f, patterns, class, code,
+        resolve_values(e, f, random, streak, rcount, retry_budget, now_ms, first_failure_ms, last_delay_ms))
+    end
+    local now = tonumber(now_ms)
+    local ctx = {
+      retry_count = retry_count(rcount),
+      rung = type(rung) == "string" and rung or nil,
+      breaker = BREAKER[breaker] and breaker or "closed",
+      retry_budget = retry_budget ~= false,
+      attempt = tonumber(attempt) or 1,
+      last_class = last_class,
+      class_attempts = class_attempts,
+      ordering = ordering or "partition",
+      now_ms = now or 0,
+      first_failure_ms = tonumber(first_failure_ms) or now or 0,
+      last_delay_ms = last_delay_ms,
+      class = class,
+      code = code,
+      streak = streak,
+    }
+    return finalize_values(f, patterns, class, code, route_fn(class, f, record, ctx, random))
+  end
 end
 
 -- Policy:decide(failure, record, ctx) -> decision
@@ -203,13 +254,28 @@ end
 function Policy:decide(f, record, ctx)
   f = failure.normalize(f)
   if type(record) ~= "table" then record = {} end -- fresh: user code may write to it
-  local class, code = self._classify(f, record)
-  class = class or "unknown"
-  code = code or f.code or failure.default_code(f)
-  local draft = self._route(class, f, record, route_ctx(ctx, class, code), self.random)
-  draft.class = class
-  draft.code = draft.code or code
-  return decision.finalize(draft, f, self.redact)
+  if type(ctx) ~= "table" then ctx = EMPTY end
+  return decision.pack(decider(self, false)(f.kind, f.status, f.code, f.class_hint, f.message, f.body,
+    f.retry_after_ms, f.latency_ms, ctx.attempt, ctx.last_class, ctx.class_attempts, ctx.ordering, ctx.now_ms,
+    ctx.first_failure_ms, ctx.last_delay_ms, ctx.retry_count, ctx.rung, ctx.breaker, ctx.retry_budget, record))
+end
+
+-- Policy:scalar_decider() -> decide_fields, reads_record
+-- The decision as the C core makes it, for this policy object:
+--   decide_fields(kind, status, code, class_hint, message, body,
+--                 retry_after_ms, latency_ms,                  -- the failure
+--                 attempt, last_class, class_attempts, ordering, now_ms,
+--                 first_failure_ms, last_delay_ms, retry_count, rung,
+--                 breaker, retry_budget,                       -- the ctx
+--                 record)
+--     -> action, class, code, reason, delay_ms, message, rung, rung_index
+-- gives the fields of decide(failure, record, ctx) for the same values (nil
+-- for a field left out; decide goes through the same function), and raises
+-- where decide raises. reads_record is false when the policy never looks at
+-- the record: the caller may then pass nil for it. Not re-entrant (it may
+-- reuse its tables between calls).
+function Policy:scalar_decider()
+  return decider(self, self._private), self._reads_record
 end
 
 -- Policy:with_random(fn) -> Policy

@@ -8,6 +8,12 @@
 -- the password part of `user:pass@host`. Over-redaction is acceptable; a
 -- leaked secret is not. Truncation never splits a UTF-8 sequence. Input is
 -- capped before any pattern runs so pattern cost stays bounded.
+-- Cost: message() runs on every decision. The same messages come back again
+-- and again ("HTTP 503", a service's fixed error text), so it remembers its
+-- answers for short messages (a bounded table per pattern list, emptied when
+-- full); a message it has not seen pays one anchored scan for control
+-- characters and one plain search per keyword stem, and runs a secret
+-- pattern only when its keyword is present.
 local redact = {}
 
 -- the real gsub, held before errgate.sandbox.harden() guards string methods:
@@ -27,6 +33,9 @@ local SECRET_KEYS = {}
 for i, k in ipairs(SECRET_WORDS) do
   SECRET_KEYS[i] = "(" .. nocase(k) .. "[\"']?%s*[=:]%s*[\"']?)[^%s&;,\"']+"
 end
+-- stems: a plain word each of the SECRET_WORDS it lists contains, searched
+-- first so that one search rules out several patterns
+local STEMS = { { "passw", 1, 2 }, { "pwd", 3 }, { "secret", 4 }, { "token", 5 }, { "api", 6, 7 } }
 local BEARER = "(" .. nocase("bearer") .. "%s+)[%w%-%._~%+/]+=*"
 local USERINFO = "([%w%._~%%!%$'%*%+%-]+):[^%s@/:]+@"
 
@@ -49,23 +58,59 @@ function redact.secrets(s)
   -- text first skips the patterns that cannot match, which is most of them
   local low = lower(s)
   if find(low, "bearer", 1, true) then s = gsub(s, BEARER, "%1" .. MARK) end
-  for i = 1, #SECRET_KEYS do
-    if find(low, SECRET_WORDS[i], 1, true) then s = gsub(s, SECRET_KEYS[i], "%1" .. MARK) end
+  for g = 1, #STEMS do
+    local stem = STEMS[g]
+    if find(low, stem[1], 1, true) then
+      for j = 2, #stem do
+        local i = stem[j]
+        if find(low, SECRET_WORDS[i], 1, true) then s = gsub(s, SECRET_KEYS[i], "%1" .. MARK) end
+      end
+    end
   end
   if find(s, "@", 1, true) then s = gsub(s, USERINFO, "%1:" .. MARK .. "@") end
   return s
 end
 
+-- compute(s, limit, patterns) -> redact.message(s, limit, patterns), never
+-- remembered
+local function compute(s, limit, patterns)
+  s = redact.truncate(s, SCAN_MAX)
+  -- one anchored pass (cheap) tells whether the replacing pass has work
+  if not find(s, "^[^%c]*$") then s = gsub(s, "[%c]", " ") end
+  s = redact.secrets(s)
+  for i = 1, patterns and #patterns or 0 do s = gsub(s, patterns[i], MARK) end
+  return redact.truncate(s, limit)
+end
+
+-- remembered answers: pattern list (weak) -> { limit, n, map = { message -> answer } }
+local MEMO_LEN, MEMO_MAX = 256, 256 -- longest message remembered; answers per list
+local memos = setmetatable({}, { __mode = "k" })
+local NO_PATTERNS = {}
+
 -- message(s, limit[, patterns]) -> string
 -- The header-safe form of a message: non-strings become "", control
 -- characters become spaces, secrets are redacted, then every match of the
 -- policy's own patterns (checked affordable at define time), and the result
--- is at most limit bytes.
+-- is at most limit bytes. A pure function of its arguments, remembered for
+-- short messages: patterns must not change once used (a policy's are fixed
+-- by define()).
 function redact.message(s, limit, patterns)
+  local key = patterns or NO_PATTERNS
+  local memo = memos[key]
+  if memo and memo.limit == limit then
+    local r = memo.map[s] -- only short strings are remembered
+    if r then return r end
+  end
   if type(s) ~= "string" then return "" end
-  s = redact.secrets((gsub(redact.truncate(s, SCAN_MAX), "[%c]", " ")))
-  for i = 1, patterns and #patterns or 0 do s = gsub(s, patterns[i], MARK) end
-  return redact.truncate(s, limit)
+  if #s > MEMO_LEN then return compute(s, limit, patterns) end
+  if not memo or memo.limit ~= limit then
+    memo = { limit = limit, n = 0, map = {} }
+    memos[key] = memo
+  end
+  local r = compute(s, limit, patterns)
+  if memo.n >= MEMO_MAX then memo.map, memo.n = {}, 0 end
+  memo.map[s], memo.n = r, memo.n + 1
+  return r
 end
 
 return redact

@@ -40,8 +40,15 @@
 -- any other retry becomes a hold with the retry's delay (reason
 -- "retry_budget"). A hold waits without a request, so it spends no budget.
 -- compile-time errors are "route...: ..." strings without position.
+-- A draft travels as separate values (action, reason, delay_ms, code,
+-- message, rung, rung_index), not as a table: resolve_values() and the
+-- compiled route return them, errgate.decision.finalize_values() takes
+-- them; resolve() packs them for callers that want the table.
 local backoff = require "errgate.backoff"
 local duration = require "errgate.duration"
+
+local floor_retry_after, retry_delay, delay = backoff.floor_retry_after, backoff.retry_delay, backoff.delay
+local type, tonumber, floor = type, tonumber, math.floor
 
 local route = {}
 
@@ -76,11 +83,13 @@ local function opt_string(where, t, key)
   return v
 end
 
--- compile_terminal(where, e, allow_retry) -> entry
+-- compile_terminal(where, e, allow_retry) -> entry; fixed is set on every
+-- terminal entry but a retry (whose over-budget hold depends on the ctx):
+-- it resolves to the same draft whatever the failure and ctx
 local function compile_terminal(where, e, allow_retry)
   if type(e) == "string" then
     check_action(where, e, false)
-    return { action = e }
+    return { action = e, fixed = true }
   end
   if type(e) ~= "table" then fail(where, "expected an action string or table, got %s", type(e)) end
   if e.class ~= nil then fail(where, "class is decided by classify; a route cannot change it") end
@@ -91,6 +100,7 @@ local function compile_terminal(where, e, allow_retry)
     reason = opt_string(where, e, "reason"),
     code = opt_string(where, e, "code"),
     message = opt_string(where, e, "message"),
+    fixed = e.action ~= "retry",
   }
   if e.delay_ms ~= nil then
     if e.action ~= "hold" and e.action ~= "retry" then fail(where, "delay_ms only applies to hold and retry") end
@@ -164,50 +174,100 @@ function route.ladder_of(e)
   return nil
 end
 
--- terminal(e, reason) -> draft of a compiled terminal entry
-local function terminal(e, reason)
-  return { action = e.action, reason = reason, delay_ms = e.delay_ms, code = e.code, message = e.message }
+-- retry_count(v) -> ctx.retry_count as a route reads it: an integer >= 0 (0
+-- for nil or anything malformed: a corrupt retry.count header must not
+-- wedge a record)
+function route.retry_count(v)
+  if type(v) == "number" and v >= 0 and v % 1 == 0 then return v end
+  v = tonumber(v)
+  if v == nil or v ~= v or v < 0 then return 0 end
+  return floor(v)
+end
+local retry_count = route.retry_count
+
+-- elapsed_ms(now_ms, first_failure_ms) -> ms since the record's first
+-- failure, as a route reads the ctx (first_failure_ms defaults to now_ms,
+-- both to 0)
+local function elapsed_ms(now_ms, first_failure_ms)
+  now_ms = tonumber(now_ms)
+  return (now_ms or 0) - (tonumber(first_failure_ms) or now_ms or 0)
 end
 
--- climb(e, f, ctx, reason) -> draft for a compiled ladder entry: the next
--- rung after ctx.retry_count, or the exhausted entry past the last one.
-local function climb(e, f, ctx, reason)
+-- terminal(e, reason) -> draft values of a compiled terminal entry
+local function terminal(e, reason)
+  return e.action, reason, e.delay_ms, e.code, e.message
+end
+
+-- climb(e, f, rcount, reason) -> draft values for a compiled ladder entry:
+-- the next rung after rcount (ctx.retry_count), or the exhausted entry past
+-- the last one.
+local function climb(e, f, rcount, reason)
   local s = e.ladder
-  local i = ctx.retry_count + 1
+  local i = rcount + 1
   local rung = s.rungs[i]
   if not rung then return terminal(e.exhausted, e.exhausted.reason or "exhausted") end
-  return { action = "ladder", rung = rung.name, rung_index = i, reason = reason,
-           delay_ms = (backoff.floor_retry_after(s, rung.delay_ms, f.retry_after_ms)) }
+  return "ladder", reason, (floor_retry_after(s, rung.delay_ms, f.retry_after_ms)), nil, nil, rung.name, i
 end
 
--- over_budget(e, f, ctx, ms) -> draft for an in-place retry of ms that does
--- not fit the retry budget: climb e's ladder if it escalates to one, else hold.
-local function over_budget(e, f, ctx, ms)
-  if e.exhausted and e.exhausted.ladder then return climb(e.exhausted, f, ctx, "retry_budget") end
-  return { action = "hold", delay_ms = ms, reason = "retry_budget" }
+-- resolve_values(e, f, random, streak, retry_count, retry_budget, now_ms,
+--                first_failure_ms, last_delay_ms)
+--   -> action, reason, delay_ms, code, message, rung, rung_index
+-- Applies a compiled entry to the failure f given those fields of the ctx
+-- (see errgate.policy; the only ones a route entry reads, passed as values
+-- so that a route table needs no ctx table). streak (a number) and
+-- last_delay_ms (a number or nil) must be checked already; retry_count,
+-- retry_budget, now_ms and first_failure_ms may come as given (to a route
+-- function's ctx or by the C core) and are read as the ctx's defaults say,
+-- each only when the entry needs it. An entry with e.fixed reads none of
+-- them, nor f: resolve_values(e) is enough. The draft values are finalized
+-- by errgate.decision.finalize_values.
+function route.resolve_values(e, f, random, streak, rcount, budget, now_ms, first_failure_ms, last_delay_ms)
+  if e.ladder then return climb(e, f, retry_count(rcount)) end
+  local s = e.schedule
+  if s then
+    local ex = e.exhausted
+    if ex.ladder then
+      rcount = retry_count(rcount)
+      if rcount > 0 then return climb(ex, f, rcount) end -- already on the ladder
+    end
+    local max_elapsed = s.max_elapsed_ms
+    if streak <= s.attempts and not (max_elapsed and elapsed_ms(now_ms, first_failure_ms) >= max_elapsed) then
+      -- over the retry budget: an escalation climbs its ladder at once (no
+      -- delay is drawn for it), any other retry holds for the retry's delay
+      if budget == false and ex.ladder then return climb(ex, f, rcount, "retry_budget") end
+      local ra, ms = f.retry_after_ms
+      if ra == nil then
+        ms = delay(s, streak, random, last_delay_ms) -- no Retry-After to floor it
+      else
+        ms = retry_delay(s, streak, ra, random, last_delay_ms)
+      end
+      if budget == false then return "hold", "retry_budget", ms end
+      return "retry", nil, ms
+    end
+    if ex.ladder then return climb(ex, f, rcount) end
+    return terminal(ex, ex.reason or "exhausted")
+  end
+  if e.action == "retry" and budget == false then return "hold", "retry_budget", e.delay_ms end -- over budget
+  return terminal(e, e.reason)
+end
+local resolve_values = route.resolve_values
+
+-- resolve_ctx(e, f, ctx, random) -> resolve_values with the fields read from
+-- the ctx table
+local function resolve_ctx(e, f, ctx, random)
+  return resolve_values(e, f, random, ctx.streak, ctx.retry_count, ctx.retry_budget, ctx.now_ms,
+                        ctx.first_failure_ms, ctx.last_delay_ms)
 end
 
 -- resolve(e, f, ctx, random) -> draft
 -- Applies a compiled entry to the failure f given ctx (streak, retry_count,
--- retry_budget, now_ms, first_failure_ms, last_delay_ms); the draft
--- (action, reason, delay_ms, code, message, rung, rung_index) is finalized
--- by errgate.decision.
+-- retry_budget, now_ms, first_failure_ms, last_delay_ms): resolve_values as
+-- a table { action, reason, delay_ms, code, message, rung, rung_index }
+-- (absent fields nil), for errgate.decision.finalize.
 function route.resolve(e, f, ctx, random)
-  if e.ladder then return climb(e, f, ctx) end
-  if e.schedule then
-    local s, ex = e.schedule, e.exhausted
-    if ex.ladder and ctx.retry_count > 0 then return climb(ex, f, ctx) end -- already on the ladder
-    local elapsed = (tonumber(ctx.now_ms) or 0) - (tonumber(ctx.first_failure_ms) or 0)
-    if ctx.streak <= s.attempts and not (s.max_elapsed_ms and elapsed >= s.max_elapsed_ms) then
-      local ms = backoff.retry_delay(s, ctx.streak, f.retry_after_ms, random, ctx.last_delay_ms)
-      if ctx.retry_budget == false then return over_budget(e, f, ctx, ms) end
-      return { action = "retry", delay_ms = ms }
-    end
-    if ex.ladder then return climb(ex, f, ctx) end
-    return terminal(ex, ex.reason or "exhausted")
-  end
-  if e.action == "retry" and ctx.retry_budget == false then return over_budget(e, f, ctx, e.delay_ms) end
-  return terminal(e, e.reason)
+  local action, reason, delay_ms, code, message, rung, rung_index = resolve_ctx(e, f, ctx, random)
+  return { action = action, reason = reason, delay_ms = delay_ms, code = code, message = message,
+           rung = rung, rung_index = rung_index }
 end
 
 local function compile_table(spec, schedules)
@@ -217,8 +277,9 @@ local function compile_table(spec, schedules)
     entries[class] = route.compile_entry("route." .. class, e, schedules)
   end
   if not entries.default then fail("route", "default entry missing (every route table needs one)") end
+  local default = entries.default
   return function(class, f, _, ctx, random)
-    return route.resolve(entries[class] or entries.default, f, ctx, random)
+    return resolve_ctx(entries[class] or default, f, ctx, random)
   end, entries
 end
 
@@ -228,15 +289,16 @@ local function compile_function(fn, schedules)
     if e == nil then error("invalid decision: route function returned nothing", 0) end
     local ok, compiled = pcall(route.compile_entry, "route function result", e, schedules)
     if not ok then error("invalid decision: " .. tostring(compiled), 0) end
-    return route.resolve(compiled, f, ctx, random)
+    return resolve_ctx(compiled, f, ctx, random) -- ctx as the function left it
   end
 end
 
--- compile(spec, schedules) -> fn(class, failure, record, ctx, random) -> draft, entries
+-- compile(spec, schedules) -> fn(class, failure, record, ctx, random) -> draft values, entries
 -- spec: a route table or a function(failure, record, ctx); schedules: the
 -- compiled retry section. ctx must carry streak and retry_count (see
--- errgate.policy). entries: class -> compiled entry (nil for a function),
--- for errgate.lint (route.ladder_of).
+-- errgate.policy). entries: class -> compiled entry (nil for a function;
+-- its `default` catches every other class), for errgate.lint
+-- (route.ladder_of) and for resolve_values without a ctx table.
 function route.compile(spec, schedules)
   if type(spec) == "function" then return compile_function(spec, schedules) end
   if type(spec) ~= "table" then fail("route", "missing (want a table of class -> action, or a function)") end

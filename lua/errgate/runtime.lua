@@ -5,7 +5,11 @@
 -- then on calls only these functions:
 --   rt.load_policy(path) -> policy | nil, err     at start and on reload
 --   rt.load_target(path) -> fn | nil, err         for `target = lua`
---   rt.decide(pol, failure, record, ctx) -> decision   under lua_pcall
+--   rt.decider(pol) -> decide_fields, reads_record     once per (re)load
+--   decide_fields(<failure and ctx fields>, record)    under lua_pcall, on
+--                                                 every failure
+--   rt.decide(pol, failure, record, ctx) -> decision   the same decision as
+--                                                 a table (specs, tools)
 --   rt.policy_id(pol) -> "name@version"           to stamp decisions
 --   rt.ladder_rungs(pol) -> { {name, delay_ms}, ... }  after every (re)load:
 --                                                 the rung topics to consume
@@ -15,7 +19,9 @@
 -- invalid; the C core then applies its fallback (`hold` by default). Files
 -- are run in the sandbox (errgate.sandbox). A hot reload calls load_policy
 -- in a fresh state and swaps only on success; nothing here keeps state
--- between calls except the random seed.
+-- between calls except the random seed and caches of derived values
+-- (classify plans, formatted codes, redacted messages) that never change an
+-- answer.
 local lint = require "errgate.lint"
 local policy = require "errgate.policy"
 local sandbox = require "errgate.sandbox"
@@ -63,6 +69,16 @@ end
 function rt.decide(pol, f, record, ctx)
   if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
   return pol:decide(f, record, ctx)
+end
+
+-- decider(pol) -> decide_fields, reads_record
+-- The C core's decision function for pol (Policy:scalar_decider in
+-- errgate.policy): the failure's and ctx's fields go in as separate values
+-- and the decision's fields come back as separate values, the same decision
+-- rt.decide gives. reads_record false: the record may be passed as nil.
+function rt.decider(pol)
+  if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
+  return pol:scalar_decider()
 end
 
 -- policy_id(pol) -> "name@version"

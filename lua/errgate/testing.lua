@@ -19,6 +19,10 @@
 --   t.on_rung(pol, 2)          -- the ctx of a record consumed from rung 2
 --   t.rungs(pol)               -- what the C core gets from rt.ladder_rungs
 -- A ctx given to t.decide may be partial: t.ctx fills the rest.
+-- t.decide_fields decides through the function the C core calls
+-- (rt.decider: the failure and ctx as separate values), for specs that
+-- check both paths agree.
+local decision = require "errgate.decision"
 local rt = require "errgate.runtime"
 
 local testing = {}
@@ -136,6 +140,23 @@ end
 -- filled in under a partial ctx, nil meaning all defaults).
 function testing.decide(pol, f, record, ctx)
   return rt.decide(pol, f, record or testing.record(), testing.ctx(ctx))
+end
+
+-- decide_fields(pol, failure, record, ctx) -> decision, through the
+-- function the C core calls (rt.decider(pol), made once per policy object
+-- and reused, as the gateway does), with record and ctx given as they are
+-- (nil stays nil: the C core always passes a full ctx, a spec may not).
+local deciders = setmetatable({}, { __mode = "k" })
+function testing.decide_fields(pol, f, record, ctx)
+  local fn = deciders[pol]
+  if not fn then
+    fn = rt.decider(pol)
+    deciders[pol] = fn
+  end
+  ctx = ctx or {}
+  return decision.pack(fn(f.kind, f.status, f.code, f.class_hint, f.message, f.body, f.retry_after_ms,
+    f.latency_ms, ctx.attempt, ctx.last_class, ctx.class_attempts, ctx.ordering, ctx.now_ms,
+    ctx.first_failure_ms, ctx.last_delay_ms, ctx.retry_count, ctx.rung, ctx.breaker, ctx.retry_budget, record))
 end
 
 -- next_ctx(ctx, d) -> ctx for the next failure of the same record after
