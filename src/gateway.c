@@ -808,6 +808,16 @@ static void on_due(evutil_socket_t fd, short what, void *arg) {
     event_active(gw->cev, EV_READ, 0);
 }
 
+void eg_gw_rungs_recheck(eg_gw *gw) {
+    for (eg_part *p = gw->parts; p; p = p->next)
+        if (p->rung >= 0 && p->due_wait && !p->revoked) {
+            evtimer_del(p->due_ev);
+            pump(gw, p);
+        }
+    dispatch(gw);
+    if (!gw->closed) event_active(gw->cev, EV_READ, 0);
+}
+
 /* --------------------------------------------------------------- commits */
 
 /* Commits the finished prefix of every assigned partition that moved (or of

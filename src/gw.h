@@ -145,6 +145,10 @@ typedef struct eg_gw {
 /* The assigned partition topic[partition], or NULL. */
 eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition);
 
+/* Rung delays changed: every rung partition waiting for its head record
+ * re-computes when that is due (and resumes if it is now). */
+void eg_gw_rungs_recheck(eg_gw *gw);
+
 /* gw_rungs.c */
 
 /* Adds the rung topics of the current policy (one per source topic and

@@ -254,6 +254,7 @@ int eg_gw_reload(void *arg, const char *trigger, char *err, size_t errlen) {
     gw->last_reload_error[0] = '\0';
     if (eg_gw_rungs_sync(gw) && eg_gw_subscribe(gw, err, errlen) != 0)
         eg_log_msg(EG_ERROR, "subscribe_failed", "new rung topics: %s", err);
+    eg_gw_rungs_recheck(gw); /* delays may have changed */
     const char *v[1] = {"success"};
     (*eg_counter(gw->m.reloads, v))++;
     eg_logline l;
