@@ -15,6 +15,7 @@
 #define EG_H_TIMESTAMP "error.timestamp"     /* RFC 3339, UTC */
 #define EG_H_KIND "error.kind"               /* http|timeout|connect|lua|circuit_open */
 #define EG_H_STATUS "error.status"           /* HTTP status, only when there was one */
+#define EG_H_CLASS_HINT "error.class-hint"   /* the service's own Error-Class, when it sent one */
 #define EG_H_RETRY_AFTER "error.retry-after-ms" /* only when the target sent one */
 #define EG_H_RETRY_COUNT "retry.count"       /* rungs climbed */
 #define EG_H_PREVIOUS "previous.topic"

@@ -31,6 +31,7 @@ static const field errgate_fields[] = {
     {EG_H_CLASS, "class", 0},         {EG_H_CODE, "code", 0},
     {EG_H_MESSAGE, "message", 0},     {EG_H_KIND, "kind", 0},
     {EG_H_STATUS, "status", 0},       {EG_H_RETRY_AFTER, "retry_after_ms", 0},
+    {EG_H_CLASS_HINT, "class_hint", 0},
     {EG_H_RETRY_COUNT, "retry_count", 0}, {EG_H_ID, "id", 0},
     {EG_H_POLICY, "policy", 0},       {EG_H_ACTION, "action", 0},
     {EG_H_REASON, "reason", 0},       {EG_H_TIMESTAMP, "timestamp", 0},

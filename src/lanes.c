@@ -202,7 +202,7 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
     static const char *const names[] = {EG_H_CLASS, EG_H_CODE, EG_H_MESSAGE, EG_H_TIMESTAMP, EG_H_KIND,
-                                        EG_H_STATUS, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,
+                                        EG_H_STATUS, EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,
                                         EG_H_POLICY, EG_H_ACTION, EG_H_REASON, EG_H_HISTORY,
                                         EG_H_NOT_BEFORE, NULL};
     for (const char *const *p = names; *p; p++)
@@ -255,6 +255,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         snprintf(buf, sizeof buf, "%d", f->status);
         add(h, EG_H_STATUS, buf);
     }
+    if (f->class_hint) add(h, EG_H_CLASS_HINT, f->class_hint);
     if (f->retry_after_ms >= 0) {
         snprintf(buf, sizeof buf, "%lld", (long long)f->retry_after_ms);
         add(h, EG_H_RETRY_AFTER, buf);

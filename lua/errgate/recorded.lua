@@ -18,6 +18,7 @@
 --   failure.code     error.code, unless it is only the default code
 --                    (http_NNN or the kind), which the policy derives anyway
 --   failure.message  error.message;  failure.retry_after_ms  error.retry-after-ms
+--   failure.class_hint  error.class-hint (the service's Error-Class)
 --   decided          errgate.action (dlq | quarantine | ladder); without it,
 --                    from the lane's name: *.dlq -> dlq, *.quarantine ->
 --                    quarantine, *.retry.* -> ladder (also with - or _);
@@ -59,7 +60,8 @@
 -- topic, partition, offset; the lane's own when absent), the key and the
 -- record's own headers (every header that is not a profile's), which is
 -- what the policy saw when it decided. Not recorded anywhere, hence not
--- rebuilt: the service's Error-Class hint (class_hint), the response body,
+-- rebuilt: the response body (the service's Error-Class hint is, as
+-- error.class-hint, on records written since that header exists),
 -- the source's ordering (ctx.ordering defaults to "partition").
 --
 -- replay(pol, case) asks the policy what it would decide now, the way the
@@ -205,7 +207,8 @@ local function native(rec, e)
   if not failure.KINDS[kind] then
     return nil, ("error.kind %q is not a kind this errgate knows (%s)"):format(kind, failure.KIND_LIST or "")
   end
-  local f = { kind = kind, status = status, message = text(e.message), retry_after_ms = int(e.retry_after_ms) }
+  local f = { kind = kind, status = status, message = text(e.message), retry_after_ms = int(e.retry_after_ms),
+              class_hint = text(e.class_hint) }
   if code and code ~= failure.default_code(f) then f.code = code end
   local action = text(e.action) or lane_action(lane.topic)
   if not action then

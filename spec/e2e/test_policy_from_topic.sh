@@ -181,7 +181,7 @@ check "check --ordering none: the same ladder passes (exit $rc)" [ "$rc" = 0 ]
 
 # --- a lane written by a running gateway, re-checked against its own policy
 start_handler
-gen_records 120 "ok:40 permanent:20 unavailable:10 semantic:15 duplicate:10 explicit-permanent-E42:5" | produce src
+gen_records 130 "ok:40 permanent:20 unavailable:10 semantic:15 duplicate:10 explicit-permanent-E42:5 explicit-semantic-S7:10" | produce src
 write_config "$T/gw.lua" fromtopic none
 start_gateway gw "$T/gw.lua"
 wait_drained fromtopic src 60 || not_ok "gateway did not drain src: lag $(lag fromtopic src)"
