@@ -421,7 +421,7 @@ static int load_admin(loadctx *c) {
 static void set_defaults(eg_config *cfg) {
     cfg->ordering = EG_ORDER_PARTITION;
     cfg->max_inflight = 1000;
-    cfg->max_inflight_total = 20000;
+    cfg->max_inflight_total = 5000;
     cfg->http_timeout_ms = 5000;
     cfg->http_concurrency = 64;
     cfg->lane_dlq = eg_xstrdup("{topic}.dlq");
