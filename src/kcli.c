@@ -25,15 +25,6 @@ int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i) {
     return 1;
 }
 
-static int set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
-    char e[256];
-    if (rd_kafka_conf_set(conf, k, v, e, sizeof e) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errlen, "kafka.%s: %s", k, e);
-        return -1;
-    }
-    return 0;
-}
-
 rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err, size_t errlen) {
     const char *bootstrap = k->bootstrap ? k->bootstrap : getenv("ERRGATE_BOOTSTRAP");
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -49,7 +40,7 @@ rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err
         }
         int bad = 0;
         for (int i = 0; i < cfg.nkafka && !bad; i++)
-            bad = set(conf, cfg.kafka[i].key, cfg.kafka[i].val, err, errlen) < 0;
+            bad = eg_kconf_set(conf, cfg.kafka[i].key, cfg.kafka[i].val, err, errlen) < 0;
         eg_config_free(&cfg);
         if (bad) {
             rd_kafka_conf_destroy(conf);
@@ -60,9 +51,9 @@ rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    if ((k->bootstrap && set(conf, "bootstrap.servers", k->bootstrap, err, errlen) < 0) ||
-        (!k->config && !k->bootstrap && set(conf, "bootstrap.servers", bootstrap, err, errlen) < 0) ||
-        set(conf, "client.id", client_id, err, errlen) < 0) {
+    if ((k->bootstrap && eg_kconf_set(conf, "bootstrap.servers", k->bootstrap, err, errlen) < 0) ||
+        (!k->config && !k->bootstrap && eg_kconf_set(conf, "bootstrap.servers", bootstrap, err, errlen) < 0) ||
+        eg_kconf_set(conf, "client.id", client_id, err, errlen) < 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
@@ -103,9 +94,9 @@ int eg_kcli_read(rd_kafka_conf_t *conf, const char *topic, const eg_kcli_read_op
                  eg_kcli_msg_fn fn, void *arg, char *err, size_t errlen) {
     int timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
     char e[512];
-    if (set(conf, "group.id", "errgate-reader", err, errlen) < 0 ||
-        set(conf, "enable.auto.commit", "false", err, errlen) < 0 ||
-        set(conf, "enable.partition.eof", "true", err, errlen) < 0) {
+    if (eg_kconf_set(conf, "group.id", "errgate-reader", err, errlen) < 0 ||
+        eg_kconf_set(conf, "enable.auto.commit", "false", err, errlen) < 0 ||
+        eg_kconf_set(conf, "enable.partition.eof", "true", err, errlen) < 0) {
         rd_kafka_conf_destroy(conf);
         return -1;
     }

@@ -97,7 +97,7 @@ static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size
     return rec->partition < partition_cnt ? rec->partition : rec->partition % partition_cnt;
 }
 
-static int set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
+int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
     char e[256];
     if (rd_kafka_conf_set(conf, k, v, e, sizeof e) != RD_KAFKA_CONF_OK) {
         snprintf(err, errlen, "kafka.%s: %s", k, e);
@@ -109,17 +109,17 @@ static int set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, s
 rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     for (int i = 0; i < cfg->nkafka; i++)
-        if (set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
-    if (!eg_config_kafka(cfg, "linger.ms") && set(conf, "linger.ms", "5", err, errlen) < 0) goto bad;
+        if (eg_kconf_set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
+    if (!eg_config_kafka(cfg, "linger.ms") && eg_kconf_set(conf, "linger.ms", "5", err, errlen) < 0) goto bad;
     if (!eg_config_kafka(cfg, "message.timeout.ms") &&
-        set(conf, "message.timeout.ms", "30000", err, errlen) < 0)
+        eg_kconf_set(conf, "message.timeout.ms", "30000", err, errlen) < 0)
         goto bad;
     /* without this, librdkafka gives records without a key to its sticky
      * partitioner and never calls same_partition for them */
-    if (set(conf, "sticky.partitioning.linger.ms", "0", err, errlen) < 0 ||
-        set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
-        set(conf, "acks", "all", err, errlen) < 0 ||
-        set(conf, "client.id", client_id, err, errlen) < 0)
+    if (eg_kconf_set(conf, "sticky.partitioning.linger.ms", "0", err, errlen) < 0 ||
+        eg_kconf_set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
+        eg_kconf_set(conf, "acks", "all", err, errlen) < 0 ||
+        eg_kconf_set(conf, "client.id", client_id, err, errlen) < 0)
         goto bad;
     rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
     return conf;

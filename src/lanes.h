@@ -51,6 +51,10 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
 rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
                                     const char **topic);
 
+/* rd_kafka_conf_set with errgate's message: "kafka.KEY: why". Returns 0 or
+ * -1 with err filled. */
+int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen);
+
 /* A producer configuration like the lane producer's (the config's kafka
  * properties, idempotent, acks=all, errgate's log callback) for client_id.
  * Returns NULL with err on a bad property. The caller owns it. */
