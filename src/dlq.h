@@ -1,7 +1,7 @@
 /* dlq.h — what the DLQ operations commands share (`errgate replay`,
- * `errgate dlq stats|tail|resolve`): pure helpers (dlq_util.c), a lane
- * reader with explicit start offsets and a progress group (dlq_read.c), the
- * lifecycle state topic (dlq_state.c) and replay's --where (where.c).
+ * `errgate dlq stats|tail|resolve`): pure helpers (dlq_util.c), the
+ * lifecycle state topic (dlq_state.c) and replay's --where (where.c); they
+ * read lanes with kcli.h's reader.
  *
  * Lifecycle. The status of a DLQ item lives in the compacted topic
  * `<LANE>.state`, keyed by the item's errgate.id (the lane coordinates
@@ -157,67 +157,6 @@ eg_where *eg_where_new(const char *expr, int budget_ms, char *err, size_t errlen
 int eg_where_eval(eg_where *w, const rd_kafka_message_t *m, char *err, size_t errlen);
 
 void eg_where_free(eg_where *w);
-
-/* ---- lane reader (dlq_read.c) ------------------------------------------- */
-
-/* Reads the partitions of one topic from per-partition start offsets up to
- * the end offsets seen when it was opened (or on and on, with follow). The
- * consumer never joins its group: it assigns partitions, and the group id
- * only names where progress is committed (replay). */
-typedef struct eg_lread {
-    rd_kafka_t *rk;
-    char *topic;
-    int n;               /* partitions, in id order */
-    int32_t *part;
-    int64_t *lo, *hi;    /* watermarks when opened */
-    int64_t *start;      /* where each partition starts; lo until changed */
-    unsigned char *caught_up;  /* the partition reached hi */
-    int remaining;       /* partitions not caught up */
-    int follow;
-    int64_t idle_ms;     /* time polled without any message */
-    int timeout_ms;      /* bounded reads fail after this long idle */
-} eg_lread;
-
-/* Partition count of topic (via a metadata request for every topic, which
- * never auto-creates one). Returns the count, 0 when the topic does not
- * exist, or -1 with err filled when the cluster cannot be asked. */
-int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
-
-/* Creates the consumer (takes conf), checks that topic exists and records
- * its partitions and watermarks. group may be NULL (a throw-away id).
- * Returns 0; -2 when the topic does not exist, -1 on other errors, both
- * with err filled and r closed. */
-int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic,
-                  char *err, size_t errlen);
-
-/* Moves each start forward to the group's committed offset, when it has
- * one (clamped to [lo, hi]). Returns 0 or -1 with err. */
-int eg_lread_seek_committed(eg_lread *r, char *err, size_t errlen);
-
-/* Moves each start forward to the first offset whose timestamp is at or
- * after since_ms, where the broker can tell (librdkafka's mock cannot: it
- * answers -1, and then the start stays; callers still filter each record by
- * its timestamp). Returns 0 or -1 with err. */
-int eg_lread_seek_time(eg_lread *r, int64_t since_ms, char *err, size_t errlen);
-
-/* Starts reading at the starts. Partitions already at their end are caught
- * up at once. Returns 0 or -1 with err. */
-int eg_lread_start(eg_lread *r, int follow, char *err, size_t errlen);
-
-/* Polls for the next record for up to timeout_ms. Returns 1 with *out set
- * (the caller destroys it), 0 when none came, 2 when a bounded read has
- * reached every end offset, -1 with err on a fetch error or after
- * r->timeout_ms without progress in a bounded read. */
-int eg_lread_next(eg_lread *r, int timeout_ms, rd_kafka_message_t **out, char *err, size_t errlen);
-
-/* Commits, for each partition i whose off[i] >= 0, offset off[i] (the next
- * one to read) to the group. Returns 0 or -1 with err. */
-int eg_lread_commit(eg_lread *r, const int64_t *off, int async, char *err, size_t errlen);
-
-/* Index of partition p in r, or -1. */
-int eg_lread_index(const eg_lread *r, int32_t p);
-
-void eg_lread_close(eg_lread *r);
 
 /* ---- lifecycle state (dlq_state.c) -------------------------------------- */
 

@@ -29,6 +29,7 @@
 #include "dlq.h"
 #include "headers.h"
 #include "kcli.h"
+#include "record.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -182,7 +183,7 @@ static int cmd_stats(const args *a) {
             continue;
         }
         char val[256], id[320];
-        if (eg_kcli_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
+        if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
         eg_dlq_item_id(m, id, sizeof id);
         eg_dlq_status s = eg_dlq_states_status(&st, id, ts);
         int64_t at = eg_strmap_get(&idx, val, strlen(val));
@@ -256,7 +257,7 @@ static int cmp_lines(const void *x, const void *y) {
 /* The header as escaped printable text, "-" when absent. */
 static void hval(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
     size_t n = 0;
-    const void *v = eg_kcli_header(m, name, &n);
+    const void *v = eg_header(m, name, &n);
     if (!v) eg_strlcpy(out, "-", outlen);
     else eg_printable(v, n, out, outlen);
 }

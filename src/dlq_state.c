@@ -11,6 +11,7 @@
  * keep, per id, the last status read. */
 #include "dlq.h"
 #include "headers.h"
+#include "record.h"
 #include "util.h"
 
 #include <pwd.h>
@@ -79,7 +80,7 @@ void eg_dlq_whoami(char *out, size_t outlen) {
 }
 
 void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen) {
-    if (eg_kcli_header_str(m, EG_H_ID, out, outlen) == 0 && *out) return;
+    if (eg_header_str(m, EG_H_ID, out, outlen) == 0 && *out) return;
     snprintf(out, outlen, "%s/%d/%lld", rd_kafka_topic_name(m->rkt), (int)m->partition,
              (long long)m->offset);
 }

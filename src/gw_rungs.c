@@ -75,15 +75,10 @@ int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen) {
 
 /* The header `name` of r as a non-negative integer, or -1. */
 static int64_t header_int(const eg_record *r, const char *name) {
-    rd_kafka_headers_t *h = NULL;
-    const void *v = NULL;
-    size_t n = 0;
-    if (rd_kafka_message_headers(r->msg, &h) != 0 || rd_kafka_header_get_last(h, name, &v, &n) != 0 || !v ||
-        n == 0 || n > 20)
-        return -1;
     char buf[24];
-    memcpy(buf, v, n);
-    buf[n] = '\0';
+    size_t n = 0;
+    if (!eg_header(r->msg, name, &n) || n == 0 || n > 19 || eg_header_str(r->msg, name, buf, sizeof buf) != 0)
+        return -1; /* absent, empty, or longer than any int64 */
     char *end = NULL;
     long long x = strtoll(buf, &end, 10);
     return *end || x < 0 ? -1 : (int64_t)x;

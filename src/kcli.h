@@ -1,12 +1,12 @@
 /* kcli.h — what every Kafka-facing command shares: the connection options
- * (`-b BOOTSTRAP` or `-c CONFIG`), reading a topic from its start to its
- * current end, header lookup, and durations on the command line.
+ * (`-b BOOTSTRAP` or `-c CONFIG`), a topic reader (kread.c: explicit
+ * start offsets, bounded or following, pull-style, progress kept in a group
+ * without joining it), and durations on the command line.
  *
  * `-c CONFIG` takes the connection settings (every `kafka` property, e.g.
  * bootstrap.servers and security settings) from a gateway config file;
  * `-b` overrides bootstrap.servers; the ERRGATE_BOOTSTRAP environment
- * variable is the last resort. Readers never join a consumer group: they
- * assign partitions and read, so they leave no trace on the cluster. */
+ * variable is the last resort. */
 #ifndef EG_KCLI_H
 #define EG_KCLI_H
 
@@ -33,32 +33,64 @@ int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i);
  * the result (rd_kafka_new takes it, or rd_kafka_conf_destroy). */
 rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err, size_t errlen);
 
-/* Called for each message read; return 0 to go on, 1 to stop reading. The
- * message is valid only during the call. */
-typedef int (*eg_kcli_msg_fn)(const rd_kafka_message_t *m, void *arg);
+/* Reads the partitions of one topic from per-partition start offsets up to
+ * the end offsets seen when it was opened (or on and on, with follow). The
+ * consumer never joins its group: it assigns partitions, and the group id
+ * only names where progress is committed (replay). */
+typedef struct eg_lread {
+    rd_kafka_t *rk;
+    char *topic;
+    int n;               /* partitions, in id order */
+    int32_t *part;
+    int64_t *lo, *hi;    /* watermarks when opened */
+    int64_t *start;      /* where each partition starts; lo until changed */
+    unsigned char *caught_up;  /* the partition reached hi */
+    int remaining;       /* partitions not caught up */
+    int follow;
+    int64_t idle_ms;     /* time polled without any message */
+    int timeout_ms;      /* bounded reads fail after this long idle */
+} eg_lread;
 
-typedef struct eg_kcli_read_opts {
-    int64_t since_ms;     /* > 0: start at the first record at or after this wall time */
-    int follow;           /* 1: keep reading new records until *stop becomes non-zero */
-    volatile int *stop;   /* may be NULL; checked between polls */
-    int timeout_ms;       /* metadata and fetch stall limit; 0 means 10 s */
-} eg_kcli_read_opts;
+/* Partition count of topic (via a metadata request for every topic, which
+ * never auto-creates one). Returns the count, 0 when the topic does not
+ * exist, or -1 with err filled when the cluster cannot be asked. */
+int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
 
-/* Reads every partition of `topic` from the start (or since_ms) to the end
- * offsets seen when the read began (or forever, with follow), in partition
- * order interleaved as fetched, calling fn per message. Takes ownership of
- * conf. Returns 0 (also when fn stopped early), or -1 with err filled:
- * unknown topic, unreachable broker, a fetch error. */
-int eg_kcli_read(rd_kafka_conf_t *conf, const char *topic, const eg_kcli_read_opts *opts,
-                 eg_kcli_msg_fn fn, void *arg, char *err, size_t errlen);
+/* Creates the consumer (takes conf), checks that topic exists and records
+ * its partitions and watermarks. group may be NULL (a throw-away id).
+ * Returns 0; -2 when the topic does not exist, -1 on other errors, both
+ * with err filled and r closed. */
+int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic,
+                  char *err, size_t errlen);
 
-/* The last header called name on m: its value and length, or NULL when
- * absent (a present header with a NULL value also gives NULL). */
-const void *eg_kcli_header(const rd_kafka_message_t *m, const char *name, size_t *len);
+/* Moves each start forward to the group's committed offset, when it has
+ * one (clamped to [lo, hi]). Returns 0 or -1 with err. */
+int eg_lread_seek_committed(eg_lread *r, char *err, size_t errlen);
 
-/* The last header called name as a NUL-terminated string (truncated to
- * outlen - 1 bytes). Returns 0, or -1 (out = "") when absent. */
-int eg_kcli_header_str(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen);
+/* Moves each start forward to the first offset whose timestamp is at or
+ * after since_ms, where the broker can tell (librdkafka's mock cannot: it
+ * answers -1, and then the start stays; callers still filter each record by
+ * its timestamp). Returns 0 or -1 with err. */
+int eg_lread_seek_time(eg_lread *r, int64_t since_ms, char *err, size_t errlen);
+
+/* Starts reading at the starts. Partitions already at their end are caught
+ * up at once. Returns 0 or -1 with err. */
+int eg_lread_start(eg_lread *r, int follow, char *err, size_t errlen);
+
+/* Polls for the next record for up to timeout_ms. Returns 1 with *out set
+ * (the caller destroys it), 0 when none came, 2 when a bounded read has
+ * reached every end offset, -1 with err on a fetch error or after
+ * r->timeout_ms without progress in a bounded read. */
+int eg_lread_next(eg_lread *r, int timeout_ms, rd_kafka_message_t **out, char *err, size_t errlen);
+
+/* Commits, for each partition i whose off[i] >= 0, offset off[i] (the next
+ * one to read) to the group. Returns 0 or -1 with err. */
+int eg_lread_commit(eg_lread *r, const int64_t *off, int async, char *err, size_t errlen);
+
+/* Index of partition p in r, or -1. */
+int eg_lread_index(const eg_lread *r, int32_t p);
+
+void eg_lread_close(eg_lread *r);
 
 /* Parses a duration such as "90s", "15m", "1h", "2d", "250ms" or a bare
  * number of ms. Returns 0, or -1 on anything else. */

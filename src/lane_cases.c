@@ -1,7 +1,7 @@
 /* lane_cases.c — a lane topic read back as recorded failures (see
  * lane_cases.h for the line format).
  *
- * One pass over the lane with eg_kcli_read; each record becomes one JSON
+ * One pass over the lane with kcli.h's reader; each record becomes one JSON
  * line in an evbuffer, which is flattened into one owned string at the end.
  * Three header profiles are picked out by name: errgate's own (headers.h),
  * Spring Kafka's DeadLetterPublishingRecoverer (KafkaHeaders.DLT_*) and
@@ -13,6 +13,7 @@
  * text: both are turned into decimal text. */
 #include "lane_cases.h"
 #include "headers.h"
+#include "record.h"
 #include "util.h"
 
 #include <event2/buffer.h>
@@ -167,7 +168,7 @@ static void put_profile(struct evbuffer *b, const char *name, const field *field
     int n = 0;
     for (const field *f = fields; f->header; f++) {
         size_t len = 0;
-        const void *v = eg_kcli_header(m, f->header, &len);
+        const void *v = eg_header(m, f->header, &len);
         if (!v) continue;
         if (n++ == 0) evbuffer_add_printf(b, ",\"%s\":{", name);
         else evbuffer_add(b, ",", 1);
@@ -213,7 +214,7 @@ static void put_headers(struct evbuffer *b, const rd_kafka_message_t *m) {
             for (size_t j = 0; j < i && !seen; j++)
                 if (rd_kafka_header_get_all(h, j, &prev, &pv, &plen) == 0 && strcmp(prev, name) == 0) seen = 1;
             if (seen) continue;
-            v = eg_kcli_header(m, name, &len);
+            v = eg_header(m, name, &len);
             if (n++) evbuffer_add(b, ",", 1);
             put_key(b, name);
             put_value(b, v, len);
@@ -257,8 +258,23 @@ int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_c
                        eg_lane_cases *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     reader r = {.buf = evbuffer_new(), .limit = opts->limit};
-    eg_kcli_read_opts ro = {.since_ms = opts->since_ms};
-    if (eg_kcli_read(conf, topic, &ro, on_record, &r, err, errlen) != 0) {
+    eg_lread lr;
+    int rc = eg_lread_open(&lr, conf, NULL, topic, err, errlen) == 0 ? 0 : -1;
+    if (rc == 0 && opts->since_ms > 0) rc = eg_lread_seek_time(&lr, opts->since_ms, err, errlen);
+    if (rc == 0) rc = eg_lread_start(&lr, 0, err, errlen);
+    for (int k = 0; rc == 0 && k != 2;) {
+        rd_kafka_message_t *m = NULL;
+        k = eg_lread_next(&lr, 200, &m, err, errlen);
+        if (k < 0) rc = -1;
+        if (k != 1) continue;
+        rd_kafka_timestamp_type_t tt;
+        /* a broker that cannot seek by time leaves earlier records in */
+        int stop = opts->since_ms > 0 && rd_kafka_message_timestamp(m, &tt) < opts->since_ms ? 0 : on_record(m, &r);
+        rd_kafka_message_destroy(m);
+        if (stop) k = 2;
+    }
+    eg_lread_close(&lr);
+    if (rc != 0) {
         evbuffer_free(r.buf);
         return -1;
     }

@@ -46,7 +46,7 @@ typedef struct eg_lane_cases {
 } eg_lane_cases;
 
 /* Reads lane topic `topic` (bounded: what it held when the read began, see
- * eg_kcli_read) through a client configured by conf (from eg_kcli_conf; this
+ * kcli.h's reader) through a client configured by conf (from eg_kcli_conf; this
  * takes ownership of it) and fills *out. Returns 0, or -1 with a one-line
  * message in err (unknown topic, unreachable broker, a fetch error); on
  * error *out is empty. The caller frees *out with eg_lane_cases_free. */

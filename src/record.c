@@ -1,5 +1,6 @@
 /* record.c — helpers for the shared record, failure and decision types. */
 #include "record.h"
+#include "headers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,12 +39,31 @@ void eg_failure_clear(eg_failure *f) {
     f->retry_after_ms = -1;
 }
 
-void eg_record_id(const eg_record *r, char *out, size_t outlen) {
+const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len) {
     rd_kafka_headers_t *h = NULL;
     const void *v = NULL;
     size_t n = 0;
-    if (rd_kafka_message_headers(r->msg, &h) == 0 && rd_kafka_header_get_last(h, "errgate.id", &v, &n) == 0 &&
-        v && n > 0 && n < outlen) {
+    if (rd_kafka_message_headers(m, &h) != 0 || rd_kafka_header_get_last(h, name, &v, &n) != 0) return NULL;
+    if (len) *len = n;
+    return v;
+}
+
+int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
+    size_t n = 0;
+    const void *v = eg_header(m, name, &n);
+    if (!outlen) return -1;
+    out[0] = '\0';
+    if (!v) return -1;
+    if (n >= outlen) n = outlen - 1;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return 0;
+}
+
+void eg_record_id(const eg_record *r, char *out, size_t outlen) {
+    size_t n = 0;
+    const void *v = eg_header(r->msg, EG_H_ID, &n);
+    if (v && n > 0 && n < outlen) {
         memcpy(out, v, n);
         out[n] = '\0';
         return;

@@ -132,6 +132,14 @@ typedef struct eg_record {
     struct eg_record *aprev, *anext;  /* the gateway's list of all records */
 } eg_record;
 
+/* The last header called name on m: its value and length, or NULL when
+ * absent (a present header with a NULL value also gives NULL). */
+const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len);
+
+/* The last header called name as a NUL-terminated string (truncated to
+ * outlen - 1 bytes). Returns 0, or -1 (out = "") when absent. */
+int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen);
+
 /* The errgate.id of a record: its errgate.id header when it has one (it came
  * back from a lane or a replay), else "topic/partition/offset", into out. */
 void eg_record_id(const eg_record *r, char *out, size_t outlen);

@@ -52,6 +52,7 @@
 #include "dlq.h"
 #include "headers.h"
 #include "kcli.h"
+#include "record.h"
 #include "tracker.h"
 #include "util.h"
 
@@ -218,8 +219,8 @@ static int64_t ts_of(const rd_kafka_message_t *m) {
 static int passes(const replay *rp, const rd_kafka_message_t *m) {
     char klass[256], code[256];
     eg_lane_view v = {.ts = ts_of(m), .key = m->key, .keylen = m->key_len};
-    if (eg_kcli_header_str(m, EG_H_CLASS, klass, sizeof klass) == 0) v.klass = klass;
-    if (eg_kcli_header_str(m, EG_H_CODE, code, sizeof code) == 0) v.code = code;
+    if (eg_header_str(m, EG_H_CLASS, klass, sizeof klass) == 0) v.klass = klass;
+    if (eg_header_str(m, EG_H_CODE, code, sizeof code) == 0) v.code = code;
     return eg_replay_filter_match(&rp->o->f, &v);
 }
 
@@ -374,8 +375,8 @@ static void pace(replay *rp) {
 static int32_t target_partition(const replay *rp, const rd_kafka_message_t *m) {
     char topic[512], part[32];
     long p;
-    if (eg_kcli_header_str(m, EG_H_ORIG_TOPIC, topic, sizeof topic) == 0 && !strcmp(topic, rp->o->to) &&
-        eg_kcli_header_str(m, EG_H_ORIG_PARTITION, part, sizeof part) == 0 &&
+    if (eg_header_str(m, EG_H_ORIG_TOPIC, topic, sizeof topic) == 0 && !strcmp(topic, rp->o->to) &&
+        eg_header_str(m, EG_H_ORIG_PARTITION, part, sizeof part) == 0 &&
         eg_parse_count(part, &p) == 0 && p < rp->target_parts)
         return (int32_t)p;
     return RD_KAFKA_PARTITION_UA;
@@ -385,12 +386,12 @@ static int32_t target_partition(const replay *rp, const rd_kafka_message_t *m) {
 static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, int32_t p,
                     int refuse) {
     char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[32];
-    if (eg_kcli_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
-    if (eg_kcli_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
-    if (eg_kcli_header_str(m, EG_H_ORIG_OFFSET, oo, sizeof oo) < 0) eg_strlcpy(oo, "-", sizeof oo);
+    if (eg_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
+    if (eg_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
+    if (eg_header_str(m, EG_H_ORIG_OFFSET, oo, sizeof oo) < 0) eg_strlcpy(oo, "-", sizeof oo);
     snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
-    if (eg_kcli_header_str(m, EG_H_CLASS, klass, sizeof klass) < 0) eg_strlcpy(klass, "-", sizeof klass);
-    if (eg_kcli_header_str(m, EG_H_CODE, code, sizeof code) < 0) eg_strlcpy(code, "-", sizeof code);
+    if (eg_header_str(m, EG_H_CLASS, klass, sizeof klass) < 0) eg_strlcpy(klass, "-", sizeof klass);
+    if (eg_header_str(m, EG_H_CODE, code, sizeof code) < 0) eg_strlcpy(code, "-", sizeof code);
     if (p >= 0) snprintf(to, sizeof to, "%d", (int)p);
     else eg_strlcpy(to, "by key", sizeof to);
     const char *row[] = {lane, orig, klass, code, nrep, refuse ? "-" : to, refuse ? "refused" : "replay"};
@@ -421,7 +422,7 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     }
     rp->matched++;
     size_t rlen = 0;
-    const void *rv = eg_kcli_header(m, EG_H_REPLAYS, &rlen);
+    const void *rv = eg_header(m, EG_H_REPLAYS, &rlen);
     long replays = eg_replays_parse(rv, rlen);
     char id[320], lane[600], nrep[32];
     eg_dlq_item_id(m, id, sizeof id);

@@ -5,6 +5,7 @@
  * a segment whose topic lacks the partition, the libevent attachment that
  * seals the active segment). */
 #include "kcli.h"
+#include "record.h"
 #include "spill.h"
 #include "tap.h"
 #include "util.h"
@@ -555,34 +556,43 @@ typedef struct seen {
     int wrong_part;
 } seen;
 
-static int on_msg(const rd_kafka_message_t *m, void *arg) {
+static void on_msg(const rd_kafka_message_t *m, void *arg) {
     seen *s = arg;
     rd_kafka_timestamp_type_t tt;
     int64_t ts = rd_kafka_message_timestamp(m, &tt);
     int i = (int)(ts - 1000);
     if (i < 0 || i >= 400) {
         s->bad++;
-        return 0;
+        return;
     }
     s->count[i]++;
     char key[16];
     snprintf(key, sizeof key, "key-%d", i);
     size_t hl = 0;
-    const void *h = eg_kcli_header(m, "n", &hl);
+    const void *h = eg_header(m, "n", &hl);
     if (!bytes_eq(m->key, m->key_len, key, strlen(key)) || !h || !bytes_eq(h, hl, key, strlen(key)) ||
         m->len != 30 || ((const char *)m->payload)[0] != 'a' + i % 26)
         s->bad++;
     int want = strcmp(rd_kafka_topic_name(m->rkt), "small") == 0 ? (i % 4) % 2 : i % 4;
     if (m->partition != want) s->wrong_part++;
-    return 0;
 }
 
 static int read_back(const char *bootstrap, const char *topic, seen *s) {
     char err[256];
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     rd_kafka_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err);
-    eg_kcli_read_opts o = {.timeout_ms = 10000};
-    int rc = eg_kcli_read(c, topic, &o, on_msg, s, err, sizeof err);
+    eg_lread r;
+    int rc = eg_lread_open(&r, c, NULL, topic, err, sizeof err) == 0 && eg_lread_start(&r, 0, err, sizeof err) == 0
+                 ? 0 : -1;
+    for (int k = 0; rc == 0 && k != 2;) {
+        rd_kafka_message_t *m = NULL;
+        if ((k = eg_lread_next(&r, 200, &m, err, sizeof err)) < 0) rc = -1;
+        if (k == 1) {
+            on_msg(m, s);
+            rd_kafka_message_destroy(m);
+        }
+    }
+    eg_lread_close(&r);
     if (rc) fprintf(stderr, "# read %s: %s\n", topic, err);
     return rc;
 }

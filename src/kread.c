@@ -1,19 +1,20 @@
-/* dlq_read.c — the lane reader of the DLQ commands (see dlq.h).
+/* kread.c — the topic reader of the Kafka-facing commands (see kcli.h):
+ * replay, dlq stats/tail/resolve and policy test --from-topic.
  *
- * kcli.h's eg_kcli_read reads a whole topic (or from a time) through a
- * callback; replay and tail need more: start offsets per partition (a
- * group's committed progress, the last N records), pull-style reading so
- * that the caller can interleave delivery reports, pacing and commits, and
- * an existence check that never auto-creates the topic (a metadata request
- * naming a topic creates it on clusters with auto-creation, and always on
- * librdkafka's mock). The consumer assigns partitions and never joins its
- * group; commits with a group id and no membership are accepted by Kafka
- * (and by the mock) as long as no member of that group is active.
+ * Start offsets are per partition (a group's committed progress, a time,
+ * the last N records); reading is pull-style, so that the caller can
+ * interleave delivery reports, pacing and commits; the existence check
+ * never auto-creates the topic (a metadata request naming a topic creates
+ * it on clusters with auto-creation, and always on librdkafka's mock). The
+ * consumer assigns partitions and never joins its group; commits with a
+ * group id and no membership are accepted by Kafka (and by the mock) as
+ * long as no member of that group is active.
  *
  * A bounded read stops each partition at the end offset seen at open, so
  * records arriving meanwhile are left for the next run; with follow it
  * keeps reading. End of partition is learnt from PARTITION_EOF events. */
-#include "dlq.h"
+#include "kcli.h"
+#include "lanes.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -44,8 +45,7 @@ int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const c
     const char *props[][2] = {{"group.id", group ? group : "errgate-reader"}, {"enable.auto.commit", "false"},
                               {"enable.auto.offset.store", "false"}, {"enable.partition.eof", "true"}};
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "kafka.%s: %s", props[i][0], e);
+        if (eg_kconf_set(conf, props[i][0], props[i][1], err, errlen) != 0) {
             rd_kafka_conf_destroy(conf);
             return -1;
         }
