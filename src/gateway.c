@@ -64,6 +64,14 @@ static void q_append(eg_record **head, eg_record **tail, eg_record *r) {
     *tail = r;
 }
 
+static void q_prepend(eg_record **head, eg_record **tail, eg_record *r) {
+    r->qprev = NULL;
+    r->qnext = *head;
+    if (*head) (*head)->qprev = r;
+    else *tail = r;
+    *head = r;
+}
+
 static void q_remove(eg_record **head, eg_record **tail, eg_record *r) {
     if (r->qprev) r->qprev->qnext = r->qnext;
     else *head = r->qnext;
@@ -338,10 +346,7 @@ static void dispatch_round(eg_gw *gw) {
             }
             r->attempt--;
             r->state = EG_RS_RUNNABLE;
-            r->qnext = gw->runq_head;
-            if (gw->runq_head) gw->runq_head->qprev = r;
-            else gw->runq_tail = r;
-            gw->runq_head = r;
+            q_prepend(&gw->runq_head, &gw->runq_tail, r); /* first in line again */
             break;
         }
     }
@@ -484,7 +489,7 @@ static void decide(eg_gw *gw, eg_record *r) {
                   .now_ms = now,
                   .first_failure_ms = fl->first_failure_ms,
                   .last_delay_ms = fl->class_attempts ? fl->decision.delay_ms : 0,
-                  .retry_count = eg_gw_retry_count(r) + fl->virtual_rungs,
+                  .retry_count = eg_record_retry_count(r) + fl->virtual_rungs,
                   .rung = p->rung >= 0 ? gw->rts[p->rung].rung : NULL,
                   .breaker = eg_breaker_state_name(eg_breaker_poll(&gw->breaker, now)),
                   .retry_budget = eg_budget_allows_retry(&gw->budget)};
@@ -970,7 +975,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* -------------------------------------------------------------- consumer */
 
-static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
+/* A message from p's own queue, or (p NULL) from the consumer queue, where
+ * it is looked up. */
+static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     if (m->err) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             eg_log_msg(EG_WARN, "consumer_error", "%s%s%s", rd_kafka_err2str(m->err),
@@ -978,7 +985,7 @@ static void on_message(eg_gw *gw, rd_kafka_message_t *m) {
         rd_kafka_message_destroy(m);
         return;
     }
-    eg_part *p = eg_gw_part_find(gw, rd_kafka_topic_name(m->rkt), m->partition);
+    if (!p) p = eg_gw_part_find(gw, rd_kafka_topic_name(m->rkt), m->partition);
     uint64_t seq;
     if (!p || eg_tracker_add(&p->trk, m->offset, &seq) != 0) {
         /* not ours any more, or already seen: never count it twice */
@@ -1026,7 +1033,7 @@ static int drain_partitions(eg_gw *gw) {
             }
             rd_kafka_message_t *m = rd_kafka_consume_queue(p->q, 0);
             if (!m) break;
-            on_message(gw, m);
+            on_message(gw, p, m);
             n++;
         }
         if (n == share) more = 1;
@@ -1044,7 +1051,7 @@ static void on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
         while (read(fd, buf, sizeof buf) > 0) {}
     rd_kafka_message_t *m;
     for (int n = 0; !gw->closed && n < POLL_BUDGET && (m = rd_kafka_consumer_poll(gw->rk, 0)); n++)
-        on_message(gw, m); /* errors; messages arrive on the partition queues */
+        on_message(gw, NULL, m); /* errors; messages arrive on the partition queues */
     if (gw->closed) return;
     if (drain_partitions(gw)) event_active(gw->cev, EV_READ, 0); /* more may wait; let others run */
     dispatch(gw);
@@ -1119,37 +1126,25 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 
 static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     const eg_config *cfg = gw->cfg;
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char e[512];
-    struct { const char *k, *v; } fixed[] = {
-        {"group.id", cfg->group},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"enable.partition.eof", "false"},
-    };
-    for (int i = 0; i < cfg->nkafka; i++)
-        if (rd_kafka_conf_set(conf, cfg->kafka[i].key, cfg->kafka[i].val, e, sizeof e) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "kafka.%s: %s", cfg->kafka[i].key, e);
-            rd_kafka_conf_destroy(conf);
-            return -1;
-        }
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        rd_kafka_conf_set(conf, fixed[i].k, fixed[i].v, e, sizeof e);
-    if (!eg_config_kafka(cfg, "auto.offset.reset")) rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", e, sizeof e);
     /* prefetch per partition: librdkafka's defaults (100,000 messages, 64 MiB)
-     * would dwarf the in-flight caps */
-    if (!eg_config_kafka(cfg, "queued.min.messages")) rd_kafka_conf_set(conf, "queued.min.messages", "20000", e, sizeof e);
-    if (!eg_config_kafka(cfg, "queued.max.messages.kbytes"))
-        rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "4096", e, sizeof e);
-    if (!eg_config_kafka(cfg, "client.id")) rd_kafka_conf_set(conf, "client.id", "errgate", e, sizeof e);
-    if (!eg_config_kafka(cfg, "statistics.interval.ms"))
-        rd_kafka_conf_set(conf, "statistics.interval.ms", "5000", e, sizeof e); /* consumer lag metric */
+     * would dwarf the in-flight caps; statistics feed the consumer-lag metric */
+    static const char *const defaults[][2] = {
+        {"auto.offset.reset", "earliest"},      {"queued.min.messages", "20000"},
+        {"queued.max.messages.kbytes", "4096"}, {"client.id", "errgate"},
+        {"statistics.interval.ms", "5000"},     {NULL, NULL}};
+    const char *const fixed[][2] = {{"group.id", cfg->group},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.auto.offset.store", "false"},
+                                    {"enable.partition.eof", "false"},
+                                    {NULL, NULL}};
+    rd_kafka_conf_t *conf = eg_kconf_build(cfg, defaults, fixed, err, errlen);
+    if (!conf) return -1;
     rd_kafka_conf_set_stats_cb(conf, eg_gw_on_stats);
     rd_kafka_conf_set_opaque(conf, gw);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit_result);
     rd_kafka_conf_set_error_cb(conf, on_consumer_error);
-    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
     gw->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
     if (!gw->rk) {
         snprintf(err, errlen, "cannot create the consumer: %s", e);

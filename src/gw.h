@@ -163,8 +163,6 @@ int eg_gw_rung_of(const eg_gw *gw, const char *topic);
  * timestamp plus the rung's current delay, or its errgate.not-before when
  * that is later. */
 int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r);
-/* The record's retry.count header (0 when absent or unreadable). */
-int eg_gw_retry_count(const eg_record *r);
 void eg_gw_rungs_free(eg_gw *gw);
 
 /* gw_admin.c */

@@ -19,9 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The SHA-256 (hex) of the loaded policy file, for /policy. */
-static const char *policy_sha256(const eg_policy *p) { return eg_policy_sha256(p); }
-
 /* Splits "name@version" into its parts (version "" when absent). */
 static void policy_name_version(const eg_policy *p, char *name, size_t nlen, char *ver, size_t vlen) {
     const char *id = eg_policy_id(p);
@@ -193,7 +190,7 @@ static void gw_policy_json(void *arg, struct evbuffer *out) {
     evbuffer_add_printf(out, ",\"path\":");
     eg_json_str(out, eg_policy_path(gw->policy));
     evbuffer_add_printf(out, ",\"sha256\":");
-    eg_json_str(out, policy_sha256(gw->policy));
+    eg_json_str(out, eg_policy_sha256(gw->policy));
     eg_rfc3339(eg_policy_loaded_at(gw->policy), ts, sizeof ts);
     evbuffer_add_printf(out, ",\"loaded_at\":");
     eg_json_str(out, ts);

@@ -73,28 +73,12 @@ int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen) {
     return 0;
 }
 
-/* The header `name` of r as a non-negative integer, or -1. */
-static int64_t header_int(const eg_record *r, const char *name) {
-    char buf[24];
-    size_t n = 0;
-    if (!eg_header(r->msg, name, &n) || n == 0 || n > 19 || eg_header_str(r->msg, name, buf, sizeof buf) != 0)
-        return -1; /* absent, empty, or longer than any int64 */
-    char *end = NULL;
-    long long x = strtoll(buf, &end, 10);
-    return *end || x < 0 ? -1 : (int64_t)x;
-}
-
-int eg_gw_retry_count(const eg_record *r) {
-    int64_t n = header_int(r, EG_H_RETRY_COUNT);
-    return n < 0 ? 0 : n > 1000000 ? 1000000 : (int)n;
-}
-
 int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r) {
     rd_kafka_timestamp_type_t tt;
     int64_t ts = rd_kafka_message_timestamp(r->msg, &tt);
     if (ts < 0) ts = 0; /* no timestamp: due at once */
     int64_t due = ts + gw->rts[p->rung].delay_ms;
-    int64_t nb = header_int(r, EG_H_NOT_BEFORE);
+    int64_t nb = eg_header_uint(r->msg, EG_H_NOT_BEFORE);
     return nb > due ? nb : due;
 }
 

@@ -106,26 +106,30 @@ int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err,
     return 0;
 }
 
-rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen) {
+rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
+                                const char *const (*fixed)[2], char *err, size_t errlen) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     for (int i = 0; i < cfg->nkafka; i++)
         if (eg_kconf_set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
-    if (!eg_config_kafka(cfg, "linger.ms") && eg_kconf_set(conf, "linger.ms", "5", err, errlen) < 0) goto bad;
-    if (!eg_config_kafka(cfg, "message.timeout.ms") &&
-        eg_kconf_set(conf, "message.timeout.ms", "30000", err, errlen) < 0)
-        goto bad;
-    /* without this, librdkafka gives records without a key to its sticky
-     * partitioner and never calls same_partition for them */
-    if (eg_kconf_set(conf, "sticky.partitioning.linger.ms", "0", err, errlen) < 0 ||
-        eg_kconf_set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
-        eg_kconf_set(conf, "acks", "all", err, errlen) < 0 ||
-        eg_kconf_set(conf, "client.id", client_id, err, errlen) < 0)
-        goto bad;
+    for (int i = 0; defaults && defaults[i][0]; i++)
+        if (!eg_config_kafka(cfg, defaults[i][0]) && eg_kconf_set(conf, defaults[i][0], defaults[i][1], err, errlen) < 0)
+            goto bad;
+    for (int i = 0; fixed && fixed[i][0]; i++)
+        if (eg_kconf_set(conf, fixed[i][0], fixed[i][1], err, errlen) < 0) goto bad;
     rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
     return conf;
 bad:
     rd_kafka_conf_destroy(conf);
     return NULL;
+}
+
+rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen) {
+    static const char *const defaults[][2] = {{"linger.ms", "5"}, {"message.timeout.ms", "30000"}, {NULL, NULL}};
+    /* sticky partitioning off: otherwise librdkafka gives records without a
+     * key to its sticky partitioner and never calls same_partition for them */
+    const char *const fixed[][2] = {{"sticky.partitioning.linger.ms", "0"}, {"enable.idempotence", "true"},
+                                    {"acks", "all"}, {"client.id", client_id}, {NULL, NULL}};
+    return eg_kconf_build(cfg, defaults, fixed, err, errlen);
 }
 
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
@@ -225,14 +229,10 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     const void *val, *prev_hist = NULL;
     size_t size, prev_hist_len = 0;
     const void *v;
-    long long retry_count = 0;
+    /* the same reading as the policy's ctx.retry_count */
+    long long retry_count = eg_record_retry_count(rec);
     for (size_t i = 0; src && rd_kafka_header_get_all(src, i, &name, &val, &size) == 0; i++) {
-        if (strcmp(name, EG_H_RETRY_COUNT) == 0 && val && size < 24) {
-            char tmp[24];
-            memcpy(tmp, val, size);
-            tmp[size] = '\0';
-            retry_count = strtoll(tmp, NULL, 10);
-        } else if (strcmp(name, EG_H_HISTORY) == 0) {
+        if (strcmp(name, EG_H_HISTORY) == 0) {
             prev_hist = val;
             prev_hist_len = size;
         }
@@ -303,18 +303,25 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     return h;
 }
 
+/* The lane topic of rec's decision and the lane record's headers. */
+static rd_kafka_headers_t *build(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
+                                 lane_topic **t) {
+    const eg_decision *d = &rec->fail->decision;
+    *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
+    return lane_headers(l, rec, (*t)->name, policy_id);
+}
+
 rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
                                     const char **topic) {
-    const eg_decision *d = &rec->fail->decision;
-    lane_topic *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
+    lane_topic *t;
+    rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     *topic = t->name;
-    return lane_headers(l, rec, t->name, policy_id);
+    return h;
 }
 
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id) {
-    const eg_decision *d = &rec->fail->decision;
-    lane_topic *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
-    rd_kafka_headers_t *h = lane_headers(l, rec, t->name, policy_id);
+    lane_topic *t;
+    rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     const rd_kafka_message_t *m = rec->msg;
     /* No copy flag: key and value stay owned by rec->msg, which outlives the
      * write (the gateway frees the record only after the delivery report). */

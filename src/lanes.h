@@ -55,6 +55,14 @@ rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const cha
  * -1 with err filled. */
 int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen);
 
+/* A client configuration: the config's kafka properties, then each of
+ * defaults ({key, value} pairs ending with {NULL, NULL}; may be NULL) the
+ * config does not set, then every one of fixed (same form), and errgate's
+ * log callback. Returns NULL with err ("kafka.KEY: why") on a bad property.
+ * The caller owns it. */
+rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
+                                const char *const (*fixed)[2], char *err, size_t errlen);
+
 /* A producer configuration like the lane producer's (the config's kafka
  * properties, idempotent, acks=all, errgate's log callback) for client_id.
  * Returns NULL with err on a bad property. The caller owns it. */

@@ -60,6 +60,21 @@ int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size
     return 0;
 }
 
+int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name) {
+    char buf[24];
+    size_t n = 0;
+    if (!eg_header(m, name, &n) || n == 0 || n > 19 || eg_header_str(m, name, buf, sizeof buf) != 0)
+        return -1; /* absent, empty, or longer than any int64 */
+    char *end = NULL;
+    long long x = strtoll(buf, &end, 10);
+    return *end || x < 0 ? -1 : (int64_t)x;
+}
+
+int eg_record_retry_count(const eg_record *r) {
+    int64_t n = eg_header_uint(r->msg, EG_H_RETRY_COUNT);
+    return n < 0 ? 0 : n > EG_RETRY_COUNT_MAX ? EG_RETRY_COUNT_MAX : (int)n;
+}
+
 void eg_record_id(const eg_record *r, char *out, size_t outlen) {
     size_t n = 0;
     const void *v = eg_header(r->msg, EG_H_ID, &n);

@@ -140,6 +140,15 @@ const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len
  * outlen - 1 bytes). Returns 0, or -1 (out = "") when absent. */
 int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen);
 
+/* The header called name on m as a non-negative decimal integer, or -1
+ * when absent, empty, signed or not a number that fits an int64. */
+int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name);
+
+/* The record's retry.count header (rungs climbed): 0 when absent or
+ * unreadable, at most EG_RETRY_COUNT_MAX. */
+#define EG_RETRY_COUNT_MAX 1000000
+int eg_record_retry_count(const eg_record *r);
+
 /* The errgate.id of a record: its errgate.id header when it has one (it came
  * back from a lane or a replay), else "topic/partition/offset", into out. */
 void eg_record_id(const eg_record *r, char *out, size_t outlen);
