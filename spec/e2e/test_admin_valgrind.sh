@@ -6,8 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 if [ "${SAN:-}" = 1 ]; then diag "skipped under SAN=1"; exit 0; fi
 command -v valgrind >/dev/null || die "valgrind is not installed"
-VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
-vg_ok() { [ "$1" = "$2" ] && grep -q 'ERROR SUMMARY: 0 errors' "$3" && ! grep -qE 'definitely lost: [1-9]|indirectly lost: [1-9]' "$3"; }
 
 start_broker --topic src:2 --topic src.dlq:2 --topic src.quarantine:2
 start_handler

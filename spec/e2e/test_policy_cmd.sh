@@ -6,8 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 POL="$ROOT/policies/default.lua"
 sha=$(sha256sum "$POL" | cut -c1-8)
-# exits_with RC WANT PATTERN TEXT: RC is WANT and TEXT has a line matching PATTERN.
-exits_with() { [ "$1" = "$2" ] && grep -q -- "$3" <<<"$4"; }
 
 out=$("$EG" policy check "$POL"); rc=$?
 check "check: the shipped default passes (exit $rc)" [ "$rc" = 0 ]

@@ -8,8 +8,6 @@
 # policy that wrote it (no change) and against a candidate (changes named).
 source "$(dirname "$0")/lib.sh"
 POL="$ROOT/policies/default.lua"
-# exits_with RC WANT PATTERN TEXT: RC is WANT and TEXT has a line matching PATTERN.
-exits_with() { [ "$1" = "$2" ] && grep -q -- "$3" <<<"$4"; }
 # ptest FILE LANE [ARGS...]: policy test FILE --from-topic LANE; sets OUT and RC.
 ptest() { local f=$1 l=$2; shift 2; OUT=$("$EG" policy test "$f" --from-topic "$l" -b "$BOOTSTRAP" "$@" 2>>"$T/ptest.err"); RC=$?; }
 

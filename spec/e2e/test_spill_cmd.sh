@@ -210,8 +210,6 @@ expect "once the owner has closed it the segment is sealed (ok) and nobody holds
 
 # ---- valgrind: ls and drain of a journal with a corrupt tail --------------------------
 if [ "${SAN:-}" != 1 ] && command -v valgrind >/dev/null; then
-  VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
-  vg_ok() { [ "$1" = "$2" ] && grep -q 'ERROR SUMMARY: 0 errors' "$3" && ! grep -qE 'definitely lost: [1-9]|indirectly lost: [1-9]' "$3"; }
   J=$T/vg
   "$EG" spill write-test "$J" vg 200 --segment-bytes 20000 >/dev/null 2>&1
   truncate -s -3 "$J/spill-0000000000000002.eg"
