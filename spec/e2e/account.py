@@ -64,12 +64,18 @@ for r in src:
     mode_of[v["id"]] = v["mode"]
 total = len(src)
 
-handler_ids, handler_lines = set(), 0
+handler_ids, handler_lines, wrong_ids = set(), 0, []
 with open(a.handler_log) as f:
     for line in f:
         parts = line.split()
         if len(parts) >= 2 and parts[0] == "ok":
             handler_ids.add(parts[1]); handler_lines += 1
+            # guarantee 6: every delivery, retries and redeliveries included,
+            # carries the record's stable errgate.id (topic/partition/offset)
+            s = by_id.get(parts[1])
+            want = s and "%s/%d/%d" % (s["topic"], s["partition"], s["offset"])
+            if want and (len(parts) < 3 or parts[2] != want):
+                wrong_ids.append((parts[1], parts[2] if len(parts) > 2 else None, want))
 
 ignored_ids, log_lines, bad_json = set(), 0, 0
 for path in glob.glob(a.gateway_logs):
@@ -143,6 +149,8 @@ print("# records %d: handler %d, dlq %d, quarantine %d, ignored %d" % (
 check(total > 0, "source topic holds the produced records (%d)" % total)
 check(sum(counts.values()) == total and not missing,
       "succeeded + dlq + quarantine + ignored = %d exactly (missing %d: %s)" % (total, len(missing), missing[:5]))
+check(handler_lines > 0 and not wrong_ids, "every delivery carried the record's errgate.id (%d deliveries, %d wrong: %s)"
+      % (handler_lines, len(wrong_ids), wrong_ids[:3]))
 check(overlaps == 0, "no record has two kinds of outcome (%d overlaps)" % overlaps)
 check(not wrong, "every record's outcome matches its mode (%d wrong: %s)" % (len(wrong), wrong[:5]))
 check(not strays, "no outcome for a record never produced (%d)" % len(strays))
