@@ -27,3 +27,17 @@ done
 check "records after the bug record never reached the handler" bash -c "! grep -Eq '^ok r(1[6-9]|2[0-9]|30) ' '$T/ok.log'"
 check "the records before it all did (14 distinct)" [ "$(awk '{print $2}' "$T/ok.log" | sort -u | wc -l)" = 14 ]
 check "readable reason in the log" grep -q '"event":"stop".*the policy decided stop' "$T/gw1.err"
+
+# stop turns readiness false at once: a slow record keeps the gateway
+# draining after the stop decision, and meanwhile /readyz says 503 stopping
+printf 'a\t{"id":"s1","mode":"slow-4000"}\nb\t{"id":"s2","mode":"bug"}\n' | produce st2
+write_config "$T/ready.lua" stopr none 'admin = { listen = "127.0.0.1:0" },'
+sed -i 's/topics = { "src" }/topics = { "st2" }/' "$T/ready.lua"
+start_gateway gwr "$T/ready.lua"
+ADDR=$(admin_addr gwr) || die "no admin address"
+wait_for 30 grep -q '"event":"decision".*"action":"stop"' "$T/gwr.err" || not_ok "no stop decision"
+body=$(admin_get "$ADDR" /readyz)
+check "after the stop decision, while still draining, /readyz is 503 stopping ($(http_code) $body)" \
+  bash -c '[ "$1" = 503 ] && grep -q "stopping" <<<"$2"' _ "$(http_code)" "$body"
+rc=0; wait_for 30 bash -c "! kill -0 $GW_PID"; wait "$GW_PID" || rc=$?
+check "and the gateway then exits 3 (exit $rc)" [ "$rc" = 3 ]
