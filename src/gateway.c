@@ -848,9 +848,13 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
             eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
         } else {
             for (int i = 0; i < l->cnt; i++) {
-                eg_part *p = eg_gw_part_find(gw, l->elems[i].topic, l->elems[i].partition);
-                if (p && l->elems[i].err == 0 && l->elems[i].offset > p->committed)
-                    p->committed = l->elems[i].offset;
+                const rd_kafka_topic_partition_t *e = &l->elems[i];
+                eg_part *p = eg_gw_part_find(gw, e->topic, e->partition);
+                if (e->err)
+                    eg_log_msg(EG_WARN, "commit_failed", "%s[%d]@%lld: %s", e->topic, (int)e->partition,
+                               (long long)e->offset, rd_kafka_err2str(e->err));
+                else if (p && e->offset > p->committed)
+                    p->committed = e->offset;
             }
             gw->st.commits++;
             (*gw->m.commits)++;
