@@ -114,7 +114,7 @@ DATADIR        := $(PREFIX)/share/errgate
 MANDIR         := $(PREFIX)/share/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SHARE_FILES    := $(wildcard lua/errgate/*.lua policies/*.lua policies/lib/*.lua) \
-                  $(shell find examples -type f ! -name '*.o' 2>/dev/null)
+                  $(shell find -L examples -type f 2>/dev/null)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(SYSTEMDUNITDIR)
