@@ -83,6 +83,7 @@ static int parse(int argc, char **argv, args *a) {
     for (int i = 2; i < argc; i++)
         if ((a->help = eg_is_help(argv[i]))) return 0;
     if (argc < 3) return usage_error("missing the policy FILE");
+    if (argv[2][0] == '-' && argv[2][1]) return usage_error("unknown option %s (the policy FILE comes first)", argv[2]);
     a->file = argv[2];
     const char *limit = NULL, *since = NULL;
     for (int i = 3; i < argc; i++) {
