@@ -69,6 +69,8 @@ check "errgate --version: exit 0, errgate's version first (exit $rc)" exits_with
 for lib in '^librdkafka [0-9]' '^LuaJIT [0-9]' '^libevent [0-9]'; do
   check "--version names the linked library: $lib" grep -q "$lib" <<<"$out"
 done
+v=$(sed -n 's/^errgate //p' <<<"$out")
+check "the man page is the same version as the binary ($v)" grep -q "^\.TH ERRGATE 1 .*\"errgate $v\"" "$ROOT/man/errgate.1"
 check "--version's librdkafka is the one linked ($(sed -n 's/^librdkafka //p' <<<"$out"))" \
   [ "$(sed -n 's/^librdkafka //p' <<<"$out")" = "$(pkg-config --modversion rdkafka)" ]
 
