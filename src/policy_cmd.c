@@ -68,6 +68,7 @@ typedef struct args {
     int64_t since_ms;
 } args;
 
+/* One line naming what is wrong on stderr; returns the exit code 2. */
 #define usage_error(...) eg_usage_error("policy", __VA_ARGS__)
 
 /* Parses argv (argv[0] = "policy") into *a. Returns 0 (with a->help set when

@@ -97,11 +97,6 @@ static int scan_file(const char *dir, const char *name, uint64_t *frames, int *b
 /* ---------------------------------------------------------------------- ls */
 
 static int cmd_ls(int argc, char **argv) {
-    for (int i = 2; i < argc; i++)
-        if (eg_is_help(argv[i])) {
-            usage();
-            return EG_EXIT_OK;
-        }
     if (argc < 3) return usage_error("ls: missing DIR");
     if (argv[2][0] == '-') return usage_error("ls: unknown option '%s'", argv[2]);
     if (argc > 3) return usage_error("ls: unexpected argument '%s'", argv[3]);
@@ -182,11 +177,6 @@ static size_t report_left(const char *dir, size_t *ncorrupt) {
 }
 
 static int cmd_drain(int argc, char **argv) {
-    for (int i = 2; i < argc; i++)
-        if (eg_is_help(argv[i])) {
-            usage();
-            return EG_EXIT_OK;
-        }
     if (argc < 3) return usage_error("drain: missing DIR");
     if (argv[2][0] == '-') return usage_error("drain: unknown option '%s' (DIR comes first)", argv[2]);
     const char *dir = argv[2];
@@ -203,9 +193,7 @@ static int cmd_drain(int argc, char **argv) {
         if (eg_parse_duration_ms(argv[++i], &timeout_ms) != 0 || timeout_ms <= 0 || timeout_ms > INT32_MAX)
             return usage_error("drain: --timeout-ms: not a duration: %s", argv[i]);
     }
-    if (k.bootstrap && k.config) {
-        return usage_error("drain: give -b BOOTSTRAP or -c CONFIG, not both");
-    }
+    if (k.bootstrap && k.config) return usage_error("drain: give -b BOOTSTRAP or -c CONFIG, not both");
     if (need_dir("drain", dir) != 0) return 1;
     eg_log_setup(EG_WARN, 1);
     char err[512];
@@ -393,10 +381,12 @@ static int cmd_write_test(int argc, char **argv) {
 
 int eg_cmd_spill(int argc, char **argv) {
     if (argc < 2) return usage_error("missing subcommand (ls or drain)");
-    if (eg_is_help(argv[1]) || !strcmp(argv[1], "help")) {
-        usage();
-        return EG_EXIT_OK;
-    }
+    /* -h/--help anywhere (spill --help, spill ls --help, spill drain DIR -h) */
+    for (int i = 1; i < argc; i++)
+        if (eg_is_help(argv[i]) || (i == 1 && !strcmp(argv[1], "help"))) {
+            usage();
+            return EG_EXIT_OK;
+        }
     if (!strcmp(argv[1], "ls")) return cmd_ls(argc, argv);
     if (!strcmp(argv[1], "drain")) return cmd_drain(argc, argv);
     if (!strcmp(argv[1], "write-test")) return cmd_write_test(argc, argv);
