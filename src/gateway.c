@@ -1208,7 +1208,14 @@ static void gateway_free(eg_gw *gw) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: errgate run -c CONFIG\n");
+    printf("usage: errgate run -c CONFIG\n"
+           "\n"
+           "  -c, --config FILE  the gateway config (a Lua file returning a table;\n"
+           "                     see man errgate, CONFIGURATION)\n"
+           "\n"
+           "Runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the policy.\n"
+           "Exit 2: a bad config, policy or target file (nothing consumed);\n"
+           "3: the policy decided stop; 1: a fatal Kafka error.\n");
 }
 
 /* Opens the spill journal and starts its drainer on the loop, when the
@@ -1229,16 +1236,17 @@ static int spill_start(eg_gw *gw, char *err, size_t errlen) {
 int eg_cmd_run(int argc, char **argv) {
     const char *cfgpath = NULL;
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) cfgpath = argv[++i];
-        else {
+        const char *a = argv[i];
+        if (eg_is_help(a)) {
             usage();
-            return 2;
+            return EG_EXIT_OK;
         }
+        if (strcmp(a, "-c") && strcmp(a, "--config"))
+            return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+        if (i + 1 >= argc) return eg_usage_error("run", "%s needs a value", a);
+        cfgpath = argv[++i];
     }
-    if (!cfgpath) {
-        usage();
-        return 2;
-    }
+    if (!cfgpath) return eg_usage_error("run", "missing -c CONFIG");
     char err[1024];
     eg_config cfg;
     if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
