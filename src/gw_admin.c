@@ -112,6 +112,13 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         const char *v[2] = {p->topic, pbuf};
         eg_metric_sample(out, "errgate_committed_offset_lag", 2, tp, v, (double)(hi > base ? hi - base : 0));
     }
+    eg_metric_header(out, "errgate_tracked_offsets",
+                     "Offsets tracked per assigned partition (oldest unfinished to newest read).", "gauge");
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
+        const char *v[2] = {p->topic, pbuf};
+        eg_metric_sample(out, "errgate_tracked_offsets", 2, tp, v, (double)eg_tracker_pending(&p->trk));
+    }
     eg_metric_header(out, "errgate_consumer_lag",
                      "Consumer lag per assigned partition, from librdkafka statistics.", "gauge");
     for (eg_part *p = gw->parts; p; p = p->next) {
@@ -359,6 +366,15 @@ void eg_gw_metrics_new(eg_gw *gw) {
     m->commits = eg_counter(eg_family_new(r, "errgate_commits_total", "Successful offset commits.", EG_MT_COUNTER,
                                           0, NULL, NULL, 0), NULL);
     m->commit_failures = eg_counter(eg_family_new(r, "errgate_commit_failures_total", "Failed offset commits.",
+                                                  EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->bad_ids = eg_counter(eg_family_new(r, "errgate_bad_ids_total",
+                                          "Source records whose errgate.id header was malformed (ignored).",
+                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->tracker_full = eg_counter(eg_family_new(r, "errgate_tracker_full_total",
+                                               "Times a partition stopped being read at source.max_tracked.",
+                                               EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->excluded_topics = eg_counter(eg_family_new(r, "errgate_excluded_partitions_total",
+                                                  "Assigned partitions of lane-shaped topics not consumed as source.",
                                                   EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
     m->reloads = eg_family_new(r, "errgate_policy_reloads_total", "Policy reload attempts, by result.", EG_MT_COUNTER,
                                1, l_result, NULL, 0);
