@@ -1353,6 +1353,7 @@ int eg_cmd_run(int argc, char **argv) {
     event_base_dispatch(gw.base);
     rc = gw.exit_code;
     eg_gw_log_summary(&gw);
+    eg_log_flush_suppressed();
 out:
     gateway_free(&gw);
     eg_config_free(&cfg);

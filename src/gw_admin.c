@@ -420,7 +420,8 @@ void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
     static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload};
-    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, &ops, gw, err, errlen);
+    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file,
+                             gw->cfg->admin_max_connections, &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;
 }
 
