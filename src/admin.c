@@ -9,7 +9,7 @@
  *   - an accept that fails for lack of descriptors (EMFILE, ENFILE) stops
  *     the listener for a second instead of spinning;
  *   - a request must arrive whole, headers and body, within
- *     EG_ADMIN_TIMEOUT_S of the connection (or of the previous answer) and
+ *     EG_ADMIN_TIMEOUT_S of the connection and
  *     within EG_ADMIN_MAX_REQUEST bytes: 431 for headers, 413 for a body
  *     beyond that; chunked bodies are refused (411);
  *   - one request per connection: the answer says "Connection: close".
@@ -185,7 +185,8 @@ static void route(eg_admin *a, const eg_admin_req *rq, answer *an) {
         a->ops.lanes(a->arg, b);
         reply_json(an, 200, "OK");
     } else {
-        reply_error(an, 404, "Not Found", "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload)");
+        reply_error(an, 404, "Not Found",
+                    "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload)");
     }
 }
 
@@ -232,8 +233,8 @@ int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq) {
     memcpy(rq->target, tgt, (size_t)(sp2 - tgt));
     rq->target[sp2 - tgt] = '\0';
     const char *ver = sp2 + 1;
-    if ((size_t)(eol - ver) != 8 || strncmp(ver, "HTTP/1.", 7) != 0) return (size_t)(eol - ver) == 8 && !strncmp(ver, "HTTP/", 5) ? -505 : -400;
-    if (ver[7] != '0' && ver[7] != '1') return -505;
+    if ((size_t)(eol - ver) != 8 || strncmp(ver, "HTTP/", 5) != 0) return -400;
+    if (strncmp(ver, "HTTP/1.", 7) != 0 || (ver[7] != '0' && ver[7] != '1')) return -505;
     struct evhttp_uri *u = evhttp_uri_parse_with_flags(rq->target, 0);
     if (!u) return -400;
     const char *path = evhttp_uri_get_path(u);
@@ -468,8 +469,9 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
         eg_admin_free(a);
         return NULL;
     }
-    a->lis = evconnlistener_new_bind(base, on_accept, a, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-                                     128, ai->ai_addr, (int)ai->ai_addrlen);
+    a->lis = evconnlistener_new_bind(base, on_accept, a,
+                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
+                                     ai->ai_addr, (int)ai->ai_addrlen);
     evutil_freeaddrinfo(ai);
     if (!a->lis) {
         snprintf(err, errlen, "admin.listen: cannot listen on %s: %s", listen, strerror(errno));

@@ -1,5 +1,6 @@
-/* admin.h — the admin HTTP endpoint (libevent evhttp on the gateway's own
- * event base: same thread as the loop, never blocks it).
+/* admin.h — the admin HTTP endpoint (a small HTTP/1.1 server on libevent
+ * bufferevents, on the gateway's own event base: same thread as the loop,
+ * never blocks it).
  *
  * Routes: GET /metrics (Prometheus text), /healthz, /readyz, /policy, /lanes
  * (JSON), POST /reload. The server knows HTTP, routing and authentication
@@ -31,9 +32,10 @@ typedef struct eg_admin_ops {
 
 typedef struct eg_admin eg_admin;
 
-/* Starts listening on listen ("host:port"; port 0 picks a free one) and logs an admin_listening line with the actual address.
- * token_file may be NULL (mutating endpoints off); an unreadable or empty
- * token file is an error. At most max_connections are open at once.
+/* Starts listening on listen ("host:port"; port 0 picks a free one) and
+ * logs an admin_listening line with the actual address. token_file may be
+ * NULL (mutating endpoints off); an unreadable or empty token file is an
+ * error. At most max_connections are open at once.
  * Returns NULL with a message in err. */
 eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *token_file, int max_connections,
                        const eg_admin_ops *ops, void *arg, char *err, size_t errlen);

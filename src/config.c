@@ -387,6 +387,14 @@ static int load_spill(loadctx *c) {
     return 0;
 }
 
+/* The three lane templates of cfg, with their key names. */
+static const char *const lane_names[3] = {"dlq", "quarantine", "retry"};
+static void lane_templates(const eg_config *cfg, const char *tmpl[3]) {
+    tmpl[0] = cfg->lane_dlq;
+    tmpl[1] = cfg->lane_quarantine;
+    tmpl[2] = cfg->lane_retry;
+}
+
 /* The literal text a regex source starts with, unescaped ("^src\\.a.*"
  * gives "src.a"): a sample of the topic names it matches, into out. */
 static void regex_prefix(const char *re, char *out, size_t outlen) {
@@ -410,11 +418,11 @@ static void regex_prefix(const char *re, char *out, size_t outlen) {
  * sources (eg_config_own_lane). */
 static int check_regex_lanes(loadctx *c) {
     const eg_config *cfg = c->cfg;
-    static const char *const names[3] = {"dlq", "quarantine", "retry"};
-    const char *tmpl[3] = {cfg->lane_dlq, cfg->lane_quarantine, cfg->lane_retry};
+    const char *tmpl[3];
+    lane_templates(cfg, tmpl);
     int n = cfg->ntopics, rc = 0;
     regex_t *re = eg_xcalloc((size_t)n, sizeof *re);
-    char (*samples)[136] = eg_xcalloc((size_t)n * 4, sizeof *samples);
+    char (*samples)[256] = eg_xcalloc((size_t)n * 4, sizeof *samples);
     int ns = 0;
     for (int i = 0; i < n; i++) {
         if (!eg_topic_is_regex(cfg->topics[i])) {
@@ -422,7 +430,7 @@ static int check_regex_lanes(loadctx *c) {
             continue;
         }
         regcomp(&re[i], cfg->topics[i], REG_EXTENDED | REG_NOSUB); /* checked in load_source */
-        char pre[128];
+        char pre[240];
         regex_prefix(cfg->topics[i], pre, sizeof pre);
         for (int k = 0; k < 3; k++) {
             snprintf(samples[ns], sizeof samples[0], "%s%s", pre, k == 0 ? "" : k == 1 ? "x" : "1");
@@ -436,7 +444,8 @@ static int check_regex_lanes(loadctx *c) {
                 if (eg_topic_is_regex(cfg->topics[i]) && regexec(&re[i], lane, 0, NULL, 0) == 0)
                     rc = fail(c, "source.topics[%d]: the pattern \"%s\" also matches the lane topic \"%s\" "
                                  "(lanes.%s of \"%s\"): the gateway would consume its own lanes; narrow the "
-                                 "pattern (e.g. end it with $)", i + 1, cfg->topics[i], lane, names[j], samples[s]);
+                                 "pattern (e.g. end it with $)",
+                              i + 1, cfg->topics[i], lane, lane_names[j], samples[s]);
             free(lane);
         }
     for (int i = 0; i < n; i++)
@@ -462,15 +471,15 @@ static int load_lanes(loadctx *c) {
         check_template(c, "lanes.quarantine", c->cfg->lane_quarantine, 0) < 0 ||
         check_template(c, "lanes.retry", c->cfg->lane_retry, 1) < 0)
         return -1;
-    static const char *const names[3] = {"dlq", "quarantine", "retry"};
+    const char *tmpl[3];
+    lane_templates(c->cfg, tmpl);
     for (int i = 0; i < c->cfg->ntopics; i++) {
-        const char *tmpl[3] = {c->cfg->lane_dlq, c->cfg->lane_quarantine, c->cfg->lane_retry};
         for (int j = 0; j < 3; j++) {
             char *lane = eg_lane_topic(tmpl[j], c->cfg->topics[i], "x");
             int same = 0;
             for (int k = 0; k < c->cfg->ntopics; k++) same |= strcmp(lane, c->cfg->topics[k]) == 0;
             if (same) {
-                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", names[j], lane);
+                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", lane_names[j], lane);
                 free(lane);
                 return -1;
             }
@@ -706,11 +715,11 @@ static int own_lane_match(const eg_config *cfg, const char *t, const char *topic
 }
 
 int eg_config_own_lane(const eg_config *cfg, const char *topic, const char **lane) {
-    static const char *const names[3] = {"dlq", "quarantine", "retry"};
-    const char *tmpl[3] = {cfg->lane_dlq, cfg->lane_quarantine, cfg->lane_retry};
+    const char *tmpl[3];
+    lane_templates(cfg, tmpl);
     for (int j = 0; j < 3; j++)
         if (own_lane_match(cfg, tmpl[j], topic)) {
-            if (lane) *lane = names[j];
+            if (lane) *lane = lane_names[j];
             return 1;
         }
     return 0;

@@ -76,6 +76,9 @@ char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung);
 
 const char *eg_ordering_name(eg_ordering o);
 
+/* Kafka's longest topic name. */
+#define EG_TOPIC_NAME_MAX 249
+
 /* A source topic given as a regular expression (it starts with '^', as in
  * librdkafka's subscriptions). */
 int eg_topic_is_regex(const char *topic);
@@ -84,7 +87,6 @@ int eg_topic_is_regex(const char *topic);
  * source topics: a lane template where {topic} is a literal source topic or
  * a topic a source regex matches ({rung} stands for any non-empty text);
  * names the lane ("dlq", "quarantine", "retry") in *lane. */
-#define EG_TOPIC_NAME_MAX 249
 int eg_config_own_lane(const eg_config *cfg, const char *topic, const char **lane);
 
 #endif

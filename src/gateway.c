@@ -932,8 +932,8 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
             continue;
         }
         (*gw->m.excluded_topics)++;
-        eg_log_msg(EG_WARN, "excluded_partition", "%s[%d]: a source regex matched this %s lane of a source topic; not consumed",
-                   all->elems[i].topic, (int)all->elems[i].partition, lane);
+        eg_log_msg(EG_WARN, "excluded_partition",
+                   "%s[%d]: a source regex matched this %s lane of a source topic; not consumed", all->elems[i].topic, (int)all->elems[i].partition, lane);
     }
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];

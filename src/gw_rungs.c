@@ -10,8 +10,8 @@
  * it (gateway.c); nothing sleeps, other partitions and group membership go
  * on. errgate.not-before is trusted up to source.not_before_max_ms past the
  * record's timestamp (default 24 h): a hostile or absurd value cannot park a
- * rung partition for good. Delays come from the policy, so a reload that changes a rung's delay
- * applies to every record still waiting in that rung.
+ * rung partition for good. Delays come from the policy, so a reload that
+ * changes a rung's delay applies to every record still waiting in that rung.
  *
  * A regex source has no rung topics (its topics are known only at
  * assignment): a ladder decision for its records becomes a hold

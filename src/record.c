@@ -94,7 +94,7 @@ int eg_id_valid(const void *v, size_t n) {
     size_t i = 0;
     if (!s || n == 0 || n > EG_ID_MAX) return 0;
     while (i < n && topic_char(s[i])) i++;
-    if (i == 0 || i > EG_TOPIC_MAX || i >= n || s[i++] != '/') return 0;
+    if (i == 0 || i > EG_TOPIC_NAME_MAX || i >= n || s[i++] != '/') return 0;
     if (!digits(s, n, &i, 10) || i >= n || s[i++] != '/') return 0;
     return digits(s, n, &i, 19) && i == n;
 }

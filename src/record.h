@@ -157,8 +157,7 @@ void eg_record_id(const eg_record *r, char *out, size_t outlen);
 /* errgate.id grammar, the form the gateway writes: TOPIC "/" PARTITION "/"
  * OFFSET, TOPIC 1 to 249 of [a-zA-Z0-9._-], PARTITION 1 to 10 decimal
  * digits, OFFSET 1 to 19; nothing else (no spaces, no control bytes). */
-#define EG_TOPIC_MAX 249
-#define EG_ID_MAX (EG_TOPIC_MAX + 1 + 10 + 1 + 19)
+#define EG_ID_MAX (EG_TOPIC_NAME_MAX + 1 + 10 + 1 + 19)
 /* Returns 1 when the n bytes at v are a well-formed errgate.id. */
 int eg_id_valid(const void *v, size_t n);
 /* Returns 1 when r carries an errgate.id header that is not well-formed
