@@ -11,7 +11,8 @@
  * too, so the table is under a mutex); the lines beyond that are counted
  * and, once the second is over, one line {"event":"log_suppressed",
  * "suppressed_event":NAME,"suppressed":N} says how many were dropped.
- * Decision lines (the audit trail, one per decision) are never limited. */
+ * The per-record audit trail (decision and spilled lines, one per record
+ * outcome) is never limited. */
 #include "log.h"
 #include "redact.h"
 #include "util.h"
@@ -102,7 +103,9 @@ static void write_suppressed(const rl_note *notes, int n);
 
 /* Returns 1 when a line of `event` may be written now. */
 static int rate_ok(const char *event) {
-    if (strcmp(event, "decision") == 0 || strcmp(event, "log_suppressed") == 0) return 1;
+    static const char *const exempt[] = {"decision", "spilled", "log_suppressed", NULL};
+    for (const char *const *e = exempt; *e; e++)
+        if (strcmp(event, *e) == 0) return 1;
     int64_t sec = eg_wall_ms() / 1000;
     uint64_t h = eg_hash64(event, strlen(event));
     rl_note notes[16];

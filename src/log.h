@@ -26,9 +26,9 @@ void eg_log_setup(eg_level min_level, int text_format);
 /* Returns non-zero when lines of this level are written. */
 int  eg_log_enabled(eg_level level);
 
-/* Lines of one event name written per second at most (decision lines are
- * not limited); the rest are counted and reported in one log_suppressed
- * line after that second. */
+/* Lines of one event name written per second at most (decision and
+ * spilled lines, the per-record audit trail, are not limited); the rest
+ * are counted and reported in one log_suppressed line after that second. */
 #define EG_LOG_RATE 50
 
 /* Starts a line with ts, level and event. Returns 0 if the level is filtered

@@ -27,10 +27,10 @@ healthz() { [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$ADDR/healt
 wait_for 20 healthz && ok "/healthz answers once the idle connections time out" || not_ok "/healthz does not answer"
 wait "$IDLE"
 diag "idle clients: $(cat "$T/idle.json")"
-check "connections beyond the cap were closed at once" \
+check "connections beyond the cap were closed at once (within 3 s of their connect)" \
   $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["closed_fast"] >= 270 else 1)' "$T/idle.json"
-check "the kept ones were closed by the 10 s timeout (not before 9 s, all by 13 s)" \
-  $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["still_open"] == 0 and 1 <= d["closed_late"] <= 30 and 9 <= d["last_close_s"] <= 13 else 1)' "$T/idle.json"
+check "the kept ones were closed by the 10 s timeout (not before 9 s, all by 15 s)" \
+  $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["still_open"] == 0 and 1 <= d["closed_late"] <= 30 and 9 <= d["last_close_s"] <= 15 else 1)' "$T/idle.json"
 
 big=$(head -c 70000 /dev/zero | tr '\0' a)
 code() { curl -s -m 5 -o /dev/null -w '%{http_code}' "$@"; }
