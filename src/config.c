@@ -266,6 +266,8 @@ static int load_source(loadctx *c) {
         get_int(c, "not_before_max_ms", "source.not_before_max_ms", 0, 2000000000, &cfg->not_before_max_ms) < 0)
         return lua_pop(L, 1), -1;
     lua_pop(L, 1);
+    if (cfg->max_tracked == 0) /* not set: 100,000, or the in-flight cap when that is larger */
+        cfg->max_tracked = cfg->max_inflight > 100000 ? cfg->max_inflight : 100000;
     if (cfg->max_tracked < cfg->max_inflight)
         return fail(c, "source.max_tracked: %d is below source.max_inflight (%d)", cfg->max_tracked,
                     cfg->max_inflight);
@@ -516,7 +518,6 @@ static void set_defaults(eg_config *cfg) {
     cfg->ordering = EG_ORDER_PARTITION;
     cfg->max_inflight = 1000;
     cfg->max_inflight_total = 5000;
-    cfg->max_tracked = 100000;
     cfg->not_before_max_ms = 86400000; /* 24 h */
     cfg->http_timeout_ms = 5000;
     cfg->http_concurrency = 64;

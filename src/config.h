@@ -27,7 +27,8 @@ typedef struct eg_config {
     eg_ordering ordering;
     int max_inflight;       /* per partition */
     int max_inflight_total; /* across partitions */
-    int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read) */
+    int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);
+                             * default 100,000 or max_inflight when larger */
     int not_before_max_ms;  /* errgate.not-before is capped this far past a rung record's timestamp */
     eg_target_kind target_kind;
     char *http_url;
