@@ -10,10 +10,17 @@
  * journal starts a fresh segment, and a torn tail left by a crash can only
  * end a sealed segment, where the scanner reports it.
  *
- * The scanner reads a segment frame by frame with pread(2), verifying the
- * magic, the length and the CRC before it decodes the msgpack payload with
+ * The scanner reads a segment frame by frame with pread(2) (or from a
+ * memory buffer: the same code, for tests and fuzzers), verifying the magic,
+ * the length and the CRC before it decodes the msgpack payload with
  * msgpack-c; decoded records point into the scanner's buffers (the payload
  * copy and a name arena for the NUL-terminated topic and header names).
+ * After a bad frame it searches forward, in 64 KiB windows, for the next
+ * offset where a whole good frame starts, and reports the bytes in between
+ * as one damaged region: a bad frame never hides the good ones after it.
+ *
+ * Frames the drainer could not deliver for good are appended to a side file
+ * per segment (eg_spill_set_aside), encoded like any frame.
  *
  * Counters (segments, bytes pending) are taken from the directory at open
  * and kept up to date by append and retire; only this process writes the

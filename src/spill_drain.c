@@ -11,8 +11,13 @@
  * being read. A failed report puts its frame back to waiting and starts a
  * doubling back-off during which nothing is produced; a success resets it.
  * A segment is retired when it has been read to its end and all its frames
- * are delivered: deleted, or renamed *.corrupt when the read ended at a bad
- * frame. Nothing is deleted on any other path, so a crash (or kill -9) at
+ * are delivered: deleted, or renamed *.corrupt when the scan skipped damaged
+ * regions (each logged with its byte range; the scan goes on with the next
+ * good frame). A frame Kafka refuses for good (refusal.h), at produce time
+ * or in its report, causes no back-off: it is produced again as a stub, and
+ * a refused stub is set aside into the segment's .refused file (durable
+ * there, it then counts as delivered), so it never holds up later frames
+ * or segments. Nothing is deleted on any other path, so a crash (or kill -9) at
  * any point leaves every undelivered frame on disk: re-draining may
  * duplicate, never drop. Failed frames are produced again after the frames
  * that went out meanwhile, so records of one partition can be reordered by
@@ -159,6 +164,27 @@ static void remap(eg_spill_drain *d, dseg *s, size_t idx, const char *topic) {
         }
 }
 
+/* A transient failure of a frame of s (err, at produce time or in its
+ * report): counted, the back-off started (doubling once per failed round),
+ * logged once per back-off step. */
+static void drain_failed(eg_spill_drain *d, dseg *s, const char *topic, int32_t partition, rd_kafka_resp_err_t err,
+                         int at_produce) {
+    d->st.frames_failed++;
+    int first = eg_now_ms() >= d->backoff_until;
+    set_backoff(d);
+    snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", topic, (int)partition, s->name, rd_kafka_err2str(err));
+    eg_logline l;
+    if (first && eg_log_begin(&l, EG_WARN, "spill_drain_failed")) {
+        eg_log_str(&l, "segment", s->name);
+        eg_log_str(&l, "topic", topic);
+        eg_log_int(&l, "partition", partition);
+        eg_log_str(&l, "error", rd_kafka_err2name(err));
+        eg_log_str(&l, "when", at_produce ? "produce" : "delivery");
+        eg_log_int(&l, "retry_in_ms", d->backoff_ms);
+        eg_log_end(&l);
+    }
+}
+
 /* Frame idx of s was refused for good (err, at produce time or in its
  * report): the next attempt is a stub, and a refused stub is set aside
  * (produce does both). Logged and counted each time; no back-off (the lane
@@ -225,24 +251,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     } else {
         frame_wait(s, t->idx);
         int purged = m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
-        if (!purged) {
-            d->st.frames_failed++;
-            int first = eg_now_ms() >= d->backoff_until;
-            set_backoff(d);
-            snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", rd_kafka_topic_name(m->rkt), (int)t->partition,
-                     s->name, rd_kafka_err2str(m->err));
-            if (first) {
-                eg_logline l;
-                if (eg_log_begin(&l, EG_WARN, "spill_drain_failed")) {
-                    eg_log_str(&l, "segment", s->name);
-                    eg_log_str(&l, "topic", rd_kafka_topic_name(m->rkt));
-                    eg_log_int(&l, "partition", t->partition);
-                    eg_log_str(&l, "error", rd_kafka_err2name(m->err));
-                    eg_log_int(&l, "retry_in_ms", d->backoff_ms);
-                    eg_log_end(&l);
-                }
-            }
-        }
+        if (!purged) drain_failed(d, s, rd_kafka_topic_name(m->rkt), t->partition, m->err, 0);
         if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
             char e[200];
             rd_kafka_fatal_error(rk, e, sizeof e);
@@ -513,10 +522,7 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
             d->fatal = 1;
             return -1;
         }
-        snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", rec->topic, (int)rec->partition, s->name,
-                 rd_kafka_err2str(err));
-        d->st.frames_failed++;
-        set_backoff(d);
+        drain_failed(d, s, rec->topic, rec->partition, err, 1);
         return 2;
     }
     f->state = F_INFLIGHT;
