@@ -710,43 +710,30 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
     const char *lane = lane_topic_of(gw, r);
     eg_refusal rf = eg_refusal_of(err);
     fl->lane_refused = rf != EG_REFUSAL_NONE;
+    int stub = rf == EG_REFUSAL_SIZE && !fl->lane_stub;
+    int64_t delay = 0;
     if (fl->lane_refused) {
         const char *lv[2] = {lane, rd_kafka_err2name(err)};
         (*eg_counter(gw->m.lane_refusals, lv))++;
     }
-    int stub = rf == EG_REFUSAL_SIZE && !fl->lane_stub;
+    if (!stub) {
+        gw->st.lane_failures++;
+        const char *lv[1] = {lane};
+        (*eg_counter(gw->m.lane_failures, lv))++;
+        if (!r->lane_failing) {
+            r->lane_failing = 1;
+            p->lane_failing++;
+            if (gw->lane_failing++ == 0) gw->lane_failing_since_ms = eg_now_ms();
+            part_update_pause(gw, p);
+        }
+        fl->lane_attempts++;
+        int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
+        delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
+        if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
+        int64_t spill = spill_in(gw, r);
+        if (spill >= 0 && spill < delay) delay = spill; /* the timer spills it (on_timer) */
+    }
     eg_logline l;
-    if (stub && eg_log_begin(&l, EG_ERROR, "lane_write_refused")) {
-        eg_log_str(&l, "topic", r->topic);
-        eg_log_int(&l, "partition", r->partition);
-        eg_log_int(&l, "offset", r->offset);
-        eg_log_str(&l, "lane", lane);
-        eg_log_str(&l, "error", rd_kafka_err2name(err));
-        eg_log_str(&l, "when", at_produce ? "produce" : "delivery");
-        eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
-        eg_log_str(&l, "next", "stub");
-        eg_log_end(&l);
-    }
-    if (stub) { /* the lane record without value and source headers */
-        fl->lane_stub = 1;
-        lane_write(gw, r);
-        return;
-    }
-    gw->st.lane_failures++;
-    if (!r->lane_failing) {
-        r->lane_failing = 1;
-        p->lane_failing++;
-        if (gw->lane_failing++ == 0) gw->lane_failing_since_ms = eg_now_ms();
-        part_update_pause(gw, p);
-    }
-    fl->lane_attempts++;
-    int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
-    int64_t delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
-    if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
-    int64_t spill = spill_in(gw, r);
-    if (spill >= 0 && spill < delay) delay = spill; /* the timer spills it (on_timer) */
-    const char *lv[1] = {lane};
-    (*eg_counter(gw->m.lane_failures, lv))++;
     if (eg_log_begin(&l, fl->lane_refused ? EG_ERROR : EG_WARN,
                      fl->lane_refused ? "lane_write_refused" : "lane_write_failed")) {
         eg_log_str(&l, "topic", r->topic);
@@ -755,13 +742,23 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
         eg_log_str(&l, "lane", lane);
         eg_log_str(&l, "error", rd_kafka_err2name(err));
         eg_log_str(&l, "when", at_produce ? "produce" : "delivery");
-        if (fl->lane_refused) {
-            eg_log_int(&l, "stub", fl->lane_stub);
-            eg_log_str(&l, "next", "hold: not spilled, nothing committed past it, retried");
+        if (stub) {
+            eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
+            eg_log_str(&l, "next", "stub");
+        } else {
+            if (fl->lane_refused) {
+                eg_log_int(&l, "stub", fl->lane_stub);
+                eg_log_str(&l, "next", "hold: not spilled, nothing committed past it, retried");
+            }
+            eg_log_int(&l, "lane_attempt", fl->lane_attempts);
+            eg_log_int(&l, "retry_in_ms", delay);
         }
-        eg_log_int(&l, "lane_attempt", fl->lane_attempts);
-        eg_log_int(&l, "retry_in_ms", delay);
         eg_log_end(&l);
+    }
+    if (stub) { /* at once: the lane record without value and source headers */
+        fl->lane_stub = 1;
+        lane_write(gw, r);
+        return;
     }
     r->state = EG_RS_LANE_BACKOFF;
     arm_timer(gw, r, delay);

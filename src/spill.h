@@ -333,13 +333,17 @@ eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_
 
 /* One non-blocking step: serves delivery reports (rd_kafka_poll(rk, 0)),
  * retires segments whose frames are all delivered (deleted, or renamed
- * *.corrupt after their good frames when the tail was bad), and unless
+ * *.corrupt when damaged regions were skipped; frames set aside count as
+ * delivered), and unless
  * backing off after a failure produces up to max_frames frames from the
  * sealed segments in sequence order (failed frames first, then new ones),
  * sealing the active segment when opts.seal_after_ms says so. Each frame goes
  * to its topic and partition with key, value, headers and timestamp
  * untouched. A failed delivery keeps its segment and is produced again after
- * the back-off (doubling, reset by the next success). Returns the number of
+ * the back-off (doubling, reset by the next success). A permanent refusal
+ * (refusal.h) starts no back-off: the frame is produced again as a stub
+ * (no value, no source headers, no timestamp), and a refused stub is set
+ * aside (eg_spill_set_aside). Returns the number of
  * frames produced plus reports served (> 0: call again soon), 0 when there
  * was nothing to do now, -1 when the drainer cannot go on (the producer hit
  * a fatal error, or a segment cannot be read or retired: see

@@ -1,12 +1,16 @@
 /* spill_cmd.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
  * operator's view of a spill journal and the way to empty it by hand.
  *
- * ls reads only (no lock): one line per segment file, "NAME FRAMES BYTES
- * STATUS", where STATUS is `ok` (sealed, every frame good), `active` (the
- * segment a running owner is appending to), or `corrupt-at-OFFSET: REASON`
- * (FRAMES good frames precede the bad one at byte OFFSET), then a line
- * "total SEGMENTS segments, FRAMES frames, BYTES bytes, CORRUPT corrupt"
- * and, when a process holds the journal, "locked by pid=.. role=..".
+ * ls reads only (no lock): one line per file, "NAME FRAMES BYTES STATUS",
+ * FRAMES counting every intact frame (damage is skipped, never stops the
+ * count), STATUS one of `ok` (sealed, every frame good), `active` (the
+ * segment a running owner is appending to), `damaged, lost A..B: REASON;
+ * C..D: REASON` (the exact byte ranges no intact frame covers), `corrupt
+ * (its intact frames were delivered), lost ...` (a kept *.corrupt file) or
+ * `refused (...)` (a *.refused side file), then a line "total SEGMENTS
+ * segments, FRAMES frames, BYTES bytes, CORRUPT corrupt, LOST bytes lost,
+ * REFUSED refused frames" (FRAMES: the intact frames still to drain) and,
+ * when a process holds the journal, "locked by pid=.. role=..".
  *
  * drain takes the journal's lock (so never while a gateway owns it), drains
  * every segment to Kafka (-b BOOTSTRAP or -c CONFIG: kcli.h) until the
@@ -14,9 +18,10 @@
  * message.timeout.ms, so a delivery that cannot succeed fails, and is
  * retried, within the run), and prints a summary: frames
  * drained, segments deleted, failed delivery attempts (each retried), corrupt
- * segments (each with its good frame count, bad offset and reason), and what
- * is left. Exit codes: 0 the journal is empty; 1 something is left (frames
- * not delivered in time, or *.corrupt files kept for the operator); 2 usage.
+ * segments (each with its intact frame count and lost byte ranges), stubs
+ * and frames set aside, and what is left. Exit codes: 0 the journal is
+ * empty; 1 something is left (frames not delivered in time, or *.corrupt /
+ * *.refused files kept for the operator); 2 usage.
  *
  * `spill write-test DIR TOPIC N [--segment-bytes B] [--partitions P]
  * [--value-bytes V] [--hold-ms MS]` is a hidden helper for the tests (not in
