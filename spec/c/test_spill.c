@@ -953,6 +953,7 @@ static void on_refused_msg(const rd_kafka_message_t *m, void *arg) {
         return;
     }
     s->count[i]++;
+    if (i == 6) return; /* the one refused in its report: either a stub or whole */
     if (i == 2) { /* the 6000-byte record: a stub without value and source headers */
         const void *vo = eg_header(m, "errgate.value-omitted", &hl);
         const void *ho = eg_header(m, "errgate.headers-omitted", &hl);
@@ -1027,6 +1028,26 @@ static void test_drain_refused(const char *bootstrap, rd_kafka_mock_cluster_t *m
     eg_spill_list(dir, &v, &n, err, sizeof err);
     CHECK(n == 1 && v[0].refused && !v[0].corrupt, "the journal lists only the .refused file");
     free(v);
+    /* a size refusal in the delivery report (the broker's, not the client's
+     * check): the frame goes out as a stub, the next one whole */
+    append_one(j, "big", 6, 30, 1000);
+    append_one(j, "big", 7, 30, 1000);
+    eg_spill_seal(j, err, sizeof err);
+    rd_kafka_mock_push_request_errors(mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    d = eg_spill_drain_new(j, client_conf(bootstrap, "3000"), &(eg_spill_drain_opts){.max_inflight = 1}, err,
+                           sizeof err);
+    done = drain_until_done(d, 10000);
+    eg_spill_drain_stats_get(d, &ds);
+    eg_spill_drain_free(d, 1000);
+    CHECK(done && ds.frames_refused == 1 && ds.frames_stubbed == 1 && ds.frames_drained == 2 && ds.backoff_ms == 0,
+          "a MSG_SIZE_TOO_LARGE delivery report: the frame went out as a stub, no back-off (%llu refused, %llu "
+          "stubs)",
+          (unsigned long long)ds.frames_refused, (unsigned long long)ds.frames_stubbed);
+    s = eg_xcalloc(1, sizeof *s);
+    read_back_with(bootstrap, "big", on_refused_msg, s);
+    CHECK(s->count[6] == 1 && s->count[7] == 1, "both arrived once (%d, %d)", s->count[6], s->count[7]);
+    free(s);
+
     /* a reopened journal and drainer leave the side file alone */
     eg_spill_close(j);
     j = eg_spill_open(dir, NULL, err, sizeof err);
