@@ -1,9 +1,11 @@
 /* test_spill.c — the spill journal: frame format, append/scan round trips,
- * rotation, every kind of bad frame, the directory lock, the frame cap,
- * sequence continuity, a failing write, and the drainer against an
- * in-process mock cluster (delivery, a lane that is down, a corrupt tail,
- * a segment whose topic lacks the partition, the libevent attachment that
- * seals the active segment). */
+ * rotation, every kind of bad frame (each costs only itself: the scan
+ * resynchronises), thousands of seeded damaged segments against an exact
+ * oracle, the directory lock, the frame cap, sequence continuity, a failing
+ * write, and the drainer against an in-process mock cluster (delivery, a
+ * lane that is down, a damaged frame mid-segment, frames Kafka refuses for
+ * good: stubs and the .refused side file, a segment whose topic lacks the
+ * partition, the libevent attachment that seals the active segment). */
 #include "kcli.h"
 #include "record.h"
 #include "spill.h"
