@@ -43,6 +43,7 @@
 #include "gw.h"
 #include "headers.h"
 #include "log.h"
+#include "refusal.h"
 #include "util.h"
 
 #include <event2/event.h>
@@ -656,9 +657,11 @@ static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg
 /* ----------------------------------------------------------------- lanes */
 
 /* Ms left before r's unacknowledged lane write is spilled (the journal is
- * on and the write began after_ms ago), or -1 without a journal. */
+ * on and the write began after_ms ago), or -1 without a journal or when
+ * the lane refused the write for good (spilling it would only move the
+ * refusal to the drainer after its offset was committed). */
 static int64_t spill_in(eg_gw *gw, const eg_record *r) {
-    if (!gw->spill) return -1;
+    if (!gw->spill || r->fail->lane_refused) return -1;
     int64_t left = r->fail->lane_first_ms + gw->cfg->spill_after_ms - eg_now_ms();
     return left > 0 ? left : 0;
 }
@@ -713,35 +716,68 @@ static int spill_record(eg_gw *gw, eg_record *r) {
     return 0;
 }
 
-static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err) {
+/* r's lane write failed with err (at_produce: refused by the producer at
+ * once, else in its delivery report). A size refusal of the record is
+ * answered at once with its stub (refusal.h). Anything else backs off and
+ * writes again: a transient error may be spilled after after_ms, a
+ * permanent refusal (or a refused stub) is a loud hold: never spilled,
+ * nothing committed past it, its partition paused, logged at error level
+ * on every back-off step and counted, retried until the lane takes it. */
+static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at_produce) {
     eg_part *p = r->part;
     eg_fail *fl = r->fail;
-    gw->st.lane_failures++;
-    if (!r->lane_failing) {
-        r->lane_failing = 1;
-        p->lane_failing++;
-        if (gw->lane_failing++ == 0) gw->lane_failing_since_ms = eg_now_ms();
-        part_update_pause(gw, p);
-    }
-    fl->lane_attempts++;
-    int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
-    int64_t delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
-    if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
-    int64_t spill = spill_in(gw, r);
-    if (spill >= 0 && spill < delay) delay = spill; /* the timer spills it (on_timer) */
     const char *lane = lane_topic_of(gw, r);
-    const char *lv[1] = {lane};
-    (*eg_counter(gw->m.lane_failures, lv))++;
+    eg_refusal rf = eg_refusal_of(err);
+    fl->lane_refused = rf != EG_REFUSAL_NONE;
+    int stub = rf == EG_REFUSAL_SIZE && !fl->lane_stub;
+    int64_t delay = 0;
+    if (fl->lane_refused) {
+        const char *lv[2] = {lane, rd_kafka_err2name(err)};
+        (*eg_counter(gw->m.lane_refusals, lv))++;
+    }
+    if (!stub) {
+        gw->st.lane_failures++;
+        const char *lv[1] = {lane};
+        (*eg_counter(gw->m.lane_failures, lv))++;
+        if (!r->lane_failing) {
+            r->lane_failing = 1;
+            p->lane_failing++;
+            if (gw->lane_failing++ == 0) gw->lane_failing_since_ms = eg_now_ms();
+            part_update_pause(gw, p);
+        }
+        fl->lane_attempts++;
+        int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
+        delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
+        if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
+        int64_t spill = spill_in(gw, r);
+        if (spill >= 0 && spill < delay) delay = spill; /* the timer spills it (on_timer) */
+    }
     eg_logline l;
-    if (eg_log_begin(&l, EG_WARN, "lane_write_failed")) {
+    if (eg_log_begin(&l, fl->lane_refused ? EG_ERROR : EG_WARN,
+                     fl->lane_refused ? "lane_write_refused" : "lane_write_failed")) {
         eg_log_str(&l, "topic", r->topic);
         eg_log_int(&l, "partition", r->partition);
         eg_log_int(&l, "offset", r->offset);
         eg_log_str(&l, "lane", lane);
         eg_log_str(&l, "error", rd_kafka_err2name(err));
-        eg_log_int(&l, "lane_attempt", fl->lane_attempts);
-        eg_log_int(&l, "retry_in_ms", delay);
+        eg_log_str(&l, "when", at_produce ? "produce" : "delivery");
+        if (stub) {
+            eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
+            eg_log_str(&l, "next", "stub");
+        } else {
+            if (fl->lane_refused) {
+                eg_log_int(&l, "stub", fl->lane_stub);
+                eg_log_str(&l, "next", "hold: not spilled, nothing committed past it, retried");
+            }
+            eg_log_int(&l, "lane_attempt", fl->lane_attempts);
+            eg_log_int(&l, "retry_in_ms", delay);
+        }
         eg_log_end(&l);
+    }
+    if (stub) { /* at once: the lane record without value and source headers */
+        fl->lane_stub = 1;
+        lane_write(gw, r);
+        return;
     }
     r->state = EG_RS_LANE_BACKOFF;
     arm_timer(gw, r, delay);
@@ -752,7 +788,7 @@ static void lane_write(eg_gw *gw, eg_record *r) {
     r->state = EG_RS_LANE_WRITE;
     rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy));
     if (err) {
-        lane_failed(gw, r, err);
+        lane_failed(gw, r, err, 1);
         return;
     }
     int64_t spill = spill_in(gw, r);
@@ -774,13 +810,28 @@ static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
         return;
     }
     if (err) {
-        lane_failed(gw, r, err);
+        lane_failed(gw, r, err, 0);
         return;
     }
     const eg_decision *d = &r->fail->decision;
     if (r->lane_failing) {
         eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts",
                    r->topic, (int)r->partition, (long long)r->offset, r->fail->lane_attempts);
+    }
+    if (r->fail->lane_stub) {
+        const char *sv[1] = {lane_topic_of(gw, r)};
+        (*eg_counter(gw->m.lane_stubs, sv))++;
+        eg_logline l;
+        if (eg_log_begin(&l, EG_ERROR, "lane_value_omitted")) {
+            eg_log_str(&l, "topic", r->topic);
+            eg_log_int(&l, "partition", r->partition);
+            eg_log_int(&l, "offset", r->offset);
+            eg_log_str(&l, "lane", sv[0]);
+            eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
+            eg_log_str(&l, "msg", "written as a stub without value and source headers: fetch the record from "
+                                  "the source by its coordinates while the source retains it");
+            eg_log_end(&l);
+        }
     }
     const char *lv[2] = {lane_topic_of(gw, r), d->reason};
     switch (d->action) {

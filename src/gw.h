@@ -95,6 +95,7 @@ typedef struct eg_stats {
 typedef struct eg_gw_metrics {
     eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *spilled, *lane_failures;
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
+    eg_family *lane_refusals, *lane_stubs; /* by lane and error; by lane */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
     uint64_t *bad_ids, *tracker_full, *excluded_topics;

@@ -178,6 +178,13 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         eg_metric_header(out, "errgate_spill_corrupt_frames_total",
                          "Corrupt or torn journal frames met (reported, never applied).", "counter");
         eg_metric_sample(out, "errgate_spill_corrupt_frames_total", 0, NULL, NULL, (double)ds.corrupt_frames);
+        eg_metric_header(out, "errgate_spill_frames_refused_total",
+                         "Journal records Kafka refused for good: sent as stubs, or set aside when refused again.",
+                         "counter");
+        eg_metric_sample(out, "errgate_spill_frames_refused_total", 0, NULL, NULL, (double)ds.frames_refused);
+        eg_metric_header(out, "errgate_spill_frames_set_aside_total",
+                         "Journal records whose stub was refused too, kept in *.eg.refused files.", "counter");
+        eg_metric_sample(out, "errgate_spill_frames_set_aside_total", 0, NULL, NULL, (double)ds.frames_set_aside);
     }
     char why[128];
     eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
@@ -363,6 +370,13 @@ void eg_gw_metrics_new(eg_gw *gw) {
                                             EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
     m->lane_failures = eg_family_new(r, "errgate_lane_write_failures_total", "Failed lane writes, by lane topic.",
                                      EG_MT_COUNTER, 1, l_lane, NULL, 0);
+    static const char *const l_lane_err[] = {"lane", "error"};
+    m->lane_refusals = eg_family_new(r, "errgate_lane_refusals_total",
+                                     "Lane writes Kafka refused for good (never spilled), by lane topic and error.",
+                                     EG_MT_COUNTER, 2, l_lane_err, NULL, 0);
+    m->lane_stubs = eg_family_new(r, "errgate_lane_values_omitted_total",
+                                  "Records too large for their lane written as stubs (errgate.value-omitted).",
+                                  EG_MT_COUNTER, 1, l_lane, NULL, 0);
     m->commits = eg_counter(eg_family_new(r, "errgate_commits_total", "Successful offset commits.", EG_MT_COUNTER,
                                           0, NULL, NULL, 0), NULL);
     m->commit_failures = eg_counter(eg_family_new(r, "errgate_commit_failures_total", "Failed offset commits.",

@@ -9,6 +9,7 @@
 #include "history.h"
 #include "log.h"
 #include "redact.h"
+#include "refusal.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -338,12 +339,26 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
     lane_topic *t;
     rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     const rd_kafka_message_t *m = rec->msg;
+    void *value = m->payload;
+    const void *key = m->key;
+    size_t vlen = m->len, klen = m->key_len;
+    if (rec->fail->lane_stub) { /* the lane refused the record's size */
+        rd_kafka_headers_t *full = h;
+        h = eg_stub_headers(full, m->len, m->key_len, NULL);
+        rd_kafka_headers_destroy(full);
+        value = NULL;
+        vlen = 0;
+        if (!eg_stub_keeps_key(klen)) {
+            key = NULL;
+            klen = 0;
+        }
+    }
     /* No copy flag: key and value stay owned by rec->msg, which outlives the
      * write (the gateway frees the record only after the delivery report). */
     rd_kafka_resp_err_t err = rd_kafka_producev(
         l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(m->payload, m->len),
-        RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec),
+        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(value, vlen),
+        RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec),
         RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);

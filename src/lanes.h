@@ -44,7 +44,9 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
  * its decision names (for a ladder, the decision's rung), with the deciding
  * policy id. `origin` is the source topic the lane templates expand with:
  * the record's own topic, or, for a record consumed from a rung, the source
- * topic that rung belongs to. Returns RD_KAFKA_RESP_ERR_NO_ERROR when queued
+ * topic that rung belongs to. With rec->fail->lane_stub set it writes the
+ * stub instead (refusal.h: no value, errgate headers only). Returns
+ * RD_KAFKA_RESP_ERR_NO_ERROR when queued
  * (the outcome arrives through done), or the error when the producer refused
  * it at once (done is not called). */
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id);

@@ -102,6 +102,8 @@ typedef struct eg_fail {
     int lane_attempts;
     int64_t lane_first_ms;   /* monotonic ms of the first lane write attempt, 0 before */
     int spilled;             /* in the spill journal: durable, offset finished */
+    int lane_stub;           /* the lane refused its size: write the stub (refusal.h) */
+    int lane_refused;        /* the last lane error was a permanent refusal: never spill */
     int virtual_rungs;       /* ladder steps taken in place (ordering = partition) */
     int retrying;            /* counted as an active retry in the target's budget */
     int64_t budget_limit;    /* the budget's limit when the last retry was admitted */

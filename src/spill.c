@@ -10,10 +10,17 @@
  * journal starts a fresh segment, and a torn tail left by a crash can only
  * end a sealed segment, where the scanner reports it.
  *
- * The scanner reads a segment frame by frame with pread(2), verifying the
- * magic, the length and the CRC before it decodes the msgpack payload with
+ * The scanner reads a segment frame by frame with pread(2) (or from a
+ * memory buffer: the same code, for tests and fuzzers), verifying the magic,
+ * the length and the CRC before it decodes the msgpack payload with
  * msgpack-c; decoded records point into the scanner's buffers (the payload
  * copy and a name arena for the NUL-terminated topic and header names).
+ * After a bad frame it searches forward, in 64 KiB windows, for the next
+ * offset where a whole good frame starts, and reports the bytes in between
+ * as one damaged region: a bad frame never hides the good ones after it.
+ *
+ * Frames the drainer could not deliver for good are appended to a side file
+ * per segment (eg_spill_set_aside), encoded like any frame.
  *
  * Counters (segments, bytes pending) are taken from the directory at open
  * and kept up to date by append and retire; only this process writes the
@@ -106,14 +113,18 @@ static uint32_t get_be32(const unsigned char *p) {
 #define SEG_DIGITS 16
 #define SEG_SUFFIX ".eg"
 #define SEG_CORRUPT ".corrupt"
+#define SEG_REFUSED ".refused"
 
-static void seg_name(uint64_t seq, int corrupt, char *out, size_t outlen) {
-    snprintf(out, outlen, SEG_PREFIX "%016" PRIu64 SEG_SUFFIX "%s", seq, corrupt ? SEG_CORRUPT : "");
+static const char *const seg_kinds[] = {"", SEG_CORRUPT, SEG_REFUSED};
+
+/* kind: 0 a segment, 1 a kept corrupt one, 2 a refused-frames side file. */
+static void seg_name(uint64_t seq, int kind, char *out, size_t outlen) {
+    snprintf(out, outlen, SEG_PREFIX "%016" PRIu64 SEG_SUFFIX "%s", seq, seg_kinds[kind]);
 }
 
-/* Parses a segment file name. Returns 1 and fills seq/corrupt, or 0 for any
+/* Parses a segment file name. Returns 1 and fills seq/kind, or 0 for any
  * other name (the directory may hold the lock file and foreign files). */
-static int seg_parse(const char *name, uint64_t *seq, int *corrupt) {
+static int seg_parse(const char *name, uint64_t *seq, int *kind) {
     size_t pl = strlen(SEG_PREFIX);
     if (strncmp(name, SEG_PREFIX, pl) != 0) return 0;
     uint64_t v = 0;
@@ -123,18 +134,22 @@ static int seg_parse(const char *name, uint64_t *seq, int *corrupt) {
         v = v * 10 + (uint64_t)(c - '0');
     }
     const char *rest = name + pl + SEG_DIGITS;
-    if (strcmp(rest, SEG_SUFFIX) == 0) *corrupt = 0;
-    else if (strcmp(rest, SEG_SUFFIX SEG_CORRUPT) == 0) *corrupt = 1;
-    else return 0;
-    if (v == 0) return 0;
+    if (strncmp(rest, SEG_SUFFIX, strlen(SEG_SUFFIX)) != 0) return 0;
+    rest += strlen(SEG_SUFFIX);
+    int k = 0;
+    while (k < 3 && strcmp(rest, seg_kinds[k]) != 0) k++;
+    if (k == 3 || v == 0) return 0;
+    *kind = k;
     *seq = v;
     return 1;
 }
 
+static int seg_kind(const eg_spill_seg *s) { return s->refused ? 2 : s->corrupt ? 1 : 0; }
+
 static int seg_cmp(const void *a, const void *b) {
     const eg_spill_seg *x = a, *y = b;
     if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
-    return x->corrupt - y->corrupt;
+    return seg_kind(x) - seg_kind(y);
 }
 
 int eg_spill_list(const char *dir, eg_spill_seg **out, size_t *n, char *err, size_t errlen) {
@@ -151,8 +166,8 @@ int eg_spill_list(const char *dir, eg_spill_seg **out, size_t *n, char *err, siz
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         uint64_t seq;
-        int corrupt;
-        if (!seg_parse(e->d_name, &seq, &corrupt)) continue;
+        int kind;
+        if (!seg_parse(e->d_name, &seq, &kind)) continue;
         struct stat st;
         if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* gone meanwhile */
         if (!S_ISREG(st.st_mode)) continue;
@@ -161,7 +176,8 @@ int eg_spill_list(const char *dir, eg_spill_seg **out, size_t *n, char *err, siz
             v = eg_xrealloc(v, cap * sizeof *v);
         }
         v[len].seq = seq;
-        v[len].corrupt = corrupt;
+        v[len].corrupt = kind == 1;
+        v[len].refused = kind == 2;
         v[len].bytes = (uint64_t)st.st_size;
         eg_strlcpy(v[len].name, e->d_name, sizeof v[len].name);
         len++;
@@ -309,6 +325,8 @@ eg_spill *eg_spill_open(const char *dir, const eg_spill_opts *opts, char *err, s
         if (segs[i].seq >= j->next_seq) j->next_seq = segs[i].seq + 1;
         if (segs[i].corrupt) {
             j->st.segments_corrupt++;
+        } else if (segs[i].refused) {
+            j->st.segments_refused++;
         } else {
             j->st.segments++;
             j->st.bytes_pending += segs[i].bytes;
@@ -465,35 +483,50 @@ static int write_all(int fd, const char *p, size_t n) {
     return 0;
 }
 
-int eg_spill_append(eg_spill *j, const eg_spill_rec *r, char *err, size_t errlen) {
-    if (rec_check(j, r, err, errlen) != 0) {
-        j->st.append_errors++;
-        return -1;
-    }
+/* Encodes r as one frame (header and payload) in j->buf. Returns 0, or -1
+ * with a message (j->buf then holds garbage). */
+static int encode_frame(eg_spill *j, const eg_spill_rec *r, char *err, size_t errlen) {
+    if (rec_check(j, r, err, errlen) != 0) return -1;
     msgpack_sbuffer_clear(&j->buf);
     static const char zero[EG_SPILL_FRAME_HDR] = {0};
     if (msgpack_sbuffer_write(&j->buf, zero, sizeof zero) != 0 || pack_rec(j, r) != 0) {
         snprintf(err, errlen, "spill: %s: cannot encode the record", r->topic);
-        j->st.append_errors++;
         return -1;
     }
-    size_t plen = j->buf.size - EG_SPILL_FRAME_HDR, flen = j->buf.size;
+    size_t plen = j->buf.size - EG_SPILL_FRAME_HDR;
     if (plen > j->max_frame) {
         snprintf(err, errlen, "spill: %s[%d]: record of %zu bytes exceeds the frame cap of %zu bytes",
                  r->topic, (int)r->partition, plen, j->max_frame);
-        j->st.append_errors++;
-        goto shrink;
+        return -1;
     }
     unsigned char *h = (unsigned char *)j->buf.data;
     memcpy(h, EG_SPILL_MAGIC, 4);
     put_be32(h + 4, (uint32_t)plen);
     put_be32(h + 8, eg_crc32(0, h + EG_SPILL_FRAME_HDR, plen));
+    return 0;
+}
 
+/* Gives back the frame buffer's memory after a large record. */
+static void shrink_buf(eg_spill *j) {
+    if (j->buf.alloc > ((size_t)1 << 20)) {
+        msgpack_sbuffer_destroy(&j->buf);
+        msgpack_sbuffer_init(&j->buf);
+    }
+}
+
+int eg_spill_append(eg_spill *j, const eg_spill_rec *r, char *err, size_t errlen) {
+    if (encode_frame(j, r, err, errlen) != 0) {
+        j->st.append_errors++;
+        shrink_buf(j);
+        return -1;
+    }
+    size_t flen = j->buf.size;
     if (j->fd >= 0 && j->active_size > 0 && j->active_size + flen > j->segment_bytes)
         eg_spill_seal(j, err, errlen); /* every frame in it is durable already */
     if (j->fd < 0 && seg_create(j, err, errlen) != 0) {
         j->st.append_errors++;
-        goto shrink;
+        shrink_buf(j);
+        return -1;
     }
     char name[48];
     seg_name(j->active_seq, 0, name, sizeof name);
@@ -509,24 +542,45 @@ int eg_spill_append(eg_spill *j, const eg_spill_rec *r, char *err, size_t errlen
         char e2[16];
         eg_spill_seal(j, e2, sizeof e2);
         j->st.append_errors++;
-        goto shrink;
+        shrink_buf(j);
+        return -1;
     }
     if (j->active_frames++ == 0) j->active_since = eg_now_ms();
     j->active_size += flen;
     j->st.frames_appended++;
     j->st.bytes_appended += flen;
     j->st.bytes_pending += flen;
-    if (j->buf.alloc > ((size_t)1 << 20)) {
-        msgpack_sbuffer_destroy(&j->buf);
-        msgpack_sbuffer_init(&j->buf);
-    }
+    shrink_buf(j);
     return 0;
-shrink:
-    if (j->buf.alloc > ((size_t)1 << 20)) {
-        msgpack_sbuffer_destroy(&j->buf);
-        msgpack_sbuffer_init(&j->buf);
+}
+
+int eg_spill_set_aside(eg_spill *j, uint64_t seq, const eg_spill_rec *r, char *err, size_t errlen) {
+    if (encode_frame(j, r, err, errlen) != 0) {
+        shrink_buf(j);
+        return -1;
     }
-    return -1;
+    char name[48];
+    seg_name(seq, 2, name, sizeof name);
+    struct stat st;
+    int fresh = fstatat(j->dirfd, name, &st, 0) != 0;
+    int fd = openat(j->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int rc = -1;
+    if (fd < 0) {
+        snprintf(err, errlen, "spill journal %s: create %s: %s", j->dir, name, strerror(errno));
+    } else {
+        /* a torn frame from an earlier crash would only cost itself: the
+         * scanner resynchronises on the frame after it */
+        if (write_all(fd, j->buf.data, j->buf.size) != 0 || fdatasync(fd) != 0 || (fresh && fsync(j->dirfd) != 0))
+            snprintf(err, errlen, "spill journal %s: %s: %s", j->dir, name, strerror(errno));
+        else rc = 0;
+        close(fd);
+    }
+    if (rc == 0) {
+        j->st.frames_refused++;
+        if (fresh) j->st.segments_refused++;
+    }
+    shrink_buf(j);
+    return rc;
 }
 
 int eg_spill_retire(eg_spill *j, uint64_t seq, int corrupt, char *err, size_t errlen) {
@@ -575,19 +629,30 @@ void eg_spill_close(eg_spill *j) {
 /* ------------------------------------------------------------------ scanner */
 
 struct eg_spill_scan {
-    int fd;
-    char *path;
-    char *buf;              /* the payload of the frame last read */
+    int fd;                 /* -1: a memory scanner over mem */
+    const unsigned char *mem;
+    uint64_t memlen;
+    char *buf;              /* the payload of the frame last read (file scanners) */
     size_t cap;
+    const char *payload;    /* where the payload last read is: buf, or inside mem */
     size_t frame_bytes;
     msgpack_unpacked up;
     eg_spill_header *hdrs;
     size_t hcap;
     char *names;            /* topic and header names, NUL-terminated */
     size_t ncap;
-    int done;               /* next() met a bad frame: it stays there */
+    int done;               /* next() met a read error: it stays there */
     eg_spill_scan_state st;
 };
+
+static eg_spill_scan *scan_new(int fd, const void *mem, size_t n) {
+    eg_spill_scan *s = eg_xcalloc(1, sizeof *s);
+    s->fd = fd;
+    s->mem = mem;
+    s->memlen = n;
+    msgpack_unpacked_init(&s->up);
+    return s;
+}
 
 eg_spill_scan *eg_spill_scan_open(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -595,28 +660,44 @@ eg_spill_scan *eg_spill_scan_open(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    eg_spill_scan *s = eg_xcalloc(1, sizeof *s);
-    s->fd = fd;
-    s->path = eg_xstrdup(path);
-    msgpack_unpacked_init(&s->up);
-    return s;
+    return scan_new(fd, NULL, 0);
 }
+
+eg_spill_scan *eg_spill_scan_open_mem(const void *buf, size_t n) { return scan_new(-1, n ? buf : "", n); }
 
 const eg_spill_scan_state *eg_spill_scan_state_get(const eg_spill_scan *s) { return &s->st; }
 size_t eg_spill_scan_frame_bytes(const eg_spill_scan *s) { return s->frame_bytes; }
 
 /* Reads up to n bytes at off; returns the count (short only at the end of
- * the file), or -1. */
-static ssize_t pread_full(int fd, void *p, size_t n, uint64_t off) {
+ * the source), or -1 (errno set). */
+static ssize_t src_read(const eg_spill_scan *s, void *p, size_t n, uint64_t off) {
+    if (s->fd < 0) {
+        if (off >= s->memlen) return 0;
+        size_t k = s->memlen - off < n ? (size_t)(s->memlen - off) : n;
+        memcpy(p, s->mem + off, k);
+        return (ssize_t)k;
+    }
     size_t got = 0;
     while (got < n) {
-        ssize_t r = pread(fd, (char *)p + got, n - got, (off_t)(off + got));
+        ssize_t r = pread(s->fd, (char *)p + got, n - got, (off_t)(off + got));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return -1;
         if (r == 0) break;
         got += (size_t)r;
     }
     return (ssize_t)got;
+}
+
+/* The source's size now (a file may grow). Returns 0 and *size, or -1. */
+static int src_size(const eg_spill_scan *s, uint64_t *size) {
+    if (s->fd < 0) {
+        *size = s->memlen;
+        return 0;
+    }
+    struct stat st;
+    if (fstat(s->fd, &st) != 0) return -1;
+    *size = (uint64_t)st.st_size;
+    return 0;
 }
 
 static int obj_is(const msgpack_object *k, const char *name) {
@@ -629,12 +710,72 @@ static const void *bin_ptr(const msgpack_object *o) {
     return o->via.bin.size ? o->via.bin.ptr : "";
 }
 
+/* Walks the MessagePack in p[0..n) without allocating. Returns -1 when a
+ * container declares more elements than bytes are left (every element takes
+ * one at least): msgpack-c would allocate for the declared count first (a
+ * 5-byte payload can ask for 100 GiB). Anything else, malformed or cut
+ * short, returns 0 and is left to msgpack-c to report. */
+static int mp_counts_fit(const unsigned char *p, size_t n) {
+    size_t pos = 0;
+    uint64_t need = 1;
+    while (need > 0 && pos < n) {
+        unsigned b = p[pos++];
+        need--;
+        uint64_t skip = 0, count = 0;
+        unsigned lenbytes = 0;
+        if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc1 || b == 0xc2 || b == 0xc3) {
+            /* one byte */
+        } else if (b <= 0x8f) {
+            count = 2u * (b & 0x0f);
+        } else if (b <= 0x9f) {
+            count = b & 0x0f;
+        } else if (b <= 0xbf) {
+            skip = b & 0x1f;
+        } else {
+            switch (b) {
+            case 0xc4: case 0xd9: lenbytes = 1; break;                    /* bin8, str8 */
+            case 0xc5: case 0xda: case 0xdc: case 0xde: lenbytes = 2; break; /* bin16, str16, array16, map16 */
+            case 0xc6: case 0xdb: case 0xdd: case 0xdf: lenbytes = 4; break; /* bin32, str32, array32, map32 */
+            case 0xc7: lenbytes = 1; skip = 1; break;                     /* ext8: length, type */
+            case 0xc8: lenbytes = 2; skip = 1; break;
+            case 0xc9: lenbytes = 4; skip = 1; break;
+            case 0xcc: case 0xd0: skip = 1; break;
+            case 0xcd: case 0xd1: skip = 2; break;
+            case 0xca: case 0xce: case 0xd2: skip = 4; break;
+            case 0xcb: case 0xcf: case 0xd3: skip = 8; break;
+            case 0xd4: skip = 2; break;                                   /* fixext: type + data */
+            case 0xd5: skip = 3; break;
+            case 0xd6: skip = 5; break;
+            case 0xd7: skip = 9; break;
+            default: skip = 17; break;                                    /* 0xd8 fixext16 */
+            }
+        }
+        if (lenbytes) {
+            if (n - pos < lenbytes) return 0;
+            uint64_t v = 0;
+            for (unsigned i = 0; i < lenbytes; i++) v = v << 8 | p[pos++];
+            if (b == 0xdc || b == 0xdd) count = v;
+            else if (b == 0xde || b == 0xdf) count = 2 * v;
+            else skip += v;
+        }
+        if (skip > n - pos) return 0;
+        pos += (size_t)skip;
+        need += count;
+        if (need > n - pos) return -1;
+    }
+    return 0;
+}
+
 /* Decodes a verified payload into *r. Returns 0, or -1 with why. */
 static int decode(eg_spill_scan *s, size_t n, eg_spill_rec *r, char *why, size_t whylen) {
     msgpack_unpacked_destroy(&s->up);
     msgpack_unpacked_init(&s->up);
+    if (mp_counts_fit((const unsigned char *)s->payload, n) != 0) {
+        snprintf(why, whylen, "bad payload: a MessagePack container declares more elements than the frame holds");
+        return -1;
+    }
     size_t off = 0;
-    msgpack_unpack_return ur = msgpack_unpack_next(&s->up, s->buf, n, &off);
+    msgpack_unpack_return ur = msgpack_unpack_next(&s->up, s->payload, n, &off);
     if (ur != MSGPACK_UNPACK_SUCCESS) {
         snprintf(why, whylen, "bad payload: %s", ur == MSGPACK_UNPACK_CONTINUE ? "truncated MessagePack"
                                                                                 : "not MessagePack");
@@ -745,12 +886,12 @@ static int decode(eg_spill_scan *s, size_t n, eg_spill_rec *r, char *why, size_t
 }
 
 /* Reads and verifies the frame at off. Returns 1 (a frame), 0 (clean end of
- * the file at off), -1 (bad: why, *torn / *ioerr say what kind). */
+ * the source at off), -1 (bad: why, *torn / *ioerr say what kind). */
 static int read_frame(eg_spill_scan *s, uint64_t off, eg_spill_rec *r, char *why, size_t whylen, int *torn,
                       int *ioerr) {
     unsigned char h[EG_SPILL_FRAME_HDR];
     *torn = *ioerr = 0;
-    ssize_t n = pread_full(s->fd, h, sizeof h, off);
+    ssize_t n = src_read(s, h, sizeof h, off);
     if (n < 0) {
         snprintf(why, whylen, "read: %s", strerror(errno));
         *ioerr = 1;
@@ -772,11 +913,17 @@ static int read_frame(eg_spill_scan *s, uint64_t off, eg_spill_rec *r, char *why
         snprintf(why, whylen, "bad frame length %" PRIu32, len);
         return -1;
     }
-    if (len > s->cap) {
-        s->buf = eg_xrealloc(s->buf, len);
-        s->cap = len;
+    if (s->fd < 0) {
+        n = s->memlen - off - sizeof h < len ? (ssize_t)(s->memlen - off - sizeof h) : (ssize_t)len;
+        s->payload = (const char *)s->mem + off + sizeof h;
+    } else {
+        if (len > s->cap) {
+            s->buf = eg_xrealloc(s->buf, len);
+            s->cap = len;
+        }
+        n = src_read(s, s->buf, len, off + sizeof h);
+        s->payload = s->buf;
     }
-    n = pread_full(s->fd, s->buf, len, off + sizeof h);
     if (n < 0) {
         snprintf(why, whylen, "read: %s", strerror(errno));
         *ioerr = 1;
@@ -788,7 +935,7 @@ static int read_frame(eg_spill_scan *s, uint64_t off, eg_spill_rec *r, char *why
         *torn = 1;
         return -1;
     }
-    uint32_t got = eg_crc32(0, s->buf, len);
+    uint32_t got = eg_crc32(0, s->payload, len);
     if (got != crc) {
         snprintf(why, whylen, "CRC mismatch (stored %08" PRIx32 ", computed %08" PRIx32 ")", crc, got);
         return -1;
@@ -798,22 +945,88 @@ static int read_frame(eg_spill_scan *s, uint64_t off, eg_spill_rec *r, char *why
     return 1;
 }
 
+/* After a bad frame: the first offset at or after `from` where a good frame
+ * starts (magic, a length that fits in the source, a CRC that checks, a
+ * payload that decodes), or the source's size when none does. Returns 1
+ * (found), 0 (none: *at is the size), -1 (read error, why filled). */
+static int resync(eg_spill_scan *s, uint64_t from, uint64_t *at, char *why, size_t whylen) {
+    uint64_t size;
+    if (src_size(s, &size) != 0) {
+        snprintf(why, whylen, "stat: %s", strerror(errno));
+        return -1;
+    }
+    unsigned char win[1 << 16];
+    eg_spill_rec r;
+    char scratch[160];
+    int torn, ioerr;
+    for (uint64_t pos = from; pos + EG_SPILL_FRAME_HDR <= size;) {
+        ssize_t n = src_read(s, win, sizeof win, pos);
+        if (n < 0) {
+            snprintf(why, whylen, "read: %s", strerror(errno));
+            return -1;
+        }
+        if (n < 4) break;
+        for (size_t i = 0; i + 4 <= (size_t)n; i++) {
+            const unsigned char *m = memchr(win + i, 'E', (size_t)n - i - 3);
+            if (!m) break;
+            i = (size_t)(m - win);
+            if (memcmp(m, EG_SPILL_MAGIC, 4) != 0) continue;
+            uint64_t cand = pos + i;
+            unsigned char h[EG_SPILL_FRAME_HDR];
+            if (src_read(s, h, sizeof h, cand) != (ssize_t)sizeof h) continue;
+            uint32_t len = get_be32(h + 4);
+            if (len == 0 || len > EG_SPILL_FRAME_MAX || len > size - cand - sizeof h) continue;
+            int rc = read_frame(s, cand, &r, scratch, sizeof scratch, &torn, &ioerr);
+            if (rc == 1) {
+                *at = cand;
+                return 1;
+            }
+            if (ioerr) {
+                eg_strlcpy(why, scratch, whylen);
+                return -1;
+            }
+        }
+        if ((size_t)n < sizeof win) break;
+        pos += (uint64_t)n - 3; /* a magic may straddle the window's end */
+    }
+    *at = size >= from ? size : from; /* past the bad frame's first byte at least */
+    return 0;
+}
+
 int eg_spill_scan_next(eg_spill_scan *s, eg_spill_rec *r) {
     if (s->done) return -1;
     int torn, ioerr;
-    int rc = read_frame(s, s->st.next, r, s->st.reason, sizeof s->st.reason, &torn, &ioerr);
+    uint64_t start = s->st.next;
+    int rc = read_frame(s, start, r, s->st.reason, sizeof s->st.reason, &torn, &ioerr);
     if (rc == 1) {
-        s->st.offset = s->st.next;
+        s->st.offset = start;
         s->st.next += s->frame_bytes;
         s->st.frames++;
         s->st.reason[0] = '\0';
-    } else if (rc < 0) {
-        s->st.bad = 1;
-        s->st.torn = torn;
-        s->st.ioerr = ioerr;
-        s->done = 1;
+        return 1;
     }
-    return rc;
+    if (rc == 0) return 0;
+    s->st.bad = 1;
+    s->st.ioerr = ioerr;
+    s->st.offset = start;
+    if (ioerr) {
+        s->done = 1;
+        return -1;
+    }
+    uint64_t at;
+    int found = resync(s, start + 1, &at, s->st.reason, sizeof s->st.reason);
+    if (found < 0) {
+        s->st.ioerr = s->done = 1;
+        return -1;
+    }
+    if (found && torn) /* not cut by the end: its length was damaged */
+        snprintf(s->st.reason, sizeof s->st.reason, "bad frame: its length runs past the end of the file");
+    s->st.torn = torn && !found;
+    s->st.bad_len = at - start;
+    s->st.next = at;
+    s->st.damaged++;
+    s->st.damaged_bytes += at - start;
+    return -1;
 }
 
 int eg_spill_scan_at(eg_spill_scan *s, uint64_t off, eg_spill_rec *r) {
@@ -825,13 +1038,25 @@ int eg_spill_scan_at(eg_spill_scan *s, uint64_t off, eg_spill_rec *r) {
     return 1;
 }
 
+int eg_spill_scan_buf(const void *buf, size_t n, eg_spill_scan_fn fn, void *arg) {
+    eg_spill_scan *s = eg_spill_scan_open_mem(buf, n);
+    eg_spill_rec r;
+    int rc, stop = 0;
+    while (!stop && (rc = eg_spill_scan_next(s, &r)) != 0) {
+        const eg_spill_scan_state *st = &s->st;
+        if (rc == 1) stop = fn(arg, &r, st->offset, s->frame_bytes, NULL);
+        else stop = fn(arg, NULL, st->offset, st->bad_len, st->reason);
+    }
+    eg_spill_scan_close(s);
+    return stop;
+}
+
 void eg_spill_scan_close(eg_spill_scan *s) {
     if (!s) return;
-    close(s->fd);
+    if (s->fd >= 0) close(s->fd);
     msgpack_unpacked_destroy(&s->up);
     free(s->buf);
     free(s->hdrs);
     free(s->names);
-    free(s->path);
     free(s);
 }

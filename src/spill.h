@@ -18,9 +18,20 @@
  *                                 segment grows by whole frames; a sealed one
  *                                 is never written again.
  * DIR/spill-NNNNNNNNNNNNNNNN.eg.corrupt
- *                                 a segment whose tail held a bad frame, kept
- *                                 for the operator once its good frames were
- *                                 delivered (never deleted by errgate).
+ *                                 a segment that held damaged bytes, renamed
+ *                                 (bytes untouched, so logged offsets still
+ *                                 point into it) once every intact frame in
+ *                                 it was delivered: it holds no undelivered
+ *                                 frame, only the evidence (never deleted by
+ *                                 errgate).
+ * DIR/spill-NNNNNNNNNNNNNNNN.eg.refused
+ *                                 frames of segment N that Kafka refused for
+ *                                 good (even as a stub: see the drainer),
+ *                                 set aside in the same frame format so they
+ *                                 never block the journal; never drained or
+ *                                 deleted by errgate (rename one to a fresh
+ *                                 spill-*.eg name, while no process holds
+ *                                 the lock, to drain it again).
  * DIR/LOCK                        flock(LOCK_EX) held by the one process that
  *                                 owns the journal (gateway or `spill drain`).
  *                                 Content, informational: one line
@@ -51,8 +62,14 @@
  * incompatible change takes a new magic). A frame is bad when its magic,
  * length or CRC is wrong, when it ends before its length (a torn write: an
  * append interrupted by a crash, which was never acknowledged), or when the
- * payload is not exactly one such map. A scan stops at the first bad frame of
- * a segment and reports it; frames after it are never applied.
+ * payload is not exactly one such map. A bad frame costs at most itself: the
+ * scan reports the damaged byte range and resynchronises on the next good
+ * frame, i.e. the next offset where the magic, a length that fits in the
+ * file, a checking CRC and a decodable payload all hold (a damaged region
+ * thus runs from the bad frame to the next good frame, or to the end of the
+ * file). Every intact frame after damage is applied. A good frame embedded
+ * inside a damaged frame's bytes (a record whose value is itself a spill
+ * frame) would be applied too: the scan cannot tell it from a real one.
  *
  * ---- Use in the gateway ------------------------------------------------------
  *
@@ -180,6 +197,13 @@ const char *eg_spill_dir(const eg_spill *j);
  * active segment. Returns 0, or -1 with a message. */
 int eg_spill_retire(eg_spill *j, uint64_t seq, int corrupt, char *err, size_t errlen);
 
+/* Sets a frame of sealed segment seq that Kafka refused for good aside:
+ * appends rec (borrowed) as one frame to DIR/spill-SEQ.eg.refused (created
+ * when missing, the directory fsync'd) and fdatasyncs it. Returns 0 when it
+ * is durable there (the frame may then be counted as delivered), or -1 with
+ * a message. */
+int eg_spill_set_aside(eg_spill *j, uint64_t seq, const eg_spill_rec *rec, char *err, size_t errlen);
+
 /* Journal counters, for /metrics. */
 typedef struct eg_spill_stats {
     uint64_t frames_appended;   /* appends that returned 0, this process */
@@ -189,6 +213,8 @@ typedef struct eg_spill_stats {
     uint64_t bytes_pending;     /* their total size */
     uint64_t segments_corrupt;  /* *.eg.corrupt files now */
     uint64_t segments_sealed;   /* segments sealed by this process (rotation, seal, error) */
+    uint64_t segments_refused;  /* *.eg.refused files now */
+    uint64_t frames_refused;    /* frames set aside by this process */
 } eg_spill_stats;
 
 void eg_spill_stats_get(const eg_spill *j, eg_spill_stats *out);
@@ -204,9 +230,10 @@ typedef struct eg_spill_seg {
     int corrupt;      /* a *.eg.corrupt file */
     uint64_t bytes;   /* file size */
     char name[48];    /* file name inside the directory */
+    int refused;      /* a *.eg.refused side file (see the format) */
 } eg_spill_seg;
 
-/* Lists the segments of dir (both kinds), sorted by sequence number. Needs
+/* Lists the segments of dir (all three kinds), sorted by sequence number. Needs
  * no lock (it only reads). On success returns 0 and sets *out (caller frees
  * with free(); NULL when *n is 0) and *n. Returns -1 with a message (a
  * missing or unreadable dir). */
@@ -226,24 +253,48 @@ typedef struct eg_spill_scan eg_spill_scan;
 /* Where a scan stands. */
 typedef struct eg_spill_scan_state {
     uint64_t frames;        /* good frames read so far by eg_spill_scan_next */
-    uint64_t offset;        /* start of the frame last returned by next or at */
-    uint64_t next;          /* where eg_spill_scan_next reads next (after the
-                             * last good frame: the bad frame's offset after -1) */
-    int bad;                /* eg_spill_scan_next met a bad frame */
-    int torn;               /* ... and it was cut short by the end of the file */
-    int ioerr;              /* ... or rather the file could not be read (not corruption) */
-    char reason[160];       /* what was wrong, one line */
+    uint64_t offset;        /* start of the frame last returned by next or at,
+                             * or of the damaged region next reported */
+    uint64_t next;          /* where eg_spill_scan_next reads next */
+    int bad;                /* eg_spill_scan_next met damage (sticky) */
+    int torn;               /* the last damage ran to the end of the file and
+                             * began with a frame cut short there (a torn write) */
+    int ioerr;              /* the file could not be read (not corruption):
+                             * the scan stops for good */
+    char reason[160];       /* what was wrong with the last damage, one line */
+    uint64_t bad_len;       /* length of the last damaged region: bytes
+                             * [offset, offset + bad_len) were skipped */
+    uint64_t damaged;       /* damaged regions met so far */
+    uint64_t damaged_bytes; /* their total length */
 } eg_spill_scan_state;
 
 /* Opens a segment file for reading. Returns NULL with a message on error. */
 eg_spill_scan *eg_spill_scan_open(const char *path, char *err, size_t errlen);
 
+/* A scanner over n bytes of memory (borrowed: they must outlive it), the
+ * same as over a file of those bytes. Never fails. For tests and fuzzing. */
+eg_spill_scan *eg_spill_scan_open_mem(const void *buf, size_t n);
+
 /* Reads the next frame into *rec (valid until the next call on s). Returns
- * 1 for a frame, 0 at a clean end of the file, -1 at a bad frame (see the
- * state: its offset, the good frames before it and why); after -1 or 0 it
- * keeps returning the same. The file may still be growing (the active
- * segment): a later call after 0 reads frames appended since. */
+ * 1 for a frame, 0 at a clean end of the file, -1 for damage: either the
+ * state's ioerr (the file cannot be read; it keeps returning -1), or a
+ * damaged region: bytes [offset, offset + bad_len) hold no good frame, why
+ * is in reason, and the next call goes on with the good frame at next (the
+ * end of the region). The file may still be growing (the active segment): a
+ * later call after 0 reads frames appended since. Finding the next good
+ * frame reads the damaged bytes once, plus each embedded candidate header's
+ * declared payload (bounded by the file size). */
 int eg_spill_scan_next(eg_spill_scan *s, eg_spill_rec *rec);
+
+/* Scans n bytes of memory as a segment: calls fn for every good frame (rec
+ * set, off and len its bytes, reason NULL) and every damaged region (rec
+ * NULL, off and len the region, reason why), in file order, until the end
+ * or until fn returns non-zero. rec is valid during the call only. Returns
+ * 0, or fn's non-zero value. The parser of outside bytes, callable as is by
+ * a fuzzer. */
+typedef int (*eg_spill_scan_fn)(void *arg, const eg_spill_rec *rec, uint64_t off, uint64_t len,
+                                const char *reason);
+int eg_spill_scan_buf(const void *buf, size_t n, eg_spill_scan_fn fn, void *arg);
 
 /* Reads the frame at byte offset off (from an earlier scan) into *rec
  * without moving the scan. Returns 1, or -1 with the reason in the state's
@@ -282,13 +333,17 @@ eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_
 
 /* One non-blocking step: serves delivery reports (rd_kafka_poll(rk, 0)),
  * retires segments whose frames are all delivered (deleted, or renamed
- * *.corrupt after their good frames when the tail was bad), and unless
+ * *.corrupt when damaged regions were skipped; frames set aside count as
+ * delivered), and unless
  * backing off after a failure produces up to max_frames frames from the
  * sealed segments in sequence order (failed frames first, then new ones),
  * sealing the active segment when opts.seal_after_ms says so. Each frame goes
  * to its topic and partition with key, value, headers and timestamp
  * untouched. A failed delivery keeps its segment and is produced again after
- * the back-off (doubling, reset by the next success). Returns the number of
+ * the back-off (doubling, reset by the next success). A permanent refusal
+ * (refusal.h) starts no back-off: the frame is produced again as a stub
+ * (no value, no source headers, no timestamp), and a refused stub is set
+ * aside (eg_spill_set_aside). Returns the number of
  * frames produced plus reports served (> 0: call again soon), 0 when there
  * was nothing to do now, -1 when the drainer cannot go on (the producer hit
  * a fatal error, or a segment cannot be read or retired: see
@@ -326,10 +381,14 @@ typedef struct eg_spill_drain_stats {
     uint64_t frames_drained;    /* successful delivery reports */
     uint64_t frames_failed;     /* failed reports and refused produces (each retried) */
     uint64_t segments_drained;  /* deleted after full delivery */
-    uint64_t segments_corrupt;  /* renamed *.corrupt after their good frames */
-    uint64_t corrupt_frames;    /* bad frames met (a scan stops at one per segment) */
+    uint64_t segments_corrupt;  /* renamed *.corrupt after all their intact frames */
+    uint64_t corrupt_frames;    /* damaged regions skipped (each may span several frames) */
     uint64_t inflight;          /* produced, not yet reported */
     int64_t backoff_ms;         /* the current back-off, 0 when none */
+    uint64_t damaged_bytes;     /* bytes of the damaged regions skipped */
+    uint64_t frames_refused;    /* permanent refusals met (refusal.h), stubs included */
+    uint64_t frames_stubbed;    /* frames delivered as stubs (errgate.value-omitted) */
+    uint64_t frames_set_aside;  /* frames whose stub was refused too: in *.eg.refused */
 } eg_spill_drain_stats;
 
 void eg_spill_drain_stats_get(const eg_spill_drain *d, eg_spill_drain_stats *out);

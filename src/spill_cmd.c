@@ -1,12 +1,16 @@
 /* spill_cmd.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
  * operator's view of a spill journal and the way to empty it by hand.
  *
- * ls reads only (no lock): one line per segment file, "NAME FRAMES BYTES
- * STATUS", where STATUS is `ok` (sealed, every frame good), `active` (the
- * segment a running owner is appending to), or `corrupt-at-OFFSET: REASON`
- * (FRAMES good frames precede the bad one at byte OFFSET), then a line
- * "total SEGMENTS segments, FRAMES frames, BYTES bytes, CORRUPT corrupt"
- * and, when a process holds the journal, "locked by pid=.. role=..".
+ * ls reads only (no lock): one line per file, "NAME FRAMES BYTES STATUS",
+ * FRAMES counting every intact frame (damage is skipped, never stops the
+ * count), STATUS one of `ok` (sealed, every frame good), `active` (the
+ * segment a running owner is appending to), `damaged, lost A..B: REASON;
+ * C..D: REASON` (the exact byte ranges no intact frame covers), `corrupt
+ * (its intact frames were delivered), lost ...` (a kept *.corrupt file) or
+ * `refused (...)` (a *.refused side file), then a line "total SEGMENTS
+ * segments, FRAMES frames, BYTES bytes, CORRUPT corrupt, LOST bytes lost,
+ * REFUSED refused frames" (FRAMES: the intact frames still to drain) and,
+ * when a process holds the journal, "locked by pid=.. role=..".
  *
  * drain takes the journal's lock (so never while a gateway owns it), drains
  * every segment to Kafka (-b BOOTSTRAP or -c CONFIG: kcli.h) until the
@@ -14,9 +18,10 @@
  * message.timeout.ms, so a delivery that cannot succeed fails, and is
  * retried, within the run), and prints a summary: frames
  * drained, segments deleted, failed delivery attempts (each retried), corrupt
- * segments (each with its good frame count, bad offset and reason), and what
- * is left. Exit codes: 0 the journal is empty; 1 something is left (frames
- * not delivered in time, or *.corrupt files kept for the operator); 2 usage.
+ * segments (each with its intact frame count and lost byte ranges), stubs
+ * and frames set aside, and what is left. Exit codes: 0 the journal is
+ * empty; 1 something is left (frames not delivered in time, or *.corrupt /
+ * *.refused files kept for the operator); 2 usage.
  *
  * `spill write-test DIR TOPIC N [--segment-bytes B] [--partitions P]
  * [--value-bytes V] [--hold-ms MS]` is a hidden helper for the tests (not in
@@ -73,23 +78,39 @@ static int need_dir(const char *cmd, const char *dir) {
     return 0;
 }
 
-/* Scans one segment file: good frames, and the bad frame's offset and
- * reason (bad = 0 when clean). Returns 0, or -1 when it cannot be read. */
-static int scan_file(const char *dir, const char *name, uint64_t *frames, int *bad, uint64_t *bad_off,
-                     char *reason, size_t reasonlen) {
+/* What a scan of one segment file found. */
+typedef struct scan_sum {
+    uint64_t frames;       /* intact frames */
+    uint64_t damaged;      /* damaged regions */
+    uint64_t lost;         /* their bytes */
+    char ranges[512];      /* "A..B: why; C..D: why", cut short with "; ..." */
+} scan_sum;
+
+/* Scans one segment file to its end, past damage. Returns 0, or -1 when it
+ * cannot be read (the reason in sum->ranges). */
+static int scan_file(const char *dir, const char *name, scan_sum *sum) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    eg_spill_scan *s = eg_spill_scan_open(path, reason, reasonlen);
+    memset(sum, 0, sizeof *sum);
+    eg_spill_scan *s = eg_spill_scan_open(path, sum->ranges, sizeof sum->ranges);
     if (!s) return -1;
     eg_spill_rec rec;
     int rc;
-    while ((rc = eg_spill_scan_next(s, &rec)) == 1) {}
     const eg_spill_scan_state *st = eg_spill_scan_state_get(s);
-    *frames = st->frames;
-    *bad = rc < 0;
-    *bad_off = st->next;
-    eg_strlcpy(reason, rc < 0 ? st->reason : "", reasonlen);
-    int io = rc < 0 && st->ioerr;
+    while ((rc = eg_spill_scan_next(s, &rec)) != 0 && !st->ioerr) {
+        if (rc == 1) continue;
+        size_t used = strlen(sum->ranges);
+        char one[240];
+        snprintf(one, sizeof one, "%s%llu..%llu: %s", used ? "; " : "", (unsigned long long)st->offset,
+                 (unsigned long long)(st->offset + st->bad_len), st->reason);
+        if (used + strlen(one) + 6 < sizeof sum->ranges) eg_strlcpy(sum->ranges + used, one, sizeof sum->ranges - used);
+        else if (!strstr(sum->ranges, "; ...")) eg_strlcpy(sum->ranges + used, "; ...", sizeof sum->ranges - used);
+    }
+    sum->frames = st->frames;
+    sum->damaged = st->damaged;
+    sum->lost = st->damaged_bytes;
+    int io = st->ioerr;
+    if (io) eg_strlcpy(sum->ranges, st->reason, sizeof sum->ranges);
     eg_spill_scan_close(s);
     return io ? -1 : 0;
 }
@@ -110,32 +131,38 @@ static int cmd_ls(int argc, char **argv) {
         fprintf(stderr, "errgate spill ls: %s\n", err);
         return 1;
     }
-    uint64_t tf = 0, tb = 0, tc = 0;
+    uint64_t tf = 0, tb = 0, tc = 0, tr = 0, tl = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t frames = 0, off = 0;
-        int bad = 0;
-        char reason[200];
-        if (scan_file(dir, v[i].name, &frames, &bad, &off, reason, sizeof reason) != 0) {
-            fprintf(stderr, "errgate spill ls: %s/%s: %s\n", dir, v[i].name, reason);
+        scan_sum sum;
+        if (scan_file(dir, v[i].name, &sum) != 0) {
+            fprintf(stderr, "errgate spill ls: %s/%s: %s\n", dir, v[i].name, sum.ranges);
             rc = 1;
             continue;
         }
-        char status[256];
-        if (locked && !v[i].corrupt && strcmp(v[i].name, active) == 0)
+        char status[700];
+        if (v[i].refused)
+            snprintf(status, sizeof status, "refused (set aside: Kafka refused them for good; not drained)");
+        else if (v[i].corrupt)
+            snprintf(status, sizeof status, "corrupt (its intact frames were delivered), lost %s",
+                     sum.damaged ? sum.ranges : "nothing");
+        else if (locked && strcmp(v[i].name, active) == 0)
             snprintf(status, sizeof status, "active");
-        else if (bad)
-            snprintf(status, sizeof status, "corrupt-at-%llu: %s", (unsigned long long)off, reason);
+        else if (sum.damaged)
+            snprintf(status, sizeof status, "damaged, lost %s", sum.ranges);
         else
             snprintf(status, sizeof status, "ok");
-        if (bad || v[i].corrupt) tc++;
-        printf("%-34s %8llu %12llu %s\n", v[i].name, (unsigned long long)frames, (unsigned long long)v[i].bytes,
+        if (sum.damaged || v[i].corrupt) tc++;
+        if (v[i].refused) tr += sum.frames;
+        else if (!v[i].corrupt) tf += sum.frames;
+        tl += sum.lost;
+        printf("%-42s %8llu %12llu %s\n", v[i].name, (unsigned long long)sum.frames, (unsigned long long)v[i].bytes,
                status);
-        tf += frames;
         tb += v[i].bytes;
     }
-    printf("total %zu segment%s, %llu frame%s, %llu bytes, %llu corrupt\n", n, plural(n), (unsigned long long)tf,
-           plural(tf), (unsigned long long)tb, (unsigned long long)tc);
+    printf("total %zu segment%s, %llu frame%s, %llu bytes, %llu corrupt, %llu byte%s lost, %llu refused frame%s\n",
+           n, plural(n), (unsigned long long)tf, plural(tf), (unsigned long long)tb, (unsigned long long)tc,
+           (unsigned long long)tl, plural(tl), (unsigned long long)tr, plural(tr));
     if (locked) printf("locked by %s\n", owner);
     free(v);
     return rc;
@@ -144,32 +171,33 @@ static int cmd_ls(int argc, char **argv) {
 /* ------------------------------------------------------------------- drain */
 
 /* Prints what the journal still holds after a drain; returns how many
- * files are left (segments and corrupt ones). */
-static size_t report_left(const char *dir, size_t *ncorrupt) {
+ * files are left, *nkept of them kept for the operator (.corrupt and
+ * .refused files: they hold no frame left to drain). */
+static size_t report_left(const char *dir, size_t *nkept) {
     eg_spill_seg *v;
     size_t n;
     char err[512];
-    *ncorrupt = 0;
+    *nkept = 0;
     if (eg_spill_list(dir, &v, &n, err, sizeof err) != 0) {
         fprintf(stderr, "errgate spill drain: %s\n", err);
         return 1;
     }
     for (size_t i = 0; i < n; i++) {
-        uint64_t frames = 0, off = 0;
-        int bad = 0;
-        char reason[200];
-        if (scan_file(dir, v[i].name, &frames, &bad, &off, reason, sizeof reason) != 0) {
-            printf("unreadable %s: %s\n", v[i].name, reason);
+        scan_sum sum;
+        if (scan_file(dir, v[i].name, &sum) != 0) {
+            printf("unreadable %s: %s\n", v[i].name, sum.ranges);
         } else if (v[i].corrupt) {
-            (*ncorrupt)++;
-            if (bad)
-                printf("corrupt %s: %llu good frames (delivered), bad frame at byte %llu: %s\n", v[i].name,
-                       (unsigned long long)frames, (unsigned long long)off, reason);
-            else
-                printf("corrupt %s: %llu good frames (delivered)\n", v[i].name, (unsigned long long)frames);
+            (*nkept)++;
+            printf("corrupt %s: %llu intact frame%s (delivered); lost %s\n", v[i].name,
+                   (unsigned long long)sum.frames, plural(sum.frames), sum.damaged ? sum.ranges : "nothing");
+        } else if (v[i].refused) {
+            (*nkept)++;
+            printf("refused %s: %llu frame%s Kafka refused for good, set aside\n", v[i].name,
+                   (unsigned long long)sum.frames, plural(sum.frames));
         } else {
-            printf("left %s: %llu frames, %llu bytes%s%s\n", v[i].name, (unsigned long long)frames,
-                   (unsigned long long)v[i].bytes, bad ? ", then a bad frame: " : "", bad ? reason : "");
+            printf("left %s: %llu frames, %llu bytes%s%s\n", v[i].name, (unsigned long long)sum.frames,
+                   (unsigned long long)v[i].bytes, sum.damaged ? "; damaged, lost " : "",
+                   sum.damaged ? sum.ranges : "");
         }
     }
     free(v);
@@ -254,10 +282,14 @@ static int cmd_drain(int argc, char **argv) {
     eg_spill_close(j);
 
     printf("drained %llu frame%s (%llu segment%s deleted) in %lld ms; %llu failed delivery attempt%s (retried); "
-           "%llu corrupt segment%s\n",
+           "%llu corrupt segment%s (%llu damaged region%s, %llu byte%s lost); %llu frame%s as stubs; "
+           "%llu frame%s set aside\n",
            (unsigned long long)ds.frames_drained, plural(ds.frames_drained), (unsigned long long)ds.segments_drained,
            plural(ds.segments_drained), (long long)(eg_now_ms() - t0), (unsigned long long)ds.frames_failed,
-           plural(ds.frames_failed), (unsigned long long)ds.segments_corrupt, plural(ds.segments_corrupt));
+           plural(ds.frames_failed), (unsigned long long)ds.segments_corrupt, plural(ds.segments_corrupt),
+           (unsigned long long)ds.corrupt_frames, plural(ds.corrupt_frames), (unsigned long long)ds.damaged_bytes,
+           plural(ds.damaged_bytes), (unsigned long long)ds.frames_stubbed, plural(ds.frames_stubbed),
+           (unsigned long long)ds.frames_set_aside, plural(ds.frames_set_aside));
     size_t ncorrupt;
     size_t left = report_left(dir, &ncorrupt);
     if (left == 0 && !fatal) {
@@ -272,9 +304,10 @@ static int cmd_drain(int argc, char **argv) {
                 last);
     if (ncorrupt)
         fprintf(stderr,
-                "errgate spill drain: %s: %zu corrupt segment%s kept for inspection (errgate spill ls %s); "
-                "remove %s when resolved\n",
-                dir, ncorrupt, plural(ncorrupt), dir, ncorrupt == 1 ? "it" : "them");
+                "errgate spill drain: %s: %zu file%s kept for the operator (errgate spill ls %s): .corrupt files "
+                "hold only delivered frames and the damaged bytes; .refused files hold frames Kafka refused for "
+                "good (rename one to a fresh spill-*.eg name to drain it again)\n",
+                dir, ncorrupt, plural(ncorrupt), dir);
     return 1;
 }
 

@@ -11,8 +11,13 @@
  * being read. A failed report puts its frame back to waiting and starts a
  * doubling back-off during which nothing is produced; a success resets it.
  * A segment is retired when it has been read to its end and all its frames
- * are delivered: deleted, or renamed *.corrupt when the read ended at a bad
- * frame. Nothing is deleted on any other path, so a crash (or kill -9) at
+ * are delivered: deleted, or renamed *.corrupt when the scan skipped damaged
+ * regions (each logged with its byte range; the scan goes on with the next
+ * good frame). A frame Kafka refuses for good (refusal.h), at produce time
+ * or in its report, causes no back-off: it is produced again as a stub, and
+ * a refused stub is set aside into the segment's .refused file (durable
+ * there, it then counts as delivered), so it never holds up later frames
+ * or segments. Nothing is deleted on any other path, so a crash (or kill -9) at
  * any point leaves every undelivered frame on disk: re-draining may
  * duplicate, never drop. Failed frames are produced again after the frames
  * that went out meanwhile, so records of one partition can be reordered by
@@ -39,6 +44,7 @@
  * back-off is running) after the lane comes back. */
 #include "spill.h"
 #include "log.h"
+#include "refusal.h"
 #include "util.h"
 
 #include <event2/event.h>
@@ -57,6 +63,8 @@ typedef struct dframe {
     uint32_t bytes;           /* frame size, for the in-flight byte cap */
     uint8_t state;
     uint8_t remap;            /* its topic lacks its partition: let the partitioner map it */
+    uint8_t stub;             /* refused for good: produced as a stub (refusal.h) */
+    uint8_t aside;            /* the stub was refused too: set it aside, never produce it */
 } dframe;
 
 typedef struct dseg {
@@ -67,9 +75,10 @@ typedef struct dseg {
     size_t n, cap;
     size_t ndone, nwait;
     size_t wait_lo;           /* no waiting frame below this index */
-    int eof;                  /* read to its end (or to a bad frame) */
-    int corrupt;
-    char reason[160];
+    int eof;                  /* read to its end (or to a read error) */
+    int corrupt;              /* damaged regions were skipped */
+    char reason[160];         /* the first damage: why */
+    char lost[160];           /* the damaged byte ranges, "A..B,C..D" (cut short: "...") */
     struct dseg *next;
 } dseg;
 
@@ -155,6 +164,54 @@ static void remap(eg_spill_drain *d, dseg *s, size_t idx, const char *topic) {
         }
 }
 
+/* A transient failure of a frame of s (err, at produce time or in its
+ * report): counted, the back-off started (doubling once per failed round),
+ * logged once per back-off step. */
+static void drain_failed(eg_spill_drain *d, dseg *s, const char *topic, int32_t partition, rd_kafka_resp_err_t err,
+                         int at_produce) {
+    d->st.frames_failed++;
+    int first = eg_now_ms() >= d->backoff_until;
+    set_backoff(d);
+    snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", topic, (int)partition, s->name, rd_kafka_err2str(err));
+    eg_logline l;
+    if (first && eg_log_begin(&l, EG_WARN, "spill_drain_failed")) {
+        eg_log_str(&l, "segment", s->name);
+        eg_log_str(&l, "topic", topic);
+        eg_log_int(&l, "partition", partition);
+        eg_log_str(&l, "error", rd_kafka_err2name(err));
+        eg_log_str(&l, "when", at_produce ? "produce" : "delivery");
+        eg_log_int(&l, "retry_in_ms", d->backoff_ms);
+        eg_log_end(&l);
+    }
+}
+
+/* Frame idx of s was refused for good (err, at produce time or in its
+ * report): the next attempt is a stub, and a refused stub is set aside
+ * (produce does both). Logged and counted each time; no back-off (the lane
+ * is not down, and later frames must not wait on this one). */
+static void refused(eg_spill_drain *d, dseg *s, size_t idx, const char *topic, int32_t partition,
+                    rd_kafka_resp_err_t err, int at_produce) {
+    dframe *f = &s->f[idx];
+    d->st.frames_refused++;
+    const char *next = f->stub ? "set aside" : "retried as a stub";
+    snprintf(d->err, sizeof d->err, "%s[%d] (%s, frame at %llu): refused: %s", topic, (int)partition, s->name,
+             (unsigned long long)f->off, rd_kafka_err2str(err));
+    eg_logline l;
+    if (eg_log_begin(&l, EG_ERROR, "spill_frame_refused")) {
+        eg_log_str(&l, "segment", s->name);
+        eg_log_int(&l, "frame_offset", (int64_t)f->off);
+        eg_log_str(&l, "topic", topic);
+        eg_log_int(&l, "partition", partition);
+        eg_log_str(&l, "error", rd_kafka_err2name(err));
+        eg_log_str(&l, "when", at_produce ? "produce" : "delivery");
+        eg_log_int(&l, "stub", f->stub);
+        eg_log_str(&l, "next", next);
+        eg_log_end(&l);
+    }
+    if (f->stub) f->aside = 1;
+    else f->stub = 1;
+}
+
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     eg_spill_drain *d = opaque;
     token *t = m->_private;
@@ -168,33 +225,33 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         free(t);
         return;
     }
+    if (m->err && eg_refusal_of(m->err) != EG_REFUSAL_NONE) {
+        refused(d, s, t->idx, rd_kafka_topic_name(m->rkt), t->partition, m->err, 0);
+        frame_wait(s, t->idx);
+        free(t);
+        return;
+    }
     if (!m->err) {
         f->state = F_DONE;
         s->ndone++;
         d->st.frames_drained++;
+        if (f->stub) {
+            d->st.frames_stubbed++;
+            eg_logline l;
+            if (eg_log_begin(&l, EG_ERROR, "spill_value_omitted")) {
+                eg_log_str(&l, "segment", s->name);
+                eg_log_int(&l, "frame_offset", (int64_t)f->off);
+                eg_log_str(&l, "topic", rd_kafka_topic_name(m->rkt));
+                eg_log_str(&l, "msg", "delivered as a stub without value and source headers");
+                eg_log_end(&l);
+            }
+        }
         d->backoff_ms = 0;
         d->backoff_until = 0;
     } else {
         frame_wait(s, t->idx);
         int purged = m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
-        if (!purged) {
-            d->st.frames_failed++;
-            int first = eg_now_ms() >= d->backoff_until;
-            set_backoff(d);
-            snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", rd_kafka_topic_name(m->rkt), (int)t->partition,
-                     s->name, rd_kafka_err2str(m->err));
-            if (first) {
-                eg_logline l;
-                if (eg_log_begin(&l, EG_WARN, "spill_drain_failed")) {
-                    eg_log_str(&l, "segment", s->name);
-                    eg_log_str(&l, "topic", rd_kafka_topic_name(m->rkt));
-                    eg_log_int(&l, "partition", t->partition);
-                    eg_log_str(&l, "error", rd_kafka_err2name(m->err));
-                    eg_log_int(&l, "retry_in_ms", d->backoff_ms);
-                    eg_log_end(&l);
-                }
-            }
-        }
+        if (!purged) drain_failed(d, s, rd_kafka_topic_name(m->rkt), t->partition, m->err, 0);
         if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
             char e[200];
             rd_kafka_fatal_error(rk, e, sizeof e);
@@ -269,7 +326,7 @@ static int relist(eg_spill_drain *d) {
     d->queue = eg_xmalloc((n ? n : 1) * sizeof *d->queue);
     d->nqueue = d->qhead = 0;
     for (size_t i = 0; i < n; i++)
-        if (!v[i].corrupt && v[i].seq > d->last_seq && v[i].seq != active) d->queue[d->nqueue++] = v[i].seq;
+        if (!v[i].corrupt && !v[i].refused && v[i].seq > d->last_seq && v[i].seq != active) d->queue[d->nqueue++] = v[i].seq;
     free(v);
     d->listed = 1;
     d->listed_seals = js.segments_sealed;
@@ -326,8 +383,10 @@ static int retire_finished(eg_spill_drain *d) {
                 char kept[64];
                 snprintf(kept, sizeof kept, "%s.corrupt", s->name);
                 eg_log_str(&l, "kept_as", kept);
-                eg_log_int(&l, "bad_offset", (int64_t)eg_spill_scan_state_get(s->scan)->next);
+                eg_log_str(&l, "lost_ranges", s->lost);
+                eg_log_int(&l, "lost_bytes", (int64_t)eg_spill_scan_state_get(s->scan)->damaged_bytes);
                 eg_log_str(&l, "reason", s->reason);
+                eg_log_str(&l, "msg", "every intact frame was delivered; the file is kept as evidence only");
             }
             eg_log_end(&l);
         }
@@ -359,10 +418,45 @@ static int room(const eg_spill_drain *d) {
     return d->inflight < d->o.max_inflight && d->inflight_bytes < d->o.max_inflight_bytes;
 }
 
+/* Sets waiting frame idx of s (rec) aside into the segment's .refused file;
+ * it then counts as delivered. Returns 0, or 2 (write error: logged,
+ * back-off started, the frame stays waiting). */
+static int set_aside(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *rec) {
+    char e[300];
+    int rc = eg_spill_set_aside(d->j, s->seq, rec, e, sizeof e);
+    eg_logline l;
+    if (eg_log_begin(&l, EG_ERROR, rc ? "spill_set_aside_failed" : "spill_frame_set_aside")) {
+        eg_log_str(&l, "segment", s->name);
+        eg_log_int(&l, "frame_offset", (int64_t)s->f[idx].off);
+        eg_log_str(&l, "topic", rec->topic);
+        eg_log_int(&l, "partition", rec->partition);
+        if (rc) {
+            eg_log_str(&l, "error", e);
+        } else {
+            char side[64];
+            snprintf(side, sizeof side, "%s.refused", s->name);
+            eg_log_str(&l, "file", side);
+        }
+        eg_log_end(&l);
+    }
+    if (rc) {
+        eg_strlcpy(d->err, e, sizeof d->err);
+        set_backoff(d);
+        return 2;
+    }
+    s->f[idx].state = F_DONE;
+    s->nwait--;
+    s->ndone++;
+    d->st.frames_set_aside++;
+    return 0;
+}
+
 /* Produces waiting frame idx of s (rec: the frame, already read, or NULL to
- * read it again). Returns 0 when produced, 1 when the producer's queue is
- * full (the frame stays waiting), 2 when refused (counted as a failure,
- * back-off started), -1 when the drainer cannot go on. */
+ * read it again), as a stub when it was refused for good, or sets it aside
+ * when its stub was refused too. Returns 0 when produced (or set aside), 1
+ * when the producer's queue is full (the frame stays waiting), 2 when
+ * refused for now (counted as a failure, back-off started), -1 when the
+ * drainer cannot go on. */
 static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *rec) {
     eg_spill_rec again;
     if (!rec) {
@@ -373,28 +467,41 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
         }
         rec = &again;
     }
+    dframe *f = &s->f[idx];
+    if (f->aside) return set_aside(d, s, idx, rec);
     rd_kafka_topic_t *rkt = topic_get(d, rec->topic);
-    if (!rkt) {
-        snprintf(d->err, sizeof d->err, "%s: topic %s: %s", s->name, rec->topic,
-                 rd_kafka_err2str(rd_kafka_last_error()));
-        d->st.frames_failed++;
-        set_backoff(d);
-        return 2;
+    if (!rkt) { /* a name librdkafka refuses: refused for good (then set aside) */
+        refused(d, s, idx, rec->topic, rec->partition, rd_kafka_last_error(), 1);
+        return produce(d, s, idx, rec);
     }
     rd_kafka_headers_t *h = rd_kafka_headers_new(rec->nheaders ? rec->nheaders : 1);
     for (size_t i = 0; i < rec->nheaders; i++)
         rd_kafka_header_add(h, rec->headers[i].name, -1, rec->headers[i].value,
                             (ssize_t)rec->headers[i].value_len);
+    const void *value = rec->value, *key = rec->key;
+    size_t vlen = rec->value_len, klen = rec->key_len;
+    int64_t ts = rec->timestamp_ms > 0 ? rec->timestamp_ms : 0;
+    if (f->stub) { /* no value, no source headers, stamped now (an old timestamp may be the refusal) */
+        rd_kafka_headers_t *full = h;
+        h = eg_stub_headers(full, rec->value_len, rec->key_len, NULL);
+        rd_kafka_headers_destroy(full);
+        value = NULL;
+        vlen = ts = 0;
+        if (!eg_stub_keeps_key(klen)) {
+            key = NULL;
+            klen = 0;
+        }
+    }
     token *t = eg_xmalloc(sizeof *t);
     t->seg = s;
     t->idx = idx;
     t->partition = rec->partition;
-    int32_t part = rec->partition >= 0 && !s->f[idx].remap ? rec->partition : RD_KAFKA_PARTITION_UA;
+    int32_t part = rec->partition >= 0 && !f->remap ? rec->partition : RD_KAFKA_PARTITION_UA;
     rd_kafka_resp_err_t err = rd_kafka_producev(
         d->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(part),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)rec->value, rec->value_len),
-        RD_KAFKA_V_KEY(rec->key, rec->key_len), RD_KAFKA_V_HEADERS(h),
-        RD_KAFKA_V_TIMESTAMP(rec->timestamp_ms > 0 ? rec->timestamp_ms : 0), RD_KAFKA_V_OPAQUE(t),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)value, vlen),
+        RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_OPAQUE(t),
         RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);
@@ -404,6 +511,10 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
             remap(d, s, idx, rec->topic);
             return produce(d, s, idx, rec);
         }
+        if (eg_refusal_of(err) != EG_REFUSAL_NONE) { /* at most twice: as a stub, then set aside */
+            refused(d, s, idx, rec->topic, rec->partition, err, 1);
+            return produce(d, s, idx, rec);
+        }
         if (err == RD_KAFKA_RESP_ERR__FATAL) {
             char e[200];
             rd_kafka_fatal_error(d->rk, e, sizeof e);
@@ -411,13 +522,10 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
             d->fatal = 1;
             return -1;
         }
-        snprintf(d->err, sizeof d->err, "%s[%d] (%s): %s", rec->topic, (int)rec->partition, s->name,
-                 rd_kafka_err2str(err));
-        d->st.frames_failed++;
-        set_backoff(d);
+        drain_failed(d, s, rec->topic, rec->partition, err, 1);
         return 2;
     }
-    s->f[idx].state = F_INFLIGHT;
+    f->state = F_INFLIGHT;
     s->nwait--;
     d->inflight++;
     d->inflight_bytes += s->f[idx].bytes;
@@ -480,14 +588,24 @@ static int produce_new(eg_spill_drain *d, int budget) {
                 snprintf(d->err, sizeof d->err, "%s: %s", s->name, ss->reason);
                 return -1;
             }
-            s->eof = s->corrupt = 1;
-            eg_strlcpy(s->reason, ss->reason, sizeof s->reason);
+            /* damage: the scan skipped it and goes on with the next good frame */
+            if (!s->corrupt) eg_strlcpy(s->reason, ss->reason, sizeof s->reason);
+            s->corrupt = 1;
+            size_t used = strlen(s->lost);
+            char range[48];
+            snprintf(range, sizeof range, "%s%llu..%llu", used ? "," : "", (unsigned long long)ss->offset,
+                     (unsigned long long)(ss->offset + ss->bad_len));
+            if (used + strlen(range) + 4 < sizeof s->lost) eg_strlcpy(s->lost + used, range, sizeof s->lost - used);
+            else if (!strstr(s->lost, "...")) eg_strlcpy(s->lost + used, ",...", sizeof s->lost - used);
             d->st.corrupt_frames++;
+            d->st.damaged_bytes += ss->bad_len;
             eg_logline l;
-            if (eg_log_begin(&l, EG_WARN, "spill_frame_corrupt")) {
+            if (eg_log_begin(&l, EG_ERROR, "spill_frame_corrupt")) {
                 eg_log_str(&l, "segment", s->name);
-                eg_log_int(&l, "offset", (int64_t)ss->next);
-                eg_log_int(&l, "good_frames", (int64_t)ss->frames);
+                eg_log_int(&l, "offset", (int64_t)ss->offset);
+                eg_log_int(&l, "end", (int64_t)(ss->offset + ss->bad_len));
+                eg_log_int(&l, "lost_bytes", (int64_t)ss->bad_len);
+                eg_log_int(&l, "good_frames_before", (int64_t)ss->frames);
                 eg_log_str(&l, "reason", ss->reason);
                 eg_log_end(&l);
             }

@@ -6,9 +6,10 @@
 #     exactly once with key, value, headers (nil and empty ones too) and
 #     partition intact, deletes every segment and exits 0;
 #   - a corrupted tail (a flipped byte in one segment, a torn write in
-#     another): a clear report, no crash, the good frames drain, the bad
-#     frame and nothing after it is applied, the segments are kept as
-#     *.corrupt, exit 1 — and a second drain says the same without redoing it;
+#     another): a clear report with the lost byte ranges, no crash, the
+#     intact frames drain, the damaged frames are never applied, the segments
+#     are kept as *.corrupt, exit 1 — and a second drain says the same
+#     without redoing it (damage in the middle of segments: test_spill_damaged.sh);
 #   - a topic with fewer partitions than the frames name: partition % count;
 #   - a lane that fails: failed deliveries are counted and retried, nothing
 #     is deleted, exit 1; once the topic is back everything drains;
@@ -25,55 +26,7 @@ source "$(dirname "$0")/lib.sh"
 
 start_broker --topic small:2
 
-# verify EXPECTED TOPIC MODE [SKIP...]: the topic holds the expected records
-# (JSON lines from write-test; a null partition matches any) minus the SKIP
-# indexes: MODE "exact" (each once, nothing else), "atleast" (duplicates
-# allowed, counted) or "acked" (duplicates and one unexpected record allowed).
-verify() {
-  $PY - "$BOOTSTRAP" "$@" <<'PY'
-import json, os, sys, uuid
-from collections import Counter
-from confluent_kafka import Consumer, TopicPartition, KafkaError
-bootstrap, expected, topic, mode = sys.argv[1:5]
-skip = {int(x) for x in sys.argv[5:]}
-def hx(b): return None if b is None else b.hex()
-want = Counter()
-for i, line in enumerate(open(expected)):
-    if i in skip: continue
-    r = json.loads(line)
-    want[(r["partition"], r["timestamp"], r["key"], r["value"], tuple(tuple(h) for h in r["headers"]))] += 1
-c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex,
-              "enable.partition.eof": True, "enable.auto.commit": False})
-md = c.list_topics(topic, timeout=10)
-parts = sorted(md.topics[topic].partitions)
-c.assign([TopicPartition(topic, p, -2) for p in parts])
-eof, got, idle = set(), Counter(), 0
-while len(eof) < len(parts) and idle < 100:
-    m = c.poll(0.1)
-    if m is None: idle += 1; continue
-    idle = 0
-    if m.error():
-        if m.error().code() == KafkaError._PARTITION_EOF: eof.add(m.partition())
-        continue
-    hs = tuple((k, hx(v)) for k, v in (m.headers() or []))
-    k = (m.partition(), m.timestamp()[1], hx(m.key()), hx(m.value()), hs)
-    if k not in want and (None,) + k[1:] in want: k = (None,) + k[1:]  # any partition
-    got[k] += 1
-c.close()
-missing = sum((want - got).values())
-unexpected = sum(n for k, n in got.items() if k not in want)
-dups = sum(n - 1 for k, n in got.items() if k in want and n > 1)
-print("# %s: %d expected, %d read, %d missing, %d unexpected, %d duplicates" %
-      (topic, sum(want.values()), sum(got.values()), missing, unexpected, dups))
-open(expected + ".dups", "w").write(str(dups))
-sys.stdout.flush()
-# os._exit: python3-confluent-kafka 1.7 can abort in interpreter finalization
-# after messages with null header values (none_dealloc)
-# "acked": the expected records are those whose append was acknowledged;
-# one more (written whole, killed before its acknowledgement) may be there
-os._exit(1 if missing or unexpected > (1 if mode == "acked" else 0) or (mode == "exact" and dups) else 0)
-PY
-}
+source "$(dirname "$0")/spill_lib.sh"
 
 # expect DESC: ok/not ok by the exit status of the command just before.
 expect() { if [ $? = 0 ]; then ok "$1"; else not_ok "$1"; fi; }
@@ -141,18 +94,18 @@ size1=$(stat -c %s "$S1")
 printf '\xff' | dd of="$S1" bs=1 seek=$((size1 - 5)) conv=notrunc status=none
 truncate -s -10 "$S2"
 "$EG" spill ls "$J" >"$T/ls-tail.out"
-check "ls reports segment 1 corrupt at its last frame after $((N1 - 1)) good frames" grep -qE "^spill-0000000000000001.eg +$((N1 - 1)) +$size1 corrupt-at-[0-9]+: CRC mismatch" "$T/ls-tail.out"
-check "ls reports segment 2 torn" grep -qE "^spill-0000000000000002.eg +$((N2 - 1)) .*corrupt-at-[0-9]+: torn frame" "$T/ls-tail.out"
+check "ls reports segment 1 damaged from its last frame to its end, after $((N1 - 1)) intact frames" grep -qE "^spill-0000000000000001.eg +$((N1 - 1)) +$size1 damaged, lost [0-9]+\.\.$size1: CRC mismatch" "$T/ls-tail.out"
+check "ls reports segment 2 torn" grep -qE "^spill-0000000000000002.eg +$((N2 - 1)) .*damaged, lost [0-9]+\.\.[0-9]+: torn frame" "$T/ls-tail.out"
 "$EG" spill drain "$J" -b "$BOOTSTRAP" >"$T/drain-tail.out" 2>"$T/drain-tail.err"
 rc=$?
 sed "s/^/# /" "$T/drain-tail.out"
 diag "$(tail -1 "$T/drain-tail.err")"
 check "drain of a corrupted journal exits 1 (exit $rc)" [ $rc = 1 ]
-{ grep -q "^drained $((NT - 2)) frames (.*; 2 corrupt segments$" "$T/drain-tail.out"; }
+{ grep -qE "^drained $((NT - 2)) frames \(.*; 2 corrupt segments \(2 damaged regions, [0-9]+ bytes lost\);" "$T/drain-tail.out"; }
 expect "the summary counts the drained frames and 2 corrupt segments"
-{ grep -qE "^corrupt spill-0000000000000001.eg.corrupt: $((N1 - 1)) good frames \(delivered\), bad frame at byte [0-9]+: CRC mismatch" "$T/drain-tail.out" && grep -qE "^corrupt spill-0000000000000002.eg.corrupt: $((N2 - 1)) good frames .*torn frame" "$T/drain-tail.out"; }
-expect "each corrupt segment is reported with its good frames, offset and reason"
-check "stderr says the corrupt segments were kept for inspection" grep -q "2 corrupt segments kept for inspection" "$T/drain-tail.err"
+{ grep -qE "^corrupt spill-0000000000000001.eg.corrupt: $((N1 - 1)) intact frames \(delivered\); lost [0-9]+\.\.$size1: CRC mismatch" "$T/drain-tail.out" && grep -qE "^corrupt spill-0000000000000002.eg.corrupt: $((N2 - 1)) intact frames .*torn frame" "$T/drain-tail.out"; }
+expect "each corrupt segment is reported with its intact frames, the lost byte range and the reason"
+check "stderr says the files were kept, holding only delivered frames and damaged bytes" grep -q "2 files kept for the operator.*hold only delivered frames and the damaged bytes" "$T/drain-tail.err"
 { [ "$(segments "$J")" = 0 ] && [ "$(stat -c %s "$S1.corrupt")" = "$size1" ] && [ -f "$S2.corrupt" ]; }
 expect "the segments are renamed .corrupt, bytes untouched"
 check "the good frames arrived; the bad frames (and nothing after them) did not" verify "$T/tail.jsonl" tailed exact $((N1 - 1)) $((N1 + N2 - 1))
@@ -161,7 +114,7 @@ rc=$?
 { [ $rc = 1 ] && grep -q "^drained 0 frames" "$T/drain-tail2.out" && [ "$(grep -c '^corrupt ' "$T/drain-tail2.out")" = 2 ]; }
 expect "a second drain drains nothing, still reports both and exits 1 (exit $rc)"
 "$EG" spill ls "$J" >"$T/ls-tail2.out"
-check "ls lists the kept .corrupt files" [ "$(grep -c '\.eg\.corrupt .*corrupt-at-' "$T/ls-tail2.out")" = 2 ]
+check "ls lists the kept .corrupt files" [ "$(grep -c '\.eg\.corrupt .*corrupt (its intact frames were delivered), lost [0-9]' "$T/ls-tail2.out")" = 2 ]
 
 # ---- a lane that fails ----------------------------------------------------------------
 cat >"$T/fail.lua" <<CFG
