@@ -1,5 +1,4 @@
 -- string.upper of a 20 MB string in a loop (each call one VM instruction): falls back to hold at decide
--- error: budget
 -- (armed once define() has run its examples: the attack runs on real decisions only)
 local policy = require "errgate.policy"
 local big = ("x"):rep(20 * 1024 * 1024)

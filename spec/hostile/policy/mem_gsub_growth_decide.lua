@@ -1,5 +1,4 @@
 -- gsub that multiplies a 1 MB string by 100: falls back to hold at decide
--- error: memory
 -- (armed once define() has run its examples: the attack runs on real decisions only)
 local policy = require "errgate.policy"
 local big = ("x"):rep(1024 * 1024)
