@@ -76,19 +76,15 @@ const char *eg_lua_dir(void) {
 
 #define HOOK_COUNT 10000
 
-/* Raises once the deadline has passed, and from then on fires at every
- * instruction: a policy's own pcall may catch one raise, but the very next
- * instruction of its caller raises again, outside that pcall. */
-static int64_t deadline_of(const eg_vm *vm) {
-    return atomic_load_explicit(&vm->deadline_ns, memory_order_relaxed);
-}
-
 /* 1 when a call is running on vm and its deadline has passed. */
 static int overdue(const eg_vm *vm) {
-    int64_t d = deadline_of(vm);
+    int64_t d = atomic_load_explicit(&vm->deadline_ns, memory_order_relaxed);
     return d && eg_now_ns() > d;
 }
 
+/* Raises once the deadline has passed, and from then on fires at every
+ * instruction: a policy's own pcall may catch one raise, but the very next
+ * instruction of its caller raises again, outside that pcall. */
 static void deadline_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     eg_vm *vm = g_running;
@@ -336,7 +332,8 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     if (lua_gethookcount(L) != HOOK_COUNT || lua_gethook(L) != deadline_hook ||
         lua_gethookmask(L) != LUA_MASKCOUNT)
         lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
-    vm->thread = pthread_self();
+    pthread_t self = pthread_self();
+    if (!pthread_equal(vm->thread, self)) vm->thread = self; /* the watchdog reads it */
     vm->alloc_overdue = 0;
     atomic_store_explicit(&vm->deadline_ns, eg_now_ns() + (int64_t)vm->timeout_ms * 1000000,
                           memory_order_release);
