@@ -41,7 +41,8 @@ end
 
 local function check(path)
   local t0 = now()
-  local p = assert(io.popen(("ERRGATE_LUA_DIR=lua '%s' policy check '%s' 2>&1; echo \"exit=$?\""):format(BIN, path)))
+  -- timeout: a check that hangs fails here instead of hanging the suite
+  local p = assert(io.popen(("ERRGATE_LUA_DIR=lua timeout 30 '%s' policy check '%s' 2>&1; echo \"exit=$?\""):format(BIN, path)))
   local out = p:read("*a")
   p:close()
   return out, tonumber(out:match("exit=(%d+)%s*$")), now() - t0
