@@ -157,6 +157,16 @@ static void watch_remove(eg_vm *vm) {
     pthread_mutex_unlock(&g_vms_lock);
 }
 
+/* registry["errgate.call_epoch"]() -> a number that changes at every
+ * eg_vm_pcall of the running VM: the sandbox's pcall resets its nesting
+ * count when a new call starts (a call stopped by its deadline may leave
+ * it counting frames that are gone). */
+static int call_epoch(lua_State *L) {
+    eg_vm *vm = g_running;
+    lua_pushnumber(L, vm ? (lua_Number)vm->calls : 0);
+    return 1;
+}
+
 /* Message handler: a C function, so the count hook never fires inside it. */
 static int traceback(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
@@ -253,6 +263,8 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
     vm->traceback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
     watch_add(vm);
+    lua_pushcfunction(L, call_epoch);
+    lua_setfield(L, LUA_REGISTRYINDEX, "errgate.call_epoch");
 
     /* package.path: the runtime's directory first. */
     const char *dir = eg_lua_dir();
@@ -335,6 +347,7 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     pthread_t self = pthread_self();
     if (!pthread_equal(vm->thread, self)) vm->thread = self; /* the watchdog reads it */
     vm->alloc_overdue = 0;
+    vm->calls++;
     atomic_store_explicit(&vm->deadline_ns, eg_now_ns() + (int64_t)vm->timeout_ms * 1000000,
                           memory_order_release);
     int rc = lua_pcall(L, nargs, nresults, base);

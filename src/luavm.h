@@ -15,6 +15,7 @@
 #include <lua.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "record.h"
@@ -38,6 +39,7 @@ typedef struct eg_vm {
     pthread_t thread;     /* the thread of the running call */
     size_t alloc_since_check;  /* bytes grown since the allocator last read the clock */
     int alloc_overdue;    /* the allocator refused growth past the deadline */
+    uint64_t calls;       /* eg_vm_pcall calls so far (the sandbox's call epoch) */
     struct eg_vm *wd_next, *wd_prev;  /* the watchdog's list of VMs */
 } eg_vm;
 

@@ -60,14 +60,16 @@ end
 
 -- cost(pat, len) -> estimated worst-case matcher steps of pat on len bytes.
 function pattern.cost(pat, len)
+  len = max(len, 1)
+  local scan = len * #pat
+  if scan > BUDGET then return scan end -- over already: no need to parse a long pattern
   local e = exponents[pat]
   if not e then
     e = exponent(pat)
     if cached >= CACHE_MAX then exponents, cached = {}, 0 end
     exponents[pat], cached = e, cached + 1
   end
-  len = max(len, 1)
-  return len ^ e + len * #pat
+  return len ^ e + scan
 end
 
 -- affordable(pat, len) -> boolean: cost(pat, len) is within BUDGET.

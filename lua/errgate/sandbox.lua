@@ -30,7 +30,9 @@
 -- sort's comparator (and its default order) and foreach's function are
 -- called through a Lua function, so the hook fires between two calls (a C
 -- function such as pcall passed as a callback would otherwise run a whole
--- scan without one VM instruction). Strings and tables cannot outgrow the
+-- scan without one VM instruction). pcall nests at most 200 deep and an
+-- xpcall handler runs after pcall has unwound (see xpcall below), so a
+-- stopped call unwinds fast. Strings and tables cannot outgrow the
 -- memory cap, and the allocator refuses growth past the deadline, so rep,
 -- concat, format and friends end with an error there.
 -- Left out on purpose: load, loadstring, loadfile, dofile, getfenv,
@@ -206,13 +208,36 @@ end
 -- raises at every instruction) is called again for its own error, forever,
 -- so the call never ends. Without the debug library the handler cannot
 -- tell the difference (it cannot look at the stack of the error anyway).
+-- pcall(f, ...): at most PCALL_DEPTH nested (deeper: false and a message,
+-- as for an error). LuaJIT's own pcall nests as deep as the Lua stack,
+-- tens of thousands of frames, and a call stopped by its deadline unwinds
+-- them one raise at a time (a second and more). The count restarts with
+-- each call from the C core (its call epoch), so a call stopped half-way
+-- does not leave it high; without the C core (specs) it is never reset.
 local real_pcall = pcall
+local PCALL_DEPTH = 200
+local call_epoch = debug.getregistry()["errgate.call_epoch"]
+local depth, depth_epoch = 0, nil
+local function leave(ok, ...)
+  depth = depth - 1
+  return ok, ...
+end
+local function pcall(f, ...)
+  if call_epoch then
+    local e = call_epoch()
+    if e ~= depth_epoch then depth, depth_epoch = 0, e end
+  end
+  if depth >= PCALL_DEPTH then return false, "pcall nested more than " .. PCALL_DEPTH .. " deep" end
+  depth = depth + 1
+  return leave(real_pcall(f, ...))
+end
+
 local function after_pcall(handler, ok, ...)
   if ok then return true, ... end
   return false, handler((...))
 end
 local function xpcall(f, handler, ...)
-  return after_pcall(handler, real_pcall(f, ...))
+  return after_pcall(handler, pcall(f, ...))
 end
 
 local function less(a, b) return a < b end
@@ -304,7 +329,7 @@ function sandbox.env(libdir, loaded)
   local e = {}
   for _, k in ipairs(BASE) do e[k] = _G[k] end
   e._VERSION = _VERSION
-  e.pairs, e.ipairs, e.next, e.xpcall = env_pairs, env_ipairs, env_next, xpcall
+  e.pairs, e.ipairs, e.next, e.pcall, e.xpcall = env_pairs, env_ipairs, env_next, pcall, xpcall
   e.string = copy(GUARDED_STRING)
   e.table = copy(GUARDED_TABLE)
   e.math = copy(math)

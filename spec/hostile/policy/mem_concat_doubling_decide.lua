@@ -1,5 +1,4 @@
 -- a string doubled until it no longer fits: falls back to hold at decide
--- error: memory
 -- (armed once define() has run its examples: the attack runs on real decisions only)
 local policy = require "errgate.policy"
 
