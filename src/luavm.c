@@ -10,7 +10,22 @@
  * without the JIT, paid per instruction, so the Lua side of a decision is
  * kept short. deadline_hook itself runs every HOOK_COUNT instructions (some
  * 25 us here: the overrun past a deadline stays far below any budget),
- * reads the clock, and does nothing between calls (deadline 0). */
+ * reads the clock, and does nothing between calls (deadline 0).
+ *
+ * The count hook alone cannot bound a call: one VM instruction may be a C
+ * function that runs long (a scan of a 30 MB string, a concatenation), and
+ * 10,000 of those pass before the hook looks at the clock. So the deadline
+ * is also watched from outside: a watchdog thread, started with the first
+ * VM, looks at the running calls every WATCH_MS and sends SIGURG to the
+ * thread of a call past its deadline; the handler (on that thread) sets
+ * the hook to fire at the very next instruction (lua_sethook is safe from a
+ * signal handler). A call then outruns its deadline by at most WATCH_MS
+ * plus the one C function running when it expired; the sandbox keeps each
+ * such function short (errgate.sandbox: guarded scans, callbacks made Lua
+ * functions) and the allocator refuses to grow a call past its deadline
+ * (checked once per ALLOC_CHECK bytes allocated), which ends a long build
+ * of a string or table with an error. Nothing of this costs a decision more
+ * than two relaxed atomic stores. */
 #include "luavm.h"
 #include "util.h"
 
@@ -18,14 +33,25 @@
 #include <luajit.h>
 #include <lualib.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The VM whose call is running. Only the loop thread calls into Lua and calls
- * do not nest across VMs, so one slot is enough for the hook to find it. */
-static eg_vm *g_running;
+/* The VM whose call is running on this thread (calls do not nest across
+ * VMs), for the hook and the watchdog's signal handler. */
+static _Thread_local eg_vm *g_running;
+
+#define WATCH_MS 5
+#define ALLOC_CHECK ((size_t)1 << 20)
+#define WATCH_SIGNAL SIGURG /* ignored by default: a stray one is harmless */
+
+/* Every live VM, for the watchdog (linked through wd_next/wd_prev). */
+static pthread_mutex_t g_vms_lock = PTHREAD_MUTEX_INITIALIZER;
+static eg_vm *g_vms;
+static pthread_once_t g_watch_once = PTHREAD_ONCE_INIT;
 
 /* 1 when dir holds the runtime (dir/errgate/runtime.lua is readable). */
 static int has_runtime(const char *dir) {
@@ -59,16 +85,95 @@ const char *eg_lua_dir(void) {
 
 #define HOOK_COUNT 10000
 
+/* 1 when a call is running on vm and its deadline has passed. */
+static int overdue(const eg_vm *vm) {
+    int64_t d = atomic_load_explicit(&vm->deadline_ns, memory_order_relaxed);
+    return d && eg_now_ns() > d;
+}
+
 /* Raises once the deadline has passed, and from then on fires at every
  * instruction: a policy's own pcall may catch one raise, but the very next
  * instruction of its caller raises again, outside that pcall. */
 static void deadline_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     eg_vm *vm = g_running;
-    if (vm && vm->deadline_ns && eg_now_ns() > vm->deadline_ns) {
+    if (vm && overdue(vm)) {
         lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1);
         luaL_error(L, "errgate: call exceeded its %d ms budget", vm->timeout_ms);
     }
+    /* fired early (a signal that raced the end of a call): back to normal */
+    if (lua_gethookcount(L) != HOOK_COUNT) lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
+}
+
+/* WATCH_SIGNAL handler, on the thread of an overdue call: the hook fires at
+ * the next instruction. Only async-signal-safe work (clock, lua_sethook). */
+static void on_watch_signal(int sig) {
+    (void)sig;
+    eg_vm *vm = g_running;
+    if (vm && overdue(vm)) lua_sethook(vm->L, deadline_hook, LUA_MASKCOUNT, 1);
+}
+
+/* The watchdog thread: every WATCH_MS, signals the thread of each call past
+ * its deadline (again at every round while it stays overdue). */
+static void *watchdog(void *arg) {
+    (void)arg;
+    struct timespec tick = {0, WATCH_MS * 1000000L};
+    for (;;) {
+        nanosleep(&tick, NULL);
+        pthread_mutex_lock(&g_vms_lock);
+        for (eg_vm *vm = g_vms; vm; vm = vm->wd_next) {
+            int64_t d = atomic_load_explicit(&vm->deadline_ns, memory_order_acquire);
+            if (d && eg_now_ns() > d) pthread_kill(vm->thread, WATCH_SIGNAL);
+        }
+        pthread_mutex_unlock(&g_vms_lock);
+    }
+    return NULL;
+}
+
+/* Installs the signal handler and starts the watchdog (once per process).
+ * The watchdog blocks every signal, so process signals go elsewhere. */
+static void watch_start(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_watch_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(WATCH_SIGNAL, &sa, NULL) != 0) return; /* the count hook still bounds Lua code */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_t t;
+    if (pthread_create(&t, NULL, watchdog, NULL) == 0) pthread_detach(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void watch_add(eg_vm *vm) {
+    pthread_once(&g_watch_once, watch_start);
+    pthread_mutex_lock(&g_vms_lock);
+    vm->wd_prev = NULL;
+    vm->wd_next = g_vms;
+    if (g_vms) g_vms->wd_prev = vm;
+    g_vms = vm;
+    pthread_mutex_unlock(&g_vms_lock);
+}
+
+static void watch_remove(eg_vm *vm) {
+    pthread_mutex_lock(&g_vms_lock);
+    if (vm->wd_prev) vm->wd_prev->wd_next = vm->wd_next;
+    else if (g_vms == vm) g_vms = vm->wd_next;
+    if (vm->wd_next) vm->wd_next->wd_prev = vm->wd_prev;
+    vm->wd_next = vm->wd_prev = NULL;
+    pthread_mutex_unlock(&g_vms_lock);
+}
+
+/* registry["errgate.call_epoch"]() -> a number that changes at every
+ * eg_vm_pcall of the running VM: the sandbox's pcall resets its nesting
+ * count when a new call starts (a call stopped by its deadline may leave
+ * it counting frames that are gone). */
+static int call_epoch(lua_State *L) {
+    eg_vm *vm = g_running;
+    lua_pushnumber(L, vm ? (lua_Number)vm->calls : 0);
+    return 1;
 }
 
 /* Message handler: a C function, so the count hook never fires inside it. */
@@ -116,7 +221,20 @@ static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         vm->mem_used -= old;
         return NULL;
     }
-    if (nsize > old && vm->mem_used + (nsize - old) > vm->mem_limit) return NULL;
+    if (nsize > old) {
+        if (vm->mem_used + (nsize - old) > vm->mem_limit) return NULL;
+        /* growth past the deadline fails: a long build of a string or table
+         * in one C call ends here (eg_vm_pcall reports the budget) */
+        vm->alloc_since_check += nsize - old;
+        if (vm->alloc_since_check >= ALLOC_CHECK) {
+            vm->alloc_since_check = 0;
+            if (overdue(vm)) {
+                vm->alloc_overdue = 1;
+                lua_sethook(vm->L, deadline_hook, LUA_MASKCOUNT, 1);
+                return NULL;
+            }
+        }
+    }
     void *q;
     if (ptr && oc >= 0 && oc == nc) {
         q = ptr; /* same class: the block already fits */
@@ -153,7 +271,9 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
     lua_pushcfunction(L, traceback);
     vm->traceback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
-
+    watch_add(vm);
+    lua_pushcfunction(L, call_epoch);
+    lua_setfield(L, LUA_REGISTRYINDEX, "errgate.call_epoch");
 
     /* package.path: the runtime's directory first. */
     const char *dir = eg_lua_dir();
@@ -184,6 +304,7 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
 
 void eg_vm_free(eg_vm *vm) {
     if (!vm) return;
+    if (vm->L) watch_remove(vm);
     if (vm->L) lua_close(vm->L);
     for (int c = 0; c < EG_VM_SMALL_MAX / 16; c++)
         while (vm->small[c]) {
@@ -232,13 +353,20 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     if (lua_gethookcount(L) != HOOK_COUNT || lua_gethook(L) != deadline_hook ||
         lua_gethookmask(L) != LUA_MASKCOUNT)
         lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
-    vm->deadline_ns = eg_now_ns() + (int64_t)vm->timeout_ms * 1000000;
+    pthread_t self = pthread_self();
+    if (!pthread_equal(vm->thread, self)) vm->thread = self; /* the watchdog reads it */
+    vm->alloc_overdue = 0;
+    vm->calls++;
+    atomic_store_explicit(&vm->deadline_ns, eg_now_ns() + (int64_t)vm->timeout_ms * 1000000,
+                          memory_order_release);
     int rc = lua_pcall(L, nargs, nresults, base);
-    vm->deadline_ns = 0;
+    atomic_store_explicit(&vm->deadline_ns, 0, memory_order_relaxed);
     g_running = prev;
     if (rc != 0) {
         const char *msg = lua_tostring(L, -1);
-        one_line(msg ? msg : "(error object is not a string)", err, errlen);
+        if (rc == LUA_ERRMEM && vm->alloc_overdue)
+            snprintf(err, errlen, "errgate: call exceeded its %d ms budget", vm->timeout_ms);
+        else one_line(msg ? msg : "(error object is not a string)", err, errlen);
         lua_settop(L, base - 1);
         /* LuaJIT has no emergency collection: without a full one now, the
          * garbage the failed call left behind fails the next calls too */

@@ -6,11 +6,16 @@
  * call into it goes through eg_vm_pcall: protected, with a traceback, and
  * with a wall-clock deadline enforced by the count hook; once the deadline
  * has passed the hook raises at every instruction, so a policy's own pcall
- * cannot swallow the timeout. A VM belongs to the loop thread. */
+ * cannot swallow the timeout; a watchdog thread makes the hook fire at the
+ * next instruction of a call past its deadline, so a run of slow C calls
+ * cannot outlast it either. A VM is used by one thread at a time. */
 #ifndef EG_LUAVM_H
 #define EG_LUAVM_H
 
 #include <lua.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "record.h"
@@ -30,7 +35,12 @@ typedef struct eg_vm {
     int runtime_ref;      /* registry ref of the errgate.runtime module */
     int traceback_ref;    /* registry ref of the pcall message handler */
     int timeout_ms;
-    int64_t deadline_ns;  /* 0 when no call is running */
+    _Atomic int64_t deadline_ns;  /* 0 when no call is running (read by the watchdog) */
+    pthread_t thread;     /* the thread of the running call */
+    size_t alloc_since_check;  /* bytes grown since the allocator last read the clock */
+    int alloc_overdue;    /* the allocator refused growth past the deadline */
+    uint64_t calls;       /* eg_vm_pcall calls so far (the sandbox's call epoch) */
+    struct eg_vm *wd_next, *wd_prev;  /* the watchdog's list of VMs */
 } eg_vm;
 
 /* The directory holding errgate/runtime.lua: $ERRGATE_LUA_DIR, else

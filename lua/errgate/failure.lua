@@ -62,6 +62,7 @@ end
 -- The structured error in a JSON response body, if there is one.
 function failure.body_error(body)
   if type(body) ~= "string" or not find(body, "^%s*{") then return nil end
+  if #body > CAP_BODY then return nil end -- a body is capped first (fill): no larger one is decoded
   return json_error(body)
 end
 

@@ -51,8 +51,21 @@ local schedule = require "errgate.schedule"
 
 local policy = {}
 
+-- Policy's methods live in their own table: a policy object's metatable is
+-- locked (__metatable) and reachable from no field (pol.__index is nil), so
+-- policy code cannot change the methods or metamethods the runtime and the
+-- C core use, nor set another metatable on the object. is() knows the
+-- objects define() built from a weak set, not from their metatable.
 local Policy = {}
-Policy.__index = Policy
+local POLICY_MT = { __index = Policy, __metatable = "errgate.policy" }
+local built = setmetatable({}, { __mode = "k" })
+
+-- new_policy(t) -> t as a Policy object
+local function new_policy(t)
+  setmetatable(t, POLICY_MT)
+  built[t] = true
+  return t
+end
 
 local KNOWN = {
   name = true, version = true, description = true,
@@ -121,7 +134,7 @@ local function build(spec)
   local schedules, rungs = schedule.compile_all(spec.retry)
   local route_fn, entries = route.compile(spec.route, schedules)
   local route_entries = type(spec.route) ~= "function" and entries or nil
-  local pol = setmetatable({
+  local pol = new_policy({
     name = spec.name,
     version = version,
     id = spec.name .. "@" .. version,
@@ -134,7 +147,7 @@ local function build(spec)
     redact = compile_redact(spec.redact),
     -- no function of the policy's own sees failure, ctx or record
     _private = type(spec.classify) ~= "function" and type(spec.route) ~= "function",
-  }, Policy)
+  })
   local classify_reads
   pol._classify, classify_reads = classify.compile(spec.classify)
   pol._reads_record = classify_reads or type(spec.route) == "function"
@@ -163,7 +176,7 @@ end
 
 -- is(v) -> boolean: v is a Policy built by define().
 function policy.is(v)
-  return getmetatable(v) == Policy
+  return built[v] == true
 end
 
 -- Policy:classify(failure, record) -> class, code
@@ -284,7 +297,7 @@ function Policy:with_random(fn)
   local copy = {}
   for k, v in pairs(self) do copy[k] = v end
   copy.random = fn
-  return setmetatable(copy, Policy)
+  return new_policy(copy)
 end
 
 return policy

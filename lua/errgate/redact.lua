@@ -19,6 +19,7 @@ local redact = {}
 -- the real gsub, held before errgate.sandbox.harden() guards string methods:
 -- these patterns are ours, bounded by SCAN_MAX and literal prefixes
 local gsub, find, lower = string.gsub, string.find, string.lower
+local affordable = require("errgate.pattern").affordable
 
 local MARK = "[REDACTED]"
 local SCAN_MAX = 4096
@@ -78,7 +79,16 @@ local function compute(s, limit, patterns)
   -- one anchored pass (cheap) tells whether the replacing pass has work
   if not find(s, "^[^%c]*$") then s = gsub(s, "[%c]", " ") end
   s = redact.secrets(s)
-  for i = 1, patterns and #patterns or 0 do s = gsub(s, patterns[i], MARK) end
+  for i = 1, patterns and #patterns or 0 do
+    -- the caller's patterns pass the pattern guard like a policy's own
+    -- string.gsub: they may come from anywhere, and may change after define
+    local pat = patterns[i]
+    if type(pat) ~= "string" then error(("redact: pattern %d is a %s, not a string"):format(i, type(pat)), 0) end
+    if not affordable(pat, #s) then
+      error(("redact: pattern %q is too costly on a %d-byte message"):format(pat:sub(1, 60), #s), 0)
+    end
+    s = gsub(s, pat, MARK)
+  end
   return redact.truncate(s, limit)
 end
 
@@ -90,7 +100,8 @@ local NO_PATTERNS = {}
 -- message(s, limit[, patterns]) -> string
 -- The header-safe form of a message: non-strings become "", control
 -- characters become spaces, secrets are redacted, then every match of the
--- policy's own patterns (checked affordable at define time), and the result
+-- policy's own patterns (checked affordable at define time, and again
+-- here: a caller's pattern too costly for the message raises), and the result
 -- is at most limit bytes. A pure function of its arguments, remembered for
 -- short messages: patterns must not change once used (a policy's are fixed
 -- by define()).

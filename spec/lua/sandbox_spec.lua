@@ -90,7 +90,7 @@ describe("the sandbox", function()
   it("does not fall through to native modules for unknown errgate names", function()
     local pol, err = rt.load_policy(write("req_so.lua", "local m = require 'errgate.native_thing'"))
     assert.is_nil(pol)
-    assert.matches(":1: require 'errgate%.native_thing': no such errgate module", err)
+    assert.matches(":1: require 'errgate%.native_thing' is not allowed", err)
   end)
 
   it("refuses bytecode", function()

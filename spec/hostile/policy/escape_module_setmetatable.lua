@@ -1,0 +1,7 @@
+-- setmetatable on a shared module to intercept its reads: refused at load
+-- error: protected metatable
+setmetatable(require("errgate.redact"), { __index = function() return print end })
+
+return require("errgate.policy").define { name = "hostile", version = 1,
+  classify = { { class = "unknown" } }, route = { default = "dlq" },
+  examples = { { failure = 500, expect = "dlq" } } }
