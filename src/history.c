@@ -6,6 +6,7 @@
  * entry is dropped and the array packed again, straight into the caller's
  * buffer (no allocation). */
 #include "history.h"
+#include "mpcheck.h"
 #include "util.h"
 
 #include <msgpack.h>
@@ -60,7 +61,8 @@ size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att
     *prev_bad = 0;
     if (prev && prevlen) {
         size_t off = 0;
-        if (msgpack_unpack_next(&up, prev, prevlen, &off) == MSGPACK_UNPACK_SUCCESS && off == prevlen &&
+        if (eg_mp_plausible(prev, prevlen) &&
+            msgpack_unpack_next(&up, prev, prevlen, &off) == MSGPACK_UNPACK_SUCCESS && off == prevlen &&
             up.data.type == MSGPACK_OBJECT_ARRAY) {
             old = up.data.via.array.ptr;
             nold = (int)up.data.via.array.size;
