@@ -124,7 +124,7 @@ fuzz: fuzz-build
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; cp -n spec/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  ERRGATE_LUA_DIR=$(CURDIR)/lua $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-	    -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \
+	    -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/$$t- \
 	    $(FUZZ_BUILD)/corpus/$$t 2>$(FUZZ_BUILD)/$$t.log || { tail -40 $(FUZZ_BUILD)/$$t.log; exit 1; }; \
 	  grep -E '^stat::number_of_executed_units|^Done' $(FUZZ_BUILD)/$$t.log | tr '\n' ' '; echo; \
 	done

@@ -19,6 +19,7 @@
  * and kept up to date by append and retire; only this process writes the
  * journal while it holds the lock. */
 #include "spill.h"
+#include "mpcheck.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -634,6 +635,10 @@ static int decode(eg_spill_scan *s, size_t n, eg_spill_rec *r, char *why, size_t
     msgpack_unpacked_destroy(&s->up);
     msgpack_unpacked_init(&s->up);
     size_t off = 0;
+    if (!eg_mp_plausible(s->buf, n)) { /* msgpack-c would allocate what a count claims */
+        snprintf(why, whylen, "bad payload: not MessagePack, or a count larger than the payload");
+        return -1;
+    }
     msgpack_unpack_return ur = msgpack_unpack_next(&s->up, s->buf, n, &off);
     if (ur != MSGPACK_UNPACK_SUCCESS) {
         snprintf(why, whylen, "bad payload: %s", ur == MSGPACK_UNPACK_CONTINUE ? "truncated MessagePack"
