@@ -25,7 +25,7 @@ static int fix_write(void *data, const char *buf, size_t len) {
         f->over = 1;
         return -1;
     }
-    memcpy(f->p + f->len, buf, len);
+    if (len) memcpy(f->p + f->len, buf, len); /* an empty str of the old header may come with buf NULL */
     f->len += len;
     return 0;
 }
