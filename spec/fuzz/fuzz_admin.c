@@ -5,7 +5,7 @@
  * the write side is shut, and the loop runs until the server has closed the
  * connection (at most 5 s: a connection the server keeps is a finding).
  * Contract checked: POST /reload runs only when the request carried the
- * token, and whatever comes back is an HTTP/1.x response. */
+ * token, and whatever comes back is an HTTP response. */
 #include "admin.h"
 #include "fuzz.h"
 #include "log.h"
@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -89,8 +90,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_admin) LLVMFuzzerInitialize(NULL, NULL);
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     FZ_CHECK(c >= 0, "socket: %s", strerror(errno));
-    FZ_CHECK(connect(c, (struct sockaddr *)&g_addr, sizeof g_addr) == 0, "connect: %s", strerror(errno));
-    fcntl(c, F_SETFL, O_NONBLOCK);
+    fcntl(c, F_SETFL, O_NONBLOCK); /* libFuzzer's timer signal must not interrupt a blocking connect */
+    if (connect(c, (struct sockaddr *)&g_addr, sizeof g_addr) != 0) {
+        FZ_CHECK(errno == EINPROGRESS || errno == EINTR, "connect: %s", strerror(errno));
+        struct pollfd pfd = {.fd = c, .events = POLLOUT};
+        int k;
+        while ((k = poll(&pfd, 1, 5000)) < 0 && errno == EINTR) {}
+        int so = 0;
+        socklen_t sl = sizeof so;
+        FZ_CHECK(k == 1 && getsockopt(c, SOL_SOCKET, SO_ERROR, &so, &sl) == 0 && so == 0, "connect: %s",
+                 strerror(so));
+    }
     int reloads = g_reloads;
     size_t sent = 0, got = 0;
     char head[16] = "";
@@ -122,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     close(c);
     event_base_loop(g_base, EVLOOP_NONBLOCK);
-    if (got) FZ_CHECK(!strncmp(head, "HTTP/1.", got < 7 ? got : 7), "response starts '%.15s'", head);
+    /* evhttp answers in the request's version ("GET / HTTP/0.1" gets HTTP/0.1) */
+    if (got) FZ_CHECK(!strncmp(head, "HTTP/", got < 5 ? got : 5), "response starts '%.15s'", head);
     if (g_reloads != reloads)
         FZ_CHECK(memmem(data, size, TOKEN, strlen(TOKEN)) != NULL, "a reload without the token");
     return 0;
