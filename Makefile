@@ -88,7 +88,7 @@ clean:
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="fuzz_x ..."]
 #                   builds every libFuzzer target in build-fuzz/ with clang
 #                   (ASan + UBSan + coverage) and runs each FUZZ_SECONDS on a
-#                   copy of its corpus; crashes land in build-fuzz/crash-*
+#                   copy of its corpus; findings land in build-fuzz/<target>-crash-*
 #   make fuzz-merge adds what a run found (build-fuzz/corpus/) to
 #                   spec/fuzz/corpus/, minimised
 # `make test` replays every corpus file through every harness, built with
@@ -104,7 +104,7 @@ FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/main.c
 FUZZ_REPLAYS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_ALL))
 FUZZ_COMMON  := spec/fuzz/common.c spec/fuzz/fuzz.h
 
-.PHONY: fuzz fuzz-build fuzz-merge
+.PHONY: fuzz fuzz-build fuzz-merge fuzz-clean fuzz-cc
 
 $(FUZZ_BUILD)/obj/%.o: src/%.c | $(FUZZ_BUILD)/obj
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PC_CFLAGS) -c $< -o $@
@@ -115,7 +115,10 @@ $(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(FUZZ_COMMON) $(FUZZ_OBJS)
 $(FUZZ_BUILD)/obj:
 	mkdir -p $@
 
-fuzz-build: check-deps $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
+fuzz-cc:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs $(FUZZ_CC) with libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1; }
+
+fuzz-build: check-deps fuzz-cc $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 
 # Each target runs on build-fuzz/corpus/<target> (seeded from the repo's
 # corpus); -timeout: an input slower than 10 s is a finding.
