@@ -1,6 +1,6 @@
 /* fuzz_headers.c — the header values the core reads as numbers or text:
  * retry.count, errgate.not-before, error.status, original.* (eg_uint_parse,
- * record.c), errgate.replays (eg_replays_parse), any value shown by `dlq
+ * record.c), errgate.id (eg_id_valid), errgate.replays (eg_replays_parse), any value shown by `dlq
  * tail` (eg_printable) and read as a time (eg_parse_time_ms) or as a dlq
  * state document (eg_json_get_str, dlq_util.c). Input: a header list
  * (fuzz.h's format); every known name is looked up and every reader run on
@@ -69,6 +69,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (!v) continue;
         check_printable(v, n);
+
+        if (eg_id_valid(v, n)) { /* TOPIC/PARTITION/OFFSET of [a-zA-Z0-9._-] and digits */
+            size_t slashes = 0;
+            for (size_t i = 0; i < n; i++) {
+                slashes += v[i] == '/';
+                FZ_CHECK(v[i] == '/' || v[i] == '.' || v[i] == '_' || v[i] == '-' || (v[i] >= '0' && v[i] <= '9') ||
+                             ((v[i] | 0x20) >= 'a' && (v[i] | 0x20) <= 'z'),
+                         "eg_id_valid accepts byte %02x", v[i]);
+            }
+            FZ_CHECK(slashes == 2 && n <= EG_ID_MAX && v[n - 1] != '/', "eg_id_valid accepts '%.*s'", (int)n, v);
+        }
 
         char *s = malloc(n + 1); /* NUL-terminated copy, as the command line readers get it */
         memcpy(s, v, n);
