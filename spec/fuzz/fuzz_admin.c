@@ -1,5 +1,7 @@
-/* fuzz_admin.c — the admin endpoint (admin.c over libevent's evhttp):
- * request line, headers, body and the bearer-token check. One server on
+/* fuzz_admin.c — the admin endpoint (admin.c): its request parser
+ * (eg_admin_parse) called directly on the input and on a few of its
+ * prefixes (as bytes arrive), then the whole server: request line, headers,
+ * body, routing and the bearer-token check. One server on
  * 127.0.0.1 (a free port) with a token file and stub operations lives for
  * the process; each input is written as it is to a fresh TCP connection,
  * the write side is shut, and the loop runs until the server has closed the
@@ -70,7 +72,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     g_base = event_base_new();
     static const eg_admin_ops ops = {op_metrics, op_ready, op_json, op_json, op_reload};
     char err[512];
-    g_admin = eg_admin_new(g_base, "127.0.0.1:0", tok, &ops, NULL, err, sizeof err);
+    g_admin = eg_admin_new(g_base, "127.0.0.1:0", tok, 64, &ops, NULL, err, sizeof err);
     FZ_CHECK(g_admin != NULL, "%s", err);
     int port = listening_port(before, nbefore);
     FZ_CHECK(port > 0, "the admin's listening socket was not found");
@@ -86,8 +88,34 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* eg_admin_parse's contract on data[0..n). */
+static void check_parse(const uint8_t *data, size_t n) {
+    eg_admin_req rq;
+    memset(&rq, 'X', sizeof rq);
+    int rc = eg_admin_parse((const char *)data, n, &rq);
+    FZ_CHECK(rc == 1 || rc == 0 || rc == -400 || rc == -411 || rc == -413 || rc == -431 || rc == -505,
+             "eg_admin_parse returned %d", rc);
+    if (rc != 1) return;
+    FZ_CHECK(rq.header_len <= n && rq.header_len <= EG_ADMIN_MAX_REQUEST, "header_len %zu of %zu", rq.header_len, n);
+    FZ_CHECK(rq.content_length <= EG_ADMIN_MAX_REQUEST, "content_length %zu", rq.content_length);
+    FZ_CHECK(memchr(rq.target, 0, sizeof rq.target) && memchr(rq.path, 0, sizeof rq.path), "target/path unterminated");
+    FZ_CHECK(rq.path[0] == '/', "path '%.20s'", rq.path);
+    FZ_CHECK(rq.method >= EG_ADMIN_GET && rq.method <= EG_ADMIN_OTHER, "method %d", (int)rq.method);
+    if (rq.authorization)
+        FZ_CHECK((const uint8_t *)rq.authorization >= data &&
+                     (const uint8_t *)rq.authorization + rq.authorization_len <= data + rq.header_len,
+                 "authorization outside the head");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_admin) LLVMFuzzerInitialize(NULL, NULL);
+    /* exact-size copies, so that a read past the end is caught */
+    for (size_t n = size; n > 0; n = n > 16 ? n / 2 : 0) {
+        uint8_t *cp = malloc(n);
+        memcpy(cp, data, n);
+        check_parse(cp, n);
+        free(cp);
+    }
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     FZ_CHECK(c >= 0, "socket: %s", strerror(errno));
     fcntl(c, F_SETFL, O_NONBLOCK); /* libFuzzer's timer signal must not interrupt a blocking connect */
