@@ -599,23 +599,6 @@ static int load_all(loadctx *c) {
     return 0;
 }
 
-/* load_all under lua_cpcall: the table comes through the registry (ref in
- * the context), c->rc gets load_all's result. Whatever raises inside (a
- * __gc finalizer of the file's objects run by a collection, an allocation
- * failure) ends here instead of in an unprotected panic. */
-typedef struct vcall {
-    loadctx *c;
-    int ref, rc;
-} vcall;
-
-static int validate(lua_State *L) {
-    vcall *v = lua_touserdata(L, 1);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, v->ref);
-    v->c->L = L;
-    v->rc = load_all(v->c);
-    return 0;
-}
-
 int eg_config_from_table(lua_State *L, const char *path, eg_config *cfg, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
     cfg->path = eg_xstrdup(path);
@@ -624,18 +607,10 @@ int eg_config_from_table(lua_State *L, const char *path, eg_config *cfg, char *e
     loadctx c = {.L = L, .cfg = cfg, .dir = eg_xstrdup(dirname(tmp)), .err = err, .errlen = errlen};
     free(tmp);
     int top = lua_gettop(L), rc;
-    if (lua_type(L, -1) != LUA_TTABLE) {
+    if (lua_type(L, -1) != LUA_TTABLE)
         rc = fail(&c, "the file must return a table (got %s)", lua_typename(L, lua_type(L, -1)));
-    } else {
-        lua_pushvalue(L, -1);
-        vcall v = {.c = &c, .ref = luaL_ref(L, LUA_REGISTRYINDEX), .rc = -1};
-        if (lua_cpcall(L, validate, &v) != 0) {
-            const char *m = lua_tostring(L, -1);
-            v.rc = fail(&c, "%s", m ? m : "error while validating");
-        }
-        luaL_unref(L, LUA_REGISTRYINDEX, v.ref);
-        rc = v.rc;
-    }
+    else
+        rc = load_all(&c);
     lua_settop(L, top);
     free(c.dir);
     if (rc != 0) eg_config_free(cfg);

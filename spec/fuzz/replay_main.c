@@ -2,14 +2,16 @@
  * libFuzzer: `fuzz_NAME FILE|DIR...` feeds each file (a directory: each of
  * its files, in name order) to LLVMFuzzerTestOneInput once and prints a TAP
  * line per file. Built with the normal compiler (and under SAN=1 the
- * sanitizers) for `make test`: a crash or a broken contract (FZ_CHECK
- * aborts) ends the run, and the "running" line above it names the file. */
+ * sanitizers) for `make test`: a crash, a broken contract (FZ_CHECK
+ * aborts) or an input still running after 60 s ends the run, and the
+ * "running" line above it names the file. */
 #include "fuzz.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv) { return 0; }
 
@@ -33,7 +35,9 @@ static void run_file(const char *path) {
     memcpy(data, buf, n);
     free(buf);
     fprintf(stderr, "running %s\n", path);
+    alarm(60); /* a hang is a finding too: SIGALRM ends the run */
     LLVMFuzzerTestOneInput(data, n);
+    alarm(0);
     free(data);
     printf("ok %d - %s\n", ++g_n, path);
 }
