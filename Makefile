@@ -132,3 +132,72 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)
 
 -include $(OBJS:.o=.d)
+
+# ---- fuzzing (spec/fuzz/README.md) ------------------------------------------
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="fuzz_x ..."]
+#                   builds every libFuzzer target in build-fuzz/ with clang
+#                   (ASan + UBSan + coverage) and runs each FUZZ_SECONDS on a
+#                   copy of its corpus; findings land in build-fuzz/<target>-crash-*
+#   make fuzz-merge adds what a run found (build-fuzz/corpus/) to
+#                   spec/fuzz/corpus/, minimised
+# `make test` replays every corpus file through every harness, built with
+# $(CC) (and the sanitizers under SAN=1): no clang needed.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_ALL     := $(patsubst spec/fuzz/%.c,%,$(wildcard spec/fuzz/fuzz_*.c))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter \
+                -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -MMD -MP
+FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS)))
+FUZZ_REPLAYS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_ALL))
+FUZZ_COMMON  := spec/fuzz/common.c spec/fuzz/fuzz.h
+
+.PHONY: fuzz fuzz-build fuzz-merge fuzz-clean fuzz-cc
+
+$(FUZZ_BUILD)/obj/%.o: src/%.c | $(FUZZ_BUILD)/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PC_CFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(FUZZ_COMMON) $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PC_CFLAGS) -Isrc -o $@ $< spec/fuzz/common.c $(FUZZ_OBJS) $(PC_LIBS)
+
+$(FUZZ_BUILD)/obj:
+	mkdir -p $@
+
+fuzz-cc:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs $(FUZZ_CC) with libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1; }
+
+fuzz-build: check-deps fuzz-cc $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
+
+# Each target runs on build-fuzz/corpus/<target> (seeded from the repo's
+# corpus); -timeout: an input slower than 10 s is a finding.
+fuzz: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; cp -n spec/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  ERRGATE_LUA_DIR=$(CURDIR)/lua $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	    -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/$$t- \
+	    $(FUZZ_BUILD)/corpus/$$t 2>$(FUZZ_BUILD)/$$t.log || { tail -40 $(FUZZ_BUILD)/$$t.log; exit 1; }; \
+	  grep -E '^stat::number_of_executed_units|^Done' $(FUZZ_BUILD)/$$t.log | tr '\n' ' '; echo; \
+	done
+
+fuzz-merge: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  [ -d $(FUZZ_BUILD)/corpus/$$t ] || continue; \
+	  ERRGATE_LUA_DIR=$(CURDIR)/lua $(FUZZ_BUILD)/$$t -merge=1 -timeout=10 spec/fuzz/corpus/$$t $(FUZZ_BUILD)/corpus/$$t \
+	    2>$(FUZZ_BUILD)/$$t.merge.log; echo "fuzz-merge: $$t: $$(ls spec/fuzz/corpus/$$t | wc -l) files"; \
+	done
+
+# The corpus replays of `make test` (spec/fuzz/replay_main.c, no libFuzzer).
+$(BUILD)/fuzz/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/replay_main.c $(FUZZ_COMMON) $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< spec/fuzz/replay_main.c spec/fuzz/common.c $(LIB_OBJS) \
+	  $(LDFLAGS) $(PC_LIBS)
+
+test: $(FUZZ_REPLAYS)
+
+clean: fuzz-clean
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
+
+-include $(FUZZ_OBJS:.o=.d)

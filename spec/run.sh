@@ -35,6 +35,18 @@ run_suite() {
 for t in "$BUILD"/test_*; do
   [ -x "$t" ] && run_suite "c/$(basename "$t")" "$t"
 done
+# every fuzz corpus file through its harness once (spec/fuzz/README.md)
+fuzz_replay() {
+  local t n=0 rc=0
+  for t in "$BUILD"/fuzz/fuzz_*; do
+    [ -x "$t" ] || continue
+    n=$((n + 1))
+    ERRGATE_LUA_DIR=$PWD/lua "$t" "spec/fuzz/corpus/$(basename "$t")" || rc=1
+  done
+  [ "$n" != 0 ] || { echo "not ok 1 - no $BUILD/fuzz/fuzz_* (make test builds them)"; return 1; }
+  return $rc
+}
+run_suite "fuzz/corpus" fuzz_replay
 # busted runs under LuaJIT (the runtime's language); --lua=luajit would re-exec
 # through sh with the ';' of --lpath unquoted, so call the runner directly.
 run_suite "lua/busted" luajit /usr/bin/busted -o TAP --lpath='lua/?.lua;lua/?/init.lua' spec/lua

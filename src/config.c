@@ -10,6 +10,7 @@
 #include <lua.h>
 #include <lualib.h>
 #include <libgen.h>
+#include <math.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,10 +65,18 @@ static int only_keys(loadctx *c, const char *where, const char *const *known) {
     return 0;
 }
 
+/* Pushes t[key] of the table t at the stack top, read raw: a metamethod
+ * of the file's tables never runs outside the protected call that ran the
+ * file (it could raise or loop where nothing catches it). */
+static void rawfield(lua_State *L, const char *key) {
+    lua_pushstring(L, key);
+    lua_rawget(L, -2);
+}
+
 /* Field readers: each reads t[key] of the table at the stack top. `name` is
  * the dotted key for messages. A missing optional field keeps the default. */
 static int get_string(loadctx *c, const char *key, const char *name, int required, char **out) {
-    lua_getfield(c->L, -1, key);
+    rawfield(c->L, key);
     int t = lua_type(c->L, -1);
     if (t == LUA_TNIL) {
         lua_pop(c->L, 1);
@@ -85,7 +94,7 @@ static int get_string(loadctx *c, const char *key, const char *name, int require
 }
 
 static int get_int(loadctx *c, const char *key, const char *name, int min, int max, int *out) {
-    lua_getfield(c->L, -1, key);
+    rawfield(c->L, key);
     int t = lua_type(c->L, -1);
     if (t == LUA_TNIL) {
         lua_pop(c->L, 1);
@@ -93,15 +102,15 @@ static int get_int(loadctx *c, const char *key, const char *name, int min, int m
     }
     lua_Number v = lua_tonumber(c->L, -1);
     lua_pop(c->L, 1);
-    if (t != LUA_TNUMBER || v != (lua_Number)(long long)v)
-        return fail(c, "%s: expected an integer", name);
+    /* floor, not a cast: 1e300 or inf in a long long is undefined */
+    if (t != LUA_TNUMBER || v != floor(v)) return fail(c, "%s: expected an integer", name);
     if (v < min || v > max) return fail(c, "%s: %g is out of range [%d, %d]", name, v, min, max);
     *out = (int)v;
     return 0;
 }
 
 static int get_number(loadctx *c, const char *key, const char *name, double min, double max, double *out) {
-    lua_getfield(c->L, -1, key);
+    rawfield(c->L, key);
     int t = lua_type(c->L, -1);
     lua_Number v = lua_tonumber(c->L, -1);
     lua_pop(c->L, 1);
@@ -113,7 +122,7 @@ static int get_number(loadctx *c, const char *key, const char *name, double min,
 }
 
 static int get_bool(loadctx *c, const char *key, const char *name, int *out) {
-    lua_getfield(c->L, -1, key);
+    rawfield(c->L, key);
     int t = lua_type(c->L, -1);
     int v = lua_toboolean(c->L, -1);
     lua_pop(c->L, 1);
@@ -126,7 +135,7 @@ static int get_bool(loadctx *c, const char *key, const char *name, int *out) {
 /* Pushes t[key] if it is a table (returns 1), leaves nothing and returns 0
  * if nil, fails on another type (returns -1). */
 static int push_table(loadctx *c, const char *key, const char *name) {
-    lua_getfield(c->L, -1, key);
+    rawfield(c->L, key);
     int t = lua_type(c->L, -1);
     if (t == LUA_TTABLE) return 1;
     lua_pop(c->L, 1);
@@ -214,7 +223,7 @@ static int load_source(loadctx *c) {
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'source'");
     if (only_keys(c, "source", keys) < 0) return -1;
-    lua_getfield(L, -1, "topics");
+    rawfield(L, "topics");
     if (lua_type(L, -1) != LUA_TTABLE) {
         lua_pop(L, 2);
         return fail(c, "source.topics: expected a list of topic names");
@@ -322,10 +331,10 @@ static int load_target(loadctx *c) {
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'target'");
     if (only_keys(c, "target", keys) < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
-    lua_getfield(L, -1, "http");
+    rawfield(L, "http");
     int has_http = !lua_isnil(L, -1);
     lua_pop(L, 1);
-    lua_getfield(L, -1, "lua");
+    rawfield(L, "lua");
     int has_lua = !lua_isnil(L, -1);
     lua_pop(L, 1);
     if (has_http == has_lua) {
@@ -590,37 +599,42 @@ static int load_all(loadctx *c) {
     return 0;
 }
 
-int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
+int eg_config_from_table(lua_State *L, const char *path, eg_config *cfg, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
     cfg->path = eg_xstrdup(path);
     set_defaults(cfg);
     char *tmp = eg_xstrdup(path);
-    loadctx c = {.cfg = cfg, .dir = eg_xstrdup(dirname(tmp)), .err = err, .errlen = errlen};
+    loadctx c = {.L = L, .cfg = cfg, .dir = eg_xstrdup(dirname(tmp)), .err = err, .errlen = errlen};
     free(tmp);
-    int rc = -1;
-    c.L = luaL_newstate();
-    if (!c.L) {
-        fail(&c, "cannot create a Lua state");
-        goto out;
-    }
-    luaL_openlibs(c.L);
-    if (access(path, R_OK) != 0) {
-        fail(&c, "cannot read file");
-        goto out;
-    }
-    if (luaL_loadfile(c.L, path) != 0 || lua_pcall(c.L, 0, 1, 0) != 0) {
-        snprintf(err, errlen, "config %s", lua_tostring(c.L, -1));
-        goto out;
-    }
-    if (lua_type(c.L, -1) != LUA_TTABLE) {
-        fail(&c, "the file must return a table (got %s)", lua_typename(c.L, lua_type(c.L, -1)));
-        goto out;
-    }
-    rc = load_all(&c);
-out:
-    if (c.L) lua_close(c.L);
+    int top = lua_gettop(L), rc;
+    if (lua_type(L, -1) != LUA_TTABLE)
+        rc = fail(&c, "the file must return a table (got %s)", lua_typename(L, lua_type(L, -1)));
+    else
+        rc = load_all(&c);
+    lua_settop(L, top);
     free(c.dir);
     if (rc != 0) eg_config_free(cfg);
+    return rc;
+}
+
+int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    lua_State *L = luaL_newstate();
+    if (!L) {
+        snprintf(err, errlen, "config %s: cannot create a Lua state", path);
+        return -1;
+    }
+    luaL_openlibs(L);
+    int rc = -1;
+    if (access(path, R_OK) != 0) {
+        snprintf(err, errlen, "config %s: cannot read file", path);
+    } else if (luaL_loadfile(L, path) != 0 || lua_pcall(L, 0, 1, 0) != 0) {
+        const char *m = lua_tostring(L, -1);
+        snprintf(err, errlen, "config %s", m ? m : "(error object is not a string)");
+    } else {
+        rc = eg_config_from_table(L, path, cfg, err, errlen);
+    }
+    lua_close(L);
     return rc;
 }
 

@@ -66,6 +66,15 @@ typedef struct eg_config {
 /* Loads and validates `path`. On success returns 0 and fills *cfg. On error
  * returns -1, fills err with a one-line message and leaves *cfg empty. */
 int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen);
+
+struct lua_State;
+
+/* The validation half of eg_config_load: checks the table at the top of L's
+ * stack (what the file at path returned; path names it in messages and its
+ * directory resolves relative paths) and fills *cfg, with the same results
+ * and messages. The stack is left as it was. Reads the table raw: no
+ * metamethod of it runs. */
+int eg_config_from_table(struct lua_State *L, const char *path, eg_config *cfg, char *err, size_t errlen);
 void eg_config_free(eg_config *cfg);
 
 /* Looks up a kafka property set by the file; NULL if absent. */

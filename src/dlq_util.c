@@ -311,7 +311,8 @@ int eg_replay_filter_match(const eg_replay_filter *f, const eg_lane_view *v) {
 long eg_replays_parse(const void *val, size_t len) {
     if (!val) return 0;
     char buf[24];
-    if (len == 0 || len >= sizeof buf) return -1;
+    /* a NUL inside would end the text early: "0\0junk" is not a count */
+    if (len == 0 || len >= sizeof buf || memchr(val, 0, len)) return -1;
     memcpy(buf, val, len);
     buf[len] = '\0';
     long n;

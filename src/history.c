@@ -6,6 +6,7 @@
  * entry is dropped and the array packed again, straight into the caller's
  * buffer (no allocation). */
 #include "history.h"
+#include "mpcheck.h"
 #include "util.h"
 
 #include <msgpack.h>
@@ -24,7 +25,7 @@ static int fix_write(void *data, const char *buf, size_t len) {
         f->over = 1;
         return -1;
     }
-    memcpy(f->p + f->len, buf, len);
+    if (len) memcpy(f->p + f->len, buf, len); /* an empty str of the old header may come with buf NULL */
     f->len += len;
     return 0;
 }
@@ -60,7 +61,8 @@ size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att
     *prev_bad = 0;
     if (prev && prevlen) {
         size_t off = 0;
-        if (msgpack_unpack_next(&up, prev, prevlen, &off) == MSGPACK_UNPACK_SUCCESS && off == prevlen &&
+        if (eg_mp_plausible(prev, prevlen) &&
+            msgpack_unpack_next(&up, prev, prevlen, &off) == MSGPACK_UNPACK_SUCCESS && off == prevlen &&
             up.data.type == MSGPACK_OBJECT_ARRAY) {
             old = up.data.via.array.ptr;
             nold = (int)up.data.via.array.size;

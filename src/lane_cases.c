@@ -164,11 +164,11 @@ static int int_value(const unsigned char *v, size_t n, long long *out) {
 /* Appends ,"name":{...} with the fields of one profile that m carries;
  * nothing when it carries none. */
 static void put_profile(struct evbuffer *b, const char *name, const field *fields,
-                        const rd_kafka_message_t *m) {
+                        const rd_kafka_headers_t *h) {
     int n = 0;
     for (const field *f = fields; f->header; f++) {
         size_t len = 0;
-        const void *v = eg_header(m, f->header, &len);
+        const void *v = eg_headers_get(h, f->header, &len);
         if (!v) continue;
         if (n++ == 0) evbuffer_add_printf(b, ",\"%s\":{", name);
         else evbuffer_add(b, ",", 1);
@@ -195,11 +195,10 @@ static int profile_header(const char *name) {
 
 /* Appends ,"headers":{...}: the record's own headers (names that are UTF-8
  * text), the last value of each name. */
-static void put_headers(struct evbuffer *b, const rd_kafka_message_t *m) {
-    rd_kafka_headers_t *h = NULL;
+static void put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
     evbuffer_add(b, ",\"headers\":{", 12);
     int n = 0;
-    if (rd_kafka_message_headers(m, &h) == 0) {
+    if (h) {
         const char *name;
         const void *v;
         size_t len;
@@ -214,13 +213,20 @@ static void put_headers(struct evbuffer *b, const rd_kafka_message_t *m) {
             for (size_t j = 0; j < i && !seen; j++)
                 if (rd_kafka_header_get_all(h, j, &prev, &pv, &plen) == 0 && strcmp(prev, name) == 0) seen = 1;
             if (seen) continue;
-            v = eg_header(m, name, &len);
+            v = eg_headers_get(h, name, &len);
             if (n++) evbuffer_add(b, ",", 1);
             put_key(b, name);
             put_value(b, v, len);
         }
     }
     evbuffer_add(b, "}", 1);
+}
+
+void eg_lane_cases_put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
+    put_profile(b, "errgate", errgate_fields, h);
+    put_profile(b, "spring", spring_fields, h);
+    put_profile(b, "connect", connect_fields, h);
+    put_headers(b, h);
 }
 
 typedef struct reader {
@@ -241,10 +247,9 @@ static int on_record(const rd_kafka_message_t *m, void *arg) {
     evbuffer_add_printf(b, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":%lld},\"key\":", (int)m->partition,
                         (long long)m->offset, (long long)ts);
     put_value(b, m->key, m->key_len);
-    put_profile(b, "errgate", errgate_fields, m);
-    put_profile(b, "spring", spring_fields, m);
-    put_profile(b, "connect", connect_fields, m);
-    put_headers(b, m);
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(m, &h) != 0) h = NULL;
+    eg_lane_cases_put_headers(b, h);
     evbuffer_add(b, "}\n", 2);
     r->records++;
     if (r->limit > 0 && r->records >= r->limit) {

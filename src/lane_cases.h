@@ -55,4 +55,12 @@ int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_c
 
 void eg_lane_cases_free(eg_lane_cases *c);
 
+struct evbuffer;
+
+/* Appends the header part of one line to b: the ,"errgate", ,"spring" and
+ * ,"connect" objects a record's headers h call for, then ,"headers":{...}
+ * (h may be NULL: no headers). Each member starts with a comma, so this
+ * follows the "key" member of the line. Reads h only. */
+void eg_lane_cases_put_headers(struct evbuffer *b, const rd_kafka_headers_t *h);
+
 #endif

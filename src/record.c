@@ -39,13 +39,18 @@ void eg_failure_clear(eg_failure *f) {
     f->retry_after_ms = -1;
 }
 
-const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len) {
-    rd_kafka_headers_t *h = NULL;
+const void *eg_headers_get(const rd_kafka_headers_t *h, const char *name, size_t *len) {
     const void *v = NULL;
     size_t n = 0;
-    if (rd_kafka_message_headers(m, &h) != 0 || rd_kafka_header_get_last(h, name, &v, &n) != 0) return NULL;
+    if (!h || rd_kafka_header_get_last(h, name, &v, &n) != 0) return NULL;
     if (len) *len = n;
     return v;
+}
+
+const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len) {
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(m, &h) != 0) return NULL;
+    return eg_headers_get(h, name, len);
 }
 
 int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
@@ -60,14 +65,21 @@ int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size
     return 0;
 }
 
+int64_t eg_uint_parse(const void *v, size_t n) {
+    const unsigned char *s = v;
+    if (!s || n == 0 || n > 19) return -1; /* 19 digits: at most 9999999999999999999 */
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        x = x * 10 + (uint64_t)(s[i] - '0');
+    }
+    return x > (uint64_t)INT64_MAX ? -1 : (int64_t)x;
+}
+
 int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name) {
-    char buf[24];
     size_t n = 0;
-    if (!eg_header(m, name, &n) || n == 0 || n > 19 || eg_header_str(m, name, buf, sizeof buf) != 0)
-        return -1; /* absent, empty, or longer than any int64 */
-    char *end = NULL;
-    long long x = strtoll(buf, &end, 10);
-    return *end || x < 0 ? -1 : (int64_t)x;
+    const void *v = eg_header(m, name, &n);
+    return eg_uint_parse(v, n);
 }
 
 int eg_record_retry_count(const eg_record *r) {

@@ -138,12 +138,20 @@ typedef struct eg_record {
  * absent (a present header with a NULL value also gives NULL). */
 const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len);
 
+/* The same lookup in a header list (h may be NULL: no headers). */
+const void *eg_headers_get(const rd_kafka_headers_t *h, const char *name, size_t *len);
+
+/* v[0..n) (v may be NULL) as a non-negative decimal integer: 1 to 19 ASCII
+ * digits and nothing else (no sign, no blanks). Returns it, or -1 when v is
+ * NULL, empty, not such a number, or larger than INT64_MAX. */
+int64_t eg_uint_parse(const void *v, size_t n);
+
 /* The last header called name as a NUL-terminated string (truncated to
  * outlen - 1 bytes). Returns 0, or -1 (out = "") when absent. */
 int eg_header_str(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen);
 
-/* The header called name on m as a non-negative decimal integer, or -1
- * when absent, empty, signed or not a number that fits an int64. */
+/* The header called name on m as a non-negative decimal integer
+ * (eg_uint_parse), or -1 when absent or not such a number. */
 int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name);
 
 /* The record's retry.count header (rungs climbed): 0 when absent or

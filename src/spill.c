@@ -26,6 +26,7 @@
  * and kept up to date by append and retire; only this process writes the
  * journal while it holds the lock. */
 #include "spill.h"
+#include "mpcheck.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -710,71 +711,15 @@ static const void *bin_ptr(const msgpack_object *o) {
     return o->via.bin.size ? o->via.bin.ptr : "";
 }
 
-/* Walks the MessagePack in p[0..n) without allocating. Returns -1 when a
- * container declares more elements than bytes are left (every element takes
- * one at least): msgpack-c would allocate for the declared count first (a
- * 5-byte payload can ask for 100 GiB). Anything else, malformed or cut
- * short, returns 0 and is left to msgpack-c to report. */
-static int mp_counts_fit(const unsigned char *p, size_t n) {
-    size_t pos = 0;
-    uint64_t need = 1;
-    while (need > 0 && pos < n) {
-        unsigned b = p[pos++];
-        need--;
-        uint64_t skip = 0, count = 0;
-        unsigned lenbytes = 0;
-        if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc1 || b == 0xc2 || b == 0xc3) {
-            /* one byte */
-        } else if (b <= 0x8f) {
-            count = 2u * (b & 0x0f);
-        } else if (b <= 0x9f) {
-            count = b & 0x0f;
-        } else if (b <= 0xbf) {
-            skip = b & 0x1f;
-        } else {
-            switch (b) {
-            case 0xc4: case 0xd9: lenbytes = 1; break;                    /* bin8, str8 */
-            case 0xc5: case 0xda: case 0xdc: case 0xde: lenbytes = 2; break; /* bin16, str16, array16, map16 */
-            case 0xc6: case 0xdb: case 0xdd: case 0xdf: lenbytes = 4; break; /* bin32, str32, array32, map32 */
-            case 0xc7: lenbytes = 1; skip = 1; break;                     /* ext8: length, type */
-            case 0xc8: lenbytes = 2; skip = 1; break;
-            case 0xc9: lenbytes = 4; skip = 1; break;
-            case 0xcc: case 0xd0: skip = 1; break;
-            case 0xcd: case 0xd1: skip = 2; break;
-            case 0xca: case 0xce: case 0xd2: skip = 4; break;
-            case 0xcb: case 0xcf: case 0xd3: skip = 8; break;
-            case 0xd4: skip = 2; break;                                   /* fixext: type + data */
-            case 0xd5: skip = 3; break;
-            case 0xd6: skip = 5; break;
-            case 0xd7: skip = 9; break;
-            default: skip = 17; break;                                    /* 0xd8 fixext16 */
-            }
-        }
-        if (lenbytes) {
-            if (n - pos < lenbytes) return 0;
-            uint64_t v = 0;
-            for (unsigned i = 0; i < lenbytes; i++) v = v << 8 | p[pos++];
-            if (b == 0xdc || b == 0xdd) count = v;
-            else if (b == 0xde || b == 0xdf) count = 2 * v;
-            else skip += v;
-        }
-        if (skip > n - pos) return 0;
-        pos += (size_t)skip;
-        need += count;
-        if (need > n - pos) return -1;
-    }
-    return 0;
-}
-
 /* Decodes a verified payload into *r. Returns 0, or -1 with why. */
 static int decode(eg_spill_scan *s, size_t n, eg_spill_rec *r, char *why, size_t whylen) {
     msgpack_unpacked_destroy(&s->up);
     msgpack_unpacked_init(&s->up);
-    if (mp_counts_fit((const unsigned char *)s->payload, n) != 0) {
-        snprintf(why, whylen, "bad payload: a MessagePack container declares more elements than the frame holds");
+    size_t off = 0;
+    if (!eg_mp_plausible(s->payload, n)) { /* msgpack-c would allocate what a count claims */
+        snprintf(why, whylen, "bad payload: not MessagePack, or a count larger than the payload");
         return -1;
     }
-    size_t off = 0;
     msgpack_unpack_return ur = msgpack_unpack_next(&s->up, s->payload, n, &off);
     if (ur != MSGPACK_UNPACK_SUCCESS) {
         snprintf(why, whylen, "bad payload: %s", ur == MSGPACK_UNPACK_CONTINUE ? "truncated MessagePack"
