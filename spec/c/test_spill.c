@@ -363,9 +363,9 @@ static void test_bad_frames(void) {
         {"a length over the cap", "x", "length", 1, 0x7fffffffu},
         {"a zero length", "", "length", 0, 0},
         /* containers whose declared counts would make msgpack-c allocate GiBs */
-        {"an array declaring 2^32-1 elements", "\xdd\xff\xff\xff\xff", "more elements", 5, 0},
-        {"a header array declaring 2^28 entries", "\x81\xa7headers\xdd\x10\x00\x00\x00", "more elements", 14, 0},
-        {"a map declaring 65535 entries", "\xde\xff\xff\xa1k\xc0", "more elements", 6, 0},
+        {"an array declaring 2^32-1 elements", "\xdd\xff\xff\xff\xff", "count larger than the payload", 5, 0},
+        {"a header array declaring 2^28 entries", "\x81\xa7headers\xdd\x10\x00\x00\x00", "count larger than the payload", 14, 0},
+        {"a map declaring 65535 entries", "\xde\xff\xff\xa1k\xc0", "count larger than the payload", 6, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tmpdir(dir, sizeof dir);

@@ -4,9 +4,10 @@
  * the mode, the rest is the segment file. Mode bit 0 set: before writing,
  * every frame header met while walking the bytes (magic, length that fits)
  * gets the right CRC, so the payload decoder sees mutated payloads instead
- * of CRC mismatches. Every returned frame must satisfy spill.h's record
- * contract; a scan must end (at most one frame per 13 bytes) and repeat its
- * answer once it stopped. */
+ * of CRC mismatches. The memory scanner's good frames and damaged regions
+ * must tile the input exactly; the file scanner must find the same frames
+ * and regions and read each frame again by its offset; every frame must
+ * satisfy spill.h's record contract. */
 #include "fuzz.h"
 #include "spill.h"
 
@@ -49,45 +50,80 @@ static void check_rec(const eg_spill_rec *r) {
     (void)sum;
 }
 
+/* What eg_spill_scan_buf reported: good frames and damaged regions must
+ * tile the bytes exactly, in order, from 0 to the end. */
+typedef struct {
+    uint64_t pos, frames, damaged;
+    uint64_t offs[64];
+} tiling;
+
+static int on_piece(void *arg, const eg_spill_rec *rec, uint64_t off, uint64_t len, const char *reason) {
+    tiling *t = arg;
+    FZ_CHECK(off == t->pos, "piece at %llu, expected %llu", (unsigned long long)off, (unsigned long long)t->pos);
+    FZ_CHECK(len > 0, "an empty piece at %llu", (unsigned long long)off);
+    if (rec) {
+        FZ_CHECK(reason == NULL, "a frame with a reason");
+        FZ_CHECK(len >= EG_SPILL_FRAME_HDR + 1, "a frame of %llu bytes", (unsigned long long)len);
+        check_rec(rec);
+        if (t->frames < 64) t->offs[t->frames] = off;
+        t->frames++;
+    } else {
+        FZ_CHECK(reason && reason[0], "a damaged region without a reason");
+        t->damaged++;
+    }
+    t->pos = off + len;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
     static char path[300];
     if (!path[0]) snprintf(path, sizeof path, "%s/spill-0000000000000001.eg", fz_tmpdir());
-    uint8_t *buf = malloc(size);
-    memcpy(buf, data + 1, size - 1);
-    if (data[0] & 1) fix_crcs(buf, size - 1);
+    size_t n = size - 1;
+    uint8_t *buf = malloc(n ? n : 1);
+    memcpy(buf, data + 1, n);
+    if (data[0] & 1) fix_crcs(buf, n);
+
+    /* the memory scanner: pieces tile the input */
+    tiling t = {0};
+    FZ_CHECK(eg_spill_scan_buf(buf, n, on_piece, &t) == 0, "scan_buf stopped by itself");
+    FZ_CHECK(t.pos == n, "pieces end at %llu of %zu", (unsigned long long)t.pos, n);
+
+    /* the file scanner agrees with it, and re-reads every frame it found */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     FZ_CHECK(fd >= 0, "cannot create %s", path);
-    FZ_CHECK(write(fd, buf, size - 1) == (ssize_t)(size - 1), "short write");
+    FZ_CHECK(write(fd, buf, n) == (ssize_t)n, "short write");
     close(fd);
     free(buf);
-
     char err[256];
     eg_spill_scan *s = eg_spill_scan_open(path, err, sizeof err);
     FZ_CHECK(s != NULL, "scan_open: %s", err);
     eg_spill_rec r;
-    uint64_t offs[64];
-    size_t nframes = 0, steps = 0;
+    uint64_t frames = 0, damaged = 0, steps = 0;
     int rc;
-    while ((rc = eg_spill_scan_next(s, &r)) == 1) {
-        check_rec(&r);
+    while ((rc = eg_spill_scan_next(s, &r)) != 0) {
         const eg_spill_scan_state *st = eg_spill_scan_state_get(s);
-        FZ_CHECK(st->next <= size - 1, "next %llu past the file", (unsigned long long)st->next);
-        if (nframes < 64) offs[nframes] = st->offset;
-        nframes++;
-        FZ_CHECK(++steps <= size / 13 + 1, "more frames than the bytes can hold");
+        FZ_CHECK(!st->ioerr, "an I/O error on a plain file: %s", st->reason);
+        if (rc == 1) {
+            check_rec(&r);
+            frames++;
+        } else {
+            FZ_CHECK(rc == -1 && st->bad_len > 0 && st->reason[0], "damage without a region or reason");
+            damaged++;
+        }
+        FZ_CHECK(st->next <= n, "next %llu past the file", (unsigned long long)st->next);
+        FZ_CHECK(++steps <= n + 1, "the scan does not advance");
     }
-    const eg_spill_scan_state *st = eg_spill_scan_state_get(s);
-    FZ_CHECK(st->frames == nframes, "frames %llu, returned %zu", (unsigned long long)st->frames, nframes);
-    FZ_CHECK(rc == 0 ? !st->bad : st->bad, "rc %d with bad %d", rc, st->bad);
-    if (rc < 0) FZ_CHECK(st->reason[0] != '\0', "a bad frame without a reason");
-    FZ_CHECK(eg_spill_scan_next(s, &r) == rc, "the scan did not repeat its answer");
-    for (size_t i = 0; i < nframes && i < 64; i++) {
-        FZ_CHECK(eg_spill_scan_at(s, offs[i], &r) == 1, "frame at %llu unreadable on the second read",
-                 (unsigned long long)offs[i]);
+    FZ_CHECK(frames == t.frames && damaged == t.damaged, "file scan %llu frames %llu damaged, buffer scan %llu, %llu",
+             (unsigned long long)frames, (unsigned long long)damaged, (unsigned long long)t.frames,
+             (unsigned long long)t.damaged);
+    FZ_CHECK(eg_spill_scan_next(s, &r) == 0, "a finished scan did not stay finished");
+    for (uint64_t i = 0; i < t.frames && i < 64; i++) {
+        FZ_CHECK(eg_spill_scan_at(s, t.offs[i], &r) == 1, "frame at %llu unreadable on the second read",
+                 (unsigned long long)t.offs[i]);
         check_rec(&r);
     }
-    (void)eg_spill_scan_at(s, size / 2, &r);
+    (void)eg_spill_scan_at(s, n / 2, &r);
     eg_spill_scan_close(s);
     return 0;
 }
