@@ -3,7 +3,8 @@
  * One evhttp server with a generic callback that routes on method and path.
  * Limits keep a slow or hostile client from costing memory: small header and
  * body caps and a short per-connection timeout. Bodies are built in an
- * evbuffer and sent in one reply; nothing blocks. The token lives in memory
+ * evbuffer and sent in one reply; nothing blocks (POST /reload is answered
+ * when its reload, built off the loop, ends). The token lives in memory
  * only for the server's life and is wiped when the server is freed. */
 #include "admin.h"
 #include "log.h"
@@ -95,6 +96,32 @@ static int authorized(eg_admin *a, struct evhttp_request *req) {
     return 1;
 }
 
+/* A POST /reload waiting for its reload to end (evhttp keeps an unanswered
+ * request alive even when the client goes away). */
+typedef struct pending_reload {
+    eg_admin *a;
+    struct evhttp_request *req;
+} pending_reload;
+
+static void reload_done(void *arg, int rc, const char *err) {
+    pending_reload *pr = arg;
+    eg_admin *a = pr->a;
+    struct evbuffer *b = evbuffer_new();
+    if (rc == 0) {
+        evbuffer_add_printf(b, "{\"result\":\"reloaded\",\"policy\":");
+    } else {
+        evbuffer_add_printf(b, "{\"result\":\"failed\",\"error\":");
+        eg_json_str(b, err);
+        evbuffer_add_printf(b, ",\"policy\":");
+    }
+    a->ops.policy(a->arg, b);
+    evbuffer_add(b, "}", 1);
+    if (rc == 0) reply_json(pr->req, 200, "OK", b);
+    else reply_json(pr->req, 422, "Unprocessable Entity", b);
+    evbuffer_free(b);
+    free(pr);
+}
+
 static void on_request(struct evhttp_request *req, void *arg) {
     eg_admin *a = arg;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
@@ -108,20 +135,10 @@ static void on_request(struct evhttp_request *req, void *arg) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
             reply_error(req, 405, "Method Not Allowed", "use POST");
         } else if (authorized(a, req)) {
-            char err[1024];
-            if (a->ops.reload(a->arg, "admin", err, sizeof err) == 0) {
-                evbuffer_add_printf(b, "{\"result\":\"reloaded\",\"policy\":");
-                a->ops.policy(a->arg, b);
-                evbuffer_add(b, "}", 1);
-                reply_json(req, 200, "OK", b);
-            } else {
-                evbuffer_add_printf(b, "{\"result\":\"failed\",\"error\":");
-                eg_json_str(b, err);
-                evbuffer_add_printf(b, ",\"policy\":");
-                a->ops.policy(a->arg, b);
-                evbuffer_add(b, "}", 1);
-                reply_json(req, 422, "Unprocessable Entity", b);
-            }
+            pending_reload *pr = eg_xcalloc(1, sizeof *pr);
+            pr->a = a;
+            pr->req = req;
+            a->ops.reload(a->arg, "admin", reload_done, pr);
         }
     } else if (!get) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");

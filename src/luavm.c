@@ -23,9 +23,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The VM whose call is running. Only the loop thread calls into Lua and calls
- * do not nest across VMs, so one slot is enough for the hook to find it. */
-static eg_vm *g_running;
+/* The VM whose call is running on this thread (a policy reload builds on a
+ * worker while the loop decides); calls do not nest across VMs, so one slot
+ * per thread is enough for the hook to find it. */
+static _Thread_local eg_vm *g_running;
 
 const char *eg_lua_dir(void) {
     static char dir[PATH_MAX];
