@@ -1,7 +1,7 @@
 -- attack: Policy.scalar_decider is replaced by one whose decision function answers tables with metamethods instead of strings and numbers; expect: every decision falls back to hold (invalid answer), the gateway keeps running
 local policy = require "errgate.policy"
 local pol = policy.define { name = "meta_decider", version = "1",
-  classify = { { class = "any" } }, route = { any = "dlq", default = "dlq" } }
+  classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }
 local Policy = pol.__index
 local trap = setmetatable({}, {
   __index = function() while true do end end, __len = function() while true do end end,

@@ -2,4 +2,4 @@
 local policy = require "errgate.policy"
 while true do end
 return policy.define { name = "reload_budget_burn", version = "1",
-  classify = { { class = "any" } }, route = { any = "dlq", default = "dlq" } }
+  classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }

@@ -2,4 +2,4 @@
 local policy = require "errgate.policy"
 for i = 1, 1e9 do pcall(function() while true do end end) end
 return policy.define { name = "reload_budget_pcall", version = "1",
-  classify = { { class = "any" } }, route = { any = "dlq", default = "dlq" } }
+  classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }

@@ -6,6 +6,6 @@ return policy.define { name = "reload_decide_hoard", version = "1",
     if record and not hoard then
       pcall(function() while true do hoard = { hoard } end end)
     end
-    return "any"
+    return "permanent"
   end,
-  route = { any = "dlq", default = "dlq" } }
+  route = { permanent = "dlq", default = "dlq" } }

@@ -2,8 +2,8 @@
 local policy = require "errgate.policy"
 local hoard
 local pol = policy.define { name = "reload_memory_hoard", version = "1",
-  classify = function(f, record) return record and "any" or "any" end,
-  route = { any = "dlq", default = "dlq" } }
+  classify = function(f, record) return record and "permanent" or "permanent" end,
+  route = { permanent = "dlq", default = "dlq" } }
 pcall(function() local s = {} for i = 1, 1e9 do s[i] = ("x"):rep(1000) .. i end hoard = s end)
 pcall(function() while true do hoard = { hoard } end end)
 return pol
