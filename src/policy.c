@@ -197,6 +197,7 @@ static int load_protected(lua_State *L) {
         return 0;
     }
     lua_pop(L, 1);
+    p->vm->timeout_ms = p->timeout_ms; /* from here on, the decision budget */
     raw_field(L, -1, "name");
     raw_field(L, -2, "version");
     snprintf(p->id, sizeof p->id, "%s@%s+%.8s", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "unnamed",
@@ -235,7 +236,6 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
         eg_policy_free(p);
         return NULL;
     }
-    vm->timeout_ms = timeout_ms;
     p->loaded_at = eg_wall_ms();
     return p;
 }
