@@ -35,12 +35,10 @@ install() { cp "$1" "$T/next.lua" && mv "$T/next.lua" "$T/policy.lua"; }
 decisions() { grep -c '"event":"decision"' "$T/gw.err"; }
 handled() { wc -l <"$T/ok.log"; }
 
-# (d) a load budget burnt at top level
-cat >"$T/burn.lua" <<'LUA'
-local policy = require "errgate.policy"
-while true do end
-return policy.define { name = "burn", version = "1", classify = { { class = "any" } }, route = { default = "dlq" } }
-LUA
+# (d) a load budget burnt at top level; (c) the Policy metatable's __index
+# redefined: both from the hostile corpus
+cp "$ROOT/spec/hostile/policy/reload_budget_burn.lua" "$T/burn.lua"
+cp "$ROOT/spec/hostile/policy/meta_index_loop.lua" "$T/meta.lua"
 sleep 1
 install "$T/burn.lua"
 kill -HUP "$GW_PID"
@@ -65,20 +63,6 @@ check "/healthz answered every 50 ms probe within 300 ms throughout (max ${worst
 
 # (c) the Policy metatable's __index redefined; a POST /reload during the
 # build of a slow policy waits for the build after it (coalesced)
-cat >"$T/meta.lua" <<'LUA'
-local policy = require "errgate.policy"
-local pol = policy.define { name = "meta", version = "1",
-  classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }
-local Policy = pol.__index
-local methods = {}
-for k, v in pairs(Policy) do methods[k] = v end
-pol.name, pol.version, pol.id = nil, nil, nil
-Policy.__index = function(t, k)
-  if methods[k] ~= nil then return methods[k] end
-  while true do end
-end
-return pol
-LUA
 install "$T/burn.lua"
 kill -HUP "$GW_PID"
 sleep 0.5
