@@ -9,7 +9,8 @@
 #      and redefines __index (removing name and version, looping on any
 #      missing field) is reloaded: the C core reads it raw, the gateway keeps
 #      deciding with it (its decisions are logged), and a POST /reload that
-#      came while a build ran is answered once its own build ends.
+#      came while a build ran is answered once its own build ends; one
+#      whose client gave up before the end is forgotten safely.
 # Then the base policy comes back and every record has its one outcome.
 source "$(dirname "$0")/lib.sh"
 N=${OFFLOOP_RECORDS:-6000}
@@ -77,6 +78,16 @@ META_ID=$(sed -n 's/.*"id":"\(unnamed@0+[0-9a-f]*\)".*/\1/p' "$T/reload.json")
 wait_for 30 grep -q "\"event\":\"decision\".*\"policy\":\"$META_ID\"" "$T/gw.err" &&
   ok "the gateway keeps deciding with it" || not_ok "no decision by $META_ID"
 check "the gateway is alive" kill -0 "$GW_PID"
+
+# a client that gives up on its POST /reload before the build ends: the
+# answer goes nowhere, the gateway lives on
+install "$T/burn.lua"
+nfail=$(grep -c '"event":"reload","result":"failed"' "$T/gw.err")
+curl -s -m 1 -o /dev/null -X POST -H "Authorization: Bearer offloop-token" "http://$ADDR/reload"
+failed_more() { [ "$(grep -c '"event":"reload","result":"failed"' "$T/gw.err")" -gt "$nfail" ]; }
+wait_for 30 failed_more && ok "a reload whose client left is still refused after its budget" || not_ok "no reload ended"
+check "the gateway is alive and /healthz answers after it" \
+  bash -c "kill -0 $GW_PID && curl -sf -m 1 http://$ADDR/healthz >/dev/null"
 
 install "$T/base.lua"
 code=$(curl -s -m 60 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer offloop-token" "http://$ADDR/reload")
