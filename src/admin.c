@@ -370,9 +370,9 @@ static void on_read(struct bufferevent *bev, void *arg) {
     }
     if (rc == 0 || len < rq.header_len + rq.content_length) return; /* more to come */
     answer an = {.body = evbuffer_new()};
-    evbuffer_drain(in, len);
-    if (route(c->a, c, &rq, &an) == 0) send_answer(c, &rq, &an);
+    if (route(c->a, c, &rq, &an) == 0) send_answer(c, &rq, &an); /* rq points into in */
     evbuffer_free(an.body);
+    evbuffer_drain(in, len);
 }
 
 static void on_written(struct bufferevent *bev, void *arg) {
