@@ -15,7 +15,9 @@
  *   - one request per connection: the answer says "Connection: close".
  * The request parser (eg_admin_parse) is a pure function over bytes, so it
  * is unit-tested and fuzzed alone. Bodies are built in an evbuffer and sent
- * in one reply; nothing blocks. The token lives in memory only for the
+ * in one reply; nothing blocks: POST /reload is answered when its reload,
+ * built off the loop, ends (the connection waits without a deadline, the
+ * build being bounded by its budget; a client gone meanwhile is forgotten). The token lives in memory only for the
  * server's life and is wiped when the server is freed. */
 #include "admin.h"
 #include "log.h"
@@ -59,6 +61,7 @@ struct conn {
     struct bufferevent *bev;
     struct event *deadline;
     int answered;      /* the answer is queued; close once it is written */
+    struct pending_reload *reload; /* a POST /reload waiting for its reload, or NULL */
     conn *prev, *next;
 };
 
@@ -134,8 +137,44 @@ static int authorized(eg_admin *a, const eg_admin_req *rq, answer *an) {
     return 1;
 }
 
-/* Routes one parsed request into an. */
-static void route(eg_admin *a, const eg_admin_req *rq, answer *an) {
+/* A POST /reload waiting for its reload to end: c is NULL once the client's
+ * connection is gone. */
+struct pending_reload {
+    eg_admin *a;
+    conn *c;
+};
+typedef struct pending_reload pending_reload;
+
+static void send_answer(conn *c, const eg_admin_req *rq, answer *an);
+
+/* The reload's outcome, answered to the connection still waiting for it. */
+static void reload_done(void *arg, int rc, const char *err) {
+    pending_reload *pr = arg;
+    if (pr->c) {
+        eg_admin *a = pr->a;
+        answer an = {.body = evbuffer_new()};
+        struct evbuffer *b = an.body;
+        if (rc == 0) {
+            evbuffer_add_printf(b, "{\"result\":\"reloaded\",\"policy\":");
+        } else {
+            evbuffer_add_printf(b, "{\"result\":\"failed\",\"error\":");
+            eg_json_str(b, err);
+            evbuffer_add_printf(b, ",\"policy\":");
+        }
+        a->ops.policy(a->arg, b);
+        evbuffer_add(b, "}", 1);
+        if (rc == 0) reply_json(&an, 200, "OK");
+        else reply_json(&an, 422, "Unprocessable Entity");
+        pr->c->reload = NULL;
+        send_answer(pr->c, NULL, &an);
+        evbuffer_free(an.body);
+    }
+    free(pr);
+}
+
+/* Routes one parsed request of c into an. Returns 1 when the answer comes
+ * later (POST /reload), else 0. */
+static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
     const char *path = rq->path;
     int get = rq->method == EG_ADMIN_GET || rq->method == EG_ADMIN_HEAD;
     struct evbuffer *b = an->body;
@@ -144,20 +183,13 @@ static void route(eg_admin *a, const eg_admin_req *rq, answer *an) {
             snprintf(an->extra, sizeof an->extra, "Allow: POST\r\n");
             reply_error(an, 405, "Method Not Allowed", "use POST");
         } else if (authorized(a, rq, an)) {
-            char err[1024];
-            if (a->ops.reload(a->arg, "admin", err, sizeof err) == 0) {
-                evbuffer_add_printf(b, "{\"result\":\"reloaded\",\"policy\":");
-                a->ops.policy(a->arg, b);
-                evbuffer_add(b, "}", 1);
-                reply_json(an, 200, "OK");
-            } else {
-                evbuffer_add_printf(b, "{\"result\":\"failed\",\"error\":");
-                eg_json_str(b, err);
-                evbuffer_add_printf(b, ",\"policy\":");
-                a->ops.policy(a->arg, b);
-                evbuffer_add(b, "}", 1);
-                reply_json(an, 422, "Unprocessable Entity");
-            }
+            pending_reload *pr = eg_xcalloc(1, sizeof *pr);
+            pr->a = a;
+            pr->c = c;
+            c->reload = pr;
+            evtimer_del(c->deadline); /* the build is bounded by its budget */
+            a->ops.reload(a->arg, "admin", reload_done, pr);
+            return 1;
         }
     } else if (!get) {
         snprintf(an->extra, sizeof an->extra, "Allow: GET, HEAD\r\n");
@@ -188,6 +220,7 @@ static void route(eg_admin *a, const eg_admin_req *rq, answer *an) {
         reply_error(an, 404, "Not Found",
                     "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload)");
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -280,6 +313,7 @@ int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq) {
 
 static void conn_free(conn *c) {
     eg_admin *a = c->a;
+    if (c->reload) c->reload->c = NULL; /* its reload's answer goes nowhere */
     if (c->prev) c->prev->next = c->next;
     else a->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -323,7 +357,7 @@ static void send_refusal(conn *c, int code) {
 
 static void on_read(struct bufferevent *bev, void *arg) {
     conn *c = arg;
-    if (c->answered) return;
+    if (c->answered || c->reload) return;
     struct evbuffer *in = bufferevent_get_input(bev);
     size_t len = evbuffer_get_length(in);
     size_t peek = len < EG_ADMIN_MAX_REQUEST ? len : EG_ADMIN_MAX_REQUEST;
@@ -336,8 +370,7 @@ static void on_read(struct bufferevent *bev, void *arg) {
     }
     if (rc == 0 || len < rq.header_len + rq.content_length) return; /* more to come */
     answer an = {.body = evbuffer_new()};
-    route(c->a, &rq, &an);
-    send_answer(c, &rq, &an);
+    if (route(c->a, c, &rq, &an) == 0) send_answer(c, &rq, &an); /* rq points into in */
     evbuffer_free(an.body);
     evbuffer_drain(in, len);
 }

@@ -17,6 +17,9 @@
 #include <event2/event.h>
 #include <stddef.h>
 
+/* Ends a POST /reload: rc 0 (reloaded) or -1 with the reason in err. */
+typedef void (*eg_admin_reload_done)(void *req, int rc, const char *err);
+
 typedef struct eg_admin_ops {
     /* Appends the Prometheus exposition to out. */
     void (*metrics)(void *arg, struct evbuffer *out);
@@ -25,9 +28,11 @@ typedef struct eg_admin_ops {
     /* Appends a JSON object describing the policy / the lanes. */
     void (*policy)(void *arg, struct evbuffer *out);
     void (*lanes)(void *arg, struct evbuffer *out);
-    /* Reloads the policy ("admin" or "sighup" trigger). Returns 0, or -1
-     * with the reason in err (the old policy stays). */
-    int (*reload)(void *arg, const char *trigger, char *err, size_t errlen);
+    /* Starts reloading the policy ("admin" trigger) and returns at once;
+     * calls done(req, ...) exactly once, later, on the loop thread, when the
+     * reload ended (the old policy stays on failure) — and always before the
+     * server is freed. The reply waits for it; the loop does not. */
+    void (*reload)(void *arg, const char *trigger, eg_admin_reload_done done, void *req);
 } eg_admin_ops;
 
 typedef struct eg_admin eg_admin;

@@ -1275,6 +1275,7 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
 }
 
 static void gateway_free(eg_gw *gw) {
+    eg_gw_reload_stop(gw); /* answers reloads still waiting, before the admin goes */
     eg_admin_free(gw->admin);
     gw->admin = NULL;
     /* borrowers first: the producer may still point into records' messages */

@@ -4,7 +4,8 @@
  * those files includes it.
  *
  * Locality: everything here is owned and touched by the event-loop thread
- * only (librdkafka's statistics callback checks it runs there). */
+ * only (librdkafka's statistics callback checks it runs there); a policy
+ * build's worker thread touches only its own build (see gw_reload.c). */
 #ifndef EG_GW_H
 #define EG_GW_H
 
@@ -42,6 +43,7 @@ enum {
 #define POLL_TICK_MS 1000    /* keep polling (group membership) even when idle */
 
 struct eg_gw;
+typedef struct eg_gw_reloader eg_gw_reloader; /* gw_reload.c */
 
 /* A retry rung topic the gateway consumes: one per source topic and rung
  * name. Rungs are never forgotten while the process runs (records may sit
@@ -141,6 +143,7 @@ typedef struct eg_gw {
     int64_t policy_size;
     char last_reload_error[512];   /* "" after a good reload or none */
     int64_t last_reload_ms;        /* wall-clock ms of the last attempt, 0 none */
+    eg_gw_reloader *reloader;      /* policy builds off the loop, NULL before the first */
 } eg_gw;
 
 /* gateway.c */
@@ -171,10 +174,6 @@ void eg_gw_rungs_free(eg_gw *gw);
 
 /* gw_admin.c */
 
-/* The one reload path (SIGHUP, file change, POST /reload); on success the
- * rung topics follow the new policy. Returns 0 or -1 with err. */
-int eg_gw_reload(void *gw, const char *trigger, char *err, size_t errlen);
-
 /* Builds the metrics registry and the families the loop updates. */
 void eg_gw_metrics_new(eg_gw *gw);
 /* Breaker transition hook: logs and counts. */
@@ -183,6 +182,19 @@ void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_b
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
 /* librdkafka statistics callback (consumer lag per partition). */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+/* gw_reload.c */
+
+/* The one reload path (SIGHUP, file change, POST /reload): starts building
+ * the policy file afresh off the loop, or, while a build runs, asks for one
+ * more after it. Never waits. When the build that serves this request ends
+ * (swapped in, or refused and the old policy kept), done(req, rc, err) runs
+ * on the loop (done may be NULL). On success the rung topics follow the new
+ * policy. */
+void eg_gw_reload_request(void *gw, const char *trigger, eg_admin_reload_done done, void *req);
+/* Ends reloading: joins a running build (bounded by the load budget), drops
+ * its result and answers every waiter with an error. Call before the admin
+ * endpoint is freed. */
+void eg_gw_reload_stop(eg_gw *gw);
 /* Starts watching the policy file (a change reloads it). */
 void eg_gw_watch_start(eg_gw *gw);
 #define EG_POLICY_WATCH_MS 1000

@@ -1,8 +1,8 @@
 /* gw_admin.c — what `errgate run` shows about itself: the metrics registry
  * and its scrape-time gauges, the admin views (/readyz, /policy, /lanes),
- * librdkafka statistics (consumer lag), the end-of-run summary, and the one
- * reload path shared by SIGHUP, a change of the policy file and POST
- * /reload (eg_gw_reload).
+ * librdkafka statistics (consumer lag) and the end-of-run summary. (The
+ * reload path POST /reload shares with SIGHUP and the file watch is
+ * gw_reload.c.)
  *
  * The admin endpoint runs on the loop's event base, so these handlers read
  * the gateway's state between two events without locks. Per-record paths
@@ -11,13 +11,11 @@
 #include "gw.h"
 #include "log.h"
 #include "redact.h"
-#include "sha256.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* Splits "name@version" into its parts (version "" when absent). */
 static void policy_name_version(const eg_policy *p, char *name, size_t nlen, char *ver, size_t vlen) {
@@ -232,92 +230,6 @@ static void gw_lanes_json(void *arg, struct evbuffer *out) {
     evbuffer_add_printf(out, "]}");
 }
 
-/* The one reload path (POST /reload, SIGHUP, the file watch): on failure
- * the old policy keeps deciding and the error is kept for /policy; on
- * success new ladder rungs are subscribed to. */
-static int policy_stat(const eg_gw *gw, int64_t *mtime_ns, int64_t *size);
-
-int eg_gw_reload(void *arg, const char *trigger, char *err, size_t errlen) {
-    eg_gw *gw = arg;
-    /* whatever the trigger, the file watch has now seen this version */
-    policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size);
-    char before[256];
-    eg_strlcpy(before, eg_policy_id(gw->policy), sizeof before);
-    gw->last_reload_ms = eg_wall_ms();
-    int64_t t0 = eg_now_ms();
-    if (eg_policy_reload(&gw->policy, err, errlen) != 0) {
-        char clean[sizeof gw->last_reload_error];
-        eg_redact(err, strlen(err), clean, sizeof clean);
-        eg_strlcpy(gw->last_reload_error, clean, sizeof gw->last_reload_error);
-        eg_strlcpy(err, clean, errlen);
-        const char *v[1] = {"failure"};
-        (*eg_counter(gw->m.reloads, v))++;
-        eg_logline l;
-        if (eg_log_begin(&l, EG_WARN, "reload")) {
-            eg_log_str(&l, "result", "failed");
-            eg_log_str(&l, "trigger", trigger);
-            eg_log_str(&l, "policy", before);
-            eg_log_str(&l, "error", clean);
-            eg_log_end(&l);
-        }
-        return -1;
-    }
-    gw->last_reload_error[0] = '\0';
-    if (eg_gw_rungs_sync(gw) && eg_gw_subscribe(gw, err, errlen) != 0)
-        eg_log_msg(EG_ERROR, "subscribe_failed", "new rung topics: %s", err);
-    eg_gw_rungs_recheck(gw); /* delays may have changed */
-    const char *v[1] = {"success"};
-    (*eg_counter(gw->m.reloads, v))++;
-    eg_logline l;
-    if (eg_log_begin(&l, EG_INFO, "reload")) {
-        eg_log_str(&l, "result", "ok");
-        eg_log_str(&l, "trigger", trigger);
-        eg_log_str(&l, "policy", eg_policy_id(gw->policy));
-        eg_log_str(&l, "previous", before);
-        eg_log_int(&l, "took_ms", eg_now_ms() - t0);
-        eg_log_end(&l);
-    }
-    return 0;
-}
-
-/* Stats the policy file into *mtime_ns and *size; -1 when it cannot. */
-static int policy_stat(const eg_gw *gw, int64_t *mtime_ns, int64_t *size) {
-    struct stat st;
-    if (stat(eg_policy_path(gw->policy), &st) != 0) return -1;
-    *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    *size = (int64_t)st.st_size;
-    return 0;
-}
-
-/* Once a second: a policy file whose modification time or size changed,
- * and whose content differs from the policy deciding now, is reloaded (once
- * per change: a broken edit is not retried until the file changes again). */
-static void on_watch(evutil_socket_t fd, short what, void *arg) {
-    eg_gw *gw = arg;
-    int64_t mt, sz;
-    char sha[65];
-    if (gw->stopping || policy_stat(gw, &mt, &sz) != 0) return;
-    if (mt == gw->policy_mtime_ns && sz == gw->policy_size) return;
-    gw->policy_mtime_ns = mt;
-    gw->policy_size = sz;
-    if (eg_sha256_file_hex(eg_policy_path(gw->policy), sha) == 0 && strcmp(sha, eg_policy_sha256(gw->policy)) == 0)
-        return; /* touched, not changed */
-    char err[1024];
-    eg_gw_reload(gw, "file", err, sizeof err);
-}
-
-void eg_gw_watch_start(eg_gw *gw) {
-    if (policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size) != 0) return;
-    gw->watch_ev = event_new(gw->base, -1, EV_PERSIST, on_watch, gw);
-    struct timeval tv = {EG_POLICY_WATCH_MS / 1000, (EG_POLICY_WATCH_MS % 1000) * 1000};
-    event_add(gw->watch_ev, &tv);
-}
-
-void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg) {
-    char err[1024];
-    eg_gw_reload(arg, "sighup", err, sizeof err);
-}
-
 /* Builds the registry and the families the loop updates. */
 void eg_gw_metrics_new(eg_gw *gw) {
     static const char *const l_topic[] = {"topic"};
@@ -433,7 +345,7 @@ void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_
 /* Starts the admin endpoint when configured. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
-    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload};
+    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload_request};
     gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file,
                              gw->cfg->admin_max_connections, &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;

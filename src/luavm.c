@@ -40,8 +40,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The VM whose call is running on this thread (calls do not nest across
- * VMs), for the hook and the watchdog's signal handler. */
+/* The VM whose call is running on this thread (a policy reload builds on a
+ * worker while the loop decides; calls do not nest across VMs), for the hook
+ * and the watchdog's signal handler. */
 static _Thread_local eg_vm *g_running;
 
 #define WATCH_MS 5

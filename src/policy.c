@@ -14,7 +14,19 @@
  * interned once per state and pushed from registry refs, and the record
  * table (key, headers, errgate.id) is built only for a policy that reads it
  * (decider's second result: a classify function, a header rule or a route
- * function). Strings handed to the policy are capped at EG_POLICY_STR_CAP. */
+ * function). Strings handed to the policy are capped at EG_POLICY_STR_CAP.
+ *
+ * Protection: the policy's state is capped and its code hostile, so every
+ * step the C side takes in it — pushing arguments or the record, taking
+ * refs, reading results — may raise (memory past the cap), and every read of
+ * a table a policy could have handed a metatable may run its code. So each
+ * entry point runs as one C function under lua_cpcall (protected() below),
+ * calling Lua only through eg_vm_pcall (deadline, traceback), and reads
+ * tables with lua_rawget/lua_rawgeti only: a raise anywhere is an error
+ * return (a fallback decision, a refused load), never a panic that ends the
+ * process, and no metamethod of the policy's ever runs outside a budget.
+ * Everything here is per state: a policy may be built on any thread (a
+ * reload builds on a worker) and then used by one thread at a time. */
 #include "policy.h"
 #include "breaker.h"
 #include "luavm.h"
@@ -51,8 +63,39 @@ struct eg_policy {
     char id[192];
 };
 
+/* A protected C function's argument block: lua_cpcall hands it over as a
+ * light userdata at index 1. */
+static void *cp_arg(lua_State *L) { return lua_touserdata(L, 1); }
+
+static int cp_collect(lua_State *L) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return 0;
+}
+
+/* Runs fn(L) with arg under lua_cpcall. Returns 0, or -1 with the error in
+ * err; the stack is as before either way. After a memory error the state is
+ * fully collected (LuaJIT has no emergency collection), itself protected. */
+static int protected(eg_vm *vm, lua_CFunction fn, void *arg, char *err, size_t errlen) {
+    lua_State *L = vm->L;
+    int top = lua_gettop(L);
+    int rc = lua_cpcall(L, fn, arg);
+    if (rc == 0) return 0;
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    snprintf(err, errlen, "%s", msg ? msg : "error object is not a string");
+    lua_settop(L, top);
+    if (rc == LUA_ERRMEM) lua_cpcall(L, cp_collect, NULL);
+    return -1;
+}
+
+/* Pushes t[k] (t at idx, a table) without metamethods. */
+static void raw_field(lua_State *L, int idx, const char *k) {
+    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+    lua_pushstring(L, k);
+    lua_rawget(L, idx);
+}
+
 /* Reads rt.ladder_rungs(pol) (pol at the stack top) into p. A runtime
- * without ladders, or an invalid answer, gives no rungs. */
+ * without ladders, or an invalid answer, gives no rungs. Runs protected. */
 static void load_rungs(eg_policy *p) {
     lua_State *L = p->vm->L;
     char err[256];
@@ -60,11 +103,16 @@ static void load_rungs(eg_policy *p) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
     if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return;
     int n = lua_type(L, -1) == LUA_TTABLE ? (int)lua_objlen(L, -1) : 0;
+    if (n > 4096) n = 4096; /* far more than any ladder; bounds the copy */
     p->rungs = n ? eg_xcalloc((size_t)n, sizeof *p->rungs) : NULL;
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
-        lua_getfield(L, -1, "name");
-        lua_getfield(L, -2, "delay_ms");
+        if (lua_type(L, -1) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            continue;
+        }
+        raw_field(L, -1, "name");
+        raw_field(L, -2, "delay_ms");
         if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TNUMBER) {
             eg_rung *r = &p->rungs[p->nrungs++];
             eg_strlcpy(r->name, lua_tostring(L, -2), sizeof r->name);
@@ -76,7 +124,8 @@ static void load_rungs(eg_policy *p) {
 }
 
 /* Stores rt.decider(pol) in p->decide_ref and p->reads_record, and interns
- * the names decisions pass. Returns 0, or -1 with err filled. */
+ * the names decisions pass. Returns 0, or -1 with err filled. Runs
+ * protected. */
 static int load_decider(eg_policy *p, char *err, size_t errlen) {
     lua_State *L = p->vm->L;
     char msg[256];
@@ -116,6 +165,54 @@ eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t er
     return eg_policy_load_capped(path, timeout_ms, 0, err, errlen);
 }
 
+/* load_protected's argument block. */
+typedef struct load_call {
+    eg_policy *p;       /* vm, path, limits set; the rest filled here */
+    const char *sha;
+    char *err;
+    size_t errlen;
+    int rc;
+} load_call;
+
+/* rt.load_policy(path) and everything read from its answer: the id from the
+ * policy's raw name and version, the rungs, the decider. Sets c->rc. */
+static int load_protected(lua_State *L) {
+    load_call *c = cp_arg(L);
+    eg_policy *p = c->p;
+    char msg[512];
+    c->rc = -1;
+    if (eg_vm_push_runtime_fn(p->vm, "load_policy") != 0) {
+        snprintf(c->err, c->errlen, "errgate.runtime has no load_policy");
+        return 0;
+    }
+    lua_pushstring(L, p->path);
+    if (eg_vm_pcall(p->vm, 1, 2, msg, sizeof msg) != 0) {
+        snprintf(c->err, c->errlen, "policy %s: %s", p->path, msg);
+        return 0;
+    }
+    if (lua_type(L, -2) != LUA_TTABLE) {
+        const char *why = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "did not load";
+        if (strstr(why, p->path)) snprintf(c->err, c->errlen, "%s", why);
+        else snprintf(c->err, c->errlen, "policy %s: %s", p->path, why);
+        return 0;
+    }
+    lua_pop(L, 1);
+    p->vm->timeout_ms = p->timeout_ms; /* from here on, the decision budget */
+    raw_field(L, -1, "name");
+    raw_field(L, -2, "version");
+    snprintf(p->id, sizeof p->id, "%s@%s+%.8s", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "unnamed",
+             lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "0", c->sha);
+    lua_pop(L, 2);
+    lua_pushstring(L, "id"); /* the policy object carries the full id too */
+    lua_pushstring(L, p->id);
+    lua_rawset(L, -3);
+    p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    load_rungs(p);
+    lua_settop(L, 1);
+    c->rc = load_decider(p, c->err, c->errlen);
+    return 0;
+}
+
 eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_limit, char *err, size_t errlen) {
     char sha[65];
     if (!mem_limit) mem_limit = EG_POLICY_MEM_LIMIT;
@@ -125,48 +222,21 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
     }
     eg_vm *vm = eg_vm_new(mem_limit, err, errlen);
     if (!vm) return NULL;
-    lua_State *L = vm->L;
-    char msg[512];
-    if (eg_vm_push_runtime_fn(vm, "load_policy") != 0) {
-        snprintf(err, errlen, "errgate.runtime has no load_policy");
-        eg_vm_free(vm);
-        return NULL;
-    }
-    lua_pushstring(L, path);
-    if (eg_vm_pcall(vm, 1, 2, msg, sizeof msg) != 0) {
-        snprintf(err, errlen, "policy %s: %s", path, msg);
-        eg_vm_free(vm);
-        return NULL;
-    }
-    if (lua_type(L, -2) != LUA_TTABLE) {
-        const char *why = lua_tostring(L, -1);
-        snprintf(err, errlen, "%s", why ? why : "policy did not load");
-        if (!strstr(err, path)) snprintf(err, errlen, "policy %s: %s", path, why ? why : "did not load");
-        eg_vm_free(vm);
-        return NULL;
-    }
-    lua_pop(L, 1);
     eg_policy *p = eg_xcalloc(1, sizeof *p);
     p->vm = vm;
-    lua_getfield(L, -1, "name");
-    lua_getfield(L, -2, "version");
-    snprintf(p->id, sizeof p->id, "%s@%s+%.8s", lua_tostring(L, -2) ? lua_tostring(L, -2) : "unnamed",
-             lua_tostring(L, -1) ? lua_tostring(L, -1) : "0", sha);
-    lua_pop(L, 2);
-    memcpy(p->sha256, sha, sizeof sha);
-    lua_pushstring(L, p->id); /* the policy object carries the full id too */
-    lua_setfield(L, -2, "id");
-    p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    vm->timeout_ms = timeout_ms;
+    p->path = eg_xstrdup(path);
     p->timeout_ms = timeout_ms;
     p->mem_limit = mem_limit;
-    p->path = eg_xstrdup(path);
-    p->loaded_at = eg_wall_ms();
-    load_rungs(p);
-    if (load_decider(p, err, errlen) != 0) {
+    memcpy(p->sha256, sha, sizeof sha);
+    load_call c = {.p = p, .sha = sha, .err = err, .errlen = errlen, .rc = -1};
+    char perr[256];
+    if (protected(vm, load_protected, &c, perr, sizeof perr) != 0)
+        snprintf(err, errlen, "policy %s: %s", path, perr);
+    if (c.rc != 0) {
         eg_policy_free(p);
         return NULL;
     }
+    p->loaded_at = eg_wall_ms();
     return p;
 }
 
@@ -182,40 +252,53 @@ const char *eg_policy_id(const eg_policy *p) { return p->id; }
 const char *eg_policy_path(const eg_policy *p) { return p->path; }
 const char *eg_policy_sha256(const eg_policy *p) { return p->sha256; }
 int64_t eg_policy_loaded_at(const eg_policy *p) { return p->loaded_at; }
+int eg_policy_timeout_ms(const eg_policy *p) { return p->timeout_ms; }
+size_t eg_policy_mem_limit(const eg_policy *p) { return p->mem_limit; }
 
 int eg_policy_rungs(const eg_policy *p, const eg_rung **rungs) {
     *rungs = p->rungs;
     return p->nrungs;
 }
 
-int eg_policy_reload(eg_policy **p, char *err, size_t errlen) {
-    eg_policy *fresh = eg_policy_load_capped((*p)->path, (*p)->timeout_ms, (*p)->mem_limit, err, errlen);
-    if (!fresh) return -1;
-    eg_policy_free(*p);
-    *p = fresh;
+/* call_protected's argument block. */
+typedef struct cli_call {
+    eg_policy *p;
+    const char *fn, *arg;
+    char **text;
+    int *code;
+    char *err;
+    size_t errlen;
+    int rc;
+} cli_call;
+
+static int call_protected(lua_State *L) {
+    cli_call *c = cp_arg(L);
+    eg_vm *vm = c->p->vm;
+    c->rc = -1;
+    if (eg_vm_push_runtime_fn(vm, c->fn) != 0) {
+        snprintf(c->err, c->errlen, "errgate.runtime has no %s", c->fn);
+        return 0;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->pol_ref);
+    if (c->arg) lua_pushstring(L, c->arg);
+    int saved = vm->timeout_ms;
+    vm->timeout_ms = EG_VM_LOAD_BUDGET_MS * 12; /* a case file may be long */
+    int rc = eg_vm_pcall(vm, c->arg ? 2 : 1, 2, c->err, c->errlen);
+    vm->timeout_ms = saved;
+    if (rc != 0) return 0;
+    size_t n = 0;
+    const char *s = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &n) : NULL;
+    *c->text = eg_xstrndup(s ? s : "", s ? n : 0);
+    *c->code = lua_type(L, -1) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
+    c->rc = 0;
     return 0;
 }
 
 int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code,
                    char *err, size_t errlen) {
-    lua_State *L = p->vm->L;
-    if (eg_vm_push_runtime_fn(p->vm, fn) != 0) {
-        snprintf(err, errlen, "errgate.runtime has no %s", fn);
-        return -1;
-    }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
-    if (arg) lua_pushstring(L, arg);
-    int saved = p->vm->timeout_ms;
-    p->vm->timeout_ms = EG_VM_LOAD_BUDGET_MS * 12; /* a case file may be long */
-    int rc = eg_vm_pcall(p->vm, arg ? 2 : 1, 2, err, errlen);
-    p->vm->timeout_ms = saved;
-    if (rc != 0) return -1;
-    size_t n = 0;
-    const char *s = lua_tolstring(L, -2, &n);
-    *text = eg_xstrndup(s ? s : "", s ? n : 0);
-    *code = (int)lua_tointeger(L, -1);
-    lua_pop(L, 2);
-    return 0;
+    cli_call c = {.p = p, .fn = fn, .arg = arg, .text = text, .code = code, .err = err, .errlen = errlen, .rc = -1};
+    if (protected(p->vm, call_protected, &c, err, errlen) != 0) return -1;
+    return c.rc;
 }
 
 static void fallback(eg_decision *out, const char *why) {
@@ -259,17 +342,27 @@ static int stack_str(lua_State *L, int idx, char *dst, size_t n) {
 #define DECIDE_NARGS 20
 #define DECIDE_NRESULTS 8
 
-void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
-                      const eg_ctx *ctx, eg_decision *out) {
-    eg_vm *vm = p->vm;
-    lua_State *L = vm->L;
+/* decide_protected's argument block. */
+typedef struct decide_call {
+    eg_policy *p;
+    const eg_failure *f;
+    const eg_record *r;
+    const eg_ctx *ctx;
+    eg_decision *out;
+} decide_call;
+
+/* Pushes the decision's arguments, calls the decider and reads its answer
+ * into c->out (a fallback when the call fails or the answer is invalid). */
+static int decide_protected(lua_State *L) {
+    decide_call *c = cp_arg(L);
+    eg_policy *p = c->p;
+    const eg_failure *f = c->f;
+    const eg_ctx *ctx = c->ctx;
+    eg_decision *out = c->out;
     char err[512];
     /* the function, its arguments, the message handler and the record's
-     * own pushes */
-    if (!lua_checkstack(L, DECIDE_NARGS + 8)) {
-        fallback(out, "policy VM: no stack space for a decision");
-        return;
-    }
+     * own pushes (growing the stack may raise: we are protected) */
+    lua_checkstack(L, DECIDE_NARGS + 8);
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->decide_ref);
     /* the failure */
     if ((unsigned)f->kind < N_KINDS) lua_rawgeti(L, LUA_REGISTRYINDEX, p->kind_ref[f->kind]);
@@ -299,20 +392,20 @@ void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
     push_breaker(p, L, ctx->breaker);
     lua_pushboolean(L, ctx->retry_budget);
     /* the record, only for a policy that reads it */
-    if (p->reads_record) eg_vm_push_record(vm, r, 0, EG_POLICY_STR_CAP);
+    if (p->reads_record) eg_vm_push_record(p->vm, c->r, 0, EG_POLICY_STR_CAP);
     else lua_pushnil(L);
-    if (eg_vm_pcall(vm, DECIDE_NARGS, DECIDE_NRESULTS, err, sizeof err) != 0) {
+    if (eg_vm_pcall(p->vm, DECIDE_NARGS, DECIDE_NRESULTS, err, sizeof err) != 0) {
         fallback(out, err);
-        return;
+        return 0;
     }
-    /* action, class, code, reason, delay_ms, message, rung, rung_index */
+    /* action, class, code, reason, delay_ms, message, rung, rung_index:
+     * plain values, read without conversions that could allocate */
     const int base = lua_gettop(L) - DECIDE_NRESULTS;
     memset(out, 0, sizeof *out);
     int action = lua_type(L, base + 1) == LUA_TSTRING ? eg_action_parse(lua_tostring(L, base + 1)) : -1;
     if (action < 0) {
-        lua_settop(L, base);
         fallback(out, "invalid decision: no valid action");
-        return;
+        return 0;
     }
     out->action = (eg_action)action;
     stack_str(L, base + 2, out->klass, sizeof out->klass);
@@ -320,16 +413,26 @@ void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
     stack_str(L, base + 4, out->reason, sizeof out->reason);
     stack_str(L, base + 6, out->message, sizeof out->message);
     if (out->action == EG_ACT_LADDER) {
-        out->rung_index = (int)lua_tointeger(L, base + 8);
+        out->rung_index = lua_type(L, base + 8) == LUA_TNUMBER ? (int)lua_tointeger(L, base + 8) : 0;
         if (stack_str(L, base + 7, out->rung, sizeof out->rung) != 0 || !out->rung[0] || out->rung_index < 1) {
-            lua_settop(L, base);
             fallback(out, "invalid decision: ladder without a rung");
-            return;
+            return 0;
         }
     }
-    lua_Number d = lua_tonumber(L, base + 5);
-    lua_settop(L, base);
+    lua_Number d = lua_type(L, base + 5) == LUA_TNUMBER ? lua_tonumber(L, base + 5) : 0;
     if (!(d >= 0)) d = 0;
     if (d > 86400000.0) d = 86400000.0;
     out->delay_ms = (int64_t)d;
+    return 0;
+}
+
+void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
+                      const eg_ctx *ctx, eg_decision *out) {
+    decide_call c = {.p = p, .f = f, .r = r, .ctx = ctx, .out = out};
+    char err[256], why[320];
+    fallback(out, "policy VM: no decision");
+    if (protected(p->vm, decide_protected, &c, err, sizeof err) != 0) {
+        snprintf(why, sizeof why, "policy VM: %s", err);
+        fallback(out, why);
+    }
 }

@@ -4,7 +4,11 @@
  * bounded VM (luavm.h). eg_policy_decide never fails: when the policy raises,
  * runs out of time or returns something invalid, the decision is the fallback
  * (`hold`), flagged with fallback=1 and with the error as its message, and the
- * caller logs and counts it. The happy path never enters here. */
+ * caller logs and counts it. The happy path never enters here.
+ *
+ * Threads: a policy belongs to one thread at a time. Loading touches no
+ * shared state, so a reload builds a fresh policy on a worker thread and
+ * hands it to the loop (see gw_reload.c). */
 #ifndef EG_POLICY_H
 #define EG_POLICY_H
 
@@ -16,7 +20,9 @@
 typedef struct eg_policy eg_policy;
 
 /* Loads the policy file. Returns NULL and a one-line error naming the file
- * (and line, for syntax errors) on failure. */
+ * (and line, for syntax errors) on failure: a policy that raises, loops past
+ * its load budget, exhausts its memory cap or plays metamethod tricks on the
+ * values the C side reads is refused, never fatal. */
 eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t errlen);
 
 /* Default memory cap of a policy's Lua state (config: policy_memory_mb). */
@@ -48,12 +54,10 @@ const char *eg_policy_sha256(const eg_policy *p);
 /* Wall-clock ms when this policy was loaded. */
 int64_t eg_policy_loaded_at(const eg_policy *p);
 
-/* Hot reload, one path for every trigger (SIGHUP, file change, POST /reload):
- * builds a fresh policy from the same file (compile, examples) and, only if
- * that succeeds, frees *p and stores the new one. Call it between two
- * decisions (the loop thread never is inside one when an event fires). On
- * failure *p is untouched and err says why. Returns 0 or -1. */
-int eg_policy_reload(eg_policy **p, char *err, size_t errlen);
+/* The load settings of p (its budget per decision and its memory cap), so
+ * that a reload can build a fresh policy from the same file alike. */
+int eg_policy_timeout_ms(const eg_policy *p);
+size_t eg_policy_mem_limit(const eg_policy *p);
 
 /* Calls runtime[fn](policy, arg) — arg may be NULL — which returns a report
  * text and an exit code (the `errgate policy` commands). On success returns
@@ -62,7 +66,10 @@ int eg_policy_reload(eg_policy **p, char *err, size_t errlen);
 int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code,
                    char *err, size_t errlen);
 
-/* Asks the policy what to do with a failed record. Always fills *out. */
+/* Asks the policy what to do with a failed record. Always fills *out: a
+ * policy that raises, overruns its budget, runs out of memory (even while
+ * the record's table is being built) or answers nonsense gives the fallback
+ * hold with the reason as its message. */
 void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
                       const eg_ctx *ctx, eg_decision *out);
 

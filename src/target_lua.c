@@ -8,7 +8,15 @@
  * The function runs at submit time on the loop thread under the VM deadline;
  * results are queued and delivered by flush, which the gateway calls right
  * after its submits (dispatch), so the done callback never runs inside
- * submit and no extra loop wakeup is needed. */
+ * submit and no extra loop wakeup is needed.
+ *
+ * Protection: the handler is user code in a capped state, so everything the
+ * C side does there — pushing the record (allocations past the cap raise),
+ * reading the answer — runs in one C function under lua_cpcall, and the
+ * answer table is read with lua_rawget only (a table with __index or other
+ * metamethods never runs code outside the call's budget). A raise anywhere
+ * is a failure of kind `lua`, never a panic; strings copied out of the
+ * answer are capped at ANSWER_STR_CAP. */
 #include "target.h"
 #include "luavm.h"
 #include "metrics.h"
@@ -39,11 +47,87 @@ typedef struct lua_target {
     int nq, capq;
 } lua_target;
 
+/* Longest string kept from a handler's failure table (class, code, message). */
+#define ANSWER_STR_CAP 4096
+
+/* Pushes t[k] (t at the stack top) without metamethods. */
+static void raw_field(lua_State *L, const char *k) {
+    lua_pushstring(L, k);
+    lua_rawget(L, -2);
+}
+
+/* A copy of the string t[k] (t at the stack top), at most ANSWER_STR_CAP
+ * bytes, or NULL when it is not a string. */
 static char *opt_str(lua_State *L, const char *k) {
-    lua_getfield(L, -1, k);
-    char *s = lua_type(L, -1) == LUA_TSTRING ? eg_xstrdup(lua_tostring(L, -1)) : NULL;
+    raw_field(L, k);
+    size_t n = 0;
+    const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+    char *s = v ? eg_xstrndup(v, n < ANSWER_STR_CAP ? n : ANSWER_STR_CAP) : NULL;
     lua_pop(L, 1);
     return s;
+}
+
+typedef struct call {
+    lua_target *lt;
+    eg_record *rec;
+    result *res;
+} call;
+
+/* Calls the handler on the record and reads its answer into c->res. */
+static int call_protected(lua_State *L) {
+    call *c = lua_touserdata(L, 1);
+    result *res = c->res;
+    char err[512];
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->lt->fn_ref);
+    eg_vm_push_record(c->lt->vm, c->rec, 1, 0);
+    if (eg_vm_pcall(c->lt->vm, 1, 1, err, sizeof err) != 0) {
+        res->failed = 1;
+        res->f.kind = EG_FK_LUA;
+        res->f.message = eg_xstrdup(err);
+        return 0;
+    }
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        res->failed = 1;
+        raw_field(L, "status");
+        lua_Number st = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+        res->f.status = st >= 1 && st <= 999 ? (int)st : 0;
+        lua_pop(L, 1);
+        raw_field(L, "retry_after_ms");
+        if (lua_isnumber(L, -1)) {
+            lua_Number ra = lua_tonumber(L, -1);
+            if (ra >= 0 && ra <= 86400000.0) res->f.retry_after_ms = (int64_t)ra;
+        }
+        lua_pop(L, 1);
+        res->f.kind = res->f.status ? EG_FK_HTTP : EG_FK_LUA;
+        res->f.class_hint = opt_str(L, "class");
+        res->f.code = opt_str(L, "code");
+        res->f.message = opt_str(L, "message");
+    } else if (!lua_isnil(L, -1)) {
+        res->failed = 1;
+        res->f.kind = EG_FK_LUA;
+        res->f.message = eg_xstrdup("lua target returned neither nothing nor a failure table");
+    }
+    return 0;
+}
+
+static int cp_collect(lua_State *L) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return 0;
+}
+
+/* A raise outside the handler's own call (the record's table past the
+ * memory cap, ...): a `lua` failure with its reason, whatever was read. */
+static void protected_failed(lua_State *L, result *res, int rc) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error object is not a string";
+    eg_failure_clear(&res->f);
+    res->failed = 1;
+    res->f.kind = EG_FK_LUA;
+    res->f.retry_after_ms = -1;
+    char buf[600];
+    snprintf(buf, sizeof buf, "lua target: %s", msg);
+    res->f.message = eg_xstrdup(buf);
+    lua_pop(L, 1);
+    if (rc == LUA_ERRMEM) lua_cpcall(L, cp_collect, NULL); /* LuaJIT has no emergency collection */
 }
 
 static int lt_submit(eg_target *t, eg_record *rec) {
@@ -58,32 +142,9 @@ static int lt_submit(eg_target *t, eg_record *rec) {
     res->rec = rec;
     res->f.retry_after_ms = -1;
     int64_t t0 = eg_now_ns();
-    char err[512];
-    lua_rawgeti(L, LUA_REGISTRYINDEX, lt->fn_ref);
-    eg_vm_push_record(lt->vm, rec, 1, 0);
-    if (eg_vm_pcall(lt->vm, 1, 1, err, sizeof err) != 0) {
-        res->failed = 1;
-        res->f.kind = EG_FK_LUA;
-        res->f.message = eg_xstrdup(err);
-    } else {
-        if (lua_type(L, -1) == LUA_TTABLE) {
-            res->failed = 1;
-            lua_getfield(L, -1, "status");
-            res->f.status = (int)lua_tointeger(L, -1);
-            lua_getfield(L, -2, "retry_after_ms");
-            if (lua_isnumber(L, -1)) res->f.retry_after_ms = (int64_t)lua_tonumber(L, -1);
-            lua_pop(L, 2);
-            res->f.kind = res->f.status ? EG_FK_HTTP : EG_FK_LUA;
-            res->f.class_hint = opt_str(L, "class");
-            res->f.code = opt_str(L, "code");
-            res->f.message = opt_str(L, "message");
-        } else if (!lua_isnil(L, -1)) {
-            res->failed = 1;
-            res->f.kind = EG_FK_LUA;
-            res->f.message = eg_xstrdup("lua target returned neither nothing nor a failure table");
-        }
-        lua_pop(L, 1);
-    }
+    call c = {lt, rec, res};
+    int rc = lua_cpcall(L, call_protected, &c);
+    if (rc != 0) protected_failed(L, res, rc);
     int64_t took = eg_now_ns() - t0;
     res->f.latency_ms = took / 1000000;
     eg_metrics_observe_target("lua", (double)took / 1e9);
@@ -132,33 +193,53 @@ static void lt_destroy(eg_target *t) {
 static const eg_target_ops lua_ops = {.submit = lt_submit, .available = lt_available,
                                       .cancel_all = lt_cancel_all, .flush = lt_flush, .destroy = lt_destroy};
 
+typedef struct load {
+    eg_vm *vm;
+    const char *path;
+    char *err;
+    size_t errlen;
+    int fn_ref;         /* LUA_NOREF until the handler is loaded */
+} load;
+
+/* rt.load_target(path), and a ref to the function it returned. */
+static int load_protected(lua_State *L) {
+    load *c = lua_touserdata(L, 1);
+    char msg[512];
+    if (eg_vm_push_runtime_fn(c->vm, "load_target") != 0) {
+        snprintf(c->err, c->errlen, "errgate.runtime has no load_target");
+        return 0;
+    }
+    lua_pushstring(L, c->path);
+    if (eg_vm_pcall(c->vm, 1, 2, msg, sizeof msg) != 0) {
+        snprintf(c->err, c->errlen, "target %s: %s", c->path, msg);
+        return 0;
+    }
+    if (lua_type(L, -2) != LUA_TFUNCTION) {
+        const char *why = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "must return a function";
+        snprintf(c->err, c->errlen, "target %s: %s", c->path, why);
+        return 0;
+    }
+    lua_pop(L, 1);
+    c->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
     eg_vm *vm = eg_vm_new(LUA_TARGET_MEM_LIMIT, err, errlen);
     if (!vm) return NULL;
-    lua_State *L = vm->L;
-    char msg[512];
-    if (eg_vm_push_runtime_fn(vm, "load_target") != 0) {
-        snprintf(err, errlen, "errgate.runtime has no load_target");
-        eg_vm_free(vm);
-        return NULL;
-    }
-    lua_pushstring(L, cfg->lua_target);
-    if (eg_vm_pcall(vm, 1, 2, msg, sizeof msg) != 0) {
+    load c = {vm, cfg->lua_target, err, errlen, LUA_NOREF};
+    if (lua_cpcall(vm->L, load_protected, &c) != 0) {
+        const char *msg = lua_type(vm->L, -1) == LUA_TSTRING ? lua_tostring(vm->L, -1) : "error";
         snprintf(err, errlen, "target %s: %s", cfg->lua_target, msg);
+    }
+    if (c.fn_ref == LUA_NOREF) {
         eg_vm_free(vm);
         return NULL;
     }
-    if (lua_type(L, -2) != LUA_TFUNCTION) {
-        const char *why = lua_tostring(L, -1);
-        snprintf(err, errlen, "target %s: %s", cfg->lua_target, why ? why : "must return a function");
-        eg_vm_free(vm);
-        return NULL;
-    }
-    lua_pop(L, 1);
     lua_target *lt = eg_xcalloc(1, sizeof *lt);
     lt->base.ops = &lua_ops;
     lt->vm = vm;
-    lt->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lt->fn_ref = c.fn_ref;
     vm->timeout_ms = LUA_TARGET_BUDGET_MS;
     return &lt->base;
 }

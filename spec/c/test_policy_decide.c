@@ -6,7 +6,12 @@
  * and record); a policy that loops is stopped at its budget and the next
  * decision is normal again, more than once (the count hook is restored
  * after a timeout); a raising route, an invalid route answer and a policy
- * past its memory cap fall back to hold. Records are real librdkafka
+ * past its memory cap fall back to hold. Hostile policies: one that reaches
+ * the shared Policy metatable through pol.__index and makes every lookup of
+ * a missing field raise or loop, while its name and version are removed (the
+ * C side reads them raw: the load neither dies nor hangs), and one that
+ * hoards its whole memory cap so that the record's table cannot be built
+ * (the decision falls back; the process lives). Records are real librdkafka
  * messages from an in-process mock cluster (headers are read through
  * librdkafka). */
 #include "policy.h"
@@ -43,12 +48,16 @@ static eg_policy *load(const char *path, size_t mem_limit) {
     return p;
 }
 
-/* Two records produced to a mock cluster and consumed back: [0] carries the
- * header x-tenant: vip, [1] has no header. Returns 0 on success. */
-static int real_messages(rd_kafka_t **prod, rd_kafka_t **cons, rd_kafka_message_t *out[2]) {
+#define BIG_HEADERS 1200
+/* Three records produced to a mock cluster and consumed back: [0] carries
+ * the header x-tenant: vip, [1] has no header, [2] has BIG_HEADERS headers of
+ * 4000 bytes each (4.8 MB). Returns 0 on success. */
+static int real_messages(rd_kafka_t **prod, rd_kafka_t **cons, rd_kafka_message_t *out[3]) {
     char err[512];
     rd_kafka_conf_t *pc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof err) != RD_KAFKA_CONF_OK) return -1;
+    if (rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof err) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(pc, "message.max.bytes", "10000000", err, sizeof err) != RD_KAFKA_CONF_OK)
+        return -1;
     *prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
     if (!*prod) return -1;
     const char *bootstrap = rd_kafka_mock_cluster_bootstraps(rd_kafka_handle_mock_cluster(*prod));
@@ -57,11 +66,27 @@ static int real_messages(rd_kafka_t **prod, rd_kafka_t **cons, rd_kafka_message_
         rd_kafka_producev(*prod, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY("k2", 2),
                           RD_KAFKA_V_VALUE("v2", 2), RD_KAFKA_V_END))
         return -1;
+    rd_kafka_headers_t *big = rd_kafka_headers_new(BIG_HEADERS);
+    static char val[4000];
+    memset(val, 'h', sizeof val);
+    for (int i = 0; i < BIG_HEADERS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "x-big-%d", i);
+        memcpy(val, name, strlen(name)); /* distinct values: Lua interns strings */
+        rd_kafka_header_add(big, name, -1, val, sizeof val);
+    }
+    if (rd_kafka_producev(*prod, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY("k3", 2),
+                          RD_KAFKA_V_VALUE("v3", 2), RD_KAFKA_V_HEADERS(big), RD_KAFKA_V_END)) {
+        rd_kafka_headers_destroy(big);
+        return -1;
+    }
     rd_kafka_flush(*prod, 10000);
     rd_kafka_conf_t *cc = rd_kafka_conf_new();
     if (rd_kafka_conf_set(cc, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(cc, "group.id", "policy-decide-test", err, sizeof err) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(cc, "enable.auto.commit", "false", err, sizeof err) != RD_KAFKA_CONF_OK)
+        rd_kafka_conf_set(cc, "enable.auto.commit", "false", err, sizeof err) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(cc, "fetch.max.bytes", "20000000", err, sizeof err) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(cc, "receive.message.max.bytes", "30000000", err, sizeof err) != RD_KAFKA_CONF_OK)
         return -1;
     *cons = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
     if (!*cons) return -1;
@@ -71,7 +96,7 @@ static int real_messages(rd_kafka_t **prod, rd_kafka_t **cons, rd_kafka_message_
     rd_kafka_assign(*cons, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     int got = 0;
-    for (int i = 0; i < 200 && got < 2; i++) {
+    for (int i = 0; i < 200 && got < 3; i++) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(*cons, 100);
         if (!m) continue;
         if (m->err) {
@@ -80,10 +105,10 @@ static int real_messages(rd_kafka_t **prod, rd_kafka_t **cons, rd_kafka_message_
         }
         out[got++] = m;
     }
-    return got == 2 ? 0 : -1;
+    return got == 3 ? 0 : -1;
 }
 
-static eg_record g_rec[2];
+static eg_record g_rec[3];
 
 static eg_failure http(int status) {
     return (eg_failure){ .kind = EG_FK_HTTP, .status = status, .retry_after_ms = -1, .latency_ms = 3 };
@@ -302,30 +327,98 @@ static void bounded(void) {
     eg_policy_free(p);
 }
 
+static void hostile_metatable(void) {
+    /* 597: raise; 599: loop — on any missing field of any Policy object */
+    for (int variant = 0; variant < 2; variant++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+            "local policy = require \"errgate.policy\"\n"
+            "local pol = policy.define { name = \"meta\", version = \"1\",\n"
+            "  classify = { { class = \"c\" } }, route = { default = \"dlq\" } }\n"
+            "local Policy = pol.__index\n"
+            "local methods = {}\n"
+            "for k, v in pairs(Policy) do methods[k] = v end\n"
+            "pol.name, pol.version, pol.id = nil, nil, nil\n"
+            "Policy.__index = function(t, k)\n"
+            "  if methods[k] ~= nil then return methods[k] end\n"
+            "  %s\n"
+            "end\n"
+            "return pol\n",
+            variant == 0 ? "error(\"trap: \" .. tostring(k))" : "while true do end");
+        const char *path = write_policy("meta.lua", text);
+        int64_t t0 = eg_now_ms();
+        char err[512] = "";
+        eg_policy *p = eg_policy_load_capped(path, 50, 0, err, sizeof err);
+        int64_t took = eg_now_ms() - t0;
+        CHECK(p != NULL || took < 12000,
+              "%s: a __index trap on the Policy metatable neither kills nor hangs the load (%lld ms, %s)",
+              variant == 0 ? "raise" : "loop", (long long)took, p ? eg_policy_id(p) : err);
+        if (!p) continue;
+        CHECK(strncmp(eg_policy_id(p), "unnamed@0+", 10) == 0,
+              "%s: the id is read raw (no metamethod ran): %s", variant == 0 ? "raise" : "loop", eg_policy_id(p));
+        eg_decision d = decide(p, http(500), 0, first_attempt());
+        CHECK(d.action == EG_ACT_DLQ || d.fallback, "%s: it still decides (%s, fallback %d: %s)",
+              variant == 0 ? "raise" : "loop", eg_action_name(d.action), d.fallback, d.message);
+        eg_policy_free(p);
+    }
+}
+
+static void hostile_memory(void) {
+    /* a policy that reads the record, under a 4 MiB cap: record [2]'s table
+     * (4.8 MB of headers) does not fit, and building it fails inside the C
+     * side's own pushes, before any Lua runs */
+    const char *path = write_policy("hoard.lua",
+        "local policy = require \"errgate.policy\"\n"
+        "return policy.define { name = \"big\", version = \"1\",\n"
+        "  classify = { { header = { \"x-tenant\", \"vip\" }, class = \"vip\" }, { class = \"other\" } },\n"
+        "  route = { vip = \"dlq\", other = \"dlq\", default = \"dlq\" } }\n");
+    eg_policy *p = load(path, (size_t)4 << 20);
+    CHECK(p != NULL, "a policy that reads the record loads under a 4 MiB cap");
+    if (!p) return;
+    int fell = 0;
+    eg_decision d;
+    for (int i = 0; i < 3; i++) {
+        d = decide(p, http(500), 2, first_attempt());
+        fell += d.fallback && d.action == EG_ACT_HOLD && strstr(d.message, "memory") != NULL;
+    }
+    CHECK(fell == 3, "a record whose table exceeds the cap falls back to hold, every time (%d/3: '%s')", fell,
+          d.message);
+    d = decide(p, http(500), 0, first_attempt());
+    CHECK(!d.fallback && d.action == EG_ACT_DLQ && !strcmp(d.klass, "vip"),
+          "and the next record is decided normally (%s/%s, fallback %d)", eg_action_name(d.action), d.klass,
+          d.fallback);
+    eg_policy_free(p);
+}
+
 int main(void) {
     eg_strlcpy(g_dir, "/tmp/eg-policy-decide.XXXXXX", sizeof g_dir);
     if (!mkdtemp(g_dir)) return 1;
     rd_kafka_t *prod = NULL, *cons = NULL;
-    rd_kafka_message_t *m[2] = { NULL, NULL };
+    rd_kafka_message_t *m[3] = { NULL, NULL, NULL };
     int ok = real_messages(&prod, &cons, m) == 0;
-    CHECK(ok, "two records come back from the mock cluster");
+    rd_kafka_headers_t *bh = NULL;
+    ok = ok && rd_kafka_message_headers(m[2], &bh) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+         rd_kafka_header_cnt(bh) == BIG_HEADERS;
+    CHECK(ok, "three records come back from the mock cluster, the third with its %d headers", BIG_HEADERS);
     if (ok) {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
             g_rec[i] = (eg_record){ .msg = m[i], .topic = "t", .partition = 0, .offset = m[i]->offset, .attempt = 1 };
         }
         shipped_default();
         shipped_payments_pipeline();
         record_when_read();
         bounded();
+        hostile_metatable();
+        hostile_memory();
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (m[i]) rd_kafka_message_destroy(m[i]);
     if (cons) {
         rd_kafka_consumer_close(cons);
         rd_kafka_destroy(cons);
     }
     if (prod) rd_kafka_destroy(prod);
-    const char *names[] = { "header.lua", "ctx.lua", "loop.lua" };
+    const char *names[] = { "header.lua", "ctx.lua", "loop.lua", "meta.lua", "hoard.lua" };
     char path[256];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);

@@ -1,0 +1,6 @@
+-- attack: the ladder rung list the runtime reads after a load is a table whose __index and __len loop; expect: the rung read is bounded (load refused or no rungs), never a hang
+local policy = require "errgate.policy"
+local pol = policy.define { name = "meta_rungs", version = "1",
+  classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }
+pol.rungs = setmetatable({}, { __index = function() while true do end end, __len = function() while true do end end })
+return pol
