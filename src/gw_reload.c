@@ -22,6 +22,7 @@
  * build (bounded by the policy's load budget) before freeing anything. */
 #include "gw.h"
 #include "log.h"
+#include "luavm.h"
 #include "redact.h"
 #include "sha256.h"
 #include "util.h"
@@ -183,7 +184,7 @@ static void on_built(evutil_socket_t fd, short what, void *arg) {
 }
 
 /* Starts b on a worker (the reloader is idle). Signals stay with the loop
- * thread. A worker that cannot start is a failed reload. */
+ * thread, except the VM watchdog's, which must reach the build. A worker that cannot start is a failed reload. */
 static void start(eg_gw *gw, build *b) {
     eg_gw_reloader *rl = gw->reloader;
     b->path = eg_xstrdup(eg_policy_path(gw->policy));
@@ -196,6 +197,7 @@ static void start(eg_gw *gw, build *b) {
     wa->fd = rl->pipe[1];
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, EG_VM_WATCH_SIGNAL); /* the VM's watchdog must reach the build */
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&rl->thread, NULL, worker_main, wa);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -47,7 +47,7 @@ static _Thread_local eg_vm *g_running;
 
 #define WATCH_MS 5
 #define ALLOC_CHECK ((size_t)1 << 20)
-#define WATCH_SIGNAL SIGURG /* ignored by default: a stray one is harmless */
+#define WATCH_SIGNAL EG_VM_WATCH_SIGNAL /* ignored by default: a stray one is harmless */
 
 /* Every live VM, for the watchdog (linked through wd_next/wd_prev). */
 static pthread_mutex_t g_vms_lock = PTHREAD_MUTEX_INITIALIZER;

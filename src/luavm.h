@@ -12,6 +12,8 @@
 #ifndef EG_LUAVM_H
 #define EG_LUAVM_H
 
+#include <signal.h>
+
 #include <lua.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +27,12 @@
  * system allocator's cost dominated the decision). */
 #define EG_VM_SMALL_MAX 256
 #define EG_VM_SMALL_KEEP 1024  /* blocks kept per class */
+
+/* The signal the watchdog sends to the thread of an overdue call. A thread
+ * that runs VM calls must leave it unblocked (a worker that blocks every
+ * signal deletes this one from its mask), or C-call CPU burners outlast the
+ * deadline there. */
+#define EG_VM_WATCH_SIGNAL SIGURG
 
 typedef struct eg_vm {
     lua_State *L;
