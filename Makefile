@@ -8,8 +8,9 @@
 #   make bench      benchmarks (see bench/README.md)
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
-            lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make
-PC_PKGS  := luajit rdkafka libevent msgpack
+            lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make \
+            libcurl4-openssl-dev openssl
+PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 
 CC      ?= cc
 BUILD   ?= build

@@ -225,6 +225,9 @@ static int policy_stat(const eg_gw *gw, int64_t *mtime_ns, int64_t *size);
 
 int eg_gw_reload(void *arg, const char *trigger, char *err, size_t errlen) {
     eg_gw *gw = arg;
+    /* the target's file-sourced settings (HTTP header values) are re-read too */
+    if (gw->target->ops->reload && gw->target->ops->reload(gw->target, err, errlen) != 0)
+        eg_log_msg(EG_WARN, "target_reload_failed", "%s (the previous values stay)", err);
     /* whatever the trigger, the file watch has now seen this version */
     policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size);
     char before[256];

@@ -29,6 +29,10 @@ typedef struct eg_target_ops {
      * attempts that already finished, now. The gateway calls it outside any
      * submit, so done callbacks still never run inside submit. */
     void (*flush)(eg_target *t);
+    /* Optional: re-reads what the target takes from files (the HTTP target's
+     * file-sourced headers) on a reload. Returns 0, or -1 with a message in
+     * err (the target keeps what it had). */
+    int (*reload)(eg_target *t, char *err, size_t errlen);
     void (*destroy)(eg_target *t);
 } eg_target_ops;
 
