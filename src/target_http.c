@@ -69,6 +69,8 @@ typedef struct slot {
     size_t header_seen;
     int over_cap;                 /* stopped reading: body beyond max_response_bytes */
     int headers_too_big;
+    int verbose;                  /* curl's verbose text is on for this transfer */
+    int excess;                   /* curl saw bytes after a response without body */
     char errbuf[CURL_ERROR_SIZE];
     char line[LINE_MAX_BYTES];
     struct slot *next_free;
@@ -191,7 +193,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
 }
 
 /* CURLOPT_HEADERFUNCTION: bounds the header bytes (interim responses
- * included); curl keeps the final response's headers for curl_easy_header. */
+ * included); curl keeps the final response's headers for curl_easy_header.
+ * At the end of a final answer that has no body (204, 304, Content-Length:
+ * 0), curl drops whatever else came in the same read and only says so in
+ * its verbose text: for the rest of this transfer it is asked to talk, and
+ * on_debug listens. */
 static size_t on_header(char *p, size_t size, size_t n, void *arg) {
     slot *s = arg;
     s->header_seen += size * n;
@@ -199,7 +205,24 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
         s->headers_too_big = 1;
         return 0;
     }
+    if (size * n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
+        long status = 0;
+        curl_off_t cl = -1;
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(s->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+        if (status >= 200 && (status == 204 || status == 304 || cl == 0)) {
+            curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 1L);
+            s->verbose = 1;
+        }
+    }
     return size * n;
+}
+
+/* CURLOPT_DEBUGFUNCTION (only while verbose): notes curl's "Excess found". */
+static int on_debug(CURL *e, curl_infotype type, char *text, size_t n, void *arg) {
+    slot *s = arg;
+    if (type == CURLINFO_TEXT && n >= 12 && memcmp(text, "Excess found", 12) == 0) s->excess = 1;
+    return 0;
 }
 
 static int printable(const char *v, size_t n) {
@@ -258,13 +281,12 @@ static const char *framing_anomaly(slot *s, long status) {
     if (fd == CURL_SOCKET_BAD) /* curl closed it: fine only when the answer said so */
         return s->over_cap || response_closes(s, version, status) ? NULL
                                                                   : "bytes beyond the response's length";
+    const char *why = NULL;
     char b;
-    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) {
-        shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
-        return "unsolicited bytes after the response";
-    }
-    return NULL;
+    if (s->excess) why = "bytes after a response without body";
+    else if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) why = "unsolicited bytes after the response";
+    if (why) shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
+    return why;
 }
 
 static int tls_error(http_target *ht, CURLcode rc, const char *errbuf) {
@@ -453,7 +475,11 @@ static int ht_submit(eg_target *t, eg_record *rec) {
     s->started_ms = eg_now_ms();
     s->started_ns = eg_now_ns();
     s->body_len = s->body_seen = s->header_seen = 0;
-    s->over_cap = s->headers_too_big = 0;
+    s->over_cap = s->headers_too_big = s->excess = 0;
+    if (s->verbose) {
+        curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 0L);
+        s->verbose = 0;
+    }
     s->errbuf[0] = '\0';
     s->hdrs = request_headers(s, rec);
     const rd_kafka_message_t *m = rec->msg;
@@ -621,6 +647,8 @@ static int setup_easy(http_target *ht, slot *s) {
     SET(CURLOPT_HEADERFUNCTION, on_header);
     SET(CURLOPT_HEADERDATA, (void *)s);
     SET(CURLOPT_ERRORBUFFER, s->errbuf);
+    SET(CURLOPT_DEBUGFUNCTION, on_debug);
+    SET(CURLOPT_DEBUGDATA, (void *)s);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_HTTP_VERSION, cfg->http_version == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     if (cfg->http_version == 2) SET(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex rather than open more */
