@@ -22,7 +22,7 @@ mkca ca && mkca otherca && mkcert server ca "subjectAltName=DNS:localhost,IP:127
   mkcert client ca "extendedKeyUsage=clientAuth" || die "openssl could not make the test certificates"
 
 start_broker --topic tls:1 --topic tls.dlq:1 --topic mtls:1 --topic mtls.dlq:1 --topic bad:1 --topic bad.dlq:1 \
-  --topic bad.quarantine:1 --topic tls.quarantine:1 --topic mtls.quarantine:1
+  --topic bad.quarantine:1 --topic tls.quarantine:1 --topic mtls.quarantine:1 --topic h2:1 --topic h2.dlq:1 --topic h2.quarantine:1
 bg srv $PY "$ROOT/spec/e2e/capture_server.py" "$T/srv.jsonl" --tls "$P/server.crt" "$P/server.key"
 bg msrv $PY "$ROOT/spec/e2e/capture_server.py" "$T/msrv.jsonl" --tls "$P/server.crt" "$P/server.key" --client-ca "$P/ca.crt"
 wait_for 10 grep -q '^listening=' "$T/srv.out" || die "TLS server did not start"
@@ -96,6 +96,22 @@ start_gateway noverify "$T/noverify.lua"
 wait_drained g-noverify bad 30 && ok "verify = false: delivered without checking" || not_ok "lag $(lag g-noverify bad)"
 stop_gateway "$GW_PID"
 check "verify = false logs a warning at start" grep -q '"level":"warn","event":"tls_verify_off"' "$T/noverify.err"
+
+# ---- version = "2": HTTP/2 over TLS multiplexes the requests (needs node for an h2 server)
+if command -v node >/dev/null; then
+  bg h2 node "$ROOT/spec/e2e/h2_server.js" "$P/server.crt" "$P/server.key" "$T/h2.jsonl"
+  wait_for 10 grep -q '^listening=' "$T/h2.out" || die "h2 server did not start: $(cat "$T/h2.err")"
+  for i in $(seq 40); do printf 'k%d\tv%d\n' "$i" "$i"; done | produce h2
+  conf "$T/h2.lua" g-h2 h2 "https://$(sed -n 's/^listening=//p' "$T/h2.out")/in" "{ ca_file = \"$P/ca.crt\" }" 'version = "2"'
+  sed -i 's/concurrency = 4/concurrency = 8/' "$T/h2.lua"
+  start_gateway h2gw "$T/h2.lua"
+  wait_drained g-h2 h2 30 && ok "version 2: every record delivered over HTTP/2" || not_ok "lag $(lag g-h2 h2)"
+  stop_gateway "$GW_PID"
+  conns=$($PY -c 'import json,sys; print(len({json.loads(l)["port"] for l in open(sys.argv[1])}))' "$T/h2.jsonl")
+  check "version 2: 40 requests at concurrency 8 over $conns connection(s)" test "$conns" -le 2
+else
+  diag "node not installed: the HTTP/2 check is skipped"
+fi
 
 check "the token never appears in a log" bash -c "! grep -l '$SECRET' '$T'/*.err '$T'/*.out"
 
