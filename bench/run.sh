@@ -41,7 +41,7 @@ trap cleanup EXIT
 export ERRGATE_LUA_DIR="$ROOT/lua"
 
 # ---- tools compiled here: same flags as the Makefile -----------------------
-PCP="luajit rdkafka libevent msgpack"
+PCP="luajit rdkafka libevent msgpack libcurl"
 CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fno-strict-aliasing -O2 -g"
 LIB_OBJS=$(ls "$ROOT/$BUILD"/obj/*.o | grep -v '/main\.o$')
 mkdir -p "$ROOT/$BUILD/bench"

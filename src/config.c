@@ -4,6 +4,7 @@
  * libraries (os.getenv is handy), but its result is validated strictly:
  * a schema table lists every key with its type; anything else is refused. */
 #include "config.h"
+#include "target.h"
 #include "util.h"
 
 #include <lauxlib.h>
@@ -320,20 +321,6 @@ static int load_http_tls(loadctx *c) {
     return 0;
 }
 
-/* An HTTP token (RFC 9110) that errgate does not set itself. */
-static int header_name_ok(const char *n) {
-    static const char *const reserved[] = {"host", "content-length", "content-type", "connection",
-                                           "transfer-encoding", "expect", "te", "upgrade", NULL};
-    if (!*n || strncasecmp(n, "errgate-", 8) == 0) return 0;
-    for (const char *const *r = reserved; *r; r++)
-        if (strcasecmp(n, *r) == 0) return 0;
-    for (const char *p = n; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              strchr("!#$%&'*+-.^_`|~", *p)))
-            return 0;
-    return 1;
-}
-
 /* target.http.headers = { ["Name"] = "value" | { file = "path" } }. A value
  * never appears in a message (it may be a secret). */
 static int load_http_headers(loadctx *c) {
@@ -352,7 +339,7 @@ static int load_http_headers(loadctx *c) {
     while (lua_next(L, -2)) {
         if (lua_type(L, -2) != LUA_TSTRING) return lua_pop(L, 3), fail(c, "target.http.headers: names must be strings");
         const char *name = lua_tostring(L, -2);
-        if (!header_name_ok(name))
+        if (!eg_http_header_sendable(name))
             return lua_pop(L, 3), fail(c, "target.http.headers: \"%s\" is not a header name errgate can send "
                                           "(an HTTP token; not Errgate-*, Host, Content-*, Connection, "
                                           "Transfer-Encoding, Expect, TE, Upgrade)", name);

@@ -387,16 +387,15 @@ static struct curl_slist *add_line(struct curl_slist *l, const char *line) {
     return n;
 }
 
-/* An HTTP token character (RFC 9110). */
-static int tchar(int c) {
-    return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static int reserved_header(const char *name) {
-    return strncasecmp(name, "errgate-", 8) == 0 || strcasecmp(name, "host") == 0 ||
-           strcasecmp(name, "content-length") == 0 || strcasecmp(name, "content-type") == 0 ||
-           strcasecmp(name, "connection") == 0 || strcasecmp(name, "transfer-encoding") == 0 ||
-           strcasecmp(name, "expect") == 0 || strcasecmp(name, "te") == 0 || strcasecmp(name, "upgrade") == 0;
+int eg_http_header_sendable(const char *name) {
+    static const char *const reserved[] = {"host", "content-length", "content-type", "connection",
+                                           "transfer-encoding", "expect", "te", "upgrade", NULL};
+    if (!*name || strncasecmp(name, "errgate-", 8) == 0) return 0;
+    for (const char *const *r = reserved; *r; r++)
+        if (strcasecmp(name, *r) == 0) return 0;
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p)) return 0;
+    return 1;
 }
 
 static void base64(const unsigned char *in, size_t n, char *out) {
@@ -450,9 +449,7 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
         const void *val;
         size_t size;
         for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == 0; i++) {
-            size_t nl = strlen(name);
-            int ok = nl && nl <= 256 && val && size <= 8192 && printable(val, size) && !reserved_header(name);
-            for (const char *p = name; ok && *p; p++) ok = tchar((unsigned char)*p);
+            int ok = strlen(name) <= 256 && val && size <= 8192 && printable(val, size) && eg_http_header_sendable(name);
             for (int k = 0; ok && k < ht->cfg->nhttp_headers; k++) /* configured headers win */
                 ok = strcasecmp(name, ht->cfg->http_headers[k].name) != 0;
             if (!ok) continue;

@@ -3,7 +3,7 @@
 # by openssl here: delivery with tls.ca_file; mutual TLS with cert_file and
 # key_file (and server_name); a missing client certificate, a wrong CA or a
 # wrong name deliver nothing, commit nothing and log code `tls`; verify =
-# false is warned about. Static headers: a file-sourced token and a literal
+# false is warned about; the mTLS run is under valgrind. Static headers: a file-sourced token and a literal
 # arrive at the handler, the token is re-read on SIGHUP and never appears in
 # a log. Every target.http key is checked (bad values: exit 2, one line).
 source "$(dirname "$0")/lib.sh"
@@ -61,16 +61,19 @@ for i in $(seq 3); do printf 'n%d\tv%d\n' "$i" "$i"; done | produce tls
 wait_drained g-tls tls 30 || not_ok "lag after reload $(lag g-tls tls)"
 check "after SIGHUP the token file is read again" bash -c "[ \"\$(grep -c '$SECRET-v2' '$T/srv.jsonl')\" = 3 ]"
 stop_gateway "$GW_PID"
-cp "$T/tls.lua" "$T/gw-config-copy.txt"
 
 # ---- mutual TLS (and server_name: the URL names 127.0.0.1, the certificate is checked for localhost)
 for i in $(seq 5); do printf 'k%d\tv%d\n' "$i" "$i"; done | produce mtls
 conf "$T/mtls.lua" g-mtls mtls "https://$MSRV/in" \
   "{ ca_file = \"$P/ca.crt\", cert_file = \"$P/client.crt\", key_file = \"$P/client.key\", server_name = \"localhost\" }"
-start_gateway gwm "$T/mtls.lua"
-wait_drained g-mtls mtls 30 && ok "mutual TLS with cert_file/key_file: every record delivered" || not_ok "lag $(lag g-mtls mtls)"
+# under valgrind (memcheck, full leak check: slow, hence the long timeout) unless this is the sanitizer build
+sed -i 's/timeout_ms = 3000/timeout_ms = 30000/' "$T/mtls.lua"
+if [ "${SAN:-}" = 1 ]; then start_gateway gwm "$T/mtls.lua"; else bg gwm "${VG[@]}" "$EG" run -c "$T/mtls.lua"; GW_PID=$LASTPID; fi
+wait_drained g-mtls mtls 90 && ok "mutual TLS with cert_file/key_file: every record delivered" || not_ok "lag $(lag g-mtls mtls)"
 stop_gateway "$GW_PID"
+[ "${SAN:-}" = 1 ] || check "mutual TLS under valgrind: exit 0, no memcheck errors, no leaks (exit $RC)" vg_ok "$RC" 0 "$T/gwm.err"
 check "the mTLS server saw 5 requests" test "$(nreq "$T/msrv.jsonl")" = 5
+check "over TLS keep-alive no request failed (no decision logged)" bash -c "! grep -q '\"event\":\"decision\"' '$T/gw.err' '$T/gwm.err'"
 
 # ---- failures: nothing delivered, nothing committed, code tls
 for i in $(seq 3); do printf 'b%d\tv%d\n' "$i" "$i"; done | produce bad
@@ -109,6 +112,7 @@ if command -v node >/dev/null; then
   stop_gateway "$GW_PID"
   conns=$($PY -c 'import json,sys; print(len({json.loads(l)["port"] for l in open(sys.argv[1])}))' "$T/h2.jsonl")
   check "version 2: 40 requests at concurrency 8 over $conns connection(s)" test "$conns" -le 2
+  check "version 2: no request failed" bash -c "! grep -q '\"event\":\"decision\"' '$T/h2gw.err'"
 else
   diag "node not installed: the HTTP/2 check is skipped"
 fi
