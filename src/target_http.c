@@ -46,6 +46,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,24 @@
 #include <time.h>
 
 #define HEADER_BYTES_MAX (64 * 1024) /* response header bytes, 1xx included */
-#define LINE_MAX_BYTES (8192 + 512)  /* one request header line */
+
+/* A request's header lines as a curl_slist whose nodes and text live in
+ * arrays the slot keeps from one request to the next (no allocation per
+ * line; curl only reads the list). */
+typedef struct hdrlist {
+    struct curl_slist *nodes;
+    size_t *off;                  /* each line's offset in buf */
+    int n, cap;
+    char *buf;
+    size_t len, size;
+} hdrlist;
 
 typedef struct slot {
     struct http_target *ht;
     CURL *easy;
     eg_record *rec;               /* NULL when the slot is free */
-    struct curl_slist *hdrs;      /* this request's header lines */
+    hdrlist hdrs;                 /* this request's header lines, reused */
+    curl_socket_t fd;             /* the socket curl last watched for this request */
     int64_t started_ms;
     int64_t started_ns;           /* for the latency histogram (metrics.h) */
     char *body;                   /* the first EG_BODY_CAP bytes of the body */
@@ -72,7 +84,6 @@ typedef struct slot {
     int verbose;                  /* curl's verbose text is on for this transfer */
     int excess;                   /* curl saw bytes after a response without body */
     char errbuf[CURL_ERROR_SIZE];
-    char line[LINE_MAX_BYTES];
     struct slot *next_free;
 } slot;
 
@@ -105,8 +116,6 @@ static void check_done(http_target *ht);
 static void release(slot *s) {
     http_target *ht = s->ht;
     curl_multi_remove_handle(ht->multi, s->easy);
-    curl_slist_free_all(s->hdrs);
-    s->hdrs = NULL;
     s->rec = NULL;
     s->next_free = ht->free_list;
     ht->free_list = s;
@@ -134,6 +143,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
 static int curl_socket_cb(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp) {
     http_target *ht = arg;
     sockwatch *w = sockp;
+    slot *s = NULL;
+    if (e && what != CURL_POLL_REMOVE && curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s) == CURLE_OK && s)
+        s->fd = fd;
     if (what == CURL_POLL_REMOVE) {
         if (!w) return 0;
         event_free(w->ev);
@@ -268,10 +280,21 @@ static int response_closes(slot *s, long version, long status) {
     return cl < 0 && !(te && strcasestr(te, "chunked")) && status != 204 && status != 304;
 }
 
+/* Whether another request in flight already took over fd: curl may hand a
+ * connection to the next transfer before we see the previous one done. */
+static int taken_over(const slot *s, curl_socket_t fd) {
+    for (int i = 0; i < s->ht->nslots; i++) {
+        const slot *o = &s->ht->slots[i];
+        if (o != s && o->rec && o->fd == fd) return 1;
+    }
+    return 0;
+}
+
 /* Framing check of a transfer curl completed without error (HTTP/1.x; an
  * HTTP/2 stream is framed by the protocol). Returns NULL when the answer
  * belongs to its request alone, else why not (the connection is then never
- * used again). */
+ * used again). Bytes waiting on a connection another request already took
+ * over are that request's answer, not unsolicited. */
 static const char *framing_anomaly(slot *s, long status) {
     long version = 0;
     curl_easy_getinfo(s->easy, CURLINFO_HTTP_VERSION, &version);
@@ -281,10 +304,10 @@ static const char *framing_anomaly(slot *s, long status) {
     if (fd == CURL_SOCKET_BAD) /* curl closed it: fine only when the answer said so */
         return s->over_cap || response_closes(s, version, status) ? NULL
                                                                   : "bytes beyond the response's length";
-    const char *why = NULL;
+    const char *why = s->excess ? "bytes after a response without body" : NULL;
+    if (taken_over(s, fd)) return why;
     char b;
-    if (s->excess) why = "bytes after a response without body";
-    else if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) why = "unsolicited bytes after the response";
+    if (!why && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) why = "unsolicited bytes after the response";
     if (why) shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
     return why;
 }
@@ -412,37 +435,58 @@ static void base64(const unsigned char *in, size_t n, char *out) {
     out[o] = '\0';
 }
 
+/* Appends one formatted line to h. */
+static void hl_add(hdrlist *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hl_add(hdrlist *h, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= h->size - h->len) {
+        h->size = (h->len + (size_t)n + 1) * 2;
+        h->buf = eg_xrealloc(h->buf, h->size);
+        va_start(ap, fmt);
+        vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
+        va_end(ap);
+    }
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 16;
+        h->nodes = eg_xrealloc(h->nodes, (size_t)h->cap * sizeof *h->nodes);
+        h->off = eg_xrealloc(h->off, (size_t)h->cap * sizeof *h->off);
+    }
+    h->off[h->n++] = h->len;
+    h->len += (size_t)n + 1;
+}
+
 /* The request's header lines: fixed ones, Errgate-*, static, forwarded. */
 static struct curl_slist *request_headers(slot *s, eg_record *rec) {
     http_target *ht = s->ht;
     const rd_kafka_message_t *m = rec->msg;
-    char *line = s->line, id[320];
-    struct curl_slist *l = add_line(NULL, "Content-Type: application/octet-stream");
-    l = add_line(l, "Expect:"); /* no 100-continue round trip */
-    l = add_line(l, "Accept:");
+    hdrlist *h = &s->hdrs;
+    char id[320];
+    h->n = 0;
+    h->len = 0;
+    hl_add(h, "Content-Type: application/octet-stream");
+    hl_add(h, "Expect:"); /* no 100-continue round trip */
+    hl_add(h, "Accept:");
     eg_record_id(rec, id, sizeof id);
-    snprintf(line, LINE_MAX_BYTES, "Errgate-Id: %s", id);
-    l = add_line(l, line);
-    if (printable(rec->topic, strlen(rec->topic)) && strlen(rec->topic) < 300) {
-        snprintf(line, LINE_MAX_BYTES, "Errgate-Topic: %s", rec->topic);
-        l = add_line(l, line);
-    }
-    snprintf(line, LINE_MAX_BYTES, "Errgate-Partition: %d", (int)rec->partition);
-    l = add_line(l, line);
-    snprintf(line, LINE_MAX_BYTES, "Errgate-Offset: %lld", (long long)rec->offset);
-    l = add_line(l, line);
+    hl_add(h, "Errgate-Id: %s", id);
+    if (printable(rec->topic, strlen(rec->topic))) hl_add(h, "Errgate-Topic: %s", rec->topic);
+    hl_add(h, "Errgate-Partition: %d", (int)rec->partition);
+    hl_add(h, "Errgate-Offset: %lld", (long long)rec->offset);
     if (m->key && m->key_len <= 4096) {
         if (!m->key_len) {
-            strcpy(line, "Errgate-Key;"); /* curl's way of sending an empty value */
+            hl_add(h, "Errgate-Key;"); /* curl's way of sending an empty value */
         } else if (printable(m->key, m->key_len)) {
-            snprintf(line, LINE_MAX_BYTES, "Errgate-Key: %.*s", (int)m->key_len, (const char *)m->key);
+            hl_add(h, "Errgate-Key: %.*s", (int)m->key_len, (const char *)m->key);
         } else {
-            memcpy(line, "Errgate-Key-Base64: ", 20);
-            base64(m->key, m->key_len, line + 20);
+            char b64[4096 / 3 * 4 + 8];
+            base64(m->key, m->key_len, b64);
+            hl_add(h, "Errgate-Key-Base64: %s", b64);
         }
-        l = add_line(l, line);
     }
-    for (int i = 0; i < ht->cfg->nhttp_headers; i++) l = add_line(l, ht->static_lines[i]);
+    for (int i = 0; i < ht->cfg->nhttp_headers; i++) hl_add(h, "%s", ht->static_lines[i]);
     rd_kafka_headers_t *hdrs = NULL;
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         const char *name;
@@ -453,12 +497,15 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
             for (int k = 0; ok && k < ht->cfg->nhttp_headers; k++) /* configured headers win */
                 ok = strcasecmp(name, ht->cfg->http_headers[k].name) != 0;
             if (!ok) continue;
-            if (size) snprintf(line, LINE_MAX_BYTES, "%s: %.*s", name, (int)size, (const char *)val);
-            else snprintf(line, LINE_MAX_BYTES, "%s;", name);
-            l = add_line(l, line);
+            if (size) hl_add(h, "%s: %.*s", name, (int)size, (const char *)val);
+            else hl_add(h, "%s;", name);
         }
     }
-    return l;
+    for (int i = 0; i < h->n; i++) {
+        h->nodes[i].data = h->buf + h->off[i];
+        h->nodes[i].next = i + 1 < h->n ? &h->nodes[i + 1] : NULL;
+    }
+    return h->nodes;
 }
 
 static int ht_submit(eg_target *t, eg_record *rec) {
@@ -469,6 +516,7 @@ static int ht_submit(eg_target *t, eg_record *rec) {
     ht->nfree--;
     t->inflight++;
     s->rec = rec;
+    s->fd = CURL_SOCKET_BAD;
     s->started_ms = eg_now_ms();
     s->started_ns = eg_now_ns();
     s->body_len = s->body_seen = s->header_seen = 0;
@@ -478,9 +526,8 @@ static int ht_submit(eg_target *t, eg_record *rec) {
         s->verbose = 0;
     }
     s->errbuf[0] = '\0';
-    s->hdrs = request_headers(s, rec);
     const rd_kafka_message_t *m = rec->msg;
-    curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->hdrs);
+    curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, request_headers(s, rec));
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, m->payload && m->len ? (const char *)m->payload : "");
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(m->payload ? m->len : 0));
     CURLMcode mc = curl_multi_add_handle(ht->multi, s->easy);
@@ -567,8 +614,12 @@ static void ht_destroy(eg_target *t) {
     http_target *ht = (http_target *)t;
     ht_cancel_all(t);
     for (int i = 0; i < ht->nslots; i++) {
-        if (ht->slots[i].easy) curl_easy_cleanup(ht->slots[i].easy);
-        free(ht->slots[i].body);
+        slot *s = &ht->slots[i];
+        if (s->easy) curl_easy_cleanup(s->easy);
+        free(s->body);
+        free(s->hdrs.nodes);
+        free(s->hdrs.off);
+        free(s->hdrs.buf);
     }
     if (ht->multi) curl_multi_cleanup(ht->multi);
     while (ht->watches) { /* sockets curl closed without telling */
@@ -647,6 +698,7 @@ static int setup_easy(http_target *ht, slot *s) {
     SET(CURLOPT_DEBUGFUNCTION, on_debug);
     SET(CURLOPT_DEBUGDATA, (void *)s);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_PROXY, ""); /* the target is reached directly, whatever the environment says */
     SET(CURLOPT_HTTP_VERSION, cfg->http_version == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     if (cfg->http_version == 2) SET(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex rather than open more */
     if (ht->connect_to) SET(CURLOPT_CONNECT_TO, ht->connect_to);
