@@ -328,13 +328,9 @@ static int load_http_headers(loadctx *c) {
     eg_config *cfg = c->cfg;
     int r = push_table(c, "headers", "target.http.headers");
     if (r <= 0) return r;
-    int n = 0;
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-        n++;
-        lua_pop(L, 1);
-    }
-    cfg->http_headers = eg_xcalloc((size_t)n + 1, sizeof(eg_http_header));
+    size_t n = 1;
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) n++;
+    cfg->http_headers = eg_xcalloc(n, sizeof(eg_http_header));
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         if (lua_type(L, -2) != LUA_TSTRING) return lua_pop(L, 3), fail(c, "target.http.headers: names must be strings");
