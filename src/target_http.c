@@ -113,6 +113,8 @@ typedef struct http_target {
 
 static void check_done(http_target *ht);
 
+/* Ends the slot's request (removing the handle aborts an unfinished
+ * transfer) and puts the slot back on the free list. */
 static void release(slot *s) {
     http_target *ht = s->ht;
     curl_multi_remove_handle(ht->multi, s->easy);
@@ -312,6 +314,8 @@ static const char *framing_anomaly(slot *s, long status) {
     return why;
 }
 
+/* Whether curl's result rc (and its message) is a TLS handshake or
+ * verification failure: kind connect, code tls. */
 static int tls_error(http_target *ht, CURLcode rc, const char *errbuf) {
     switch (rc) {
     case CURLE_SSL_CONNECT_ERROR: case CURLE_PEER_FAILED_VERIFICATION: case CURLE_SSL_CERTPROBLEM:
@@ -327,6 +331,7 @@ static int tls_error(http_target *ht, CURLcode rc, const char *errbuf) {
     }
 }
 
+/* A non-2xx answer as a failure of kind http (f takes fresh strings). */
 static void fill_http_failure(slot *s, long status, eg_failure *f) {
     f->kind = EG_FK_HTTP;
     f->status = (int)status;
@@ -400,15 +405,6 @@ static void check_done(http_target *ht) {
 }
 
 /* -------------------------------------------------------------- request */
-
-static struct curl_slist *add_line(struct curl_slist *l, const char *line) {
-    struct curl_slist *n = curl_slist_append(l, line);
-    if (!n) {
-        fprintf(stderr, "errgate: out of memory\n");
-        abort();
-    }
-    return n;
-}
 
 int eg_http_header_sendable(const char *name) {
     static const char *const reserved[] = {"host", "content-length", "content-type", "connection",
@@ -657,7 +653,10 @@ static int setup_url(http_target *ht, char *err, size_t errlen) {
     if (cfg->http_server_name) {
         char line[600];
         snprintf(line, sizeof line, "%s:%s:%s:%s", cfg->http_server_name, port, host, port);
-        ht->connect_to = add_line(NULL, line);
+        if (!(ht->connect_to = curl_slist_append(NULL, line))) {
+            snprintf(err, errlen, "target.http: out of memory");
+            goto out;
+        }
         if (curl_url_set(u, CURLUPART_HOST, cfg->http_server_name, 0) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
             snprintf(err, errlen, "target.http.tls.server_name: cannot use \"%s\"", cfg->http_server_name);
