@@ -384,6 +384,8 @@ static void finish(slot *s, CURLcode rc) {
         else if (s->headers_too_big) f.message = eg_xstrdup("response headers too large");
         else f.message = eg_xstrdup(s->errbuf[0] ? s->errbuf : curl_easy_strerror(rc));
         if (!anomaly && tls_error(ht, rc, s->errbuf)) f.code = eg_xstrdup("tls");
+        eg_log_msg(EG_DEBUG, "http_transport_failure", "%s/%d/%lld: %s", rec->topic, (int)rec->partition,
+                   (long long)rec->offset, f.message);
     }
     eg_metrics_observe_target(metric, (double)(eg_now_ns() - s->started_ns) / 1e9);
     release(s);
