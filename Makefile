@@ -6,10 +6,13 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
+#   make lint       man page (mandoc -T lint) and service unit (systemd-analyze verify)
+#   make install    PREFIX=/usr/local DESTDIR= : binary, Lua runtime, policies,
+#                   examples, man page, systemd unit; make uninstall removes them
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
             lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make \
-            libcurl4-openssl-dev openssl
+            mandoc libcurl4-openssl-dev openssl
 PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 
 CC      ?= cc
@@ -33,9 +36,9 @@ OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
 CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 
-.PHONY: all deps check-deps test demo bench clean
+.PHONY: all deps check-deps test demo bench clean lint install uninstall
 
-all: check-deps $(BUILD)/errgate $(BUILD)/flaky-handler
+all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
 # ---- dependencies ---------------------------------------------------------
 deps:
@@ -51,27 +54,31 @@ deps:
 	  echo "deps: run: sudo apt-get install -y$$missing"; exit 1; \
 	fi
 
-check-deps:
+# Every compile has check-deps as an order-only prerequisite, so `make -j` on
+# a fresh machine compiles nothing before the packages are in. When the goals
+# name `deps` (test and demo do), check-deps waits for it instead of starting
+# a second apt-get next to it.
+check-deps: $(if $(filter deps test demo,$(MAKECMDGOALS)),deps)
 	@pkg-config --exists $(PC_PKGS) 2>/dev/null || $(MAKE) --no-print-directory deps
 
 # ---- build ----------------------------------------------------------------
-$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj check-deps
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -c $< -o $@
 
 $(BUILD)/errgate: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PC_LIBS)
 
-$(BUILD)/flaky-handler: examples/flaky-handler/flaky_handler.c | $(BUILD)/obj
+$(BUILD)/flaky-handler: examples/flaky-handler/flaky_handler.c | $(BUILD)/obj check-deps
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -o $@ $< $(LDFLAGS) $(PC_LIBS)
 
-$(BUILD)/test_%: spec/c/test_%.c $(LIB_OBJS) | $(BUILD)/obj
+$(BUILD)/test_%: spec/c/test_%.c $(LIB_OBJS) | $(BUILD)/obj check-deps
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
 
 $(BUILD)/obj:
 	mkdir -p $@
 
 # ---- use --------------------------------------------------------------------
-test: deps all $(CTESTS)
+test: deps all $(CTESTS) lint
 	@BUILD=$(BUILD) SAN=$(SAN) bash spec/run.sh
 
 demo: deps all
@@ -82,5 +89,46 @@ bench: all
 
 clean:
 	rm -rf build build-san
+
+# ---- lint ---------------------------------------------------------------------
+# The unit is checked as installed (ExecStart pointing at the built binary).
+# systemd-analyze needs systemd; where it is missing the check is skipped, said.
+lint: $(BUILD)/errgate
+	mandoc -T lint man/errgate.1
+	@if command -v systemd-analyze >/dev/null 2>&1; then \
+	  rm -rf $(BUILD)/unit && mkdir -p $(BUILD)/unit && \
+	  sed 's|@BINDIR@|$(abspath $(BUILD))|g' deploy/systemd/errgate@.service >$(BUILD)/unit/errgate@lint.service && \
+	  echo "systemd-analyze verify deploy/systemd/errgate@.service" && \
+	  out=$$(SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --man=no $(BUILD)/unit/errgate@lint.service 2>&1); \
+	  rc=$$?; [ -z "$$out" ] || echo "$$out"; [ $$rc = 0 ] && [ -z "$$out" ]; \
+	else echo "lint: systemd-analyze not found: the service unit is not verified"; fi
+
+# ---- install ------------------------------------------------------------------
+# errgate finds its Lua runtime at BINDIR/../share/errgate/lua (luavm.c), so
+# BINDIR and DATADIR stay siblings under PREFIX. The unit goes where systemd
+# looks for PREFIX's units (/usr/local/lib/systemd/system for /usr/local).
+PREFIX         ?= /usr/local
+DESTDIR        ?=
+BINDIR         := $(PREFIX)/bin
+DATADIR        := $(PREFIX)/share/errgate
+MANDIR         := $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SHARE_FILES    := $(wildcard lua/errgate/*.lua policies/*.lua policies/lib/*.lua) \
+                  $(shell find -L examples -type f 2>/dev/null)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(SYSTEMDUNITDIR)
+	install -m 755 $(BUILD)/errgate $(DESTDIR)$(BINDIR)/errgate
+	@for f in $(SHARE_FILES); do \
+	  install -D -m $$([ -x $$f ] && echo 755 || echo 644) $$f $(DESTDIR)$(DATADIR)/$$f || exit 1; \
+	done; echo "install: $(words $(SHARE_FILES)) files under $(DESTDIR)$(DATADIR)"
+	install -m 644 man/errgate.1 $(DESTDIR)$(MANDIR)/man1/errgate.1
+	sed 's|@BINDIR@|$(BINDIR)|g' deploy/systemd/errgate@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/errgate@.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/errgate@.service
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/errgate $(DESTDIR)$(MANDIR)/man1/errgate.1 \
+	      $(DESTDIR)$(SYSTEMDUNITDIR)/errgate@.service
+	rm -rf $(DESTDIR)$(DATADIR)
 
 -include $(OBJS:.o=.d)

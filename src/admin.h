@@ -1,5 +1,6 @@
-/* admin.h — the admin HTTP endpoint (libevent evhttp on the gateway's own
- * event base: same thread as the loop, never blocks it).
+/* admin.h — the admin HTTP endpoint (a small HTTP/1.1 server on libevent
+ * bufferevents, on the gateway's own event base: same thread as the loop,
+ * never blocks it).
  *
  * Routes: GET /metrics (Prometheus text), /healthz, /readyz, /policy, /lanes
  * (JSON), POST /reload. The server knows HTTP, routing and authentication
@@ -34,9 +35,37 @@ typedef struct eg_admin eg_admin;
 /* Starts listening on listen ("host:port"; port 0 picks a free one) and
  * logs an admin_listening line with the actual address. token_file may be
  * NULL (mutating endpoints off); an unreadable or empty token file is an
- * error. Returns NULL with a message in err. */
-eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *token_file,
+ * error. At most max_connections are open at once.
+ * Returns NULL with a message in err. */
+eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *token_file, int max_connections,
                        const eg_admin_ops *ops, void *arg, char *err, size_t errlen);
+
+/* Limits: a request (request line, header fields and body) is at most
+ * EG_ADMIN_MAX_REQUEST bytes with at most EG_ADMIN_MAX_FIELDS header
+ * fields, and must arrive within EG_ADMIN_TIMEOUT_S seconds. */
+#define EG_ADMIN_MAX_REQUEST 65536
+#define EG_ADMIN_MAX_FIELDS 100
+#define EG_ADMIN_TIMEOUT_S 10
+
+typedef enum { EG_ADMIN_GET = 1, EG_ADMIN_HEAD, EG_ADMIN_POST, EG_ADMIN_OTHER } eg_admin_method;
+
+/* A parsed request head. authorization points into the parsed buffer. */
+typedef struct eg_admin_req {
+    eg_admin_method method;
+    char target[2048];        /* the request target as sent */
+    char path[2048];          /* its path ("/" when empty), not decoded */
+    const char *authorization; /* the Authorization value (trimmed), or NULL */
+    size_t authorization_len;
+    size_t content_length;    /* 0 without Content-Length */
+    size_t header_len;        /* bytes up to and including the blank line */
+} eg_admin_req;
+
+/* Parses the request head at buf (len bytes received so far). Returns 1
+ * with *rq filled (the body, content_length bytes, follows header_len),
+ * 0 when the head is not complete yet, or minus the HTTP status to answer:
+ * -400 malformed, -411 Transfer-Encoding (chunked) sent, -413 body over the
+ * limit, -431 head over the limit, -505 not HTTP/1.0 or 1.1. */
+int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq);
 /* Stops listening and frees the server (NULL is fine). */
 void eg_admin_free(eg_admin *a);
 

@@ -1128,7 +1128,7 @@ int eg_cmd_broker(int argc, char **argv) {
         rc = parse_args(argc, argv, &brokers, topics, &ntopics);
         if (rc) {
                 free(topics);
-                return rc > 0 ? 0 : 2;
+                return rc > 0 ? EG_EXIT_OK : EG_EXIT_USAGE;
         }
 
         /* A control client that hangs up early must not kill the broker. */

@@ -1,11 +1,21 @@
-/* cli.h — entry points of errgate's subcommands.
+/* cli.h — entry points of errgate's subcommands and the conventions they share.
  *
  * main.c dispatches `errgate <command> ...` to one of these. Each takes the
  * arguments after the command name (argv[0] is the command itself) and returns
- * the process exit code: 0 success, 1 runtime failure, 2 usage or config error,
- * 3 the gateway stopped on a `stop` decision. */
+ * the process exit code, one of EG_EXIT_*. Every command and subcommand
+ * answers -h/--help with its usage on stdout (exit EG_EXIT_OK), and a usage
+ * error with exactly one line on stderr naming the problem (EG_EXIT_USAGE),
+ * through eg_usage_error. */
 #ifndef EG_CLI_H
 #define EG_CLI_H
+
+#define EG_VERSION "0.1.0"
+
+/* Process exit codes, the same for every command (man errgate, EXIT STATUS). */
+#define EG_EXIT_OK 0       /* success; `run`: stopped by SIGTERM/SIGINT */
+#define EG_EXIT_FAIL 1     /* runtime failure (Kafka, a check or test that failed) */
+#define EG_EXIT_USAGE 2    /* usage, config, policy or target file error: nothing was consumed */
+#define EG_EXIT_STOP 3     /* `run`: the policy decided stop */
 
 int eg_cmd_broker(int argc, char **argv);   /* broker.c  */
 int eg_cmd_run(int argc, char **argv);      /* gateway.c */
@@ -14,5 +24,12 @@ int eg_cmd_policy(int argc, char **argv);   /* policy_cmd.c */
 int eg_cmd_replay(int argc, char **argv);   /* replay.c */
 int eg_cmd_dlq(int argc, char **argv);      /* dlq_cmd.c */
 int eg_cmd_spill(int argc, char **argv);    /* spill_cmd.c */
+
+/* 1 when arg asks for help (-h or --help), else 0. */
+int eg_is_help(const char *arg);
+
+/* Prints "errgate CMD: <message> (see errgate CMD --help)" as one line on
+ * stderr (cmd may hold a subcommand: "dlq stats"). Returns EG_EXIT_USAGE. */
+int eg_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

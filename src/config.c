@@ -11,6 +11,7 @@
 #include <lua.h>
 #include <lualib.h>
 #include <libgen.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +183,14 @@ static int load_kafka(loadctx *c) {
             return rr;
         }
         }
+        if (strcmp(k, "partition.assignment.strategy") == 0 && strstr(v, "cooperative")) {
+            /* incremental assignment is not implemented: the rebalance
+             * callback assigns and revokes whole sets (eager protocol) */
+            int rr = fail(c, "kafka.partition.assignment.strategy: \"%s\" is a cooperative (incremental) "
+                             "strategy, which errgate does not support; use an eager one: range or roundrobin", v);
+            lua_pop(L, 3);
+            return rr;
+        }
         if (strcmp(k, "enable.auto.commit") == 0 || strcmp(k, "enable.auto.offset.store") == 0 ||
             strcmp(k, "group.id") == 0) {
             int rr = fail(c, "kafka.%s: set by errgate itself (offsets are committed only after a "
@@ -201,7 +210,8 @@ static int load_kafka(loadctx *c) {
 static int load_source(loadctx *c) {
     lua_State *L = c->L;
     eg_config *cfg = c->cfg;
-    static const char *const keys[] = {"topics", "ordering", "max_inflight", "max_inflight_total", NULL};
+    static const char *const keys[] = {"topics", "ordering", "max_inflight", "max_inflight_total", "max_tracked",
+                                       "not_before_max_ms", NULL};
     int r = push_table(c, "source", "source");
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'source'");
@@ -223,7 +233,17 @@ static int load_source(loadctx *c) {
             lua_pop(L, 3);
             return fail(c, "source.topics[%d]: expected a topic name", i);
         }
-        cfg->topics[cfg->ntopics++] = eg_xstrdup(lua_tostring(L, -1));
+        const char *t = lua_tostring(L, -1);
+        regex_t re;
+        if (eg_topic_is_regex(t)) {
+            if (regcomp(&re, t, REG_EXTENDED | REG_NOSUB) != 0) {
+                fail(c, "source.topics[%d]: \"%s\" is not a valid regular expression", i, t);
+                lua_pop(L, 3);
+                return -1;
+            }
+            regfree(&re);
+        }
+        cfg->topics[cfg->ntopics++] = eg_xstrdup(t);
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -243,9 +263,16 @@ static int load_source(loadctx *c) {
     }
     if (get_int(c, "max_inflight", "source.max_inflight", 1, 1000000, &cfg->max_inflight) < 0 ||
         get_int(c, "max_inflight_total", "source.max_inflight_total", 1, 10000000,
-                &cfg->max_inflight_total) < 0)
+                &cfg->max_inflight_total) < 0 ||
+        get_int(c, "max_tracked", "source.max_tracked", 1, 100000000, &cfg->max_tracked) < 0 ||
+        get_int(c, "not_before_max_ms", "source.not_before_max_ms", 0, 2000000000, &cfg->not_before_max_ms) < 0)
         return lua_pop(L, 1), -1;
     lua_pop(L, 1);
+    if (cfg->max_tracked == 0) /* not set: 100,000, or the in-flight cap when that is larger */
+        cfg->max_tracked = cfg->max_inflight > 100000 ? cfg->max_inflight : 100000;
+    if (cfg->max_tracked < cfg->max_inflight)
+        return fail(c, "source.max_tracked: %d is below source.max_inflight (%d)", cfg->max_tracked,
+                    cfg->max_inflight);
     return 0;
 }
 
@@ -465,6 +492,74 @@ static int load_spill(loadctx *c) {
     return 0;
 }
 
+/* The three lane templates of cfg, with their key names. */
+static const char *const lane_names[3] = {"dlq", "quarantine", "retry"};
+static void lane_templates(const eg_config *cfg, const char *tmpl[3]) {
+    tmpl[0] = cfg->lane_dlq;
+    tmpl[1] = cfg->lane_quarantine;
+    tmpl[2] = cfg->lane_retry;
+}
+
+/* The literal text a regex source starts with, unescaped ("^src\\.a.*"
+ * gives "src.a"): a sample of the topic names it matches, into out. */
+static void regex_prefix(const char *re, char *out, size_t outlen) {
+    size_t n = 0;
+    for (const char *p = re + 1; *p && n + 1 < outlen; p++) {
+        if (*p == '\\' && p[1] && strchr(".-_", p[1])) out[n++] = *++p;
+        else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+                 *p == '-')
+            out[n++] = *p;
+        else break;
+    }
+    out[n] = '\0';
+}
+
+/* A regex source must not match the gateway's own lanes. The lanes derive
+ * from the topics the regexes match, which are unknown here; so the check
+ * takes samples: each literal source topic, and each regex's literal prefix
+ * with nothing, "x" or "1" after it (when that regex matches the sample);
+ * every lane of every sample must escape every regex. At assignment time
+ * the gateway also drops a matched topic that is a lane of one of its
+ * sources (eg_config_own_lane). */
+static int check_regex_lanes(loadctx *c) {
+    const eg_config *cfg = c->cfg;
+    const char *tmpl[3];
+    lane_templates(cfg, tmpl);
+    int n = cfg->ntopics, rc = 0;
+    regex_t *re = eg_xcalloc((size_t)n, sizeof *re);
+    char (*samples)[256] = eg_xcalloc((size_t)n * 4, sizeof *samples);
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        if (!eg_topic_is_regex(cfg->topics[i])) {
+            snprintf(samples[ns++], sizeof samples[0], "%s", cfg->topics[i]);
+            continue;
+        }
+        regcomp(&re[i], cfg->topics[i], REG_EXTENDED | REG_NOSUB); /* checked in load_source */
+        char pre[240];
+        regex_prefix(cfg->topics[i], pre, sizeof pre);
+        for (int k = 0; k < 3; k++) {
+            snprintf(samples[ns], sizeof samples[0], "%s%s", pre, k == 0 ? "" : k == 1 ? "x" : "1");
+            if (regexec(&re[i], samples[ns], 0, NULL, 0) == 0) ns++;
+        }
+    }
+    for (int s = 0; s < ns && rc == 0; s++)
+        for (int j = 0; j < 3 && rc == 0; j++) {
+            char *lane = eg_lane_topic(tmpl[j], samples[s], "30s");
+            for (int i = 0; i < n && rc == 0; i++)
+                if (eg_topic_is_regex(cfg->topics[i]) && regexec(&re[i], lane, 0, NULL, 0) == 0)
+                    rc = fail(c, "source.topics[%d]: the pattern \"%s\" also matches the lane topic \"%s\" "
+                                 "(lanes.%s of \"%s\"): the gateway would consume its own lanes; narrow the "
+                                 "pattern (e.g. end it with $)",
+                              i + 1, cfg->topics[i], lane, lane_names[j], samples[s]);
+            free(lane);
+        }
+    for (int i = 0; i < n; i++)
+        if (eg_topic_is_regex(cfg->topics[i])) regfree(&re[i]);
+    free(re);
+    free(samples);
+    return rc;
+}
+
 static int load_lanes(loadctx *c) {
     static const char *const keys[] = {"dlq", "quarantine", "retry", "spill", NULL};
     int r = push_table(c, "lanes", "lanes");
@@ -481,27 +576,27 @@ static int load_lanes(loadctx *c) {
         check_template(c, "lanes.quarantine", c->cfg->lane_quarantine, 0) < 0 ||
         check_template(c, "lanes.retry", c->cfg->lane_retry, 1) < 0)
         return -1;
-    static const char *const names[3] = {"dlq", "quarantine", "retry"};
+    const char *tmpl[3];
+    lane_templates(c->cfg, tmpl);
     for (int i = 0; i < c->cfg->ntopics; i++) {
-        const char *tmpl[3] = {c->cfg->lane_dlq, c->cfg->lane_quarantine, c->cfg->lane_retry};
         for (int j = 0; j < 3; j++) {
             char *lane = eg_lane_topic(tmpl[j], c->cfg->topics[i], "x");
             int same = 0;
             for (int k = 0; k < c->cfg->ntopics; k++) same |= strcmp(lane, c->cfg->topics[k]) == 0;
             if (same) {
-                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", names[j], lane);
+                fail(c, "lanes.%s: lane topic \"%s\" is also a source topic", lane_names[j], lane);
                 free(lane);
                 return -1;
             }
             free(lane);
         }
     }
-    return 0;
+    return check_regex_lanes(c);
 }
 
 /* The optional `admin` table; its presence turns the admin endpoint on. */
 static int load_admin(loadctx *c) {
-    static const char *const keys[] = {"listen", "token_file", "ready_lane_failure_ms", NULL};
+    static const char *const keys[] = {"listen", "token_file", "ready_lane_failure_ms", "max_connections", NULL};
     int r = push_table(c, "admin", "admin");
     if (r <= 0) return r;
     c->cfg->admin_enabled = 1;
@@ -509,7 +604,8 @@ static int load_admin(loadctx *c) {
         get_string(c, "listen", "admin.listen", 0, &c->cfg->admin_listen) < 0 ||
         get_string(c, "token_file", "admin.token_file", 0, &c->cfg->admin_token_file) < 0 ||
         get_int(c, "ready_lane_failure_ms", "admin.ready_lane_failure_ms", 0, 3600000,
-                &c->cfg->ready_lane_failure_ms) < 0)
+                &c->cfg->ready_lane_failure_ms) < 0 ||
+        get_int(c, "max_connections", "admin.max_connections", 1, 65536, &c->cfg->admin_max_connections) < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
     const char *colon = strrchr(c->cfg->admin_listen, ':');
@@ -525,6 +621,7 @@ static void set_defaults(eg_config *cfg) {
     cfg->ordering = EG_ORDER_PARTITION;
     cfg->max_inflight = 1000;
     cfg->max_inflight_total = 5000;
+    cfg->not_before_max_ms = 86400000; /* 24 h */
     cfg->http_timeout_ms = 5000;
     cfg->http_concurrency = 64;
     cfg->http_version = 11;
@@ -549,6 +646,7 @@ static void set_defaults(eg_config *cfg) {
     cfg->log_format = eg_xstrdup("json");
     cfg->admin_listen = eg_xstrdup("127.0.0.1:9464");
     cfg->ready_lane_failure_ms = 10000;
+    cfg->admin_max_connections = 64;
 }
 
 static int load_all(loadctx *c) {
@@ -694,4 +792,52 @@ char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung) {
     }
     *o = '\0';
     return out;
+}
+
+int eg_topic_is_regex(const char *topic) { return topic[0] == '^'; }
+
+/* True when x (n bytes) is one of the config's source topics: a literal
+ * one, or a topic a source regex matches. */
+static int is_source(const eg_config *cfg, const char *x, size_t n) {
+    char name[EG_TOPIC_NAME_MAX + 1];
+    if (n > EG_TOPIC_NAME_MAX) return 0;
+    memcpy(name, x, n);
+    name[n] = '\0';
+    for (int i = 0; i < cfg->ntopics; i++) {
+        if (!eg_topic_is_regex(cfg->topics[i])) {
+            if (strcmp(cfg->topics[i], name) == 0) return 1;
+            continue;
+        }
+        regex_t re;
+        if (regcomp(&re, cfg->topics[i], REG_EXTENDED | REG_NOSUB) != 0) continue;
+        int m = regexec(&re, name, 0, NULL, 0) == 0;
+        regfree(&re);
+        if (m) return 1;
+    }
+    return 0;
+}
+
+/* Matches topic against template t, where {topic}, {rung} and {delay}
+ * stand for one or more characters, and what {topic} stands for must be a
+ * source topic of cfg. */
+static int own_lane_match(const eg_config *cfg, const char *t, const char *topic) {
+    if (!*t) return !*topic;
+    const char *v;
+    size_t k = placeholder(t, "", "", &v);
+    if (!k) return *t == *topic && own_lane_match(cfg, t + 1, topic + 1);
+    int is_topic = strncmp(t, "{topic}", 7) == 0;
+    for (size_t len = 1; len <= strlen(topic); len++)
+        if (own_lane_match(cfg, t + k, topic + len) && (!is_topic || is_source(cfg, topic, len))) return 1;
+    return 0;
+}
+
+int eg_config_own_lane(const eg_config *cfg, const char *topic, const char **lane) {
+    const char *tmpl[3];
+    lane_templates(cfg, tmpl);
+    for (int j = 0; j < 3; j++)
+        if (own_lane_match(cfg, tmpl[j], topic)) {
+            if (lane) *lane = lane_names[j];
+            return 1;
+        }
+    return 0;
 }

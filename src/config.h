@@ -36,6 +36,9 @@ typedef struct eg_config {
     eg_ordering ordering;
     int max_inflight;       /* per partition */
     int max_inflight_total; /* across partitions */
+    int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);
+                             * default 100,000 or max_inflight when larger */
+    int not_before_max_ms;  /* errgate.not-before is capped this far past a rung record's timestamp */
     eg_target_kind target_kind;
     char *http_url;
     int http_timeout_ms;
@@ -74,6 +77,7 @@ typedef struct eg_config {
     int admin_enabled;      /* 1 when the file has an `admin` table */
     char *admin_listen;     /* "host:port" (port 0: any free port) */
     char *admin_token_file; /* resolved path, or NULL: mutating endpoints off */
+    int admin_max_connections; /* open admin connections; more are closed at once */
     int ready_lane_failure_ms; /* /readyz turns false past this much lane failure */
 } eg_config;
 
@@ -90,5 +94,18 @@ const char *eg_config_kafka(const eg_config *cfg, const char *key);
 char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung);
 
 const char *eg_ordering_name(eg_ordering o);
+
+/* Kafka's longest topic name. */
+#define EG_TOPIC_NAME_MAX 249
+
+/* A source topic given as a regular expression (it starts with '^', as in
+ * librdkafka's subscriptions). */
+int eg_topic_is_regex(const char *topic);
+
+/* Returns 1 when `topic` is one of the config's lane topics for one of its
+ * source topics: a lane template where {topic} is a literal source topic or
+ * a topic a source regex matches ({rung} stands for any non-empty text);
+ * names the lane ("dlq", "quarantine", "retry") in *lane. */
+int eg_config_own_lane(const eg_config *cfg, const char *topic, const char **lane);
 
 #endif

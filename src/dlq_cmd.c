@@ -37,14 +37,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(const char *why) {
-    if (why) fprintf(stderr, "errgate dlq: %s\n", why);
-    fprintf(stderr,
-            "usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] [--since DUR]\n"
-            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
-            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed [--reason TEXT]\n");
-    return 2;
+static void usage(void) {
+    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] [--since DUR]\n"
+           "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
+           "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed [--reason TEXT]\n"
+           "\n"
+           "  stats         counts per --by value (default class), open versus resolved\n"
+           "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value\n"
+           "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
+           "                accepted-loss needs --reason\n"
+           "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
+           "                (else $ERRGATE_BOOTSTRAP)\n"
+           "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n");
 }
+
+/* One line naming what is wrong on stderr; returns the exit code 2. */
+static int usage_error(const char *why) { return eg_usage_error("dlq", "%s", why); }
 
 typedef struct args {
     eg_kcli k;
@@ -53,7 +61,8 @@ typedef struct args {
     long n;
 } args;
 
-/* Parses the arguments after the subcommand. Returns 0 or an exit code. */
+/* Parses the arguments after the subcommand. Returns 0, -1 after printing
+ * the help, or the exit code of a usage error. */
 static int parse(int argc, char **argv, const char *sub, args *a) {
     memset(a, 0, sizeof *a);
     a->n = 10;
@@ -61,8 +70,12 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
         int k = eg_dlq_conn_opt(&a->k, argc, argv, &i, why, sizeof why);
-        if (k < 0) return usage(why);
+        if (k < 0) return usage_error(why);
         if (k > 0) continue;
+        if (eg_is_help(o)) {
+            usage();
+            return -1;
+        }
         int tail = !strcmp(sub, "tail"), stats = !strcmp(sub, "stats"), res = !strcmp(sub, "resolve");
         if (tail && (!strcmp(o, "-f") || !strcmp(o, "--follow"))) { a->follow = 1; continue; }
         if (tail && !strcmp(o, "--payload")) { a->payload = 1; continue; }
@@ -75,24 +88,24 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
         if (slot || (tail && !strcmp(o, "-n"))) {
             if (i + 1 >= argc) {
                 snprintf(why, sizeof why, "%s needs a value", o);
-                return usage(why);
+                return usage_error(why);
             }
             if (slot) *slot = argv[++i];
             else if (eg_parse_count(argv[++i], &a->n) < 0) {
                 snprintf(why, sizeof why, "-n '%s' is not a count", argv[i]);
-                return usage(why);
+                return usage_error(why);
             }
             continue;
         }
         if (o[0] == '-' || a->lane) {
-            snprintf(why, sizeof why, "%s: unexpected argument '%s'", sub, o);
-            return usage(why);
+            snprintf(why, sizeof why, "%s: %s '%s'", sub, o[0] == '-' ? "unknown option" : "unexpected argument", o);
+            return usage_error(why);
         }
         a->lane = o;
     }
     if (!a->lane) {
         snprintf(why, sizeof why, "%s: LANE is required", sub);
-        return usage(why);
+        return usage_error(why);
     }
     return 0;
 }
@@ -141,7 +154,7 @@ static int cmd_stats(const args *a) {
     if (!header) {
         char why[300];
         snprintf(why, sizeof why, "stats: --by '%s' is not one of class, code, reason, original.topic, policy", by);
-        return usage(why);
+        return usage_error(why);
     }
     int64_t since = 0;
     if (a->since) {
@@ -149,7 +162,7 @@ static int cmd_stats(const args *a) {
         if (eg_parse_duration_ms(a->since, &d) < 0 || d == 0) {
             char why[300];
             snprintf(why, sizeof why, "stats: --since '%s' is not a duration (e.g. 90s, 15m, 1h, 2d)", a->since);
-            return usage(why);
+            return usage_error(why);
         }
         since = eg_wall_ms() - d;
     }
@@ -356,18 +369,18 @@ static void on_state_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void 
 }
 
 static int cmd_resolve(const args *a) {
-    if (!a->id || !*a->id) return usage("resolve: --id ID is required");
-    if (!a->status) return usage("resolve: --status is required (replayed, accepted-loss or closed)");
+    if (!a->id || !*a->id) return usage_error("resolve: --id ID is required");
+    if (!a->status) return usage_error("resolve: --status is required (replayed, accepted-loss or closed)");
     int st = eg_dlq_status_parse(a->status);
     if (st < 0) {
         char why[300];
         snprintf(why, sizeof why, "resolve: --status '%s' is not one of replayed, accepted-loss, closed", a->status);
-        return usage(why);
+        return usage_error(why);
     }
     int blank = 1;
     for (const char *p = a->reason ? a->reason : ""; *p; p++) blank &= isspace((unsigned char)*p) != 0;
-    if (st == EG_DLQ_ACCEPTED_LOSS && blank) return usage("resolve: accepted-loss needs --reason TEXT (why the loss is accepted)");
-    if (a->reason && strlen(a->reason) > 1000) return usage("resolve: --reason is longer than 1000 bytes");
+    if (st == EG_DLQ_ACCEPTED_LOSS && blank) return usage_error("resolve: accepted-loss needs --reason TEXT (why the loss is accepted)");
+    if (a->reason && strlen(a->reason) > 1000) return usage_error("resolve: --reason is longer than 1000 bytes");
 
     /* the id must name an item of this lane */
     eg_lread r;
@@ -428,16 +441,20 @@ static int cmd_resolve(const args *a) {
 }
 
 int eg_cmd_dlq(int argc, char **argv) {
-    if (argc < 2) return usage(NULL);
+    if (argc < 2) return usage_error("missing subcommand (stats, tail or resolve)");
     const char *sub = argv[1];
+    if (eg_is_help(sub) || !strcmp(sub, "help")) {
+        usage();
+        return EG_EXIT_OK;
+    }
     if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve")) {
         char why[300];
         snprintf(why, sizeof why, "unknown subcommand '%s'", sub);
-        return usage(why);
+        return usage_error(why);
     }
     args a;
     int rc = parse(argc, argv, sub, &a);
-    if (rc) return rc;
+    if (rc) return rc < 0 ? EG_EXIT_OK : rc;
     eg_dlq_catch_signals();
     if (!strcmp(sub, "stats")) rc = cmd_stats(&a);
     else if (!strcmp(sub, "tail")) rc = cmd_tail(&a);

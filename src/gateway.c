@@ -41,6 +41,7 @@
  * gw_admin.c; the state both files share is in gw.h. */
 #include "cli.h"
 #include "gw.h"
+#include "headers.h"
 #include "log.h"
 #include "util.h"
 
@@ -144,18 +145,36 @@ static void part_update_pause(eg_gw *gw, eg_part *p) {
  * caps and not paused. */
 static int part_has_room(eg_gw *gw, eg_part *p) {
     return !p->revoked && !p->paused && p->q && p->unfinished < gw->cfg->max_inflight &&
-           gw->unfinished < gw->cfg->max_inflight_total;
+           gw->unfinished < gw->cfg->max_inflight_total && !p->tracker_full;
 }
 
 /* A record of p left: if p (or the gateway) had stopped draining at a cap
  * and is now well below it, schedule a drain. */
 static void maybe_unblock(eg_gw *gw, eg_part *p) {
+    if (p->tracker_full && eg_tracker_pending(&p->trk) <= (uint64_t)gw->cfg->max_tracked / 2) {
+        p->tracker_full = 0;
+        eg_log_msg(EG_INFO, "tracker_resumed", "%s[%d]: %llu offsets tracked, reading again", p->topic,
+                   (int)p->partition, (unsigned long long)eg_tracker_pending(&p->trk));
+        if (!gw->closed) event_active(gw->cev, EV_READ, 0);
+    }
     if ((p->blocked && p->unfinished <= gw->cfg->max_inflight / 2) ||
         (gw->blocked && gw->unfinished <= gw->cfg->max_inflight_total / 2)) {
         p->blocked = 0;
         gw->blocked = 0;
         if (!gw->closed) event_active(gw->cev, EV_READ, 0);
     }
+}
+
+/* p's tracker spans source.max_tracked offsets (a record far behind the
+ * newest read one is still unfinished): stop reading p until half of that
+ * span is finished, so the tracker never grows past the cap. */
+static void check_tracker(eg_gw *gw, eg_part *p) {
+    if (p->tracker_full || eg_tracker_pending(&p->trk) < (uint64_t)gw->cfg->max_tracked) return;
+    p->tracker_full = 1;
+    (*gw->m.tracker_full)++;
+    eg_log_msg(EG_WARN, "tracker_full", "%s[%d]: %llu offsets tracked since the oldest unfinished one (@%lld); "
+               "not reading until half are finished", p->topic, (int)p->partition,
+               (unsigned long long)eg_tracker_pending(&p->trk), (long long)eg_tracker_commit_point(&p->trk));
 }
 
 /* --------------------------------------------------------------- records */
@@ -251,7 +270,7 @@ static void pump_rung(eg_gw *gw, eg_part *p) {
     int64_t now = eg_wall_ms();
     eg_record *r;
     while ((r = p->pend_head)) {
-        int64_t due = eg_gw_rung_due(gw, p, r);
+        int64_t due = eg_gw_rung_due(gw, p, r, now);
         if (due > now) {
             if (!p->due_ev) p->due_ev = evtimer_new(gw->base, on_due, p);
             int64_t ms = due - now;
@@ -893,7 +912,29 @@ static void on_commit_tick(evutil_socket_t fd, short what, void *arg) {
 
 /* ------------------------------------------------------------- rebalance */
 
-static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
+/* True when `topic` came in through a regex source but is one of the
+ * gateway's own lanes (the DLQ, quarantine or a rung of one of its source
+ * topics): never consumed as source (config.c refuses the regexes it can
+ * tell; this is the defence for the rest). Literal source topics and the
+ * rung topics the gateway reads are never excluded. */
+static int excluded_topic(const eg_gw *gw, const char *topic, const char **lane) {
+    for (int i = 0; i < gw->cfg->ntopics; i++)
+        if (strcmp(gw->cfg->topics[i], topic) == 0) return 0;
+    return eg_gw_rung_of(gw, topic) < 0 && eg_config_own_lane(gw->cfg, topic, lane);
+}
+
+static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(all->cnt);
+    for (int i = 0; i < all->cnt; i++) {
+        const char *lane = NULL;
+        if (!excluded_topic(gw, all->elems[i].topic, &lane)) {
+            rd_kafka_topic_partition_list_add(parts, all->elems[i].topic, all->elems[i].partition);
+            continue;
+        }
+        (*gw->m.excluded_topics)++;
+        eg_log_msg(EG_WARN, "excluded_partition",
+                   "%s[%d]: a source regex matched this %s lane of a source topic; not consumed", all->elems[i].topic, (int)all->elems[i].partition, lane);
+    }
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         if (eg_gw_part_find(gw, tp->topic, tp->partition)) continue;
@@ -927,6 +968,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
         }
         part_update_pause(gw, p);
     }
+    rd_kafka_topic_partition_list_destroy(parts);
     event_active(gw->cev, EV_READ, 0);
 }
 
@@ -1004,6 +1046,12 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     r->partition = p->partition;
     r->offset = m->offset;
     r->seq = seq;
+    if (eg_record_has_bad_id(r)) {
+        (*gw->m.bad_ids)++;
+        eg_log_msg(EG_WARN, "bad_id", "%s[%d]@%lld: malformed %s header ignored; the record's id is its own "
+                   "coordinates", p->topic, (int)p->partition, (long long)m->offset, EG_H_ID);
+    }
+    check_tracker(gw, p);
     if (gw->cfg->ordering == EG_ORDER_KEY && p->rung < 0 && m->key) r->key_hash = eg_hash64(m->key, m->key_len);
     r->anext = gw->all;
     if (gw->all) gw->all->aprev = r;
@@ -1029,7 +1077,7 @@ static int drain_partitions(eg_gw *gw) {
         int n = 0;
         while (n < share) {
             if (!part_has_room(gw, p)) {
-                if (!p->paused && p->q) {
+                if (!p->paused && p->q && !p->tracker_full) {
                     if (p->unfinished >= gw->cfg->max_inflight) p->blocked = 1;
                     else gw->blocked = 1;
                 }
@@ -1063,6 +1111,13 @@ static void on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
 
 static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
     on_consumer_queue(-1, 0, arg);
+}
+
+/* The lane producer hit a fatal error (idempotence broken: its writes can
+ * no longer be trusted to be exactly the acknowledged ones): never
+ * recovered; stop, commit only what is finished, exit 1. */
+static void on_lane_fatal(const char *reason, void *arg) {
+    begin_stop(arg, 1, reason);
 }
 
 static void on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
@@ -1208,7 +1263,14 @@ static void gateway_free(eg_gw *gw) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: errgate run -c CONFIG\n");
+    printf("usage: errgate run -c CONFIG\n"
+           "\n"
+           "  -c, --config FILE  the gateway config (a Lua file returning a table;\n"
+           "                     see man errgate, CONFIGURATION)\n"
+           "\n"
+           "Runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the policy.\n"
+           "Exit 2: a bad config, policy or target file (nothing consumed);\n"
+           "3: the policy decided stop; 1: a fatal Kafka error.\n");
 }
 
 /* Opens the spill journal and starts its drainer on the loop, when the
@@ -1229,16 +1291,17 @@ static int spill_start(eg_gw *gw, char *err, size_t errlen) {
 int eg_cmd_run(int argc, char **argv) {
     const char *cfgpath = NULL;
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) cfgpath = argv[++i];
-        else {
+        const char *a = argv[i];
+        if (eg_is_help(a)) {
             usage();
-            return 2;
+            return EG_EXIT_OK;
         }
+        if (strcmp(a, "-c") && strcmp(a, "--config"))
+            return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+        if (i + 1 >= argc) return eg_usage_error("run", "%s needs a value", a);
+        cfgpath = argv[++i];
     }
-    if (!cfgpath) {
-        usage();
-        return 2;
-    }
+    if (!cfgpath) return eg_usage_error("run", "missing -c CONFIG");
     char err[1024];
     eg_config cfg;
     if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
@@ -1269,7 +1332,7 @@ int eg_cmd_run(int argc, char **argv) {
     if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
                                             err, sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
-        !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, &gw, err, sizeof err)) || spill_start(&gw, err, sizeof err) != 0 ||
+        !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, on_lane_fatal, &gw, err, sizeof err)) || spill_start(&gw, err, sizeof err) != 0 ||
         eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
@@ -1298,6 +1361,7 @@ int eg_cmd_run(int argc, char **argv) {
     event_base_dispatch(gw.base);
     rc = gw.exit_code;
     eg_gw_log_summary(&gw);
+    eg_log_flush_suppressed();
 out:
     gateway_free(&gw);
     eg_config_free(&cfg);

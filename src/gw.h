@@ -74,6 +74,7 @@ typedef struct eg_part {
     int paused;          /* state applied to the consumer */
     rd_kafka_queue_t *q; /* the partition's own message queue */
     int blocked;         /* draining stopped at a cap; resume below half of it */
+    int tracker_full;    /* draining stopped at source.max_tracked offsets tracked */
     int64_t committed;   /* last committed offset, -1 none */
     eg_keyset keys;      /* active keys (ordering = key) */
     uint64_t *received;  /* metric counters of the topic (registry-owned) */
@@ -96,6 +97,7 @@ typedef struct eg_gw_metrics {
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
+    uint64_t *bad_ids, *tracker_full, *excluded_topics;
 } eg_gw_metrics;
 
 typedef struct eg_gw {
@@ -161,8 +163,9 @@ int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen);
 int eg_gw_rung_of(const eg_gw *gw, const char *topic);
 /* When r (consumed from rung partition p) is due, in wall-clock ms: its
  * timestamp plus the rung's current delay, or its errgate.not-before when
- * that is later. */
-int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r);
+ * that is later, capped at timestamp + not_before_max_ms (logged); a
+ * timestamp more than that cap ahead of now is ignored (due at once). */
+int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r, int64_t now);
 void eg_gw_rungs_free(eg_gw *gw);
 
 /* gw_admin.c */

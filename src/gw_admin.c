@@ -112,6 +112,13 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         const char *v[2] = {p->topic, pbuf};
         eg_metric_sample(out, "errgate_committed_offset_lag", 2, tp, v, (double)(hi > base ? hi - base : 0));
     }
+    eg_metric_header(out, "errgate_tracked_offsets",
+                     "Offsets tracked per assigned partition (oldest unfinished to newest read).", "gauge");
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
+        const char *v[2] = {p->topic, pbuf};
+        eg_metric_sample(out, "errgate_tracked_offsets", 2, tp, v, (double)eg_tracker_pending(&p->trk));
+    }
     eg_metric_header(out, "errgate_consumer_lag",
                      "Consumer lag per assigned partition, from librdkafka statistics.", "gauge");
     for (eg_part *p = gw->parts; p; p = p->next) {
@@ -363,6 +370,15 @@ void eg_gw_metrics_new(eg_gw *gw) {
                                           0, NULL, NULL, 0), NULL);
     m->commit_failures = eg_counter(eg_family_new(r, "errgate_commit_failures_total", "Failed offset commits.",
                                                   EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->bad_ids = eg_counter(eg_family_new(r, "errgate_bad_ids_total",
+                                          "Source records whose errgate.id header was malformed (ignored).",
+                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->tracker_full = eg_counter(eg_family_new(r, "errgate_tracker_full_total",
+                                               "Times a partition stopped being read at source.max_tracked.",
+                                               EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
+    m->excluded_topics = eg_counter(eg_family_new(r, "errgate_excluded_partitions_total",
+                                                  "Assigned partitions of lane-shaped topics not consumed as source.",
+                                                  EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
     m->reloads = eg_family_new(r, "errgate_policy_reloads_total", "Policy reload attempts, by result.", EG_MT_COUNTER,
                                1, l_result, NULL, 0);
     static const char *const l_to[] = {"to"};
@@ -407,7 +423,8 @@ void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
     static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload};
-    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, &ops, gw, err, errlen);
+    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file,
+                             gw->cfg->admin_max_connections, &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;
 }
 

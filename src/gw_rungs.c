@@ -8,8 +8,14 @@
  * (record timestamp + the rung's current delay, or errgate.not-before when
  * Retry-After pushed it later) the partition is paused and a timer resumes
  * it (gateway.c); nothing sleeps, other partitions and group membership go
- * on. Delays come from the policy, so a reload that changes a rung's delay
- * applies to every record still waiting in that rung.
+ * on. errgate.not-before is trusted up to source.not_before_max_ms past the
+ * record's timestamp (default 24 h): a hostile or absurd value cannot park a
+ * rung partition for good. Delays come from the policy, so a reload that
+ * changes a rung's delay applies to every record still waiting in that rung.
+ *
+ * A regex source has no rung topics (its topics are known only at
+ * assignment): a ladder decision for its records becomes a hold
+ * (unknown_rung, gateway.c).
  *
  * Topics missing on the cluster: the rung topics are subscribed by name; a
  * cluster that does not auto-create topics needs them created beforehand
@@ -34,7 +40,7 @@ int eg_gw_rungs_sync(eg_gw *gw) {
     const eg_rung *rungs;
     int n = eg_policy_rungs(gw->policy, &rungs), added = 0;
     for (int t = 0; t < gw->cfg->ntopics; t++)
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && !eg_topic_is_regex(gw->cfg->topics[t]); i++) {
             char *name = eg_lane_topic(gw->cfg->lane_retry, gw->cfg->topics[t], rungs[i].name);
             int k = eg_gw_rung_of(gw, name);
             if (k >= 0) {
@@ -73,12 +79,25 @@ int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen) {
     return 0;
 }
 
-int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r) {
+int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r, int64_t now) {
+    int64_t cap = gw->cfg->not_before_max_ms;
     rd_kafka_timestamp_type_t tt;
     int64_t ts = rd_kafka_message_timestamp(r->msg, &tt);
     if (ts < 0) ts = 0; /* no timestamp: due at once */
+    if (ts > now + cap) {
+        /* a timestamp this far ahead was not written by a sane clock */
+        eg_log_msg(EG_WARN, "rung_timestamp_ignored", "%s[%d]@%lld: timestamp %lld is more than %lld ms ahead; "
+                   "due now", r->topic, (int)r->partition, (long long)r->offset, (long long)ts, (long long)cap);
+        ts = 0;
+    }
     int64_t due = ts + gw->rts[p->rung].delay_ms;
     int64_t nb = eg_header_uint(r->msg, EG_H_NOT_BEFORE);
+    if (nb > ts + cap) {
+        eg_log_msg(EG_WARN, "not_before_capped", "%s[%d]@%lld: %s %lld is more than %lld ms past the record's "
+                   "timestamp; capped", r->topic, (int)r->partition, (long long)r->offset, EG_H_NOT_BEFORE,
+                   (long long)nb, (long long)cap);
+        nb = ts + cap;
+    }
     return nb > due ? nb : due;
 }
 

@@ -38,6 +38,7 @@ struct eg_lanes {
     int ntopics;
     int outstanding;
     eg_lane_done_fn done;
+    eg_lane_fatal_fn fatal;
     void *done_arg;
 };
 
@@ -75,9 +76,23 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     l->done((eg_record *)m->_private, m->err, l->done_arg);
 }
 
+/* Served by rd_kafka_poll from on_queue: on the loop thread. */
 static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-    eg_log_msg(err == RD_KAFKA_RESP_ERR__FATAL ? EG_ERROR : EG_WARN, "lane_producer_error",
-               "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    eg_lanes *l = opaque;
+    if (err != RD_KAFKA_RESP_ERR__FATAL) {
+        eg_log_msg(EG_WARN, "lane_producer_error", "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+        return;
+    }
+    char why[512], msg[700];
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, why, sizeof why);
+    snprintf(msg, sizeof msg, "fatal lane producer error %s: %s", rd_kafka_err2name(orig), orig ? why : reason);
+    eg_logline ll;
+    if (eg_log_begin(&ll, EG_ERROR, "lane_producer_fatal")) {
+        eg_log_str(&ll, "error", rd_kafka_err2name(orig));
+        eg_log_str(&ll, "reason", orig ? why : reason);
+        eg_log_end(&ll);
+    }
+    if (l->fatal) l->fatal(msg, l->done_arg);
 }
 
 /* Readable pipe: librdkafka has reports for us. Serve them all. */
@@ -133,7 +148,7 @@ rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client
 }
 
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
-                       eg_lane_done_fn done, void *arg, char *err, size_t errlen) {
+                       eg_lane_done_fn done, eg_lane_fatal_fn fatal, void *arg, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = eg_lanes_producer_conf(cfg, "errgate-lanes", err, errlen);
     char e[512];
     if (!conf) return NULL;
@@ -149,6 +164,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
         return NULL;
     }
     l->done = done;
+    l->fatal = fatal;
     l->done_arg = arg;
     l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
@@ -236,7 +252,8 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
             prev_hist = val;
             prev_hist_len = size;
         }
-        if (!replaced_header(name)) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
+        /* errgate.id is written below from eg_record_id: a malformed one is not carried on */
+        if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
     }
     const eg_fail *fl = rec->fail;
     const eg_decision *d = &fl->decision;
@@ -278,11 +295,9 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         add(h, EG_H_ORIG_TIMESTAMP, ts);
     }
     if (rd_kafka_header_get_last(h, EG_H_ORIG_GROUP, &v, &size) != 0) add(h, EG_H_ORIG_GROUP, l->group);
-    if (rd_kafka_header_get_last(h, EG_H_ID, &v, &size) != 0) {
-        char id[320];
-        eg_record_id(rec, id, sizeof id);
-        add(h, EG_H_ID, id);
-    }
+    char id[320];
+    eg_record_id(rec, id, sizeof id);
+    add(h, EG_H_ID, id);
     add(h, EG_H_POLICY, policy_id);
     add(h, EG_H_ACTION, eg_action_name(d->action));
     add(h, EG_H_REASON, d->reason[0] ? d->reason : d->klass);

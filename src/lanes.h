@@ -29,12 +29,16 @@ int eg_lane_of(eg_action a);
 const char *eg_lane_name(eg_lane lane);
 
 typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);
+/* The producer hit a fatal error (rd_kafka_fatal_error): it will never
+ * write again; reason names the underlying error. */
+typedef void (*eg_lane_fatal_fn)(const char *reason, void *arg);
 
 typedef struct eg_lanes eg_lanes;
 
-/* Creates the producer. Returns NULL with a message in err on bad config. */
+/* Creates the producer. done and fatal (both given arg) are called on the
+ * loop thread. Returns NULL with a message in err on bad config. */
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
-                       eg_lane_done_fn done, void *arg, char *err, size_t errlen);
+                       eg_lane_done_fn done, eg_lane_fatal_fn fatal, void *arg, char *err, size_t errlen);
 
 /* Queues the write of rec (which has failed: rec->fail is set) to the lane
  * its decision names (for a ladder, the decision's rung), with the deciding

@@ -4,11 +4,20 @@
  * "ts LEVEL event k=v k=v". Strings are escaped for JSON (control bytes and
  * non-UTF-8 bytes become \u00XX, so every line parses). Every string value
  * goes through the secret redactor (redact.h) first, whatever its origin:
- * errgate's own messages, librdkafka's lines, a target's error text. */
+ * errgate's own messages, librdkafka's lines, a target's error text.
+ *
+ * Rate limit: one event name is written at most EG_LOG_RATE times per
+ * wall-clock second, process-wide (lines come from librdkafka's threads
+ * too, so the table is under a mutex); the lines beyond that are counted
+ * and, once the second is over, one line {"event":"log_suppressed",
+ * "suppressed_event":NAME,"suppressed":N} says how many were dropped.
+ * The per-record audit trail (decision and spilled lines, one per record
+ * outcome) is never limited. */
 #include "log.h"
 #include "redact.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,11 +65,90 @@ static void put_escaped(eg_logline *l, const char *s, size_t n) {
 
 static int line_active(eg_logline *l) { return l->len > 0; }
 
+#define RL_SLOTS 256
+#define RL_NAME 48
+
+/* One event name's count in the current second. */
+typedef struct rl_slot {
+    char name[RL_NAME];
+    int64_t sec;
+    int count;
+    int64_t suppressed;
+} rl_slot;
+
+static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER;
+static rl_slot rl_slots[RL_SLOTS];
+static int64_t rl_swept_sec;
+
+typedef struct rl_note {
+    char name[RL_NAME];
+    int64_t suppressed;
+} rl_note;
+
+/* Under rl_mu: moves the counts of slots whose second is over into notes
+ * (at most max). Returns how many. */
+static int rl_sweep(int64_t sec, rl_note *notes, int max) {
+    int n = 0;
+    for (int i = 0; i < RL_SLOTS && n < max; i++) {
+        rl_slot *s = &rl_slots[i];
+        if (!s->name[0] || s->sec == sec || !s->suppressed) continue;
+        memcpy(notes[n].name, s->name, RL_NAME);
+        notes[n++].suppressed = s->suppressed;
+        s->suppressed = 0;
+    }
+    return n;
+}
+
+static void write_suppressed(const rl_note *notes, int n);
+
+/* Returns 1 when a line of `event` may be written now. */
+static int rate_ok(const char *event) {
+    static const char *const exempt[] = {"decision", "spilled", "log_suppressed", NULL};
+    for (const char *const *e = exempt; *e; e++)
+        if (strcmp(event, *e) == 0) return 1;
+    int64_t sec = eg_wall_ms() / 1000;
+    uint64_t h = eg_hash64(event, strlen(event));
+    rl_note notes[16];
+    int nn = 0, ok = 1;
+    pthread_mutex_lock(&rl_mu);
+    if (sec != rl_swept_sec) {
+        rl_swept_sec = sec;
+        nn = rl_sweep(sec, notes, 16);
+    }
+    for (int k = 0; k < RL_SLOTS; k++) {
+        rl_slot *s = &rl_slots[(h + (uint64_t)k) % RL_SLOTS];
+        if (s->name[0] && strncmp(s->name, event, RL_NAME - 1) != 0) continue;
+        if (!s->name[0]) eg_strlcpy(s->name, event, RL_NAME);
+        if (s->sec != sec) {
+            s->sec = sec;
+            s->count = 0;
+        }
+        if (s->count >= EG_LOG_RATE) {
+            s->suppressed++;
+            ok = 0;
+        } else {
+            s->count++;
+        }
+        break; /* a full table limits nothing more */
+    }
+    pthread_mutex_unlock(&rl_mu);
+    write_suppressed(notes, nn);
+    return ok;
+}
+
+void eg_log_flush_suppressed(void) {
+    rl_note notes[RL_SLOTS];
+    pthread_mutex_lock(&rl_mu);
+    int n = rl_sweep(-1, notes, RL_SLOTS);
+    pthread_mutex_unlock(&rl_mu);
+    write_suppressed(notes, n);
+}
+
 int eg_log_begin(eg_logline *l, eg_level level, const char *event) {
     l->len = 0;
     l->full = 0;
     l->text = g_text;
-    if (level < g_min) return 0;
+    if (level < g_min || !rate_ok(event)) return 0;
     char ts[32];
     eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
     if (g_text) {
@@ -165,4 +253,15 @@ void eg_log_msg(eg_level level, const char *event, const char *fmt, ...) {
     va_end(ap);
     eg_log_str(&l, "msg", msg);
     eg_log_end(&l);
+}
+
+static void write_suppressed(const rl_note *notes, int n) {
+    for (int i = 0; i < n; i++) {
+        eg_logline l;
+        if (!eg_log_begin(&l, EG_WARN, "log_suppressed")) continue;
+        eg_log_str(&l, "suppressed_event", notes[i].name);
+        eg_log_int(&l, "suppressed", notes[i].suppressed);
+        eg_log_int(&l, "limit_per_second", EG_LOG_RATE);
+        eg_log_end(&l);
+    }
 }

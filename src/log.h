@@ -26,9 +26,14 @@ void eg_log_setup(eg_level min_level, int text_format);
 /* Returns non-zero when lines of this level are written. */
 int  eg_log_enabled(eg_level level);
 
+/* Lines of one event name written per second at most (decision and
+ * spilled lines, the per-record audit trail, are not limited); the rest
+ * are counted and reported in one log_suppressed line after that second. */
+#define EG_LOG_RATE 50
+
 /* Starts a line with ts, level and event. Returns 0 if the level is filtered
- * out: the caller may then skip building the line (the other calls are safe
- * no-ops on a filtered line either way). */
+ * out or the event is over its rate: the caller may then skip building the
+ * line (the other calls are safe no-ops on a filtered line either way). */
 int  eg_log_begin(eg_logline *l, eg_level level, const char *event);
 void eg_log_str(eg_logline *l, const char *key, const char *val);
 /* Like eg_log_str for a byte string that may be unterminated or binary. */
@@ -39,6 +44,9 @@ void eg_log_null(eg_logline *l, const char *key);
 void eg_log_dbl(eg_logline *l, const char *key, double val);
 /* Ends the line and writes it. */
 void eg_log_end(eg_logline *l);
+
+/* Writes the log_suppressed lines still pending (at exit). */
+void eg_log_flush_suppressed(void);
 
 /* Convenience: one line {event, msg} at a level. printf-style message. */
 void eg_log_msg(eg_level level, const char *event, const char *fmt, ...)

@@ -27,6 +27,13 @@
  * do not nest across VMs, so one slot is enough for the hook to find it. */
 static eg_vm *g_running;
 
+/* 1 when dir holds the runtime (dir/errgate/runtime.lua is readable). */
+static int has_runtime(const char *dir) {
+    char f[PATH_MAX + 32];
+    snprintf(f, sizeof f, "%s/errgate/runtime.lua", dir);
+    return access(f, R_OK) == 0;
+}
+
 const char *eg_lua_dir(void) {
     static char dir[PATH_MAX];
     if (dir[0]) return dir;
@@ -44,7 +51,9 @@ const char *eg_lua_dir(void) {
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
-    snprintf(dir, sizeof dir, "%.*s/../lua", (int)(sizeof dir - 8), exe);
+    /* installed (PREFIX/bin/errgate) first, then the build tree (build/errgate) */
+    snprintf(dir, sizeof dir, "%.*s/../share/errgate/lua", (int)(sizeof dir - 24), exe);
+    if (!has_runtime(dir)) snprintf(dir, sizeof dir, "%.*s/../lua", (int)(sizeof dir - 8), exe);
     return dir;
 }
 

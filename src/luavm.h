@@ -34,7 +34,10 @@ typedef struct eg_vm {
 } eg_vm;
 
 /* The directory holding errgate/runtime.lua: $ERRGATE_LUA_DIR, else
- * <directory of the executable>/../lua. Returns a static string. */
+ * <directory of the executable>/../share/errgate/lua when it holds the
+ * runtime (an installed errgate: PREFIX/bin and PREFIX/share/errgate/lua),
+ * else <directory of the executable>/../lua (the build tree: build/errgate
+ * and lua/). Computed once; returns a static string. */
 const char *eg_lua_dir(void);
 
 /* Budget of loading calls (the runtime, a policy and its examples, a target):

@@ -1,8 +1,23 @@
-/* main.c — errgate's command dispatcher. */
+/* main.c — errgate's command dispatcher, `--version` and `help`.
+ *
+ * `errgate COMMAND ARGS...` runs one command (cli.h); `errgate help COMMAND
+ * [SUBCOMMAND]` is `errgate COMMAND [SUBCOMMAND] --help`; `errgate --help`
+ * lists the commands on stdout; `errgate --version` prints errgate's version
+ * and those of the libraries it runs on, one per line. Usage errors are one
+ * line on stderr and exit EG_EXIT_USAGE, as in every command. */
 #include "cli.h"
 
+#include <event2/event.h>
+#include <librdkafka/rdkafka.h>
+#include <luajit.h>
+#include <msgpack.h>
 #include <stdio.h>
 #include <string.h>
+
+/* libcurl's version, when libcurl is linked in: a weak reference resolves to
+ * NULL in a binary that does not link it, so --version reports what this
+ * binary really uses without main.c depending on the build's flags. */
+extern char *curl_version(void) __attribute__((weak));
 
 static const struct {
     const char *name;
@@ -17,25 +32,63 @@ static const struct {
     {"dlq", eg_cmd_dlq, "dlq stats|tail|resolve LANE (-b BOOTSTRAP | -c CONFIG) ...  inspect a lane, record what became of its items"},
     {"spill", eg_cmd_spill, "spill ls DIR | spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]  the spill journal"},
 };
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static void usage(FILE *out) {
-    fprintf(out, "usage: errgate COMMAND [ARGS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %s\n", commands[i].help);
+static void usage(void) {
+    printf("usage: errgate COMMAND [ARGS]\n"
+           "       errgate help COMMAND [SUBCOMMAND]\n"
+           "       errgate --version\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) printf("  %s\n", commands[i].help);
+    printf("\nEvery command takes -h/--help. Exit status: %d ok, %d failure, %d usage or config error,\n"
+           "%d the gateway stopped on a `stop` decision. See man errgate.\n",
+           EG_EXIT_OK, EG_EXIT_FAIL, EG_EXIT_USAGE, EG_EXIT_STOP);
+}
+
+static int version(void) {
+    printf("errgate %s\n", EG_VERSION);
+    printf("librdkafka %s\n", rd_kafka_version_str());
+    printf("%s\n", LUAJIT_VERSION);
+    printf("libevent %s\n", event_get_version());
+    printf("msgpack-c %s\n", msgpack_version());
+    if (curl_version) printf("%s\n", curl_version());
+    return EG_EXIT_OK;
+}
+
+/* Index of the command called name, or -1. */
+static int find(const char *name) {
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return (int)i;
+    return -1;
+}
+
+/* `errgate help [COMMAND [SUBCOMMAND]]`: argv[0] is "help". */
+static int help(int argc, char **argv) {
+    if (argc < 2 || eg_is_help(argv[1])) {
+        usage();
+        return EG_EXIT_OK;
+    }
+    if (argc > 3) return eg_usage_error("help", "too many arguments: give COMMAND [SUBCOMMAND]");
+    int c = find(argv[1]);
+    if (c < 0) return eg_usage_error("help", "unknown command '%s'", argv[1]);
+    char opt[] = "--help";
+    char *args[] = {argv[1], argc == 3 ? argv[2] : opt, opt, NULL};
+    return commands[c].fn(argc == 3 ? 3 : 2, args);
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        usage(stderr);
-        return 2;
+        fprintf(stderr, "errgate: missing command (see errgate --help)\n");
+        return EG_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-        usage(stdout);
-        return 0;
+    if (eg_is_help(argv[1])) {
+        usage();
+        return EG_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "errgate: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+    if (!strcmp(argv[1], "--version")) return version();
+    if (!strcmp(argv[1], "help")) return help(argc - 1, argv + 1);
+    int c = find(argv[1]);
+    if (c >= 0) return commands[c].fn(argc - 1, argv + 1);
+    fprintf(stderr, "errgate: unknown %s '%s' (see errgate --help)\n", argv[1][0] == '-' ? "option" : "command",
+            argv[1]);
+    return EG_EXIT_USAGE;
 }

@@ -13,21 +13,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(void) {
-    fprintf(stderr, "usage: errgate offsets -b BOOTSTRAP -g GROUP TOPIC...\n");
-    return 2;
+static void usage(void) {
+    printf("usage: errgate offsets -b BOOTSTRAP -g GROUP TOPIC...\n"
+           "\n"
+           "  -b, --bootstrap B  broker address (else $ERRGATE_BOOTSTRAP)\n"
+           "  -g, --group G      the consumer group whose commits are shown\n"
+           "\n"
+           "Prints TOPIC PARTITION COMMITTED END LAG per partition, then a total line.\n");
 }
 
 int eg_cmd_offsets(int argc, char **argv) {
     const char *bootstrap = getenv("ERRGATE_BOOTSTRAP"), *group = NULL;
     int first_topic = argc;
     for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-b") || !strcmp(argv[i], "--bootstrap")) && i + 1 < argc) bootstrap = argv[++i];
-        else if ((!strcmp(argv[i], "-g") || !strcmp(argv[i], "--group")) && i + 1 < argc) group = argv[++i];
-        else if (argv[i][0] == '-') return usage();
-        else { first_topic = i; break; }
+        const char *a = argv[i];
+        const char **slot = NULL;
+        if (eg_is_help(a)) {
+            usage();
+            return EG_EXIT_OK;
+        }
+        if (!strcmp(a, "-b") || !strcmp(a, "--bootstrap")) slot = &bootstrap;
+        else if (!strcmp(a, "-g") || !strcmp(a, "--group")) slot = &group;
+        else if (a[0] == '-') return eg_usage_error("offsets", "unknown option '%s'", a);
+        else {
+            first_topic = i;
+            break;
+        }
+        if (i + 1 >= argc) return eg_usage_error("offsets", "%s needs a value", a);
+        *slot = argv[++i];
     }
-    if (!bootstrap || !group || first_topic >= argc) return usage();
+    if (!bootstrap) return eg_usage_error("offsets", "no broker: give -b BOOTSTRAP or set ERRGATE_BOOTSTRAP");
+    if (!group) return eg_usage_error("offsets", "missing -g GROUP");
+    if (first_topic >= argc) return eg_usage_error("offsets", "missing TOPIC");
     char e[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, e, sizeof e) ||

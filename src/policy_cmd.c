@@ -22,7 +22,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +58,7 @@ static const char OPTIONS[] =
     "  --since D     only records written in the last D (90s, 15m, 2h, 7d)\n";
 
 typedef struct args {
-    int check, test;
+    int check, test, help;
     const char *file;
     const char *cases;     /* test CASES.jsonl */
     const char *topic;     /* test --from-topic */
@@ -69,27 +68,23 @@ typedef struct args {
     int64_t since_ms;
 } args;
 
-/* Prints "errgate policy: <message>" and the synopsis on stderr; returns 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "errgate policy: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n%s(errgate policy --help for the options)\n", SYNOPSIS);
-    va_end(ap);
-    return 2;
-}
+/* One line naming what is wrong on stderr; returns the exit code 2. */
+#define usage_error(...) eg_usage_error("policy", __VA_ARGS__)
 
-/* Parses argv (argv[0] = "policy") into *a. Returns 0, or the exit code 2
- * after a one-line message naming what was wrong. */
+/* Parses argv (argv[0] = "policy") into *a. Returns 0 (with a->help set when
+ * -h/--help came in an option's place), or the exit code 2 after a one-line
+ * message naming what was wrong. */
 static int parse(int argc, char **argv, args *a) {
     memset(a, 0, sizeof *a);
     if (argc < 2) return usage_error("missing sub-command (check or test)");
+    if ((a->help = eg_is_help(argv[1]) || !strcmp(argv[1], "help"))) return 0;
     a->check = strcmp(argv[1], "check") == 0;
     a->test = strcmp(argv[1], "test") == 0;
     if (!a->check && !a->test) return usage_error("unknown sub-command '%s' (check or test)", argv[1]);
+    for (int i = 2; i < argc; i++)
+        if ((a->help = eg_is_help(argv[i]))) return 0;
     if (argc < 3) return usage_error("missing the policy FILE");
+    if (argv[2][0] == '-' && argv[2][1]) return usage_error("unknown option %s (the policy FILE comes first)", argv[2]);
     a->file = argv[2];
     const char *limit = NULL, *since = NULL;
     for (int i = 3; i < argc; i++) {
@@ -175,14 +170,14 @@ static int test_from_topic(const args *a) {
 }
 
 int eg_cmd_policy(int argc, char **argv) {
-    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
-        fputs(SYNOPSIS, stdout);
-        fputs(OPTIONS, stdout);
-        return 0;
-    }
     args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
+    if (a.help) {
+        fputs(SYNOPSIS, stdout);
+        fputs(OPTIONS, stdout);
+        return EG_EXIT_OK;
+    }
     char err[1024];
     eg_policy *p = eg_policy_load(a.file, POLICY_TIMEOUT_MS, err, sizeof err);
     if (!p) {

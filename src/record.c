@@ -75,10 +75,40 @@ int eg_record_retry_count(const eg_record *r) {
     return n < 0 ? 0 : n > EG_RETRY_COUNT_MAX ? EG_RETRY_COUNT_MAX : (int)n;
 }
 
+/* Kafka's legal topic characters: [a-zA-Z0-9._-]. */
+static int topic_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+}
+
+/* Reads 1 to max decimal digits at s[*i..n); returns 0 when there are none
+ * or more than max. */
+static int digits(const unsigned char *s, size_t n, size_t *i, size_t max) {
+    size_t start = *i;
+    while (*i < n && s[*i] >= '0' && s[*i] <= '9') (*i)++;
+    return *i > start && *i - start <= max;
+}
+
+int eg_id_valid(const void *v, size_t n) {
+    const unsigned char *s = v;
+    size_t i = 0;
+    if (!s || n == 0 || n > EG_ID_MAX) return 0;
+    while (i < n && topic_char(s[i])) i++;
+    if (i == 0 || i > EG_TOPIC_NAME_MAX || i >= n || s[i++] != '/') return 0;
+    if (!digits(s, n, &i, 10) || i >= n || s[i++] != '/') return 0;
+    return digits(s, n, &i, 19) && i == n;
+}
+
+int eg_record_has_bad_id(const eg_record *r) {
+    size_t n = 0;
+    const void *v = eg_header(r->msg, EG_H_ID, &n);
+    return (v || n) && !eg_id_valid(v, n) ? 1 : 0;
+}
+
 void eg_record_id(const eg_record *r, char *out, size_t outlen) {
     size_t n = 0;
     const void *v = eg_header(r->msg, EG_H_ID, &n);
-    if (v && n > 0 && n < outlen) {
+    if (eg_id_valid(v, n) && n < outlen) {
         memcpy(out, v, n);
         out[n] = '\0';
         return;

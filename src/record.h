@@ -149,8 +149,19 @@ int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name);
 #define EG_RETRY_COUNT_MAX 1000000
 int eg_record_retry_count(const eg_record *r);
 
-/* The errgate.id of a record: its errgate.id header when it has one (it came
- * back from a lane or a replay), else "topic/partition/offset", into out. */
+/* The errgate.id of a record: its errgate.id header when it has a
+ * well-formed one (it came back from a lane or a replay), else its own
+ * "topic/partition/offset", into out. */
 void eg_record_id(const eg_record *r, char *out, size_t outlen);
+
+/* errgate.id grammar, the form the gateway writes: TOPIC "/" PARTITION "/"
+ * OFFSET, TOPIC 1 to 249 of [a-zA-Z0-9._-], PARTITION 1 to 10 decimal
+ * digits, OFFSET 1 to 19; nothing else (no spaces, no control bytes). */
+#define EG_ID_MAX (EG_TOPIC_NAME_MAX + 1 + 10 + 1 + 19)
+/* Returns 1 when the n bytes at v are a well-formed errgate.id. */
+int eg_id_valid(const void *v, size_t n);
+/* Returns 1 when r carries an errgate.id header that is not well-formed
+ * (it is ignored: the record's id comes from its coordinates). */
+int eg_record_has_bad_id(const eg_record *r);
 
 #endif

@@ -111,16 +111,36 @@ typedef struct replay {
     eg_where *where;          /* --where */
 } replay;
 
-static int usage(const char *why) {
-    if (why) fprintf(stderr, "errgate replay: %s\n", why);
-    fprintf(stderr,
-            "usage: errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)\n"
-            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
-            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n");
-    return 2;
+static void usage(void) {
+    printf("usage: errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)\n"
+           "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
+           "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
+           "\n"
+           "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic)\n"
+           "  --to TOPIC         the topic to republish to (must exist)\n"
+           "  -b, -c             broker address, or a gateway config to take the kafka\n"
+           "                     settings from (else $ERRGATE_BOOTSTRAP)\n"
+           "  --since DUR        only records written in the last DUR (90s, 15m, 2h, 7d)\n"
+           "  --until TIME       only records written before TIME (RFC 3339 or epoch ms)\n"
+           "  --class, --code    only records with this error.class / error.code\n"
+           "  --key K            only records with this key\n"
+           "  --where LUA_EXPR   only records for which the sandboxed expression is true\n"
+           "                     (headers, topic, partition, offset, timestamp, key)\n"
+           "  --dry-run          print what would be republished, publish nothing\n"
+           "  --rate N           at most N records per second\n"
+           "  --limit N          at most N records\n"
+           "  --max-replays N    refuse records already replayed N times (default 3)\n"
+           "  --force            replay them anyway\n"
+           "  --group G          the consumer group that keeps the progress\n"
+           "\n"
+           "Prints matched, replayed, refused, failed. Exit 0 when nothing failed.\n");
 }
 
-/* Parses argv into o. Returns 0, or the exit code after printing why. */
+/* One line naming what is wrong on stderr; returns the exit code 2. */
+static int usage_error(const char *why) { return eg_usage_error("replay", "%s", why); }
+
+/* Parses argv into o. Returns 0, -1 after printing the help, or the exit
+ * code after printing why. */
 static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
     o->max_replays = 3;
@@ -129,8 +149,12 @@ static int parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int k = eg_dlq_conn_opt(&o->k, argc, argv, &i, why, sizeof why);
-        if (k < 0) return usage(why);
+        if (k < 0) return usage_error(why);
         if (k > 0) continue;
+        if (eg_is_help(a)) {
+            usage();
+            return -1;
+        }
         if (!strcmp(a, "--dry-run")) { o->dry = 1; continue; }
         if (!strcmp(a, "--force")) { o->force = 1; continue; }
         static const char *const valued[] = {"--from", "--to", "--since", "--until", "--class", "--code",
@@ -140,11 +164,11 @@ static int parse(int argc, char **argv, opts *o) {
         for (const char *const *v = valued; *v; v++) known |= !strcmp(a, *v);
         if (!known) {
             snprintf(why, sizeof why, "unknown option '%s'", a);
-            return usage(why);
+            return usage_error(why);
         }
         if (i + 1 >= argc) {
             snprintf(why, sizeof why, "%s needs a value", a);
-            return usage(why);
+            return usage_error(why);
         }
         const char *v = argv[++i];
         if (!strcmp(a, "--from")) o->from = v;
@@ -158,14 +182,14 @@ static int parse(int argc, char **argv, opts *o) {
             int64_t d;
             if (eg_parse_duration_ms(v, &d) < 0 || d == 0) {
                 snprintf(why, sizeof why, "--since '%s' is not a duration (e.g. 90s, 15m, 1h, 2d)", v);
-                return usage(why);
+                return usage_error(why);
             }
             o->since = v;
             o->f.since_ms = eg_wall_ms() - d;
         } else if (!strcmp(a, "--until")) {
             if (eg_parse_time_ms(v, &o->f.until_ms) < 0 || o->f.until_ms <= 0) {
                 snprintf(why, sizeof why, "--until '%s' is not an RFC 3339 time or ms since the epoch", v);
-                return usage(why);
+                return usage_error(why);
             }
             o->until = v;
         } else if (!strcmp(a, "--rate")) {
@@ -173,24 +197,24 @@ static int parse(int argc, char **argv, opts *o) {
             o->rate = strtod(v, &end);
             if (end == v || *end || !(o->rate > 0) || o->rate > 1e7) {
                 snprintf(why, sizeof why, "--rate '%s' is not a positive number of records per second", v);
-                return usage(why);
+                return usage_error(why);
             }
         } else if (!strcmp(a, "--limit") || !strcmp(a, "--max-replays")) {
             long n;
             if (eg_parse_count(v, &n) < 0) {
                 snprintf(why, sizeof why, "%s '%s' is not a count", a, v);
-                return usage(why);
+                return usage_error(why);
             }
             if (!strcmp(a, "--limit")) o->limit = n;
             else o->max_replays = n;
         }
     }
-    if (!o->from) return usage("--from LANE is required");
-    if (!o->to) return usage("--to TOPIC is required");
-    if (!strcmp(o->from, o->to)) return usage("--to must differ from --from (that would replay the lane into itself)");
-    if (o->where && !*o->where) return usage("--where: the expression is empty");
-    if (o->f.klass && !*o->f.klass) return usage("--class is empty");
-    if (o->f.code && !*o->f.code) return usage("--code is empty");
+    if (!o->from) return usage_error("--from LANE is required");
+    if (!o->to) return usage_error("--to TOPIC is required");
+    if (!strcmp(o->from, o->to)) return usage_error("--to must differ from --from (that would replay the lane into itself)");
+    if (o->where && !*o->where) return usage_error("--where: the expression is empty");
+    if (o->f.klass && !*o->f.klass) return usage_error("--class is empty");
+    if (o->f.code && !*o->f.code) return usage_error("--code is empty");
     return 0;
 }
 
@@ -623,7 +647,7 @@ static int run(replay *rp, const opts *o) {
 int eg_cmd_replay(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
-    if (rc) return rc;
+    if (rc) return rc < 0 ? EG_EXIT_OK : rc;
     replay rp;
     memset(&rp, 0, sizeof rp);
     rp.o = &o;

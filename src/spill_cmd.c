@@ -40,11 +40,23 @@
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
-static int usage(void) {
-    fprintf(stderr, "usage: errgate spill ls DIR\n"
-                    "       errgate spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]\n");
-    return 2;
+static void usage(void) {
+    printf("usage: errgate spill ls DIR\n"
+           "       errgate spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]\n"
+           "\n"
+           "  ls              one line per segment: NAME FRAMES BYTES STATUS (ok, active,\n"
+           "                  corrupt-at-OFFSET), a total, and who holds the journal's lock\n"
+           "  drain           produce every frame to Kafka and delete the drained segments;\n"
+           "                  takes the lock (never while a gateway owns the journal)\n"
+           "  -b, -c          broker address, or a gateway config to take the kafka settings\n"
+           "                  from (else $ERRGATE_BOOTSTRAP)\n"
+           "  --timeout-ms N  give up after N (default 60s)\n"
+           "\n"
+           "drain exits 0 only when the journal is empty, 1 when something is left.\n");
 }
+
+/* One line naming what is wrong on stderr; returns the exit code 2. */
+#define usage_error(...) eg_usage_error("spill", __VA_ARGS__)
 
 /* A journal directory must exist for ls and drain (drain must not create
  * an empty journal where the operator mistyped a path). */
@@ -85,7 +97,9 @@ static int scan_file(const char *dir, const char *name, uint64_t *frames, int *b
 /* ---------------------------------------------------------------------- ls */
 
 static int cmd_ls(int argc, char **argv) {
-    if (argc != 3) return usage();
+    if (argc < 3) return usage_error("ls: missing DIR");
+    if (argv[2][0] == '-') return usage_error("ls: unknown option '%s'", argv[2]);
+    if (argc > 3) return usage_error("ls: unexpected argument '%s'", argv[3]);
     const char *dir = argv[2];
     if (need_dir("ls", dir) != 0) return 1;
     char owner[128] = "", active[64] = "", err[512];
@@ -163,27 +177,23 @@ static size_t report_left(const char *dir, size_t *ncorrupt) {
 }
 
 static int cmd_drain(int argc, char **argv) {
-    if (argc < 3 || argv[2][0] == '-') return usage();
+    if (argc < 3) return usage_error("drain: missing DIR");
+    if (argv[2][0] == '-') return usage_error("drain: unknown option '%s' (DIR comes first)", argv[2]);
     const char *dir = argv[2];
     eg_kcli k = {0};
     int64_t timeout_ms = 60000;
     for (int i = 3; i < argc; i++) {
+        const char *a = argv[i];
         int r = eg_kcli_opt(&k, argc, argv, &i);
-        if (r < 0) return usage();
+        if (r < 0) return usage_error("drain: %s needs a value", a);
         if (r == 1) continue;
-        if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) {
-            if (eg_parse_duration_ms(argv[++i], &timeout_ms) != 0 || timeout_ms <= 0 || timeout_ms > INT32_MAX) {
-                fprintf(stderr, "errgate spill drain: --timeout-ms: not a duration: %s\n", argv[i]);
-                return 2;
-            }
-            continue;
-        }
-        return usage();
+        if (strcmp(a, "--timeout-ms"))
+            return usage_error(a[0] == '-' ? "drain: unknown option '%s'" : "drain: unexpected argument '%s'", a);
+        if (i + 1 >= argc) return usage_error("drain: %s needs a value", a);
+        if (eg_parse_duration_ms(argv[++i], &timeout_ms) != 0 || timeout_ms <= 0 || timeout_ms > INT32_MAX)
+            return usage_error("drain: --timeout-ms: not a duration: %s", argv[i]);
     }
-    if (k.bootstrap && k.config) {
-        fprintf(stderr, "errgate spill drain: give -b BOOTSTRAP or -c CONFIG, not both\n");
-        return 2;
-    }
+    if (k.bootstrap && k.config) return usage_error("drain: give -b BOOTSTRAP or -c CONFIG, not both");
     if (need_dir("drain", dir) != 0) return 1;
     eg_log_setup(EG_WARN, 1);
     char err[512];
@@ -287,7 +297,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* Record i of the test journal: see the file comment. */
 static int cmd_write_test(int argc, char **argv) {
-    if (argc < 5) return usage();
+    if (argc < 5) return usage_error("write-test: DIR TOPIC N");
     const char *dir = argv[2], *topic = argv[3];
     long n = atol(argv[4]), parts = 4, vbytes = 100, hold_ms = 0;
     eg_spill_opts so = {.role = "write-test"};
@@ -296,9 +306,9 @@ static int cmd_write_test(int argc, char **argv) {
         else if (!strcmp(argv[i], "--partitions")) parts = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--value-bytes")) vbytes = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--hold-ms")) hold_ms = atol(argv[i + 1]);
-        else return usage();
+        else return usage_error("write-test: unknown option '%s'", argv[i]);
     }
-    if (n < 0 || parts < 1 || vbytes < 0 || (argc - 5) % 2) return usage();
+    if (n < 0 || parts < 1 || vbytes < 0 || (argc - 5) % 2) return usage_error("write-test: bad arguments");
     char err[512];
     eg_spill *j = eg_spill_open(dir, &so, err, sizeof err);
     if (!j) {
@@ -370,9 +380,15 @@ static int cmd_write_test(int argc, char **argv) {
 }
 
 int eg_cmd_spill(int argc, char **argv) {
-    if (argc < 2) return usage();
+    if (argc < 2) return usage_error("missing subcommand (ls or drain)");
+    /* -h/--help anywhere (spill --help, spill ls --help, spill drain DIR -h) */
+    for (int i = 1; i < argc; i++)
+        if (eg_is_help(argv[i]) || (i == 1 && !strcmp(argv[1], "help"))) {
+            usage();
+            return EG_EXIT_OK;
+        }
     if (!strcmp(argv[1], "ls")) return cmd_ls(argc, argv);
     if (!strcmp(argv[1], "drain")) return cmd_drain(argc, argv);
     if (!strcmp(argv[1], "write-test")) return cmd_write_test(argc, argv);
-    return usage();
+    return usage_error("unknown subcommand '%s' (ls or drain)", argv[1]);
 }

@@ -306,8 +306,12 @@ rc=$?
 expect "drain without -b or -c (and no ERRGATE_BOOTSTRAP): exit 2, no broker (exit $rc)"
 "$EG" spill frobnicate >/dev/null 2>"$T/usage.err"
 rc=$?
-{ [ $rc = 2 ] && grep -q "errgate spill drain DIR" "$T/usage.err" && ! grep -q write-test "$T/usage.err"; }
-expect "an unknown subcommand prints the usage (exit 2), without write-test"
+{ [ $rc = 2 ] && [ "$(wc -l <"$T/usage.err")" = 1 ] && grep -q "unknown subcommand 'frobnicate'" "$T/usage.err"; }
+expect "an unknown subcommand: exit 2, one line naming it (exit $rc)"
+"$EG" spill --help >"$T/help.out"
+rc=$?
+{ [ $rc = 0 ] && grep -q "errgate spill drain DIR" "$T/help.out" && ! grep -q write-test "$T/help.out"; }
+expect "spill --help prints the usage (exit 0), without write-test"
 
 echo "1..$TESTNO"
 exit $FAILED
