@@ -34,7 +34,9 @@
  *   connection: a length-delimited keep-alive answer whose connection did
  *   not survive is one), and bytes already waiting on the connection after
  *   the answer (unsolicited; we shut the socket down so that curl's liveness
- *   check discards it). TLS handshake or verification failures are kind
+ *   check discards it), and bytes after an answer without body (curl drops
+ *   them and says so only in its verbose text: that text is switched on at
+ *   the end of such an answer's headers, and reuse forbidden when it comes). TLS handshake or verification failures are kind
  *   `connect`, code `tls`; other transport errors kind `connect`.
  * Every finished attempt is observed in the target latency histogram by
  * status class: 2xx..5xx, timeout, connect. */
@@ -232,10 +234,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
     return size * n;
 }
 
-/* CURLOPT_DEBUGFUNCTION (only while verbose): notes curl's "Excess found". */
+/* CURLOPT_DEBUGFUNCTION (only while verbose): on curl's "Excess found",
+ * notes it and forbids the connection's reuse at once (curl would otherwise
+ * hand it to the next request before we see this one done). */
 static int on_debug(CURL *e, curl_infotype type, char *text, size_t n, void *arg) {
     slot *s = arg;
-    if (type == CURLINFO_TEXT && n >= 12 && memcmp(text, "Excess found", 12) == 0) s->excess = 1;
+    if (type == CURLINFO_TEXT && n >= 12 && memcmp(text, "Excess found", 12) == 0 && !s->excess) {
+        s->excess = 1;
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     return 0;
 }
 
@@ -301,17 +308,16 @@ static const char *framing_anomaly(slot *s, long status) {
     long version = 0;
     curl_easy_getinfo(s->easy, CURLINFO_HTTP_VERSION, &version);
     if (version == CURL_HTTP_VERSION_2_0 || version == CURL_HTTP_VERSION_3) return NULL;
+    if (s->excess) return "bytes after a response without body"; /* its connection was not kept */
     curl_socket_t fd = CURL_SOCKET_BAD;
     curl_easy_getinfo(s->easy, CURLINFO_ACTIVESOCKET, &fd);
     if (fd == CURL_SOCKET_BAD) /* curl closed it: fine only when the answer said so */
         return s->over_cap || response_closes(s, version, status) ? NULL
                                                                   : "bytes beyond the response's length";
-    const char *why = s->excess ? "bytes after a response without body" : NULL;
-    if (taken_over(s, fd)) return why;
     char b;
-    if (!why && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) why = "unsolicited bytes after the response";
-    if (why) shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
-    return why;
+    if (taken_over(s, fd) || recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return NULL;
+    shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
+    return "unsolicited bytes after the response";
 }
 
 /* Whether curl's result rc (and its message) is a TLS handshake or
@@ -518,6 +524,7 @@ static int ht_submit(eg_target *t, eg_record *rec) {
     s->started_ms = eg_now_ms();
     s->started_ns = eg_now_ns();
     s->body_len = s->body_seen = s->header_seen = 0;
+    if (s->excess) curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 0L);
     s->over_cap = s->headers_too_big = s->excess = 0;
     if (s->verbose) {
         curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 0L);

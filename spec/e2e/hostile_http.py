@@ -82,7 +82,7 @@ class Handler(socketserver.BaseRequestHandler):
             status = 200 if accept else 400
             vbody = b"ok" if accept else REJECT_BODY
             framing = rec.get("hostile", "plain") if attempt == 1 else "plain"
-            event(event="answer", id=rid, attempt=attempt, framing=framing, status=status)
+            event(event="answer", id=rid, attempt=attempt, framing=framing, status=status, port=self.client_address[1])
             if framing not in ILLEGAL and accept:
                 with lock:
                     ok_log.write("ok %s %s\n" % (rid, eid))
