@@ -29,15 +29,17 @@
  *   kind `timeout`;
  * - framing (HTTP/1.x): anything that cannot belong to the request in flight
  *   fails that request alone with kind `connect` and its connection is never
- *   used again: a malformed status line or header (curl refuses it), bytes
- *   beyond the response's length in the same read (curl closes the
- *   connection: a length-delimited keep-alive answer whose connection did
- *   not survive is one), and bytes already waiting on the connection after
- *   the answer (unsolicited; we shut the socket down so that curl's liveness
- *   check discards it), and bytes after an answer without body (curl drops
- *   them and says so only in its verbose text: that text is switched on at
- *   the end of such an answer's headers, and reuse forbidden when it comes). TLS handshake or verification failures are kind
- *   `connect`, code `tls`; other transport errors kind `connect`.
+ *   used again: a malformed status line or header (curl refuses it); bytes
+ *   beyond the end of the answer in the same read, after a body with a
+ *   length, after chunks or after an answer without body (curl drops them
+ *   and says so only in its verbose text, switched on at the end of the
+ *   final answer's headers: reuse is forbidden the moment it says so); and
+ *   bytes already waiting on the connection when the answer is seen done
+ *   (unsolicited: the socket is shut down so that curl's liveness check
+ *   discards it, unless curl already gave the connection to the next
+ *   request, whose answer they then are). TLS handshake or verification
+ *   failures are kind `connect`, code `tls`; other transport errors kind
+ *   `connect`.
  * Every finished attempt is observed in the target latency histogram by
  * status class: 2xx..5xx, timeout, connect. */
 #include "log.h"
@@ -84,7 +86,7 @@ typedef struct slot {
     int over_cap;                 /* stopped reading: body beyond max_response_bytes */
     int headers_too_big;
     int verbose;                  /* curl's verbose text is on for this transfer */
-    int excess;                   /* curl saw bytes after a response without body */
+    int excess;                   /* curl dropped bytes beyond the end of the answer */
     char errbuf[CURL_ERROR_SIZE];
     struct slot *next_free;
 } slot;
@@ -210,10 +212,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
 
 /* CURLOPT_HEADERFUNCTION: bounds the header bytes (interim responses
  * included); curl keeps the final response's headers for curl_easy_header.
- * At the end of a final answer that has no body (204, 304, Content-Length:
- * 0), curl drops whatever else came in the same read and only says so in
- * its verbose text: for the rest of this transfer it is asked to talk, and
- * on_debug listens. */
+ * Bytes after the end of an answer in the same read are dropped by curl,
+ * and it says so only in its verbose text ("Excess found" after a body
+ * with a length or without body, "Leftovers after chunking"): at the end of
+ * the final answer's headers curl is asked to talk for the rest of this
+ * transfer, and on_debug listens. */
 static size_t on_header(char *p, size_t size, size_t n, void *arg) {
     slot *s = arg;
     s->header_seen += size * n;
@@ -221,12 +224,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
         s->headers_too_big = 1;
         return 0;
     }
-    if (size * n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
+    if (size * n <= 2 && (p[0] == '\r' || p[0] == '\n') && !s->verbose) {
         long status = 0;
-        curl_off_t cl = -1;
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_getinfo(s->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-        if (status >= 200 && (status == 204 || status == 304 || cl == 0)) {
+        if (status >= 200) {
             curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 1L);
             s->verbose = 1;
         }
@@ -234,12 +235,14 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
     return size * n;
 }
 
-/* CURLOPT_DEBUGFUNCTION (only while verbose): on curl's "Excess found",
- * notes it and forbids the connection's reuse at once (curl would otherwise
- * hand it to the next request before we see this one done). */
+/* CURLOPT_DEBUGFUNCTION (only while verbose): on curl's "Excess found" or
+ * "Leftovers after chunking", notes it and forbids the connection's reuse
+ * at once (curl would otherwise hand it to the next request before we see
+ * this one done). */
 static int on_debug(CURL *e, curl_infotype type, char *text, size_t n, void *arg) {
     slot *s = arg;
-    if (type == CURLINFO_TEXT && n >= 12 && memcmp(text, "Excess found", 12) == 0 && !s->excess) {
+    if (type == CURLINFO_TEXT && !s->excess &&
+        ((n >= 12 && memcmp(text, "Excess found", 12) == 0) || (n >= 24 && memcmp(text, "Leftovers after chunking", 24) == 0))) {
         s->excess = 1;
         curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
     }
@@ -277,18 +280,6 @@ static int64_t parse_retry_after(const char *v) {
     return at > now ? at - now : 0;
 }
 
-/* Whether the final response said its connection ends with it: HTTP/1.0
- * without keep-alive, Connection: close, or a body delimited by the close. */
-static int response_closes(slot *s, long version, long status) {
-    const char *c = response_header(s->easy, "Connection");
-    if (c && strcasestr(c, "close")) return 1;
-    if (version == CURL_HTTP_VERSION_1_0 && !(c && strcasestr(c, "keep-alive"))) return 1;
-    curl_off_t cl = -1;
-    curl_easy_getinfo(s->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-    const char *te = response_header(s->easy, "Transfer-Encoding");
-    return cl < 0 && !(te && strcasestr(te, "chunked")) && status != 204 && status != 304;
-}
-
 /* Whether another request in flight already took over fd: curl may hand a
  * connection to the next transfer before we see the previous one done. */
 static int taken_over(const slot *s, curl_socket_t fd) {
@@ -304,18 +295,15 @@ static int taken_over(const slot *s, curl_socket_t fd) {
  * belongs to its request alone, else why not (the connection is then never
  * used again). Bytes waiting on a connection another request already took
  * over are that request's answer, not unsolicited. */
-static const char *framing_anomaly(slot *s, long status) {
+static const char *framing_anomaly(slot *s) {
     long version = 0;
     curl_easy_getinfo(s->easy, CURLINFO_HTTP_VERSION, &version);
     if (version == CURL_HTTP_VERSION_2_0 || version == CURL_HTTP_VERSION_3) return NULL;
-    if (s->excess) return "bytes after a response without body"; /* its connection was not kept */
+    if (s->excess) return "bytes beyond the end of the response"; /* its connection was not kept */
     curl_socket_t fd = CURL_SOCKET_BAD;
     curl_easy_getinfo(s->easy, CURLINFO_ACTIVESOCKET, &fd);
-    if (fd == CURL_SOCKET_BAD) /* curl closed it: fine only when the answer said so */
-        return s->over_cap || response_closes(s, version, status) ? NULL
-                                                                  : "bytes beyond the response's length";
     char b;
-    if (taken_over(s, fd) || recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return NULL;
+    if (fd == CURL_SOCKET_BAD || taken_over(s, fd) || recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return NULL;
     shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
     return "unsolicited bytes after the response";
 }
@@ -370,7 +358,7 @@ static void finish(slot *s, CURLcode rc) {
     f.retry_after_ms = -1;
     f.latency_ms = eg_now_ms() - s->started_ms;
     if (rc == CURLE_WRITE_ERROR && s->over_cap) rc = CURLE_OK; /* the status stands */
-    const char *anomaly = rc == CURLE_OK ? framing_anomaly(s, status) : NULL;
+    const char *anomaly = rc == CURLE_OK ? framing_anomaly(s) : NULL;
     const char *metric = "connect";
     int ok = 0;
     if (rc == CURLE_OK && !anomaly) {

@@ -18,6 +18,7 @@ is framed (later attempts are answered plainly):
     extra     the answer, then at once an unsolicited second response with
               the opposite status
     overlong  a body longer than its Content-Length
+    chunkextra  a chunked body, then at once the start of another response
     garbage   a malformed status line
     204body   204 No Content followed by a body
     reset     headers and half the body, then a TCP reset
@@ -34,7 +35,7 @@ ok_log = open(sys.argv[1], "a", buffering=1)
 ev_log = open(sys.argv[2], "a", buffering=1)
 lock = threading.Lock()
 attempts = {}
-ILLEGAL = {"extra", "overlong", "garbage", "204body", "reset"}
+ILLEGAL = {"extra", "overlong", "chunkextra", "garbage", "204body", "reset"}
 REJECT_BODY = b'{"error":{"code":"hostile_reject","message":"rejected by the hostile server"}}'
 
 
@@ -132,6 +133,9 @@ class Handler(socketserver.BaseRequestHandler):
         elif framing == "overlong":
             sock.sendall(response(status, body).replace(b"Content-Length: %d" % len(body),
                                                         b"Content-Length: %d" % (len(body) - 1)) + b"HTTP/1.1 200 OK\r\n")
+        elif framing == "chunkextra":
+            head = response(status, b"").replace(b"Content-Length: 0\r\n", b"Transfer-Encoding: chunked\r\n")
+            sock.sendall(head + b"%x\r\n%s\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n" % (len(body), body))
         elif framing == "garbage":
             sock.sendall(b"HTZP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok")
         elif framing == "204body":

@@ -3,8 +3,8 @@
 # (spec/e2e/hostile_http.py), every framing at once at concurrency 8: interim
 # 1xx responses, chunked, HTTP/1.0 close-delimited, a 400 MiB body, slow
 # headers are answers; an unsolicited extra response, a body longer than its
-# Content-Length, a malformed status line, a 204 with a body and a reset
-# mid-body fail their own request (kind connect) and their connection is
+# Content-Length, bytes after the last chunk, a malformed status line, a 204
+# with a body and a reset mid-body fail their own request (kind connect) and their connection is
 # never used again. Accounting: every record the server rejected is
 # dead-lettered (with the JSON body's error.message), every record it
 # accepted succeeded, nothing is credited to another record, committed = end,
@@ -16,11 +16,11 @@ bg hostile $PY "$ROOT/spec/e2e/hostile_http.py" "$T/ok.log" "$T/events.jsonl"
 wait_for 10 grep -q '^listening=' "$T/hostile.out" || die "hostile server did not start"
 HANDLER_URL="http://$(sed -n 's/^listening=//p' "$T/hostile.out")/"
 
-# 10 framings x 2 verdicts x 6, plus 60 plain records, interleaved
+# 11 framings x 2 verdicts x 6, plus 60 plain records, interleaved
 $PY - >"$T/records.tsv" <<'PY'
 import random
 random.seed(7)
-modes = ["interim", "chunked", "http10", "huge", "slow", "extra", "overlong", "garbage", "204body", "reset"]
+modes = ["interim", "chunked", "http10", "huge", "slow", "extra", "overlong", "chunkextra", "garbage", "204body", "reset"]
 recs = [(h, v) for h in modes for v in ("ok", "permanent") for _ in range(6)]
 recs += [("plain", "ok")] * 40 + [("plain", "permanent")] * 20
 random.shuffle(recs)
@@ -52,7 +52,7 @@ for line in open(sys.argv[2]):
     e = json.loads(line)
     if e.get("event") == "decision" and e.get("kind") in ("connect", "timeout"):
         failed_kinds.setdefault(src[e["id"]]["id"], set()).add(e["kind"])
-ILLEGAL = {"extra", "overlong", "garbage", "204body", "reset"}
+ILLEGAL = {"extra", "overlong", "chunkextra", "garbage", "204body", "reset"}
 n = bad = 0
 def check(c, d):
     global n, bad
