@@ -86,6 +86,7 @@ typedef struct slot {
     int over_cap;                 /* stopped reading: body beyond max_response_bytes */
     int headers_too_big;
     int verbose;                  /* curl's verbose text is on for this transfer */
+    curl_off_t length;            /* the final answer's Content-Length, -1 none */
     int excess;                   /* curl dropped bytes beyond the end of the answer */
     char errbuf[CURL_ERROR_SIZE];
     struct slot *next_free;
@@ -193,7 +194,8 @@ static int curl_timer_cb(CURLM *m, long ms, void *arg) {
 /* ------------------------------------------------------------- response */
 
 /* CURLOPT_WRITEFUNCTION: keeps the first EG_BODY_CAP bytes, counts the
- * rest, stops the transfer past max_response_bytes. */
+ * rest, stops the transfer past max_response_bytes; silences curl's
+ * verbose text once a body with a length is complete. */
 static size_t on_body(char *p, size_t size, size_t n, void *arg) {
     slot *s = arg;
     size_t len = size * n;
@@ -203,6 +205,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
         s->body_len += k;
     }
     s->body_seen += len;
+    if (s->verbose && s->length > 0 && s->body_seen >= (size_t)s->length) {
+        curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 0L); /* curl reports excess before the last write */
+        s->verbose = 0;
+    }
     if (s->body_seen > (size_t)s->ht->cfg->http_max_response_bytes) {
         s->over_cap = 1;
         return 0; /* CURLE_WRITE_ERROR: curl closes the connection */
@@ -228,6 +234,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
         long status = 0;
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
         if (status >= 200) {
+            curl_easy_getinfo(s->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &s->length);
             curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 1L);
             s->verbose = 1;
         }
