@@ -12,8 +12,8 @@
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
             lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make \
-            mandoc
-PC_PKGS  := luajit rdkafka libevent msgpack
+            mandoc libcurl4-openssl-dev openssl
+PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 
 CC      ?= cc
 BUILD   ?= build

@@ -28,6 +28,8 @@ need() {
   [ -x "$PY" ] && ! "$PY" -c 'import confluent_kafka' 2>/dev/null && { miss+=("python module confluent_kafka"); pkgs+=(python3-confluent-kafka); }
   command -v cc >/dev/null || { miss+=(cc); pkgs+=(gcc); }
   command -v pkg-config >/dev/null || { miss+=(pkg-config); pkgs+=(pkg-config); }
+  command -v openssl >/dev/null || { miss+=(openssl); pkgs+=(openssl); }
+  pkg-config --exists libevent_openssl openssl 2>/dev/null || { miss+=("libevent_openssl/openssl headers"); pkgs+=(libevent-dev libssl-dev); }
   [ -x "$EG" ] || miss+=("$EG (run make)")
   [ -x "$FLAKY" ] || miss+=("$FLAKY (run make)")
   if [ ${#miss[@]} -gt 0 ]; then

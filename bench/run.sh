@@ -8,14 +8,17 @@
 # happy path (errgate, no-op Lua target | kcat -G), dead-letter path (errgate,
 # Lua target failing 400 -> DLQ | kcat -C | kcat -P copy), HTTP path (errgate
 # -> flaky-handler | bench/peers/http_consumer.py -> flaky-handler | wrk ->
-# flaky-handler, the ceiling). Throughput is records per second from the first
+# flaky-handler, the ceiling), HTTPS path (errgate | wrk, each over TLS to
+# the same handler behind bench/tls_proxy.c, a TLS-terminating proxy with a
+# certificate made here by openssl). Throughput is records per second from the first
 # record consumed to the last one finished, which leaves out the group-join
 # delay (bench/README.md defines every figure). CPU and peak RSS come from GNU
 # time around each process. Then bench/decide_bench.c (compiled here with the
 # Makefile's flags against build/obj) times policy decisions. bench/table.sh
 # prints the medians. Knobs: BENCH_REPS, BENCH_RECORDS, BENCH_PEER_RECORDS,
 # BENCH_PARTITIONS, BENCH_HTTP_CONCURRENCY, BENCH_HTTP_ORDERING, BENCH_WRK_SECONDS,
-# BENCH_SMOKE=1 (tiny sizes, one repetition: a CI smoke run), BENCH_KEEP=1.
+# BENCH_SMOKE=1 (tiny sizes, one repetition: a CI smoke run), BENCH_KEEP=1,
+# BENCH_ONLY=http (only the HTTP and HTTPS rows).
 set -u
 source "$(dirname "$0")/lib.sh"
 
@@ -29,6 +32,7 @@ P=${BENCH_PARTITIONS:-16}
 CONC=${BENCH_HTTP_CONCURRENCY:-16}
 ORDERING=${BENCH_HTTP_ORDERING:-partition}
 WRK_SECS=${BENCH_WRK_SECONDS:-3}
+ONLY=${BENCH_ONLY:-}
 [ "$PEER_N" -gt "$N" ] && PEER_N=$N
 
 need
@@ -37,7 +41,7 @@ trap cleanup EXIT
 export ERRGATE_LUA_DIR="$ROOT/lua"
 
 # ---- tools compiled here: same flags as the Makefile -----------------------
-PCP="luajit rdkafka libevent msgpack"
+PCP="luajit rdkafka libevent msgpack libcurl"
 CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fno-strict-aliasing -O2 -g"
 LIB_OBJS=$(ls "$ROOT/$BUILD"/obj/*.o | grep -v '/main\.o$')
 mkdir -p "$ROOT/$BUILD/bench"
@@ -46,6 +50,9 @@ cc $CFLAGS_B -o "$ROOT/$BUILD/bench/stamp" "$ROOT/bench/stamp.c" || die "cannot 
 cc $CFLAGS_B $(pkg-config --cflags $PCP) -I"$ROOT/src" -o "$ROOT/$BUILD/bench/decide_bench" \
   "$ROOT/bench/decide_bench.c" $LIB_OBJS $(pkg-config --libs $PCP) -lm || die "cannot compile bench/decide_bench.c"
 STAMP="$ROOT/$BUILD/bench/stamp"
+# shellcheck disable=SC2046
+cc $CFLAGS_B -o "$ROOT/$BUILD/bench/tls_proxy" "$ROOT/bench/tls_proxy.c" $(pkg-config --cflags --libs libevent_openssl openssl) ||
+  die "cannot compile bench/tls_proxy.c"
 
 # ---- data ------------------------------------------------------------------
 topics=(--topic "happy:$P" --topic "dlqsrc:$P" --topic "http:$P")
@@ -53,10 +60,19 @@ for r in $(seq "$REPS"); do topics+=(--topic "dlqsrc.dlq.$r:$P" --topic "copy.$r
 start_broker "${topics[@]}"
 start_handler
 say "broker $BOOTSTRAP, handler $HANDLER_URL; $N records over $P partitions, $REPS repetitions; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-produce happy "$N" ok:1
-produce dlqsrc "$N" permanent:1
-produce http "$N" ok:1
-for t in happy dlqsrc http; do expect_topic "$t" "$P" "$N"; done
+sets="happy dlqsrc http"; [ "$ONLY" = http ] && sets=http
+for t in $sets; do
+  case $t in dlqsrc) produce "$t" "$N" permanent:1 ;; *) produce "$t" "$N" ok:1 ;; esac
+  expect_topic "$t" "$P" "$N"
+done
+# the TLS server in front of the same handler (its certificate is its own CA)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$W/tls.key" -out "$W/tls.crt" \
+  -days 2 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 2>"$W/openssl.err" || die "openssl: $(cat "$W/openssl.err")"
+"$ROOT/$BUILD/bench/tls_proxy" "$W/tls.crt" "$W/tls.key" "$(echo "$HANDLER_URL" | sed 's|.*:\([0-9]*\)/$|\1|')" \
+  >"$W/tls_proxy.out" 2>"$W/tls_proxy.err" &
+PIDS+=($!)
+wait_for 10 grep -q '^listening=' "$W/tls_proxy.out" || die "tls_proxy did not start: $(cat "$W/tls_proxy.err")"
+HTTPS_URL="https://$(sed -n 's/^listening=//p' "$W/tls_proxy.out")/"
 
 echo 'return function(record) end' >"$W/noop.lua"
 echo 'return function(record) return { status = 400, message = "bench: permanent" } end' >"$W/reject.lua"
@@ -111,6 +127,7 @@ stamp_rps() {
 
 for r in $(seq "$REPS"); do
   say "repetition $r/$REPS"
+  if [ "$ONLY" != http ]; then
   # 1. happy path
   gateway_config "$W/happy.lua" "happy-eg-$r" happy "{ lua = \"$W/noop.lua\" }" "$r"
   run_gateway happy.errgate "$W/happy.lua" "happy-eg-$r" happy
@@ -138,6 +155,8 @@ for r in $(seq "$REPS"); do
   gtime_cost "$W/dlq.kcat.time" "$N" dlq.kcat
   say "dlq.kcat: $(grep '^dlq.kcat.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(cat "$W/dlq.kcat.time")"
 
+  fi
+
   # 3. HTTP path
   gateway_config "$W/http.lua" "http-eg-$r" http \
     "{ http = { url = \"$HANDLER_URL\", timeout_ms = 5000, concurrency = $CONC } }" "$r"
@@ -153,10 +172,19 @@ for r in $(seq "$REPS"); do
     die "wrk failed: $(cat "$W/wrk.out")"
   record http.ceiling.rps "$(awk '/^Requests\/sec:/{print $2}' "$W/wrk.out")"
   say "http.ceiling: $(awk '/^Requests\/sec:/{print $2}' "$W/wrk.out") req/s"
+
+  # 4. HTTPS path: the same handler behind the TLS proxy
+  gateway_config "$W/https.lua" "https-eg-$r" http \
+    "{ http = { url = \"$HTTPS_URL\", timeout_ms = 5000, concurrency = $CONC, tls = { ca_file = \"$W/tls.crt\" } } }" "$r"
+  run_gateway https.errgate "$W/https.lua" "https-eg-$r" http
+  wrk -t1 -c"$CONC" -d"${WRK_SECS}s" -s "$ROOT/bench/wrk_post.lua" "$HTTPS_URL" >"$W/wrks.out" 2>&1 ||
+    die "wrk (https) failed: $(cat "$W/wrks.out")"
+  record https.ceiling.rps "$(awk '/^Requests\/sec:/{print $2}' "$W/wrks.out")"
+  say "https.ceiling: $(awk '/^Requests\/sec:/{print $2}' "$W/wrks.out") req/s"
 done
 
-# 4. decision cost
-for r in $(seq "$REPS"); do
+# 5. decision cost
+[ "$ONLY" = http ] || for r in $(seq "$REPS"); do
   "$ROOT/$BUILD/bench/decide_bench" "$ROOT"/policies/*.lua >"$W/decide.out" 2>"$W/decide.err" ||
     die "decide_bench failed: $(grep -v MOCK "$W/decide.err" | tail -3)"
   awk '{split($2,p,"="); n=split(p[2],q,"/"); split($3,f,"="); split($6,t,"=");

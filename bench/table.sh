@@ -23,19 +23,24 @@ echo "errgate bench: $N records over $P partitions (Python peer: $PEER_N), media
 printf "%-44s %12s %8s %8s   %-7s %s\n" "path / system" "records/s" "CPU/100k" "RSS MiB" "ratio" "goal"
 printf '%.0s-' $(seq 100); echo
 
+if [ -n "$(median happy.errgate.rps)" ]; then # absent under BENCH_ONLY=http
 r=$(ratio "$(median happy.errgate.rps)" "$(median happy.kcat.rps)")
 row "happy  errgate, no-op Lua target" happy.errgate "$r" "$(goal "$r" '>=' 0.9 '>=0.9x kcat')"
 row "happy  kcat -G (consume only)" happy.kcat
 r=$(ratio "$(median dlq.errgate.rps)" "$(median dlq.kcat.rps)")
 row "dlq    errgate, 100% 400 -> DLQ" dlq.errgate "$r" "$(goal "$r" '>=' 0.8 '>=0.8x pipe')"
 row "dlq    kcat -C | kcat -P (idempotent, all)" dlq.kcat
+fi
 r=$(ratio "$(median http.errgate.rps)" "$(median http.peer.rps)")
 r2=$(ratio "$(median http.errgate.rps)" "$(median http.ceiling.rps)")
 row "http   errgate -> handler (c=$CONC, $ORDERING)" http.errgate "$r" "$(goal "$r" '>=' 5 '>=5x peer'); x$r2 of ceiling: $(goal "$r2" '>=' 0.7 '>=0.7x')"
 row "http   python peer -> handler" http.peer
 row "http   wrk -> handler (ceiling, c=$CONC)" http.ceiling
+r=$(ratio "$(median https.errgate.rps)" "$(median https.ceiling.rps)")
+row "https  errgate -> TLS proxy -> handler" https.errgate "$r" "of the TLS ceiling"
+row "https  wrk -> TLS proxy -> handler (ceiling)" https.ceiling
 printf '%.0s-' $(seq 100); echo
-rss=$(for k in happy dlq http; do median "$k.errgate.rss"; done | sort -g | tail -1)
+rss=$(for k in happy dlq http https; do median "$k.errgate.rss"; done | sort -g | tail -1)
 echo "peak RSS of errgate (max over paths): ${rss} MiB   $(goal "$rss" '<=' 64 '<=64 MiB')"
 echo
 printf "%-44s %12s   %s\n" "decision cost (policy:failure)" "ns/decision" "goal"

@@ -4,6 +4,7 @@
  * libraries (os.getenv is handy), but its result is validated strictly:
  * a schema table lists every key with its type; anything else is refused. */
 #include "config.h"
+#include "target.h"
 #include "util.h"
 
 #include <lauxlib.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef struct loadctx {
@@ -322,11 +324,118 @@ static int load_budget(loadctx *c) {
     return 0;
 }
 
+/* target.http.tls = { ca_file, cert_file, key_file, verify, server_name } */
+static int load_http_tls(loadctx *c) {
+    static const char *const keys[] = {"ca_file", "cert_file", "key_file", "verify", "server_name", NULL};
+    eg_config *cfg = c->cfg;
+    int r = push_table(c, "tls", "target.http.tls");
+    if (r <= 0) return r;
+    if (only_keys(c, "target.http.tls", keys) < 0 ||
+        get_string(c, "ca_file", "target.http.tls.ca_file", 0, &cfg->http_ca_file) < 0 ||
+        get_string(c, "cert_file", "target.http.tls.cert_file", 0, &cfg->http_cert_file) < 0 ||
+        get_string(c, "key_file", "target.http.tls.key_file", 0, &cfg->http_key_file) < 0 ||
+        get_bool(c, "verify", "target.http.tls.verify", &cfg->http_verify) < 0 ||
+        get_string(c, "server_name", "target.http.tls.server_name", 0, &cfg->http_server_name) < 0)
+        return lua_pop(c->L, 1), -1;
+    lua_pop(c->L, 1);
+    if (strncmp(cfg->http_url, "https://", 8) != 0)
+        return fail(c, "target.http.tls: only for an https:// URL, got \"%s\"", cfg->http_url);
+    if (cfg->http_key_file && !cfg->http_cert_file)
+        return fail(c, "target.http.tls.key_file: needs target.http.tls.cert_file");
+    if ((cfg->http_ca_file && resolve_file(c, "target.http.tls.ca_file", &cfg->http_ca_file) < 0) ||
+        (cfg->http_cert_file && resolve_file(c, "target.http.tls.cert_file", &cfg->http_cert_file) < 0) ||
+        (cfg->http_key_file && resolve_file(c, "target.http.tls.key_file", &cfg->http_key_file) < 0))
+        return -1;
+    const char *sn = cfg->http_server_name;
+    if (sn) {
+        int okname = *sn != '\0' && strlen(sn) <= 253;
+        for (const char *p = sn; okname && *p; p++)
+            okname = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                     *p == '-' || *p == '.';
+        if (!okname) return fail(c, "target.http.tls.server_name: expected a DNS name, got \"%s\"", sn);
+    }
+    return 0;
+}
+
+/* target.http.headers = { ["Name"] = "value" | { file = "path" } }. A value
+ * never appears in a message (it may be a secret). */
+static int load_http_headers(loadctx *c) {
+    lua_State *L = c->L;
+    eg_config *cfg = c->cfg;
+    int r = push_table(c, "headers", "target.http.headers");
+    if (r <= 0) return r;
+    size_t n = 1;
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) n++;
+    cfg->http_headers = eg_xcalloc(n, sizeof(eg_http_header));
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) != LUA_TSTRING) return lua_pop(L, 3), fail(c, "target.http.headers: names must be strings");
+        const char *name = lua_tostring(L, -2);
+        if (!eg_http_header_sendable(name))
+            return lua_pop(L, 3), fail(c, "target.http.headers: \"%s\" is not a header name errgate can send "
+                                          "(an HTTP token; not Errgate-*, Host, Content-*, Connection, "
+                                          "Transfer-Encoding, Expect, TE, Upgrade)", name);
+        for (int i = 0; i < cfg->nhttp_headers; i++)
+            if (strcasecmp(cfg->http_headers[i].name, name) == 0)
+                return lua_pop(L, 3), fail(c, "target.http.headers: \"%s\" is given twice", name);
+        eg_http_header *h = &cfg->http_headers[cfg->nhttp_headers++];
+        h->name = eg_xstrdup(name);
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            size_t len;
+            const char *v = lua_tolstring(L, -1, &len);
+            int okv = len > 0;
+            for (size_t i = 0; okv && i < len; i++) okv = (v[i] >= 0x20 && v[i] < 0x7f) || v[i] == '\t';
+            if (!okv)
+                return lua_pop(L, 3), fail(c, "target.http.headers.%s: the value must be non-empty printable "
+                                              "text on one line", name);
+            h->value = eg_xstrdup(v);
+        } else if (lua_type(L, -1) == LUA_TTABLE) {
+            static const char *const fkeys[] = {"file", NULL};
+            char where[300];
+            snprintf(where, sizeof where, "target.http.headers.%s", name);
+            if (only_keys(c, where, fkeys) < 0) return lua_pop(L, 3), -1;
+            snprintf(where, sizeof where, "target.http.headers.%s.file", name);
+            if (get_string(c, "file", where, 1, &h->file) < 0 || resolve_file(c, where, &h->file) < 0)
+                return lua_pop(L, 3), -1;
+        } else {
+            return lua_pop(L, 3), fail(c, "target.http.headers.%s: expected a string or { file = \"path\" }", name);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+static int load_http(loadctx *c) {
+    static const char *const keys[] = {"url", "timeout_ms", "concurrency", "tls", "headers",
+                                       "max_response_bytes", "version", NULL};
+    eg_config *cfg = c->cfg;
+    int maxb = (int)cfg->http_max_response_bytes;
+    char *version = NULL;
+    if (only_keys(c, "target.http", keys) < 0 ||
+        get_string(c, "url", "target.http.url", 1, &cfg->http_url) < 0 ||
+        get_int(c, "timeout_ms", "target.http.timeout_ms", 1, 3600000, &cfg->http_timeout_ms) < 0 ||
+        get_int(c, "concurrency", "target.http.concurrency", 1, 4096, &cfg->http_concurrency) < 0 ||
+        get_int(c, "max_response_bytes", "target.http.max_response_bytes", 0, 1 << 30, &maxb) < 0 ||
+        get_string(c, "version", "target.http.version", 0, &version) < 0)
+        return free(version), -1;
+    cfg->http_max_response_bytes = maxb;
+    if (version) {
+        int v = strcmp(version, "1.1") == 0 ? 11 : strcmp(version, "2") == 0 ? 2 : 0;
+        if (!v) fail(c, "target.http.version: expected \"1.1\" or \"2\", got \"%s\"", version);
+        free(version);
+        if (!v) return -1;
+        cfg->http_version = v;
+    }
+    if (strncmp(cfg->http_url, "http://", 7) != 0 && strncmp(cfg->http_url, "https://", 8) != 0)
+        return fail(c, "target.http.url: expected an http:// or https:// URL, got \"%s\"", cfg->http_url);
+    return load_http_tls(c) < 0 || load_http_headers(c) < 0 ? -1 : 0;
+}
+
 static int load_target(loadctx *c) {
     lua_State *L = c->L;
     eg_config *cfg = c->cfg;
     static const char *const keys[] = {"http", "lua", "breaker", "retry_budget", NULL};
-    static const char *const http_keys[] = {"url", "timeout_ms", "concurrency", NULL};
     int r = push_table(c, "target", "target");
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'target'");
@@ -351,14 +460,8 @@ static int load_target(loadctx *c) {
     }
     cfg->target_kind = EG_TARGET_HTTP;
     if (push_table(c, "http", "target.http") != 1) return lua_pop(L, 1), fail(c, "target.http: expected a table");
-    if (only_keys(c, "target.http", http_keys) < 0 ||
-        get_string(c, "url", "target.http.url", 1, &cfg->http_url) < 0 ||
-        get_int(c, "timeout_ms", "target.http.timeout_ms", 1, 3600000, &cfg->http_timeout_ms) < 0 ||
-        get_int(c, "concurrency", "target.http.concurrency", 1, 4096, &cfg->http_concurrency) < 0)
-        return lua_pop(L, 2), -1;
+    if (load_http(c) < 0) return lua_pop(L, 2), -1;
     lua_pop(L, 2);
-    if (strncmp(cfg->http_url, "http://", 7) != 0)
-        return fail(c, "target.http.url: expected an http:// URL, got \"%s\"", cfg->http_url);
     return 0;
 }
 
@@ -530,6 +633,9 @@ static void set_defaults(eg_config *cfg) {
     cfg->not_before_max_ms = 86400000; /* 24 h */
     cfg->http_timeout_ms = 5000;
     cfg->http_concurrency = 64;
+    cfg->http_version = 11;
+    cfg->http_max_response_bytes = 65536;
+    cfg->http_verify = 1;
     cfg->lane_dlq = eg_xstrdup("{topic}.dlq");
     cfg->lane_quarantine = eg_xstrdup("{topic}.quarantine");
     cfg->lane_retry = eg_xstrdup("{topic}.retry.{rung}");
@@ -649,6 +755,16 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->path);
     free(cfg->group);
     free(cfg->http_url);
+    free(cfg->http_ca_file);
+    free(cfg->http_cert_file);
+    free(cfg->http_key_file);
+    free(cfg->http_server_name);
+    for (int i = 0; i < cfg->nhttp_headers; i++) {
+        free(cfg->http_headers[i].name);
+        free(cfg->http_headers[i].value);
+        free(cfg->http_headers[i].file);
+    }
+    free(cfg->http_headers);
     free(cfg->lua_target);
     free(cfg->policy);
     free(cfg->lane_dlq);

@@ -17,6 +17,15 @@ typedef struct eg_kv {
     char *key, *val;
 } eg_kv;
 
+/* A static request header: a literal value, or a file whose content (trimmed
+ * of trailing white space) is the value, read by the target at start and on
+ * every reload. */
+typedef struct eg_http_header {
+    char *name;
+    char *value;            /* the literal, or NULL when file is set */
+    char *file;             /* resolved path, or NULL */
+} eg_http_header;
+
 typedef struct eg_config {
     char *path;             /* the config file */
     eg_kv *kafka;           /* librdkafka properties, in file order */
@@ -34,6 +43,15 @@ typedef struct eg_config {
     char *http_url;
     int http_timeout_ms;
     int http_concurrency;
+    int http_version;       /* 11 (HTTP/1.1) or 2 (HTTP/2 where TLS offers it) */
+    long http_max_response_bytes; /* body bytes read per response, beyond: discarded */
+    char *http_ca_file;     /* target.http.tls: resolved paths, or NULL */
+    char *http_cert_file;
+    char *http_key_file;
+    char *http_server_name; /* name verified and sent as SNI, or NULL: the URL's host */
+    int http_verify;        /* 0: certificates are not checked (warned at start) */
+    eg_http_header *http_headers; /* target.http.headers, in file order */
+    int nhttp_headers;
     char *lua_target;       /* absolute or config-relative path resolved */
     char *policy;           /* path of the policy file */
     char *lane_dlq;         /* topic templates, "{topic}" expands to the source topic */

@@ -229,6 +229,10 @@ static int reloader_get(eg_gw *gw, char *err, size_t errlen) {
 void eg_gw_reload_request(void *arg, const char *trigger, eg_admin_reload_done done, void *req) {
     eg_gw *gw = arg;
     char err[256];
+    /* the target's file-sourced settings (HTTP header values: small files,
+     * read here on the loop) are re-read too */
+    if (gw->target->ops->reload && gw->target->ops->reload(gw->target, err, sizeof err) != 0)
+        eg_log_msg(EG_WARN, "target_reload_failed", "%s (the previous values stay)", err);
     /* whatever the trigger, the file watch has now seen this version */
     policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size);
     if (reloader_get(gw, err, sizeof err) != 0) {

@@ -29,6 +29,10 @@ typedef struct eg_target_ops {
      * attempts that already finished, now. The gateway calls it outside any
      * submit, so done callbacks still never run inside submit. */
     void (*flush)(eg_target *t);
+    /* Optional: re-reads what the target takes from files (the HTTP target's
+     * file-sourced headers) on a reload. Returns 0, or -1 with a message in
+     * err (the target keeps what it had). */
+    int (*reload)(eg_target *t, char *err, size_t errlen);
     void (*destroy)(eg_target *t);
 } eg_target_ops;
 
@@ -43,6 +47,12 @@ struct eg_target {
 /* Builds the configured target. Returns NULL with a message in err. */
 eg_target *eg_target_new(const eg_config *cfg, struct event_base *base,
                          eg_target_done_fn done, void *arg, char *err, size_t errlen);
+
+/* Whether errgate may send a header of this name: an HTTP token (RFC 9110)
+ * that is none of the headers errgate sets itself (Errgate-*, Host,
+ * Content-Length, Content-Type, Connection, Transfer-Encoding, Expect, TE,
+ * Upgrade). */
+int eg_http_header_sendable(const char *name);
 
 eg_target *eg_target_http_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen);
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen);

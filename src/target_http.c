@@ -1,70 +1,259 @@
-/* target_http.c — the HTTP target: POST each record to a URL.
+/* target_http.c — the HTTP target: POST each record to a URL (libcurl).
  *
- * A pool of `concurrency` keep-alive connections (libevent's evhttp client),
- * each carrying at most one request at a time, so at most `concurrency`
- * requests are in flight. Request: POST, body = record value; headers
- * Errgate-Id, Errgate-Topic, Errgate-Partition, Errgate-Offset, Errgate-Key
- * (or Errgate-Key-Base64 for a key that is not printable ASCII), plus the
- * record's Kafka headers whose name is an HTTP token and whose value is
- * printable (others are skipped, never sent raw). Response: 2xx is success;
- * any other status is a failure of kind `http` carrying the status,
- * Error-Class, Error-Code, Retry-After (seconds or HTTP-date) and the first
- * EG_BODY_CAP bytes of the body (the Lua runtime reads a JSON error body).
- * Each request has its own deadline timer (timeout_ms); when it fires the
- * request is cancelled and the failure is of kind `timeout`. Any other
- * transport error (refused, reset, EOF) is of kind `connect`. Every finished
- * attempt is observed in the target latency histogram (metrics.h) by status
- * class: 2xx..5xx, timeout, connect. */
+ * libcurl's multi interface runs on the gateway's libevent loop: curl tells
+ * us which sockets to watch (one event per socket) and when to wake it (one
+ * timer), and we hand it readiness through curl_multi_socket_action. curl
+ * does the protocol: http:// and https:// (TLS, client certificates),
+ * HTTP/1.1 keep-alive and HTTP/2 multiplexing, interim 1xx responses,
+ * chunked and close-delimited bodies, asynchronous DNS (its threaded
+ * resolver: nothing blocks the loop). errgate keeps what is its own:
+ *
+ * - the pool bound: `concurrency` slots, each one easy handle carrying at
+ *   most one request; a slot belongs to one record from submit to done, and
+ *   a response is credited only to the record of the handle it came back on;
+ * - the request: POST, body = record value (borrowed, not copied); headers
+ *   Errgate-Id, Errgate-Topic, Errgate-Partition, Errgate-Offset, Errgate-Key
+ *   (or Errgate-Key-Base64 for a key that is not printable ASCII), the
+ *   configured static headers (target.http.headers; values read from files
+ *   are re-read on reload and never logged), then the record's Kafka headers
+ *   whose name is an HTTP token and whose value is printable (others are
+ *   skipped, never sent raw);
+ * - the answer: 2xx is success; any other status is a failure of kind `http`
+ *   carrying the status, Error-Class, Error-Code, Retry-After (seconds or
+ *   HTTP-date) and the first EG_BODY_CAP bytes of the body (the Lua runtime
+ *   reads a JSON error body's class, code and message from it). Body bytes
+ *   are counted and dropped as they arrive: past max_response_bytes the
+ *   transfer stops and its connection is closed, and the status still
+ *   counts (its status line and headers were complete and in turn);
+ * - the deadline: timeout_ms per request (CURLOPT_TIMEOUT_MS), a failure of
+ *   kind `timeout`;
+ * - framing (HTTP/1.x): anything that cannot belong to the request in flight
+ *   fails that request alone with kind `connect` and its connection is never
+ *   used again: a malformed status line or header (curl refuses it); bytes
+ *   beyond the end of the answer in the same read, after a body with a
+ *   length, after chunks or after an answer without body (curl drops them
+ *   and says so only in its verbose text, switched on at the end of the
+ *   final answer's headers: reuse is forbidden the moment it says so); and
+ *   bytes already waiting on the connection when the answer is seen done
+ *   (unsolicited: the socket is shut down so that curl's liveness check
+ *   discards it, unless curl already gave the connection to the next
+ *   request, whose answer they then are). TLS handshake or verification
+ *   failures are kind `connect`, code `tls`; other transport errors kind
+ *   `connect`.
+ * Every finished attempt is observed in the target latency histogram by
+ * status class: 2xx..5xx, timeout, connect. */
+#include "log.h"
 #include "metrics.h"
 #include "target.h"
 #include "util.h"
 
 #include <ctype.h>
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+
+#define HEADER_BYTES_MAX (64 * 1024) /* response header bytes, 1xx included */
+
+/* A request's header lines as a curl_slist whose nodes and text live in
+ * arrays the slot keeps from one request to the next (no allocation per
+ * line; curl only reads the list). */
+typedef struct hdrlist {
+    struct curl_slist *nodes;
+    size_t *off;                  /* each line's offset in buf */
+    int n, cap;
+    char *buf;
+    size_t len, size;
+} hdrlist;
 
 typedef struct slot {
     struct http_target *ht;
-    struct evhttp_connection *conn;
-    struct evhttp_request *req;   /* borrowed from libevent while in flight */
+    CURL *easy;
     eg_record *rec;               /* NULL when the slot is free */
-    struct event *deadline;
+    hdrlist hdrs;                 /* this request's header lines, reused */
+    curl_socket_t fd;             /* the socket curl last watched for this request */
     int64_t started_ms;
     int64_t started_ns;           /* for the latency histogram (metrics.h) */
-    int error;                    /* enum evhttp_request_error, -1 if none */
+    char *body;                   /* the first EG_BODY_CAP bytes of the body */
+    size_t body_len;
+    size_t body_seen;             /* body bytes read, kept or not */
+    size_t header_seen;
+    int over_cap;                 /* stopped reading: body beyond max_response_bytes */
+    int headers_too_big;
+    int verbose;                  /* curl's verbose text is on for this transfer */
+    curl_off_t length;            /* the final answer's Content-Length, -1 none */
+    int excess;                   /* curl dropped bytes beyond the end of the answer */
+    char errbuf[CURL_ERROR_SIZE];
     struct slot *next_free;
 } slot;
 
+/* A socket curl asked us to watch; also on a list so that destroy frees
+ * what curl did not remove. */
+typedef struct sockwatch {
+    struct event *ev;
+    struct sockwatch *prev, *next;
+} sockwatch;
+
 typedef struct http_target {
     eg_target base;
-    char *host, *path, *host_header;
-    int port;
-    int timeout_ms;
+    struct event_base *evbase;
+    const eg_config *cfg;         /* borrowed: the gateway's config outlives the target */
+    CURLM *multi;
+    struct event *timer;
+    char *url;                    /* with the host replaced by tls.server_name, if set */
+    struct curl_slist *connect_to;
+    int https;
+    char **static_lines;          /* "Name: value" per configured header */
     slot *slots;
     int nslots;
     slot *free_list;
     int nfree;
+    sockwatch *watches;
 } http_target;
 
+static void check_done(http_target *ht);
+
+/* Ends the slot's request (removing the handle aborts an unfinished
+ * transfer) and puts the slot back on the free list. */
 static void release(slot *s) {
+    http_target *ht = s->ht;
+    curl_multi_remove_handle(ht->multi, s->easy);
     s->rec = NULL;
-    s->req = NULL;
-    s->error = -1;
-    s->next_free = s->ht->free_list;
-    s->ht->free_list = s;
-    s->ht->nfree++;
-    s->ht->base.inflight--;
+    s->next_free = ht->free_list;
+    ht->free_list = s;
+    ht->nfree++;
+    ht->base.inflight--;
 }
 
-/* An HTTP token character (RFC 9110). */
-static int tchar(int c) {
-    return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+/* ------------------------------------------------------------ loop glue */
+
+static void on_socket_ready(evutil_socket_t fd, short what, void *arg) {
+    http_target *ht = arg;
+    int running, flags = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
+    curl_multi_socket_action(ht->multi, fd, flags, &running);
+    check_done(ht);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+    http_target *ht = arg;
+    int running;
+    curl_multi_socket_action(ht->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(ht);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: watch fd for what curl asks, or stop watching. */
+static int curl_socket_cb(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp) {
+    http_target *ht = arg;
+    sockwatch *w = sockp;
+    slot *s = NULL;
+    if (e && what != CURL_POLL_REMOVE && curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s) == CURLE_OK && s)
+        s->fd = fd;
+    if (what == CURL_POLL_REMOVE) {
+        if (!w) return 0;
+        event_free(w->ev);
+        if (w->prev) w->prev->next = w->next;
+        else ht->watches = w->next;
+        if (w->next) w->next->prev = w->prev;
+        free(w);
+        curl_multi_assign(ht->multi, fd, NULL);
+        return 0;
+    }
+    short kind = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
+    if (!w) {
+        w = eg_xcalloc(1, sizeof *w);
+        w->ev = event_new(ht->evbase, fd, kind, on_socket_ready, ht);
+        w->next = ht->watches;
+        if (w->next) w->next->prev = w;
+        ht->watches = w;
+        curl_multi_assign(ht->multi, fd, w);
+    } else {
+        event_del(w->ev);
+        event_assign(w->ev, ht->evbase, fd, kind, on_socket_ready, ht);
+    }
+    event_add(w->ev, NULL);
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: one timer; -1 removes it. */
+static int curl_timer_cb(CURLM *m, long ms, void *arg) {
+    http_target *ht = arg;
+    if (ms < 0) {
+        evtimer_del(ht->timer);
+        return 0;
+    }
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(ht->timer, &tv);
+    return 0;
+}
+
+/* ------------------------------------------------------------- response */
+
+/* CURLOPT_WRITEFUNCTION: keeps the first EG_BODY_CAP bytes, counts the
+ * rest, stops the transfer past max_response_bytes; silences curl's
+ * verbose text once a body with a length is complete. */
+static size_t on_body(char *p, size_t size, size_t n, void *arg) {
+    slot *s = arg;
+    size_t len = size * n;
+    if (s->body_len < EG_BODY_CAP) {
+        size_t k = EG_BODY_CAP - s->body_len < len ? EG_BODY_CAP - s->body_len : len;
+        memcpy(s->body + s->body_len, p, k);
+        s->body_len += k;
+    }
+    s->body_seen += len;
+    if (s->verbose && s->length > 0 && s->body_seen >= (size_t)s->length) {
+        curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 0L); /* curl reports excess before the last write */
+        s->verbose = 0;
+    }
+    if (s->body_seen > (size_t)s->ht->cfg->http_max_response_bytes) {
+        s->over_cap = 1;
+        return 0; /* CURLE_WRITE_ERROR: curl closes the connection */
+    }
+    return len;
+}
+
+/* CURLOPT_HEADERFUNCTION: bounds the header bytes (interim responses
+ * included); curl keeps the final response's headers for curl_easy_header.
+ * Bytes after the end of an answer in the same read are dropped by curl,
+ * and it says so only in its verbose text ("Excess found" after a body
+ * with a length or without body, "Leftovers after chunking"): at the end of
+ * the final answer's headers curl is asked to talk for the rest of this
+ * transfer, and on_debug listens. */
+static size_t on_header(char *p, size_t size, size_t n, void *arg) {
+    slot *s = arg;
+    s->header_seen += size * n;
+    if (s->header_seen > HEADER_BYTES_MAX) {
+        s->headers_too_big = 1;
+        return 0;
+    }
+    if (size * n <= 2 && (p[0] == '\r' || p[0] == '\n') && !s->verbose) {
+        long status = 0;
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200) {
+            curl_easy_getinfo(s->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &s->length);
+            curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 1L);
+            s->verbose = 1;
+        }
+    }
+    return size * n;
+}
+
+/* CURLOPT_DEBUGFUNCTION (only while verbose): on curl's "Excess found" or
+ * "Leftovers after chunking", notes it and forbids the connection's reuse
+ * at once (curl would otherwise hand it to the next request before we see
+ * this one done). */
+static int on_debug(CURL *e, curl_infotype type, char *text, size_t n, void *arg) {
+    slot *s = arg;
+    if (type == CURLINFO_TEXT && !s->excess &&
+        ((n >= 12 && memcmp(text, "Excess found", 12) == 0) || (n >= 24 && memcmp(text, "Leftovers after chunking", 24) == 0))) {
+        s->excess = 1;
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
+    return 0;
 }
 
 static int printable(const char *v, size_t n) {
@@ -73,10 +262,162 @@ static int printable(const char *v, size_t n) {
     return 1;
 }
 
-static int reserved_header(const char *name) {
-    return strncasecmp(name, "errgate-", 8) == 0 || strcasecmp(name, "host") == 0 ||
-           strcasecmp(name, "content-length") == 0 || strcasecmp(name, "content-type") == 0 ||
-           strcasecmp(name, "connection") == 0 || strcasecmp(name, "transfer-encoding") == 0;
+/* The final response's header `name`, or NULL. */
+static const char *response_header(CURL *e, const char *name) {
+    struct curl_header *h;
+    return curl_easy_header(e, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK ? h->value : NULL;
+}
+
+/* Parses Retry-After: delta-seconds or an IMF-fixdate. Returns ms or -1. */
+static int64_t parse_retry_after(const char *v) {
+    if (!v) return -1;
+    while (*v == ' ') v++;
+    if (isdigit((unsigned char)*v)) {
+        char *end;
+        long long sec = strtoll(v, &end, 10);
+        if (*end && *end != ' ') return -1;
+        if (sec > 86400) sec = 86400;
+        return sec * 1000;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (!end) return -1;
+    int64_t at = (int64_t)timegm(&tm) * 1000, now = eg_wall_ms();
+    return at > now ? at - now : 0;
+}
+
+/* Whether another request in flight already took over fd: curl may hand a
+ * connection to the next transfer before we see the previous one done. */
+static int taken_over(const slot *s, curl_socket_t fd) {
+    for (int i = 0; i < s->ht->nslots; i++) {
+        const slot *o = &s->ht->slots[i];
+        if (o != s && o->rec && o->fd == fd) return 1;
+    }
+    return 0;
+}
+
+/* Framing check of a transfer curl completed without error (HTTP/1.x; an
+ * HTTP/2 stream is framed by the protocol). Returns NULL when the answer
+ * belongs to its request alone, else why not (the connection is then never
+ * used again). Bytes waiting on a connection another request already took
+ * over are that request's answer, not unsolicited. */
+static const char *framing_anomaly(slot *s) {
+    long version = 0;
+    curl_easy_getinfo(s->easy, CURLINFO_HTTP_VERSION, &version);
+    if (version == CURL_HTTP_VERSION_2_0 || version == CURL_HTTP_VERSION_3) return NULL;
+    if (s->excess) return "bytes beyond the end of the response"; /* its connection was not kept */
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    curl_easy_getinfo(s->easy, CURLINFO_ACTIVESOCKET, &fd);
+    char b;
+    if (fd == CURL_SOCKET_BAD || taken_over(s, fd) || recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) return NULL;
+    shutdown(fd, SHUT_RDWR); /* curl finds it dead and closes it before any reuse */
+    return "unsolicited bytes after the response";
+}
+
+/* Whether curl's result rc (and its message) is a TLS handshake or
+ * verification failure: kind connect, code tls. */
+static int tls_error(http_target *ht, CURLcode rc, const char *errbuf) {
+    switch (rc) {
+    case CURLE_SSL_CONNECT_ERROR: case CURLE_PEER_FAILED_VERIFICATION: case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER: case CURLE_SSL_CACERT_BADFILE: case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH: case CURLE_SSL_INVALIDCERTSTATUS: case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND: case CURLE_SSL_ENGINE_SETFAILED: case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
+        return 1;
+    case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: /* e.g. a TLS 1.3 alert: certificate required */
+        return ht->https && (strstr(errbuf, "SSL") || strstr(errbuf, "TLS") || strstr(errbuf, "alert"));
+    default:
+        return 0;
+    }
+}
+
+/* A non-2xx answer as a failure of kind http (f takes fresh strings). */
+static void fill_http_failure(slot *s, long status, eg_failure *f) {
+    f->kind = EG_FK_HTTP;
+    f->status = (int)status;
+    const char *v;
+    if ((v = response_header(s->easy, "Error-Class")) && *v) f->class_hint = eg_xstrdup(v);
+    if ((v = response_header(s->easy, "Error-Code")) && *v) f->code = eg_xstrdup(v);
+    f->retry_after_ms = parse_retry_after(response_header(s->easy, "Retry-After"));
+    if (s->body_len) {
+        f->body = eg_xstrndup(s->body, s->body_len);
+        f->body_len = s->body_len;
+    }
+    /* a JSON body's error.message is the message (the Lua runtime reads it);
+     * a short text body is quoted; otherwise the policy describes the status */
+    size_t n = s->body_len > 200 ? 200 : s->body_len;
+    if (n && s->body[0] != '{' && printable(s->body, n)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "HTTP %ld: %.*s", status, (int)n, s->body);
+        f->message = eg_xstrdup(msg);
+    }
+}
+
+/* One finished transfer: decide, release the slot, report. */
+static void finish(slot *s, CURLcode rc) {
+    http_target *ht = s->ht;
+    eg_record *rec = s->rec;
+    long status = 0;
+    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+    eg_failure f;
+    memset(&f, 0, sizeof f);
+    f.retry_after_ms = -1;
+    f.latency_ms = eg_now_ms() - s->started_ms;
+    if (rc == CURLE_WRITE_ERROR && s->over_cap) rc = CURLE_OK; /* the status stands */
+    const char *anomaly = rc == CURLE_OK ? framing_anomaly(s) : NULL;
+    const char *metric = "connect";
+    int ok = 0;
+    if (rc == CURLE_OK && !anomaly) {
+        static const char *const classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+        metric = status >= 100 && status < 600 ? classes[status / 100 - 1] : "other";
+        ok = status >= 200 && status < 300;
+        if (!ok) fill_http_failure(s, status, &f);
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+        metric = "timeout";
+        f.kind = EG_FK_TIMEOUT;
+        char msg[64];
+        snprintf(msg, sizeof msg, "no response within %d ms", ht->cfg->http_timeout_ms);
+        f.message = eg_xstrdup(msg);
+    } else {
+        f.kind = EG_FK_CONNECT;
+        if (anomaly) f.message = eg_xstrdup(anomaly);
+        else if (s->headers_too_big) f.message = eg_xstrdup("response headers too large");
+        else f.message = eg_xstrdup(s->errbuf[0] ? s->errbuf : curl_easy_strerror(rc));
+        if (!anomaly && tls_error(ht, rc, s->errbuf)) f.code = eg_xstrdup("tls");
+        eg_log_msg(EG_DEBUG, "http_transport_failure", "%s/%d/%lld: %s", rec->topic, (int)rec->partition,
+                   (long long)rec->offset, f.message);
+    }
+    eg_metrics_observe_target(metric, (double)(eg_now_ns() - s->started_ns) / 1e9);
+    release(s);
+    ht->base.done(rec, ok ? NULL : &f, 0, ht->base.done_arg);
+}
+
+/* Reports every transfer curl finished. A done callback may submit (the
+ * next record takes the slot) or cancel all; curl drops the messages of
+ * handles removed meanwhile. */
+static void check_done(http_target *ht) {
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(ht->multi, &left))) {
+        if (m->msg != CURLMSG_DONE) continue;
+        slot *s = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+        if (s && s->rec) finish(s, m->data.result);
+    }
+}
+
+/* -------------------------------------------------------------- request */
+
+int eg_http_header_sendable(const char *name) {
+    static const char *const reserved[] = {"host", "content-length", "content-type", "connection",
+                                           "transfer-encoding", "expect", "te", "upgrade", NULL};
+    if (!*name || strncasecmp(name, "errgate-", 8) == 0) return 0;
+    for (const char *const *r = reserved; *r; r++)
+        if (strcasecmp(name, *r) == 0) return 0;
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p)) return 0;
+    return 1;
 }
 
 static void base64(const unsigned char *in, size_t n, char *out) {
@@ -93,179 +434,107 @@ static void base64(const unsigned char *in, size_t n, char *out) {
     out[o] = '\0';
 }
 
-/* Parses Retry-After: delta-seconds or an IMF-fixdate. Returns ms or -1. */
-static int64_t parse_retry_after(const char *v) {
-    if (!v) return -1;
-    while (*v == ' ') v++;
-    if (isdigit((unsigned char)*v)) {
-        char *end;
-        long long s = strtoll(v, &end, 10);
-        if (*end && *end != ' ') return -1;
-        if (s > 86400) s = 86400;
-        return s * 1000;
+/* Appends one formatted line to h. */
+static void hl_add(hdrlist *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hl_add(hdrlist *h, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= h->size - h->len) {
+        h->size = (h->len + (size_t)n + 1) * 2;
+        h->buf = eg_xrealloc(h->buf, h->size);
+        va_start(ap, fmt);
+        vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
+        va_end(ap);
     }
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    if (!end) return -1;
-    int64_t at = (int64_t)timegm(&tm) * 1000, now = eg_wall_ms();
-    return at > now ? at - now : 0;
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 16;
+        h->nodes = eg_xrealloc(h->nodes, (size_t)h->cap * sizeof *h->nodes);
+        h->off = eg_xrealloc(h->off, (size_t)h->cap * sizeof *h->off);
+    }
+    h->off[h->n++] = h->len;
+    h->len += (size_t)n + 1;
 }
 
-static void fail_transport(slot *s, eg_failure *f) {
-    f->kind = s->error == EVREQ_HTTP_TIMEOUT ? EG_FK_TIMEOUT : EG_FK_CONNECT;
-    const char *why = "connection failed";
-    switch (s->error) {
-    case EVREQ_HTTP_TIMEOUT: why = "request timed out"; break;
-    case EVREQ_HTTP_EOF: why = "connection closed before a response"; break;
-    case EVREQ_HTTP_INVALID_HEADER: why = "invalid response header"; break;
-    case EVREQ_HTTP_BUFFER_ERROR: why = "connection error"; break;
-    case EVREQ_HTTP_DATA_TOO_LONG: why = "response too long"; break;
-    default: break;
-    }
-    f->message = eg_xstrdup(why);
-}
-
-static void fill_http_failure(struct evhttp_request *req, int code, eg_failure *f) {
-    f->kind = EG_FK_HTTP;
-    f->status = code;
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *v;
-    if ((v = evhttp_find_header(in, "Error-Class")) && *v) f->class_hint = eg_xstrdup(v);
-    if ((v = evhttp_find_header(in, "Error-Code")) && *v) f->code = eg_xstrdup(v);
-    f->retry_after_ms = parse_retry_after(evhttp_find_header(in, "Retry-After"));
-    struct evbuffer *body = evhttp_request_get_input_buffer(req);
-    size_t n = evbuffer_get_length(body);
-    if (n > EG_BODY_CAP) n = EG_BODY_CAP;
-    if (n) {
-        f->body = eg_xmalloc(n + 1);
-        evbuffer_copyout(body, f->body, n);
-        f->body[n] = '\0';
-        f->body_len = n;
-    }
-    char msg[256];
-    const char *reason = evhttp_request_get_response_code_line(req);
-    if (f->body && f->body[0] != '{' && printable(f->body, f->body_len > 200 ? 200 : f->body_len))
-        snprintf(msg, sizeof msg, "HTTP %d: %.*s", code, (int)(f->body_len > 200 ? 200 : f->body_len), f->body);
-    else
-        snprintf(msg, sizeof msg, "HTTP %d %s", code, reason ? reason : "");
-    f->message = eg_xstrdup(msg);
-}
-
-static void on_response(struct evhttp_request *req, void *arg) {
-    slot *s = arg;
-    eg_record *rec = s->rec;
-    if (!rec) return; /* already timed out or cancelled */
-    evtimer_del(s->deadline);
+/* The request's header lines: fixed ones, Errgate-*, static, forwarded. */
+static struct curl_slist *request_headers(slot *s, eg_record *rec) {
     http_target *ht = s->ht;
-    eg_failure f;
-    memset(&f, 0, sizeof f);
-    f.retry_after_ms = -1;
-    f.latency_ms = eg_now_ms() - s->started_ms;
-    int code = req ? evhttp_request_get_response_code(req) : 0;
-    int ok = code >= 200 && code < 300;
-    static const char *const classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
-    eg_metrics_observe_target(code == 0 ? "connect" : code >= 100 && code < 600 ? classes[code / 100 - 1] : "other",
-                              (double)(eg_now_ns() - s->started_ns) / 1e9);
-    if (!ok) {
-        if (code == 0) fail_transport(s, &f);
-        else fill_http_failure(req, code, &f);
-    }
-    release(s);
-    ht->base.done(rec, ok ? NULL : &f, 0, ht->base.done_arg);
-}
-
-static void on_error(enum evhttp_request_error err, void *arg) {
-    slot *s = arg;
-    s->error = (int)err;
-}
-
-static void on_deadline(evutil_socket_t fd, short what, void *arg) {
-    slot *s = arg;
-    eg_record *rec = s->rec;
-    if (!rec) return;
-    http_target *ht = s->ht;
-    eg_failure f;
-    memset(&f, 0, sizeof f);
-    f.retry_after_ms = -1;
-    f.latency_ms = eg_now_ms() - s->started_ms;
-    eg_metrics_observe_target(s->req ? "timeout" : "connect", (double)(eg_now_ns() - s->started_ns) / 1e9);
-    if (!s->req) { /* evhttp_make_request refused the request */
-        fail_transport(s, &f);
-    } else {
-        evhttp_cancel_request(s->req); /* no callback follows; the connection resets */
-        f.kind = EG_FK_TIMEOUT;
-        char msg[64];
-        snprintf(msg, sizeof msg, "no response within %d ms", ht->timeout_ms);
-        f.message = eg_xstrdup(msg);
-    }
-    release(s);
-    ht->base.done(rec, &f, 0, ht->base.done_arg);
-}
-
-static int ht_submit(eg_target *t, eg_record *rec) {
-    http_target *ht = (http_target *)t;
-    slot *s = ht->free_list;
-    if (!s) return -1;
-    struct evhttp_request *req = evhttp_request_new(on_response, s);
-    if (!req) return -1;
-    ht->free_list = s->next_free;
-    ht->nfree--;
-    t->inflight++;
-    s->rec = rec;
-    s->req = req;
-    s->error = -1;
-    s->started_ms = eg_now_ms();
-    s->started_ns = eg_now_ns();
-    evhttp_request_set_error_cb(req, on_error);
-
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    char num[32], id[320];
     const rd_kafka_message_t *m = rec->msg;
-    evhttp_add_header(h, "Host", ht->host_header);
-    evhttp_add_header(h, "Content-Type", "application/octet-stream");
+    hdrlist *h = &s->hdrs;
+    char id[320];
+    h->n = 0;
+    h->len = 0;
+    hl_add(h, "Content-Type: application/octet-stream");
+    hl_add(h, "Expect:"); /* no 100-continue round trip */
+    hl_add(h, "Accept:");
     eg_record_id(rec, id, sizeof id);
-    evhttp_add_header(h, "Errgate-Id", id);
-    if (printable(rec->topic, strlen(rec->topic))) evhttp_add_header(h, "Errgate-Topic", rec->topic);
-    snprintf(num, sizeof num, "%d", (int)rec->partition);
-    evhttp_add_header(h, "Errgate-Partition", num);
-    snprintf(num, sizeof num, "%lld", (long long)rec->offset);
-    evhttp_add_header(h, "Errgate-Offset", num);
+    hl_add(h, "Errgate-Id: %s", id);
+    if (printable(rec->topic, strlen(rec->topic))) hl_add(h, "Errgate-Topic: %s", rec->topic);
+    hl_add(h, "Errgate-Partition: %d", (int)rec->partition);
+    hl_add(h, "Errgate-Offset: %lld", (long long)rec->offset);
     if (m->key && m->key_len <= 4096) {
-        char *k = eg_xmalloc(m->key_len * 4 / 3 + 8);
-        if (printable(m->key, m->key_len)) {
-            memcpy(k, m->key, m->key_len);
-            k[m->key_len] = '\0';
-            evhttp_add_header(h, "Errgate-Key", k);
+        if (!m->key_len) {
+            hl_add(h, "Errgate-Key;"); /* curl's way of sending an empty value */
+        } else if (printable(m->key, m->key_len)) {
+            hl_add(h, "Errgate-Key: %.*s", (int)m->key_len, (const char *)m->key);
         } else {
-            base64(m->key, m->key_len, k);
-            evhttp_add_header(h, "Errgate-Key-Base64", k);
+            char b64[4096 / 3 * 4 + 8];
+            base64(m->key, m->key_len, b64);
+            hl_add(h, "Errgate-Key-Base64: %s", b64);
         }
-        free(k);
     }
+    for (int i = 0; i < ht->cfg->nhttp_headers; i++) hl_add(h, "%s", ht->static_lines[i]);
     rd_kafka_headers_t *hdrs = NULL;
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         const char *name;
         const void *val;
         size_t size;
         for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == 0; i++) {
-            int ok = *name && val && size <= 8192 && printable(val, size) && !reserved_header(name);
-            for (const char *p = name; ok && *p; p++) ok = tchar((unsigned char)*p);
+            int ok = strlen(name) <= 256 && val && size <= 8192 && printable(val, size) && eg_http_header_sendable(name);
+            for (int k = 0; ok && k < ht->cfg->nhttp_headers; k++) /* configured headers win */
+                ok = strcasecmp(name, ht->cfg->http_headers[k].name) != 0;
             if (!ok) continue;
-            char *v = eg_xstrndup(val, size);
-            evhttp_add_header(h, name, v);
-            free(v);
+            if (size) hl_add(h, "%s: %.*s", name, (int)size, (const char *)val);
+            else hl_add(h, "%s;", name);
         }
     }
-    if (m->payload && m->len) evbuffer_add(evhttp_request_get_output_buffer(req), m->payload, m->len);
-    struct timeval tv = {ht->timeout_ms / 1000, (ht->timeout_ms % 1000) * 1000};
-    evtimer_add(s->deadline, &tv);
-    if (evhttp_make_request(s->conn, req, EVHTTP_REQ_POST, ht->path) != 0) {
-        /* libevent freed the request; report a connect failure from the loop */
-        s->req = NULL;
-        s->error = EVREQ_HTTP_BUFFER_ERROR;
-        struct timeval now = {0, 0};
-        evtimer_add(s->deadline, &now);
+    for (int i = 0; i < h->n; i++) {
+        h->nodes[i].data = h->buf + h->off[i];
+        h->nodes[i].next = i + 1 < h->n ? &h->nodes[i + 1] : NULL;
+    }
+    return h->nodes;
+}
+
+static int ht_submit(eg_target *t, eg_record *rec) {
+    http_target *ht = (http_target *)t;
+    slot *s = ht->free_list;
+    if (!s) return -1;
+    ht->free_list = s->next_free;
+    ht->nfree--;
+    t->inflight++;
+    s->rec = rec;
+    s->fd = CURL_SOCKET_BAD;
+    s->started_ms = eg_now_ms();
+    s->started_ns = eg_now_ns();
+    s->body_len = s->body_seen = s->header_seen = 0;
+    if (s->excess) curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 0L);
+    s->over_cap = s->headers_too_big = s->excess = 0;
+    if (s->verbose) {
+        curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 0L);
+        s->verbose = 0;
+    }
+    s->errbuf[0] = '\0';
+    const rd_kafka_message_t *m = rec->msg;
+    curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, request_headers(s, rec));
+    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, m->payload && m->len ? (const char *)m->payload : "");
+    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(m->payload ? m->len : 0));
+    CURLMcode mc = curl_multi_add_handle(ht->multi, s->easy);
+    if (mc != CURLM_OK) { /* cannot happen with a free slot; keep the record runnable */
+        eg_log_msg(EG_ERROR, "http_target", "curl_multi_add_handle: %s", curl_multi_strerror(mc));
+        release(s);
+        return -1;
     }
     return 0;
 }
@@ -278,64 +547,218 @@ static void ht_cancel_all(eg_target *t) {
         slot *s = &ht->slots[i];
         if (!s->rec) continue;
         eg_record *rec = s->rec;
-        evtimer_del(s->deadline);
-        if (s->req) evhttp_cancel_request(s->req);
-        release(s);
+        release(s); /* removing the handle aborts the transfer */
         t->done(rec, NULL, 1, t->done_arg);
     }
+}
+
+/* --------------------------------------------------- static headers, setup */
+
+/* Reads a header value from a file: its content without trailing white
+ * space, printable, on one line. The value never goes into err. */
+static char *read_header_file(const eg_http_header *h, char *err, size_t errlen) {
+    FILE *fp = fopen(h->file, "rb");
+    if (!fp) {
+        snprintf(err, errlen, "target.http.headers.%s: cannot read file '%s': %s", h->name, h->file, strerror(errno));
+        return NULL;
+    }
+    char *buf = eg_xmalloc(8193);
+    size_t n = fread(buf, 1, 8193, fp);
+    fclose(fp);
+    while (n && strchr(" \t\r\n", buf[n - 1])) n--;
+    const char *why = n > 8192 ? "larger than 8 KiB" : n == 0 ? "empty" : NULL;
+    for (size_t i = 0; !why && i < n; i++)
+        if (((unsigned char)buf[i] < 0x20 && buf[i] != '\t') || (unsigned char)buf[i] == 0x7f)
+            why = "not printable text on one line";
+    if (why) {
+        snprintf(err, errlen, "target.http.headers.%s: file '%s' is %s", h->name, h->file, why);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static void free_lines(char **lines, int n) {
+    for (int i = 0; lines && i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+/* Builds "Name: value" for every configured header into a fresh array. */
+static char **build_static_lines(const eg_config *cfg, char *err, size_t errlen) {
+    char **lines = eg_xcalloc((size_t)cfg->nhttp_headers + 1, sizeof *lines);
+    for (int i = 0; i < cfg->nhttp_headers; i++) {
+        const eg_http_header *h = &cfg->http_headers[i];
+        char *v = h->value ? eg_xstrdup(h->value) : read_header_file(h, err, errlen);
+        if (!v) {
+            free_lines(lines, i);
+            return NULL;
+        }
+        lines[i] = eg_xmalloc(strlen(h->name) + strlen(v) + 3);
+        sprintf(lines[i], "%s: %s", h->name, v);
+        free(v);
+    }
+    return lines;
+}
+
+static int ht_reload(eg_target *t, char *err, size_t errlen) {
+    http_target *ht = (http_target *)t;
+    char **lines = build_static_lines(ht->cfg, err, errlen);
+    if (!lines) return -1;
+    free_lines(ht->static_lines, ht->cfg->nhttp_headers); /* in-flight requests hold copies */
+    ht->static_lines = lines;
+    return 0;
 }
 
 static void ht_destroy(eg_target *t) {
     http_target *ht = (http_target *)t;
     ht_cancel_all(t);
     for (int i = 0; i < ht->nslots; i++) {
-        event_free(ht->slots[i].deadline);
-        evhttp_connection_free(ht->slots[i].conn);
+        slot *s = &ht->slots[i];
+        if (s->easy) curl_easy_cleanup(s->easy);
+        free(s->body);
+        free(s->hdrs.nodes);
+        free(s->hdrs.off);
+        free(s->hdrs.buf);
     }
+    if (ht->multi) curl_multi_cleanup(ht->multi);
+    while (ht->watches) { /* sockets curl closed without telling */
+        sockwatch *w = ht->watches;
+        ht->watches = w->next;
+        event_free(w->ev);
+        free(w);
+    }
+    if (ht->timer) event_free(ht->timer);
+    curl_slist_free_all(ht->connect_to);
+    free_lines(ht->static_lines, ht->cfg->nhttp_headers);
     free(ht->slots);
-    free(ht->host);
-    free(ht->path);
-    free(ht->host_header);
+    free(ht->url);
     free(ht);
+    curl_global_cleanup();
 }
 
-static const eg_target_ops http_ops = {
-    .submit = ht_submit, .available = ht_available, .cancel_all = ht_cancel_all, .destroy = ht_destroy};
+static const eg_target_ops http_ops = {.submit = ht_submit, .available = ht_available, .cancel_all = ht_cancel_all,
+                                       .reload = ht_reload, .destroy = ht_destroy};
+
+/* Resolves the URL once: with tls.server_name, the request names (and
+ * verifies, and sends as SNI) server_name while connecting to the URL's
+ * host and port (CURLOPT_CONNECT_TO). */
+static int setup_url(http_target *ht, char *err, size_t errlen) {
+    const eg_config *cfg = ht->cfg;
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL, *out = NULL;
+    int rc = -1;
+    if (!u || curl_url_set(u, CURLUPART_URL, cfg->http_url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        snprintf(err, errlen, "target.http.url: cannot parse \"%s\"", cfg->http_url);
+        goto out;
+    }
+    if (cfg->http_server_name) {
+        char line[600];
+        snprintf(line, sizeof line, "%s:%s:%s:%s", cfg->http_server_name, port, host, port);
+        if (!(ht->connect_to = curl_slist_append(NULL, line))) {
+            snprintf(err, errlen, "target.http: out of memory");
+            goto out;
+        }
+        if (curl_url_set(u, CURLUPART_HOST, cfg->http_server_name, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
+            snprintf(err, errlen, "target.http.tls.server_name: cannot use \"%s\"", cfg->http_server_name);
+            goto out;
+        }
+        ht->url = eg_xstrdup(out);
+    } else {
+        ht->url = eg_xstrdup(cfg->http_url);
+    }
+    rc = 0;
+out:
+    curl_free(host);
+    curl_free(port);
+    curl_free(out);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+/* The options every request of a slot shares. */
+static int setup_easy(http_target *ht, slot *s) {
+    const eg_config *cfg = ht->cfg;
+    CURL *e = s->easy;
+    int verify = cfg->http_verify;
+    CURLcode rc = CURLE_OK;
+#define SET(opt, val) \
+    if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, val)
+    SET(CURLOPT_URL, ht->url);
+    SET(CURLOPT_PRIVATE, (void *)s);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_POST, 1L);
+    SET(CURLOPT_TIMEOUT_MS, (long)cfg->http_timeout_ms);
+    SET(CURLOPT_WRITEFUNCTION, on_body);
+    SET(CURLOPT_WRITEDATA, (void *)s);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, (void *)s);
+    SET(CURLOPT_ERRORBUFFER, s->errbuf);
+    SET(CURLOPT_DEBUGFUNCTION, on_debug);
+    SET(CURLOPT_DEBUGDATA, (void *)s);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_PROXY, ""); /* the target is reached directly, whatever the environment says */
+    SET(CURLOPT_HTTP_VERSION, cfg->http_version == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+    if (cfg->http_version == 2) SET(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex rather than open more */
+    if (ht->connect_to) SET(CURLOPT_CONNECT_TO, ht->connect_to);
+    if (ht->https) {
+        SET(CURLOPT_SSL_VERIFYPEER, verify ? 1L : 0L);
+        SET(CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
+        if (cfg->http_ca_file) SET(CURLOPT_CAINFO, cfg->http_ca_file);
+        if (cfg->http_cert_file) SET(CURLOPT_SSLCERT, cfg->http_cert_file);
+        if (cfg->http_key_file) SET(CURLOPT_SSLKEY, cfg->http_key_file);
+    }
+#undef SET
+    return rc == CURLE_OK ? 0 : -1;
+}
 
 eg_target *eg_target_http_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
-    struct evhttp_uri *uri = evhttp_uri_parse(cfg->http_url);
-    if (!uri || !evhttp_uri_get_host(uri)) {
-        snprintf(err, errlen, "target.http.url: cannot parse \"%s\"", cfg->http_url);
-        if (uri) evhttp_uri_free(uri);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, errlen, "target.http: libcurl failed to initialise");
         return NULL;
     }
     http_target *ht = eg_xcalloc(1, sizeof *ht);
     ht->base.ops = &http_ops;
-    ht->host = eg_xstrdup(evhttp_uri_get_host(uri));
-    ht->port = evhttp_uri_get_port(uri) > 0 ? evhttp_uri_get_port(uri) : 80;
-    const char *path = evhttp_uri_get_path(uri), *query = evhttp_uri_get_query(uri);
-    size_t n = strlen(path && *path ? path : "/") + (query ? strlen(query) + 1 : 0) + 1;
-    ht->path = eg_xmalloc(n);
-    snprintf(ht->path, n, "%s%s%s", path && *path ? path : "/", query ? "?" : "", query ? query : "");
-    ht->host_header = eg_xmalloc(strlen(ht->host) + 16);
-    sprintf(ht->host_header, "%s:%d", ht->host, ht->port);
-    evhttp_uri_free(uri);
-    ht->timeout_ms = cfg->http_timeout_ms;
+    ht->evbase = base;
+    ht->cfg = cfg;
+    ht->https = strncmp(cfg->http_url, "https://", 8) == 0;
     ht->nslots = cfg->http_concurrency;
     ht->slots = eg_xcalloc((size_t)ht->nslots, sizeof *ht->slots);
-    /* libevent's own read/write timeout is a backstop behind the deadline timer */
-    struct timeval backstop = {ht->timeout_ms / 1000 + 2, 0};
+    if (setup_url(ht, err, errlen) != 0 || !(ht->static_lines = build_static_lines(cfg, err, errlen))) goto fail;
+    ht->multi = curl_multi_init();
+    ht->timer = evtimer_new(base, on_timer, ht);
+    if (!ht->multi || !ht->timer) {
+        snprintf(err, errlen, "target.http: cannot create the libcurl multi handle");
+        goto fail;
+    }
+    curl_multi_setopt(ht->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
+    curl_multi_setopt(ht->multi, CURLMOPT_SOCKETDATA, ht);
+    curl_multi_setopt(ht->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+    curl_multi_setopt(ht->multi, CURLMOPT_TIMERDATA, ht);
+    /* room for every slot's connection: curl never closes one of ours to make space */
+    curl_multi_setopt(ht->multi, CURLMOPT_MAXCONNECTS, (long)ht->nslots * 2);
+    curl_multi_setopt(ht->multi, CURLMOPT_PIPELINING, cfg->http_version == 2 ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING);
     for (int i = ht->nslots - 1; i >= 0; i--) {
         slot *s = &ht->slots[i];
         s->ht = ht;
-        s->error = -1;
-        s->conn = evhttp_connection_base_new(base, NULL, ht->host, (unsigned short)ht->port);
-        evhttp_connection_set_retries(s->conn, 0);
-        evhttp_connection_set_timeout_tv(s->conn, &backstop);
-        s->deadline = evtimer_new(base, on_deadline, s);
+        s->body = eg_xmalloc(EG_BODY_CAP);
+        if (!(s->easy = curl_easy_init()) || setup_easy(ht, s) != 0) {
+            snprintf(err, errlen, "target.http: cannot set up a libcurl handle");
+            goto fail;
+        }
         s->next_free = ht->free_list;
         ht->free_list = s;
     }
     ht->nfree = ht->nslots;
+    if (ht->https && !cfg->http_verify)
+        eg_log_msg(EG_WARN, "tls_verify_off",
+                   "target.http.tls.verify = false: the target's certificate and name are not checked");
     return &ht->base;
+fail:
+    ht_destroy(&ht->base);
+    return NULL;
 }

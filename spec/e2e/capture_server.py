@@ -4,8 +4,10 @@ Logs every request as one JSON line (client port, path, headers, body as
 hex, concurrent requests at arrival) to the file given as argv[1], and
 answers 200 after `sleep-MS` milliseconds when the body starts with
 `sleep-MS`, else at once. Prints `listening=127.0.0.1:PORT` first.
+With `--tls CERT KEY` it serves HTTPS; `--client-ca CA` then also requires
+a client certificate signed by CA (mutual TLS).
 """
-import json, sys, threading, time
+import json, ssl, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 log = open(sys.argv[1], "a", buffering=1)
@@ -35,5 +37,14 @@ class H(BaseHTTPRequestHandler):
 
 srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
 srv.daemon_threads = True
+args = sys.argv[2:]
+if "--tls" in args:
+    i = args.index("--tls")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args[i + 1], args[i + 2])
+    if "--client-ca" in args:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(args[args.index("--client-ca") + 1])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 print("listening=127.0.0.1:%d" % srv.server_address[1], flush=True)
 srv.serve_forever()

@@ -5,10 +5,11 @@
 # most `concurrency` requests in flight; timeouts are kind `timeout`, a
 # refused connection is kind `connect` and holds the partition until the
 # target is back; Retry-After sets the retry delay; SIGTERM with a request
-# stuck in flight exits within the shutdown budget without committing past it.
+# stuck in flight exits within the shutdown budget without committing past it;
+# 5,000 fast keep-alive answers: none mistaken for unsolicited bytes.
 source "$(dirname "$0")/lib.sh"
 
-start_broker --topic src:1 --topic src.dlq:1 --topic src.quarantine:1 --topic slow:1 --topic slow.dlq:1 --topic hang:1 --topic down:1 --topic down.dlq:1 --topic down.quarantine:1 --topic ra:1 --topic ra.dlq:1 --topic ra.quarantine:1
+start_broker --topic fast:4 --topic fast.dlq:4 --topic fast.quarantine:4 --topic src:1 --topic src.dlq:1 --topic src.quarantine:1 --topic slow:1 --topic slow.dlq:1 --topic hang:1 --topic down:1 --topic down.dlq:1 --topic down.quarantine:1 --topic ra:1 --topic ra.dlq:1 --topic ra.quarantine:1
 
 # --- request contract, against the capture server
 bg capture $PY "$ROOT/spec/e2e/capture_server.py" "$T/requests.jsonl"
@@ -125,3 +126,15 @@ bg handler2 "$FLAKY" --port "$PORT" --log "$T/ok2.log"
 wait_drained down down 30 && ok "when the target is back the held records are delivered" || not_ok "lag $(lag down down)"
 check "the partition resumed" grep -q '"event":"resume","topic":"down","partition":0' "$T/gwdown.err"
 stop_gateway "$GW_PID"
+
+# --- a fast handler and many keep-alive requests: no answer is mistaken for
+# an unsolicited one (curl hands a finished request's connection to the next
+# request at once; that request's answer may already be waiting on it)
+gen_records 5000 "ok:1" | produce fast
+write_config "$T/fast.lua" fast none
+sed -i 's/"src"/"fast"/' "$T/fast.lua"
+start_gateway gwfast "$T/fast.lua"
+wait_drained fast fast 60 && ok "5,000 records delivered over keep-alive" || not_ok "lag $(lag fast fast)"
+stop_gateway "$GW_PID"
+check "not one of them failed (a spurious framing failure would be kind connect)" \
+  bash -c "grep '\"event\":\"summary\"' '$T/gwfast.err' | grep -q '\"failures\":0,'"
