@@ -154,6 +154,8 @@ FUZZ_REPLAYS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_ALL))
 FUZZ_COMMON  := spec/fuzz/common.c spec/fuzz/fuzz.h
 
 .PHONY: fuzz fuzz-build fuzz-merge fuzz-clean fuzz-cc
+# the clang objects are kept between runs (make would delete them as intermediates)
+.SECONDARY: $(FUZZ_OBJS)
 
 $(FUZZ_BUILD)/obj/%.o: src/%.c | $(FUZZ_BUILD)/obj
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PC_CFLAGS) -c $< -o $@
