@@ -147,7 +147,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build-fuzz
 FUZZ_ALL     := $(patsubst spec/fuzz/%.c,%,$(wildcard spec/fuzz/fuzz_*.c))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter \
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror -Wno-unused-parameter \
                 -fno-strict-aliasing -fsanitize=address,undefined -fno-sanitize-recover=undefined -MMD -MP
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS)))
 FUZZ_REPLAYS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_ALL))

@@ -36,9 +36,27 @@ static int op_ready(void *arg, char *why, size_t whylen) {
     return g_reloads & 1;
 }
 static void op_json(void *arg, struct evbuffer *out) { evbuffer_add_printf(out, "{}"); }
-static int op_reload(void *arg, const char *trigger, char *err, size_t errlen) {
-    snprintf(err, errlen, "bad \"policy\"\x01");
-    return ++g_reloads & 1 ? 0 : -1;
+/* A reload in flight: its answer comes on the next loop pass, as the
+ * gateway's does after its build (admin.h: done is called later, never
+ * from inside reload). */
+typedef struct {
+    eg_admin_reload_done done;
+    void *req;
+    int rc;
+} fake_reload;
+
+static void reload_finish(evutil_socket_t fd, short what, void *arg) {
+    fake_reload *fr = arg;
+    fr->done(fr->req, fr->rc, fr->rc ? "bad \"policy\"\x01" : "");
+    free(fr);
+}
+
+static void op_reload(void *arg, const char *trigger, eg_admin_reload_done done, void *req) {
+    fake_reload *fr = malloc(sizeof *fr);
+    FZ_CHECK(fr != NULL, "out of memory");
+    *fr = (fake_reload){done, req, ++g_reloads & 1 ? 0 : -1};
+    struct timeval now = {0, 0};
+    FZ_CHECK(event_base_once(g_base, -1, EV_TIMEOUT, reload_finish, fr, &now) == 0, "event_base_once");
 }
 
 /* The listening IPv4 socket among the process's fds, other than those in
