@@ -890,10 +890,20 @@ static int read_frame(eg_spill_scan *s, uint64_t off, eg_spill_rec *r, char *why
     return 1;
 }
 
+/* Payload bytes one resynchronisation may read and CRC-check in candidate
+ * frames. Honest damage meets a false candidate about once per 4 GiB (a
+ * 4-byte magic), so this is never reached by it; a crafted segment that
+ * embeds a header with a long declared length every few bytes would
+ * otherwise cost (segment size)^2 on the event loop. At table-driven CRC
+ * speed this bounds one resynchronisation to well under a second. */
+#define RESYNC_BUDGET ((uint64_t)4 * EG_SPILL_FRAME_MAX)
+
 /* After a bad frame: the first offset at or after `from` where a good frame
  * starts (magic, a length that fits in the source, a CRC that checks, a
- * payload that decodes), or the source's size when none does. Returns 1
- * (found), 0 (none: *at is the size), -1 (read error, why filled). */
+ * payload that decodes), or the source's size when none does or when the
+ * candidates checked on the way exceed RESYNC_BUDGET (then why says so: the
+ * rest of the source is reported lost). Returns 1 (found), 0 (none: *at is
+ * the size), -1 (read error, why filled). */
 static int resync(eg_spill_scan *s, uint64_t from, uint64_t *at, char *why, size_t whylen) {
     uint64_t size;
     if (src_size(s, &size) != 0) {
@@ -904,6 +914,7 @@ static int resync(eg_spill_scan *s, uint64_t from, uint64_t *at, char *why, size
     eg_spill_rec r;
     char scratch[160];
     int torn, ioerr;
+    uint64_t checked = 0; /* candidate payload bytes read so far */
     for (uint64_t pos = from; pos + EG_SPILL_FRAME_HDR <= size;) {
         ssize_t n = src_read(s, win, sizeof win, pos);
         if (n < 0) {
@@ -921,6 +932,15 @@ static int resync(eg_spill_scan *s, uint64_t from, uint64_t *at, char *why, size
             if (src_read(s, h, sizeof h, cand) != (ssize_t)sizeof h) continue;
             uint32_t len = get_be32(h + 4);
             if (len == 0 || len > EG_SPILL_FRAME_MAX || len > size - cand - sizeof h) continue;
+            checked += len;
+            if (checked > RESYNC_BUDGET) {
+                snprintf(why, whylen,
+                         "bad frame, then more candidate frame headers than a damaged segment holds "
+                         "(crafted?): the rest from %" PRIu64 " is not searched",
+                         cand);
+                *at = size;
+                return 0;
+            }
             int rc = read_frame(s, cand, &r, scratch, sizeof scratch, &torn, &ioerr);
             if (rc == 1) {
                 *at = cand;
