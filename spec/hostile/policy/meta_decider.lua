@@ -1,4 +1,4 @@
--- attack: Policy.scalar_decider is replaced by one whose decision function answers tables with metamethods instead of strings and numbers; expect: every decision falls back to hold (invalid answer), the gateway keeps running
+-- attack: Policy.scalar_decider is replaced by one whose decision function answers tables with metamethods instead of strings and numbers; expect: refused at load (the sandbox hides the Policy metatable; were it reached, every decision would fall back to hold, the gateway keeps running)
 local policy = require "errgate.policy"
 local pol = policy.define { name = "meta_decider", version = "1",
   classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }

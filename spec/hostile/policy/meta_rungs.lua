@@ -1,4 +1,4 @@
--- attack: the ladder rung list the runtime reads after a load is a table whose __index and __len loop; expect: the rung read is bounded (load refused or no rungs), never a hang
+-- attack: the ladder rung list the runtime reads after a load is a table whose __index and __len loop; expect: loads, the rung read is bounded and finds no rungs, never a hang
 local policy = require "errgate.policy"
 local pol = policy.define { name = "meta_rungs", version = "1",
   classify = { { class = "permanent" } }, route = { permanent = "dlq", default = "dlq" } }

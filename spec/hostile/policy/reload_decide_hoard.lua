@@ -1,4 +1,4 @@
--- attack: loads cleanly, then hoards memory on its first decision and keeps it, so building the record's table for later decisions overflows the cap inside the C core's pushes; expect: those decisions fall back to hold, the gateway keeps running
+-- attack: loads cleanly, then hoards memory on its first decision and keeps it, so building the record's table for later decisions overflows the cap inside the C core's pushes; expect: loads; decisions on a record too large for what is left fall back to hold, the gateway keeps running
 local policy = require "errgate.policy"
 local hoard
 return policy.define { name = "reload_decide_hoard", version = "1",

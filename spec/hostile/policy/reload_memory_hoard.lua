@@ -1,4 +1,4 @@
--- attack: fills the state's memory to the cap at load time and keeps it, so every allocation the C core makes afterwards (refs, interned names, the record's table) fails; expect: refused, or loaded with every decision falling back to hold — never an exit
+-- attack: fills the state's memory to the cap at load time and keeps it, so every allocation the C core makes afterwards (refs, interned names, the record's table) fails; expect: refused at load (not enough memory), never an exit or a hang
 local policy = require "errgate.policy"
 local hoard
 local pol = policy.define { name = "reload_memory_hoard", version = "1",
