@@ -5,12 +5,12 @@
 #      while records flow: /healthz, polled every 50 ms, answers within
 #      300 ms throughout (the max is reported), records keep being handled
 #      and decided during the build, and the reload is refused after it;
-#  (c) a policy that reaches the shared Policy metatable through pol.__index
-#      and redefines __index (removing name and version, looping on any
-#      missing field) is reloaded: the C core reads it raw, the gateway keeps
-#      deciding with it (its decisions are logged), and a POST /reload that
-#      came while a build ran is answered once its own build ends; one
-#      whose client gave up before the end is forgotten safely.
+#  (c) a policy whose ladder rung list has looping __index and __len is
+#      reloaded: the C core reads it raw, the gateway keeps deciding with it
+#      (its decisions are logged), and a POST /reload that came while a
+#      build ran is answered once its own build ends; one whose client gave
+#      up before the end is forgotten safely. (The sandbox keeps policies
+#      from the shared Policy metatable itself: spec/hostile/policy/meta_*.)
 # Then the base policy comes back and every record has its one outcome.
 source "$(dirname "$0")/lib.sh"
 N=${OFFLOOP_RECORDS:-6000}
@@ -36,10 +36,10 @@ install() { cp "$1" "$T/next.lua" && mv "$T/next.lua" "$T/policy.lua"; }
 decisions() { grep -c '"event":"decision"' "$T/gw.err"; }
 handled() { wc -l <"$T/ok.log"; }
 
-# (d) a load budget burnt at top level; (c) the Policy metatable's __index
-# redefined: both from the hostile corpus
+# (d) a load budget burnt at top level; (c) a rung list with looping
+# metamethods: both from the hostile corpus
 cp "$ROOT/spec/hostile/policy/reload_budget_burn.lua" "$T/burn.lua"
-cp "$ROOT/spec/hostile/policy/meta_index_loop.lua" "$T/meta.lua"
+cp "$ROOT/spec/hostile/policy/meta_rungs.lua" "$T/meta.lua"
 sleep 1
 install "$T/burn.lua"
 kill -HUP "$GW_PID"
@@ -62,7 +62,7 @@ worst=$(awk '{print $6}' "$T/probe.out"); failed=$(awk '{print $4}' "$T/probe.ou
 check "/healthz answered every 50 ms probe within 300 ms throughout (max ${worst} ms, ${failed} failed)" \
   probe_ok "$worst" 300 "$failed"
 
-# (c) the Policy metatable's __index redefined; a POST /reload during the
+# (c) the rung list with looping metamethods; a POST /reload during the
 # build of a slow policy waits for the build after it (coalesced)
 install "$T/burn.lua"
 kill -HUP "$GW_PID"
@@ -71,10 +71,10 @@ install "$T/meta.lua"
 code=$(curl -s -m 60 -o "$T/reload.json" -w '%{http_code}' -X POST -H "Authorization: Bearer offloop-token" \
   "http://$ADDR/reload")
 check "POST /reload during a build is answered by the build after it: 200 (got $code)" [ "$code" = 200 ]
-check "its answer names the policy read raw (unnamed@0)" grep -q '"id":"unnamed@0+' "$T/reload.json"
+check "its answer names the new policy (meta_rungs@1)" grep -q '"id":"meta_rungs@1+' "$T/reload.json"
 check "the burning build before it was refused" \
   bash -c "[ \$(grep -c '\"event\":\"reload\",\"result\":\"failed\"' '$T/gw.err') = 2 ]"
-META_ID=$(sed -n 's/.*"id":"\(unnamed@0+[0-9a-f]*\)".*/\1/p' "$T/reload.json")
+META_ID=$(sed -n 's/.*"id":"\(meta_rungs@1+[0-9a-f]*\)".*/\1/p' "$T/reload.json")
 wait_for 30 grep -q "\"event\":\"decision\".*\"policy\":\"$META_ID\"" "$T/gw.err" &&
   ok "the gateway keeps deciding with it" || not_ok "no decision by $META_ID"
 check "the gateway is alive" kill -0 "$GW_PID"
