@@ -88,6 +88,7 @@ typedef struct slot {
     int verbose;                  /* curl's verbose text is on for this transfer */
     curl_off_t length;            /* the final answer's Content-Length, -1 none */
     int excess;                   /* curl dropped bytes beyond the end of the answer */
+    char reason[64];              /* the last status line's reason phrase ("" on HTTP/2) */
     char errbuf[CURL_ERROR_SIZE];
     struct slot *next_free;
 } slot;
@@ -216,6 +217,19 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
     return len;
 }
 
+/* Copies the reason phrase of status line p[0..n) ("HTTP/1.1 503 Service
+ * Unavailable\r\n") into out, printable ASCII only, "" when there is none. */
+static void status_reason(const char *p, size_t n, char *out, size_t outlen) {
+    size_t i = 0, o = 0;
+    while (i < n && p[i] != ' ') i++;     /* the version */
+    while (i < n && p[i] == ' ') i++;
+    while (i < n && p[i] >= '0' && p[i] <= '9') i++; /* the code */
+    while (i < n && p[i] == ' ') i++;
+    for (; i < n && o + 1 < outlen && p[i] != '\r' && p[i] != '\n'; i++)
+        out[o++] = p[i] >= 0x20 && p[i] < 0x7f ? p[i] : '?';
+    out[o] = '\0';
+}
+
 /* CURLOPT_HEADERFUNCTION: bounds the header bytes (interim responses
  * included); curl keeps the final response's headers for curl_easy_header.
  * Bytes after the end of an answer in the same read are dropped by curl,
@@ -230,6 +244,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
         s->headers_too_big = 1;
         return 0;
     }
+    if (size * n > 5 && memcmp(p, "HTTP/", 5) == 0) status_reason(p, size * n, s->reason, sizeof s->reason);
     if (size * n <= 2 && (p[0] == '\r' || p[0] == '\n') && !s->verbose) {
         long status = 0;
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -345,11 +360,15 @@ static void fill_http_failure(slot *s, long status, eg_failure *f) {
         f->body_len = s->body_len;
     }
     /* a JSON body's error.message is the message (the Lua runtime reads it);
-     * a short text body is quoted; otherwise the policy describes the status */
+     * a short text body is quoted; otherwise the status line (with its
+     * reason phrase), or the policy describes the status */
     size_t n = s->body_len > 200 ? 200 : s->body_len;
+    char msg[256];
     if (n && s->body[0] != '{' && printable(s->body, n)) {
-        char msg[256];
         snprintf(msg, sizeof msg, "HTTP %ld: %.*s", status, (int)n, s->body);
+        f->message = eg_xstrdup(msg);
+    } else if ((!n || s->body[0] != '{') && s->reason[0]) {
+        snprintf(msg, sizeof msg, "HTTP %ld %s", status, s->reason);
         f->message = eg_xstrdup(msg);
     }
 }
@@ -519,6 +538,7 @@ static int ht_submit(eg_target *t, eg_record *rec) {
     s->started_ms = eg_now_ms();
     s->started_ns = eg_now_ns();
     s->body_len = s->body_seen = s->header_seen = 0;
+    s->reason[0] = '\0';
     if (s->excess) curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 0L);
     s->over_cap = s->headers_too_big = s->excess = 0;
     if (s->verbose) {
