@@ -12,6 +12,7 @@
 #include <lualib.h>
 #include <libgen.h>
 #include <math.h>
+#include <ctype.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -145,6 +146,67 @@ static int push_table(loadctx *c, const char *key, const char *name) {
     return fail(c, "%s: expected a table, got %s", name, lua_typename(c->L, t));
 }
 
+
+/* Longest source regex, and largest {n,m} count, accepted (a topic name is
+ * at most 249 characters; a pattern over many of them is far longer than
+ * any real one). */
+#define REGEX_MAX_LEN 1024
+#define REGEX_MAX_COUNT 255
+#define REGEX_MAX_EXPANSION 1000 /* product of all {n,m} counts: nested ones multiply */
+
+/* 1 (with why) when compiling regex t could cost time or memory out of all
+ * proportion: glibc's regcomp copies a repeated subexpression once per
+ * repetition, so stacked quantifiers ("a+++++", "a*{9}") grow exponentially
+ * and nested {n,m} counts multiply ("(x{200}){200}" took minutes), so their
+ * product is bounded, not only each count; POSIX leaves stacked quantifiers
+ * undefined anyway. Bracket expressions and escaped characters are skipped. */
+static int regex_too_costly(const char *t, char *why, size_t whylen) {
+    size_t n = strlen(t);
+    if (n > REGEX_MAX_LEN) {
+        snprintf(why, whylen, "longer than %d characters", REGEX_MAX_LEN);
+        return 1;
+    }
+    int prev_quant = 0;      /* the previous token was a quantifier */
+    unsigned long expansion = 1; /* product of the {n,m} upper counts so far */
+    for (size_t i = 0; i < n; i++) {
+        char ch = t[i];
+        if (ch == '\\') { /* an escaped character is a literal */
+            i++;
+            prev_quant = 0;
+        } else if (ch == '[') { /* a bracket expression: skip to its end */
+            i++;
+            if (i < n && t[i] == '^') i++;
+            if (i < n && t[i] == ']') i++;
+            while (i < n && t[i] != ']') i++;
+            prev_quant = 0;
+        } else if (ch == '*' || ch == '+' || ch == '?' || ch == '{') {
+            if (prev_quant) {
+                snprintf(why, whylen, "stacked repetition operators at offset %zu", i);
+                return 1;
+            }
+            if (ch == '{') {
+                char *end;
+                unsigned long lo = strtoul(t + i + 1, &end, 10), hi = lo;
+                if (*end == ',') hi = isdigit((unsigned char)end[1]) ? strtoul(end + 1, &end, 10) : lo;
+                if (lo > REGEX_MAX_COUNT || hi > REGEX_MAX_COUNT) {
+                    snprintf(why, whylen, "a repetition count over %d at offset %zu", REGEX_MAX_COUNT, i);
+                    return 1;
+                }
+                expansion *= hi > lo ? (hi ? hi : 1) : (lo ? lo : 1);
+                if (expansion > REGEX_MAX_EXPANSION) {
+                    snprintf(why, whylen, "repetition counts multiplying to over %d at offset %zu",
+                             REGEX_MAX_EXPANSION, i);
+                    return 1;
+                }
+                while (i < n && t[i] != '}') i++;
+            }
+            prev_quant = 1;
+        } else {
+            prev_quant = 0;
+        }
+    }
+    return 0;
+}
 /* Resolves a path relative to the config directory and checks it is a
  * readable file. Replaces *p with the resolved path. */
 static int resolve_file(loadctx *c, const char *name, char **p) {
@@ -245,6 +307,12 @@ static int load_source(loadctx *c) {
         const char *t = lua_tostring(L, -1);
         regex_t re;
         if (eg_topic_is_regex(t)) {
+            char why[96];
+            if (regex_too_costly(t, why, sizeof why)) {
+                fail(c, "source.topics[%d]: \"%.200s\" is refused: %s", i, t, why);
+                lua_pop(L, 3);
+                return -1;
+            }
             if (regcomp(&re, t, REG_EXTENDED | REG_NOSUB) != 0) {
                 fail(c, "source.topics[%d]: \"%s\" is not a valid regular expression", i, t);
                 lua_pop(L, 3);

@@ -6,6 +6,8 @@
 #     message naming the key and the eager strategies;
 #   - a regex source that matches a lane of a source topic (^src.* and
 #     src.dlq): exit 2 naming the pattern and the lane;
+#   - a regex too costly to compile (stacked quantifiers, huge counts): exit 2
+#     at once;
 #   - a regex the load-time samples cannot catch (^[a-z]+\.dlq$ next to
 #     ^(src|other)$): at assignment the partitions of src.dlq are excluded
 #     (logged, counted); a permanent record goes to src.dlq once and is never
@@ -39,6 +41,15 @@ write_config "$T/re3.lua" sc none
 sed -i 's|topics = { "src" }|topics = { "^src(" }|' "$T/re3.lua"
 run_cfg "$T/re3.lua"
 check "a broken regex is refused (exit $RC)" exits_with "$RC" 2 'not a valid regular expression' "$OUT"
+# stacked quantifiers and huge counts make glibc's regcomp exponential (a
+# config once took minutes to load): refused before compiling, at once
+for bad in '^src+++++++++++++++++++++++++' '^src(x{200}){200}' '^s{99999}'; do
+  write_config "$T/re4.lua" sc none
+  sed -i "s|topics = { \"src\" }|topics = { \"$bad\" }|" "$T/re4.lua"
+  t0=$(date +%s%N); run_cfg "$T/re4.lua"; ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  check "a regex too costly to compile is refused at once: $bad (exit $RC in $ms ms)" \
+    bash -c "[ $ms -lt 3000 ] && grep -q 'is refused: \(stacked repetition\|a repetition count over\|repetition counts multiplying\)' <<<\"\$1\" && [ $RC = 2 ]" _ "$OUT"
+done
 
 write_config "$T/gw.lua" rx none 'admin = { listen = "127.0.0.1:0" },'
 sed -i 's|topics = { "src" }|topics = { "^(src\|other)$", "^[a-z]+[.]dlq$" }|' "$T/gw.lua"
