@@ -54,6 +54,7 @@ reload() { # prints the HTTP code of POST /reload (waits for the build)
     "http://$ADDR/reload" 2>/dev/null
 }
 install() { cp "$1" "$T/next.lua" && mv "$T/next.lua" "$T/policy.lua"; }
+below() { [ -n "$1" ] && [ "$1" -lt "$2" ]; } # below N LIMIT: N is set and under LIMIT
 
 i=0
 for f in "${policies[@]}"; do
@@ -66,13 +67,20 @@ for f in "${policies[@]}"; do
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   check "$name: policy check ends (exit $rc in ${ms} ms)" [ "$rc" = 0 -o "$rc" = 1 ]
   install "$f"
+  n0=$(grep -c '"event":"reload"' "$T/gw.err")
   t0=$(date +%s%N)
   code=$(reload)
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   check "$name: the reload is answered, swapped in or refused (HTTP $code in ${ms} ms)" [ "$code" = 200 -o "$code" = 422 ]
   # the build runs on a worker thread: the load budget (5 s) must hold there
-  # as on the loop, C calls included (the VM watchdog's signal reaches it)
-  check "$name: the build kept the 5 s load budget (${ms} ms < ${RELOAD_MAX_MS} ms)" [ "$ms" -lt "$RELOAD_MAX_MS" ]
+  # as on the loop, C calls included (the VM watchdog's signal reaches it).
+  # Each build's own time (took_ms), not the POST's: the file watch may have
+  # started a build of the same file just before, and the POST then waits
+  # for the build after it (coalesced)
+  took=$(grep '"event":"reload"' "$T/gw.err" | tail -n +$((n0 + 1)) |
+    sed -n 's/.*"took_ms":\([0-9]*\).*/\1/p' | sort -n | tail -1)
+  check "$name: each build kept the 5 s load budget (${took:-none} ms < ${RELOAD_MAX_MS} ms)" \
+    below "$took" "$RELOAD_MAX_MS"
   check "$name: the gateway is alive and /healthz answers" \
     bash -c "kill -0 $GW_PID && curl -sf -m 1 http://$ADDR/healthz >/dev/null"
   install "$T/base.lua"
