@@ -180,3 +180,22 @@ print("# %d log lines checked" % n)
 sys.exit(1 if bad or n == 0 else 0)
 PY
 }
+
+# start_reloadable_gateway GROUP TOKEN: a gateway on topic "src" (partition
+# ordering) whose policy is $T/policy.lua, a copy of the default policy kept
+# as $T/base.lua (its id in BASE_ID), reloadable through the admin endpoint
+# at ADDR with TOKEN; once it has its assignment, /healthz is probed every
+# 50 ms (healthz_probe.py, pid PROBE) until $T/probe.stop exists.
+start_reloadable_gateway() {
+  cp "$ROOT/policies/default.lua" "$T/base.lua"
+  cp "$T/base.lua" "$T/policy.lua"
+  BASE_ID=$("$EG" policy check "$T/base.lua" | awk '/^policy/{print $2}')
+  echo "$2" >"$T/token"
+  write_config "$T/gw.lua" "$1" partition "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
+  sed -i "s|policy = \".*\"|policy = \"$T/policy.lua\"|" "$T/gw.lua"
+  start_gateway gw "$T/gw.lua"
+  ADDR=$(admin_addr gw) || die "no admin endpoint: $(tail -3 "$T/gw.err")"
+  wait_for 30 grep -q '"event":"assign"' "$T/gw.err" || die "no assignment"
+  $PY "$ROOT/spec/e2e/healthz_probe.py" "$ADDR" "$T/probe.stop" >"$T/probe.out" 2>&1 &
+  PROBE=$!
+}

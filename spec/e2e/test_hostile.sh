@@ -28,19 +28,8 @@ first_comment() { sed -n '1s/^-- *//p' "$1" | cut -c1-300; }
 start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4 --topic tgt:1 --topic tgt.dlq:1 \
   --topic tgt.quarantine:1
 start_handler
-cp "$ROOT/policies/default.lua" "$T/base.lua"
-cp "$T/base.lua" "$T/policy.lua"
-BASE_ID=$("$EG" policy check "$T/base.lua" | awk '/^policy/{print $2}')
-echo hostile-token >"$T/token"
-write_config "$T/gw.lua" hostile partition "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
-sed -i "s|policy = \".*\"|policy = \"$T/policy.lua\"|" "$T/gw.lua"
-start_gateway gw "$T/gw.lua"
-ADDR=$(admin_addr gw) || die "no admin endpoint: $(tail -3 "$T/gw.err")"
-wait_for 30 grep -q '"event":"assign"' "$T/gw.err" || die "no assignment"
-
 # /healthz every 50 ms until $T/probe.stop exists: max latency and misses
-$PY "$ROOT/spec/e2e/healthz_probe.py" "$ADDR" "$T/probe.stop" >"$T/probe.out" 2>&1 &
-PROBE=$!
+start_reloadable_gateway hostile hostile-token
 
 # the load: ok and permanent records (outcomes no accepted attack changes:
 # they route everything to the DLQ or fall back to hold), one batch per file

@@ -17,17 +17,7 @@ N=${OFFLOOP_RECORDS:-6000}
 
 start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4
 start_handler
-cp "$ROOT/policies/default.lua" "$T/base.lua"
-cp "$T/base.lua" "$T/policy.lua"
-BASE_ID=$("$EG" policy check "$T/base.lua" | awk '/^policy/{print $2}')
-echo offloop-token >"$T/token"
-write_config "$T/gw.lua" offloop partition "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
-sed -i "s|policy = \".*\"|policy = \"$T/policy.lua\"|" "$T/gw.lua"
-start_gateway gw "$T/gw.lua"
-ADDR=$(admin_addr gw) || die "no admin endpoint: $(tail -3 "$T/gw.err")"
-wait_for 30 grep -q '"event":"assign"' "$T/gw.err" || die "no assignment"
-$PY "$ROOT/spec/e2e/healthz_probe.py" "$ADDR" "$T/probe.stop" >"$T/probe.out" 2>&1 &
-PROBE=$!
+start_reloadable_gateway offloop offloop-token
 # a steady trickle: N records over some 15 s
 gen_records "$N" "ok:80 permanent:20" | split -l $((N / 30)) - "$T/batch."
 (for b in "$T"/batch.*; do produce src <"$b"; sleep 0.5; done) &
