@@ -95,9 +95,10 @@ expect "the next run with the same group replays the rest (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(field replayed "$T/l2.out")" = $((N_PERMANENT - 2)) ] && [ "$(count_topic src.limit)" = "$N_PERMANENT" ]'
 
 # ---- an interrupted replay resumes without republishing ------------------------
-bg resume1 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.resume --rate 5 --group resume
+bg resume1 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.resume --rate 1 --group resume
 p=$LASTPID
-wait_for 10 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.resume -e -q -f 'x\n' 2>/dev/null | wc -l) -ge 3 ]"
+# one record a second: the kill lands mid-way even when polling kcat takes seconds on a loaded machine
+wait_for 10 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.resume -e -q -f 'x\n' 2>/dev/null | wc -l) -ge 1 ]"
 kill -TERM "$p"; rc=0; wait "$p" || rc=$?
 first=$(count_topic src.resume)
 expect "SIGTERM mid-way: exit 1, says interrupted, $first of $N_DLQ sent (rc $rc)" \
@@ -117,9 +118,9 @@ sys.exit(0 if got == want and all(v == 1 for v in want.values()) else 1)
 PY
 
 # after kill -9 nothing is lost (a few deliveries of the last commit interval may repeat)
-bg resume9 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.where --rate 5 --group resume9
+bg resume9 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.where --rate 1 --group resume9
 p=$LASTPID
-wait_for 10 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.where -e -q -f 'x\n' 2>/dev/null | wc -l) -ge 3 ]"
+wait_for 10 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.where -e -q -f 'x\n' 2>/dev/null | wc -l) -ge 1 ]"
 kill -9 "$p"; wait "$p" 2>/dev/null
 replay --from src.dlq --to src.where --group resume9 >"$T/resume9.out" 2>&1; rc=$?
 hdr_dump src.where "$T/resume9.json"
