@@ -23,7 +23,7 @@
 -- <why>"; then "<policy id>: N records, N same, N changed, N unreadable".
 -- It exits 1 when any decision changed (a policy that raises on a record
 -- counts as changed: the gateway would apply its fallback), else 0.
-local cjson = require "cjson.safe"
+local json = require "errgate.json"
 local examples = require "errgate.examples"
 local lint = require "errgate.lint"
 local recorded = require "errgate.recorded"
@@ -95,12 +95,11 @@ function cli.test(pol, path)
     lineno = lineno + 1
     if line:match("%S") and not line:match("^%s*#") then
       n = n + 1
-      local case, jerr = cjson.decode(line)
+      local case, jerr = json.decode(line)
       local row
       if type(case) ~= "table" then
-        row = { tostring(lineno), "-", "-", "-", "ERROR invalid JSON: " .. tostring(jerr) }
+        row = { tostring(lineno), "-", "-", "-", "ERROR " .. tostring(jerr) }
       else
-        if case.failure == cjson.null then case.failure = nil end
         local ok, compiled = pcall(examples.compile, { case })
         if not ok then
           row = { tostring(lineno), case.name and tostring(case.name) or "-", "-", "-", "ERROR " .. tostring(compiled) }

@@ -9,7 +9,7 @@
 -- "circuit open", no status; ctx.breaker says "open").
 -- normalize() returns a fresh table (the caller's table may be reused by C
 -- and is never modified) with types checked, strings capped so later pattern
--- matching stays cheap, and the body mined for a structured error: a JSON
+-- matching stays cheap, and the body mined (errgate.json) for a structured error: a JSON
 -- object `{"error": {"class": ..., "code": ..., "message": ...}}` fills
 -- class_hint, code and message where headers did not already set them
 -- (headers win: they are the service's deliberate answer). `"error": "text"`
@@ -18,7 +18,7 @@
 -- core's decision path passes scalars, not a table (errgate.policy).
 -- default_code() and describe() keep the strings they made per status, so
 -- the hot path formats each "http_503" once.
-local cjson = require "cjson.safe"
+local json = require "errgate.json"
 
 local failure = {}
 
@@ -50,7 +50,7 @@ end
 
 -- json_error(body) -> body_error(body) for a body that starts like a JSON object
 local function json_error(body)
-  local doc = cjson.decode(body)
+  local doc = json.decode(body)
   if type(doc) ~= "table" then return nil end
   local e = doc.error
   if type(e) == "string" then return nil, nil, str(e, CAP.message) end

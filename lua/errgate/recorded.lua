@@ -71,7 +71,7 @@
 -- so a record dead-lettered after its retries were exhausted compares equal
 -- when the candidate would also give up. diff(decided, now) names what
 -- changed.
-local cjson = require "cjson.safe"
+local json = require "errgate.json"
 local failure = require "errgate.failure"
 local testing = require "errgate.testing"
 
@@ -279,8 +279,8 @@ end
 
 -- decode(line) -> case() of one JSON line.
 function recorded.decode(line)
-  local rec, err = cjson.decode(line)
-  if type(rec) ~= "table" then return nil, "invalid JSON: " .. tostring(err), "-" end
+  local rec, err = json.decode(line)
+  if type(rec) ~= "table" then return nil, tostring(err), "-" end
   return recorded.case(rec)
 end
 

@@ -1,7 +1,7 @@
 /* fuzz_http_error.c — what a target's error response says, as the policy
  * reads it: the Error-Code and Error-Class headers, the message and the
  * body, whose JSON `{"error": {"class", "code", "message"}}` or
- * `{"error": "text"}` errgate.failure mines with cjson (lua/errgate/
+ * `{"error": "text"}` errgate.failure mines with errgate.json (lua/errgate/
  * failure.lua), all through the C decision path (eg_policy_decide, the
  * entry point the gateway uses). The HTTP client's own reading of the
  * response is in target_http.c and is not covered here.
