@@ -97,6 +97,7 @@ static void check_no_growth(const char *what, const char *setup) {
 }
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
     check_no_growth("errgate.failure.body_error", "f = require('errgate.failure').body_error");
     check_no_growth("errgate.json.decode", "f = require('errgate.json').decode");
     return TAP_DONE();
