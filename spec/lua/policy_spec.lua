@@ -1,5 +1,6 @@
 -- policy_spec.lua — errgate.policy: define() validation, the classify rule
--- forms, route entries, examples, and the testing helpers.
+-- forms, route entries, examples, a policy's own redact patterns, and the
+-- testing helpers.
 local policy = require "errgate.policy"
 local t = require "errgate.testing"
 
@@ -283,5 +284,27 @@ describe("errgate.testing", function()
 
   it("load raises the loader's error", function()
     assert.has_error(function() t.load("policies/does-not-exist.lua") end)
+  end)
+end)
+
+describe("a policy's redact patterns", function()
+  local function def(redact)
+    return policy.define { name = "r", version = "1", redact = redact,
+      classify = { { class = "unknown" } }, route = { default = "dlq" } }
+  end
+
+  it("remove matches from decision messages, after the built-in secrets", function()
+    local pol = def({ "acct%-%d+", "%d%d%d%d%-%d%d%d%d%-%d%d%d%d%-%d%d%d%d" })
+    local d = pol:decide({ kind = "http", status = 400,
+      message = "acct-123456 card 4111-1111-1111-1111 password=hunter2 rejected" })
+    assert.are.equal("[REDACTED] card [REDACTED] password=[REDACTED] rejected", d.message)
+  end)
+
+  it("are checked at define: type, syntax, and cost on a 4 KiB message", function()
+    assert.has_error(function() def("acct") end, "policy 'r': redact: expected a list of Lua patterns, got string")
+    assert.has_error(function() def({ "[a" }) end)
+    local ok, err = pcall(def, { "a-a-a-b" })
+    assert.is_false(ok)
+    assert.matches("redact%[1%]: pattern \"a%-a%-a%-b\" is too costly on a 4 KiB message", err)
   end)
 end)

@@ -1,4 +1,4 @@
--- hostile_spec.lua — the sandbox against hostile policies.
+-- paths/hostile_policies_spec.lua — the sandbox against hostile policies.
 --
 -- Every file of spec/hostile/policy/ through `errgate policy check` (the C
 -- path: the gateway's VM with its count hook, watchdog and memory cap): one

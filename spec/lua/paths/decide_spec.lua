@@ -1,4 +1,4 @@
--- decide_path_spec.lua — the decision as the C core makes it (rt.decider:
+-- paths/decide_spec.lua — the decision as the C core makes it (rt.decider:
 -- separate values in and out, reused tables, classify plans, route entries
 -- resolved without a ctx table, remembered strings) gives exactly the
 -- decision of a plain reference pipeline written here from the documented

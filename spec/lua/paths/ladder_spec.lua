@@ -1,4 +1,4 @@
--- ladder_spec.lua — retry ladders: the `ladder` schedule shape, the
+-- paths/ladder_spec.lua — retry ladders: the `ladder` schedule shape, the
 -- { ladder = ... } route entries and escalation from in-place retry, rung
 -- resolution from ctx.retry_count with Retry-After, rt.ladder_rungs, and
 -- the errgate.testing helpers for them (decision_spec checks what a ladder

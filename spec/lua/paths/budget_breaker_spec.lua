@@ -1,4 +1,4 @@
--- budget_breaker_spec.lua — the retry budget (ctx.retry_budget == false
+-- paths/budget_breaker_spec.lua — the retry budget (ctx.retry_budget == false
 -- turns an in-place retry into a climb or a hold) and the circuit breaker
 -- (failure kind circuit_open, ctx.breaker), through the DSL and the
 -- decide pipeline.
