@@ -51,7 +51,8 @@ describe("errgate.policy.define refuses", function()
       "route%.default: a ladder needs a schedule: write { ladder = \"name\" }" },
     { "an undefined schedule", { route = { transient = { retry = "fastt" }, default = "dlq" } },
       "route%.transient: retry schedule fastt is not defined in retry" },
-    { "an exhausted entry that retries", { route = { transient = { retry = "fast", exhausted = "retry" }, default = "dlq" } },
+    { "an exhausted entry that retries", { route = { transient = { retry = "fast", exhausted = "retry" },
+      default = "dlq" } },
       "route%.transient%.exhausted: retry needs a schedule" },
     { "a delay on a dlq", { route = { default = { action = "dlq", delay_ms = 5 } } },
       "route%.default: delay_ms only applies to hold and retry" },
@@ -172,7 +173,8 @@ describe("classify rules", function()
 
   it("refuse a function that returns a non-string class at decide time", function()
     local pol = policy.define(spec({ classify = function() return 42 end, route = { default = "dlq" } }))
-    assert.has_error(function() t.decide(pol, t.http(500)) end, "invalid decision: classify returned a class of type number")
+    assert.has_error(function() t.decide(pol, t.http(500)) end,
+      "invalid decision: classify returned a class of type number")
   end)
 end)
 
@@ -227,7 +229,8 @@ describe("examples", function()
   it("refuse malformed examples", function()
     assert.matches("example 1: expect missing", define_error({ examples = { { failure = 503 } } }))
     assert.matches("example 1: failure missing", define_error({ examples = { { expect = "dlq" } } }))
-    assert.matches("example 1: unknown key expected", define_error({ examples = { { failure = 503, expected = "dlq" } } }))
+    assert.matches("example 1: unknown key expected",
+      define_error({ examples = { { failure = 503, expected = "dlq" } } }))
   end)
 end)
 
@@ -268,7 +271,8 @@ describe("errgate.testing", function()
     local r = t.record({ key = "k1", headers = { a = "b" } })
     assert.are.same({ "orders", 0, 0, "k1", "b" }, { r.topic, r.partition, r.offset, r.key, r.headers.a })
     local c = t.ctx({ now_ms = 50 })
-    assert.are.same({ 1, 0, "partition", 50, 50 }, { c.attempt, c.class_attempts, c.ordering, c.now_ms, c.first_failure_ms })
+    assert.are.same({ 1, 0, "partition", 50, 50 }, { c.attempt, c.class_attempts, c.ordering, c.now_ms,
+      c.first_failure_ms })
     assert.is_nil(c.last_class)
   end)
 

@@ -63,7 +63,8 @@ describe("examples/payments/policy.lua (the demo)", function()
   end)
 
   it("reaches the shared rules only through its lib/ folder", function()
-    local fh = assert(io.open("examples/payments/lib/payments.lua", "rb"), "examples/payments/lib must reach policies/lib")
+    local fh = assert(io.open("examples/payments/lib/payments.lua", "rb"),
+      "examples/payments/lib must reach policies/lib")
     fh:close()
   end)
 end)
