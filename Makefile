@@ -6,13 +6,14 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
-#   make lint       man page (mandoc -T lint) and service unit (systemd-analyze verify)
+#   make lint       Lua (luacheck, .luacheckrc), man page (mandoc -T lint) and
+#                   service unit (systemd-analyze verify)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua runtime, policies,
 #                   examples, man page, systemd unit; make uninstall removes them
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
             lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make \
-            mandoc libcurl4-openssl-dev openssl
+            mandoc libcurl4-openssl-dev openssl lua-check
 PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 
 CC      ?= cc
@@ -91,9 +92,11 @@ clean:
 	rm -rf build build-san
 
 # ---- lint ---------------------------------------------------------------------
+# luacheck reads .luacheckrc (which files, and the sandbox's globals for policies).
 # The unit is checked as installed (ExecStart pointing at the built binary).
 # systemd-analyze needs systemd; where it is missing the check is skipped, said.
 lint: $(BUILD)/errgate
+	luacheck --no-color -q .
 	mandoc -T lint man/errgate.1
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 	  rm -rf $(BUILD)/unit && mkdir -p $(BUILD)/unit && \

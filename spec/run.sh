@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh — every errgate test: C unit tests, busted specs, end-to-end tests.
+# run.sh — every errgate test: C unit tests, busted specs, policy cases,
+# end-to-end tests.
 #
 # Each suite prints TAP lines; this script counts "ok" and "not ok" across all
 # of them (a suite that exits non-zero without a "not ok" line counts as one
@@ -50,6 +51,10 @@ run_suite "fuzz/corpus" fuzz_replay
 # busted runs under LuaJIT (the runtime's language); --lua=luajit would re-exec
 # through sh with the ';' of --lpath unquoted, so call the runner directly.
 run_suite "lua/busted" luajit /usr/bin/busted -o TAP --lpath='lua/?.lua;lua/?/init.lua' spec/lua
+# each shipped policy against its cases (spec/cases/NAME.jsonl, policies/NAME.lua)
+for c in spec/cases/*.jsonl; do
+  run_suite "cases/$(basename "$c" .jsonl)" bash spec/cases/run.sh "$c"
+done
 for t in spec/e2e/test_*.sh; do
   run_suite "e2e/$(basename "$t" .sh)" bash "$t"
 done

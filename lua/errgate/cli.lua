@@ -153,7 +153,8 @@ function cli.recorded_row(pol, line)
   end
   local now_text = decision_text(now)
   if now.retries > 0 then
-    now_text = now_text .. (now.action == "retry" and " (still, after %d retries)" or " (after %d retries)"):format(now.retries)
+    local after = now.action == "retry" and " (still, after %d retries)" or " (after %d retries)"
+    now_text = now_text .. after:format(now.retries)
   end
   local what = recorded.diff(c.decided, now)
   return { c.lane, c.id, f, decided, by, now_text, (what and "CHANGED " .. what or "same") .. note },

@@ -61,7 +61,8 @@ local function coverage(s, add)
   table.sort(names)
   for _, class in ipairs(names) do
     if class ~= "default" and not returned[class] then
-      add("warning", "route '%s' is reached only by an explicit class from the service (no classify rule returns it)", class)
+      add("warning", "route '%s' is reached only by an explicit class from the service"
+        .. " (no classify rule returns it)", class)
     end
   end
 end
@@ -72,9 +73,11 @@ local function ladders(s, ordering, add)
   if s.route_fn and #s.ladder_names > 0 then
     local names = "'" .. table.concat(s.ladder_names, "', '") .. "'"
     if ordering == "partition" then
-      add("warning", "the route function may return ladder %s: it must not under %s (ctx.ordering tells it)", names, PARTITION)
+      add("warning", "the route function may return ladder %s: it must not under %s (ctx.ordering tells it)",
+        names, PARTITION)
     elseif ordering == "key" then
-      add("info", "the route function may return ladder %s: under ordering=\"key\" a laddered record does not hold back later records of its key", names)
+      add("info", "the route function may return ladder %s: under ordering=\"key\" a laddered record"
+        .. " does not hold back later records of its key", names)
     else
       add("info", "the route function may return ladder %s: that would be refused under %s", names, PARTITION)
     end
@@ -88,9 +91,11 @@ local function ladders(s, ordering, add)
     if ordering == "partition" then
       add("error", "route '%s' uses ladder '%s': refused under %s", class, l, PARTITION)
     elseif ordering == "key" then
-      add("info", "route '%s' uses ladder '%s': under ordering=\"key\" a laddered record does not hold back later records of its key (key behaves as none for ladders)", class, l)
+      add("info", "route '%s' uses ladder '%s': under ordering=\"key\" a laddered record does not hold back"
+        .. " later records of its key (key behaves as none for ladders)", class, l)
     else
-      add("info", "route '%s' uses ladder '%s': would be refused under %s (the gateway then waits in place for the rung delays)", class, l, PARTITION)
+      add("info", "route '%s' uses ladder '%s': would be refused under %s"
+        .. " (the gateway then waits in place for the rung delays)", class, l, PARTITION)
     end
   end
 end

@@ -81,7 +81,8 @@ local recorded = {}
 -- (errgate.sandbox.harden) by cost on the subject's length, and a lane
 -- record's values are long. Every subject below is capped or the pattern
 -- is linear.
-local find, match, gsub, lower, sub, char = string.find, string.match, string.gsub, string.lower, string.sub, string.char
+local find, match, gsub = string.find, string.match, string.gsub
+local lower, sub, char = string.lower, string.sub, string.char
 local CLASS_MAX, SCAN_MAX = 512, 512
 
 -- recorded.MAX_RETRIES: in-place retries followed before giving up on a
@@ -222,7 +223,8 @@ local function native(rec, e)
     profile = "errgate",
     id = text(e.id) or ("%s/%d/%d"):format(topic, partition, offset),
     failure = f,
-    record = { topic = topic, partition = partition, offset = offset, key = text(rec.key), headers = own_headers(rec.headers) },
+    record = { topic = topic, partition = partition, offset = offset, key = text(rec.key),
+               headers = own_headers(rec.headers) },
     ctx = { retry_count = math.max(rc, 0), breaker = kind == "circuit_open" and "open" or nil },
     decided = { action = action, class = text(e.class), code = code, by = text(e.policy), reason = text(e.reason) },
     rebuilt = rebuilt,
@@ -245,7 +247,8 @@ local function foreign(rec, p, profile)
     profile = profile,
     id = ("%s/%d/%d"):format(topic, partition, offset),
     failure = recorded.exception_failure(fqcn, text(p.message)),
-    record = { topic = topic, partition = partition, offset = offset, key = text(rec.key), headers = own_headers(rec.headers) },
+    record = { topic = topic, partition = partition, offset = offset, key = text(rec.key),
+               headers = own_headers(rec.headers) },
     ctx = {},
     decided = { action = action, by = profile == "spring" and "spring-kafka" or "kafka-connect" },
   }

@@ -73,7 +73,8 @@ local function check_action(where, a, allow_retry)
     fail(where, "retry needs a schedule: { retry = \"name\" }")
   end
   if not TERMINAL[a] and a ~= "retry" then
-    fail(where, "unknown action %s (want dlq, quarantine, ignore, hold, stop, { retry = \"schedule\" } or { ladder = \"name\" })", tostring(a))
+    fail(where, "unknown action %s (want dlq, quarantine, ignore, hold, stop, { retry = \"schedule\" }"
+      .. " or { ladder = \"name\" })", tostring(a))
   end
 end
 
@@ -133,7 +134,8 @@ local function compile_ladder(where, e, schedules)
   local ex = e.exhausted
   if ex == nil then ex = "dlq" end
   if type(ex) == "table" and ex.ladder ~= nil then
-    fail(where .. ".exhausted", "after a ladder comes a terminal entry (dlq, quarantine, ignore, hold, stop), not another ladder")
+    fail(where .. ".exhausted",
+      "after a ladder comes a terminal entry (dlq, quarantine, ignore, hold, stop), not another ladder")
   end
   return { action = "ladder", ladder = s, exhausted = compile_terminal(where .. ".exhausted", ex, false) }
 end

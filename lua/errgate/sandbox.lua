@@ -58,7 +58,7 @@ local affordable, plain_affordable = pattern.affordable, pattern.plain_affordabl
 local type, error, tostring, next, pairs, ipairs, setmetatable =
   type, error, tostring, next, pairs, ipairs, setmetatable
 
-string.dump = nil -- deliberate, see above: ("").dump must not reach it
+string.dump = nil -- luacheck: ignore 122 (deliberate, see above: ("").dump must not reach it)
 
 local real_require = require
 
@@ -134,7 +134,8 @@ end
 -- pairs, ipairs and next of the env: a view iterates the table it shows
 -- (values that are tables as views; a module view its exported fields).
 local function view_next(v, k)
-  local t, fields, x = real_of[v], fields_of[v], nil
+  local t, fields = real_of[v], fields_of[v]
+  local x
   repeat
     k, x = next(t, k)
   until k == nil or not fields or fields[k]
@@ -292,7 +293,8 @@ end
 local function new_require(libdir, loaded)
   local function req(name)
     if not valid_name(name) then
-      error(("require '%s' is not allowed here (a module name is words joined by single dots)"):format(tostring(name)), 2)
+      local why = "require '%s' is not allowed here (a module name is words joined by single dots)"
+      error(why:format(tostring(name)), 2)
     end
     if real_find(name, "^errgate%.") then
       local fields = PUBLIC[name]

@@ -130,7 +130,9 @@ local function compile_rung(where, i, r)
     name, delay = r, r
   elseif type(r) == "table" then
     for k in pairs(r) do
-      if not RUNG_KEYS[k] then fail(at, "unknown key %s (a rung is { name = \"30s\", delay = \"45s\" })", tostring(k)) end
+      if not RUNG_KEYS[k] then
+        fail(at, "unknown key %s (a rung is { name = \"30s\", delay = \"45s\" })", tostring(k))
+      end
     end
     name, delay = r.name, r.delay
     if type(name) ~= "string" then fail(at, "name missing (a string such as \"30s\")") end
@@ -167,7 +169,9 @@ local function compile_ladder(name, where, spec)
   local seen = {}
   for i, r in ipairs(list) do
     local rung = compile_rung(where, i, r)
-    if seen[rung.name] then fail(where, "rung %d: name %q is already rung %d of this ladder", i, rung.name, seen[rung.name]) end
+    if seen[rung.name] then
+      fail(where, "rung %d: name %q is already rung %d of this ladder", i, rung.name, seen[rung.name])
+    end
     seen[rung.name] = i
     s.rungs[i] = rung
   end
@@ -238,7 +242,8 @@ function schedule.rungs(schedules)
         seen[r.name] = { ladder = lname, delay_ms = r.delay_ms }
         out[#out + 1] = { name = r.name, delay_ms = r.delay_ms }
       elseif prev.delay_ms ~= r.delay_ms then
-        fail("retry." .. lname, "rung %q has delay %d ms here but %d ms in ladder %s (one rung name is one topic, with one delay)",
+        fail("retry." .. lname,
+          "rung %q has delay %d ms here but %d ms in ladder %s (one rung name is one topic, with one delay)",
           r.name, r.delay_ms, prev.delay_ms, prev.ladder)
       end
     end

@@ -10,6 +10,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 EG="$ROOT/$BUILD/errgate"
 FLAKY="$ROOT/$BUILD/flaky-handler"
+# the policies tests load (each file says what it does and which test uses it)
+FIXTURES="$ROOT/spec/fixtures/policies"
 T=$(mktemp -d "/tmp/errgate-e2e.XXXXXX")
 TESTNO=0
 FAILED=0

@@ -25,21 +25,7 @@ case_() {
   fi
 }
 
-cat >"$T/syntax.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define {
-  name = "broken" version = "1",
-}
-P
 echo 'return 42' >"$T/number.lua"
-cat >"$T/unrouted.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define { name = "u", version = "1", classify = { { status = 404, class = "gone" }, { class = "unknown" } }, route = { default = "dlq" } }
-P
-cat >"$T/noroute.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define { name = "x", version = "1", classify = { { class = "unknown" } }, route = { unknown = "dlq" } }
-P
 
 case_ unknown_key "unknown key 'sourse'" "return { group = 'g', sourse = {}, $good_source, $good_target, policy = '$POL' }"
 case_ unknown_nested_key "unknown key 'source.topic'" "return { group = 'g', source = { topic = 'src' }, $good_target, policy = '$POL' }"
@@ -47,10 +33,10 @@ case_ wrong_type "source.ordering: expected a string" "return { group = 'g', sou
 case_ bad_ordering "source.ordering" "return { group = 'g', source = { topics = { 'src' }, ordering = 'random' }, $good_target, policy = '$POL' }"
 case_ missing_group "missing required key 'group'" "return { $good_source, $good_target, policy = '$POL' }"
 case_ missing_policy_file "/nonexistent/policy.lua" "return { group = 'g', $good_source, $good_target, policy = '/nonexistent/policy.lua' }"
-case_ policy_syntax "syntax.lua:3" "return { group = 'g', $good_source, $good_target, policy = '$T/syntax.lua' }"
+case_ policy_syntax "syntax_error.lua:5" "return { group = 'g', $good_source, $good_target, policy = '$FIXTURES/syntax_error.lua' }"
 case_ policy_wrong_return "number.lua" "return { group = 'g', $good_source, $good_target, policy = '$T/number.lua' }"
-case_ policy_lint_error "lint: class 'gone'" "return { group = 'g', $good_source, $good_target, policy = '$T/unrouted.lua' }"
-case_ policy_no_default_route "default" "return { group = 'g', $good_source, $good_target, policy = '$T/noroute.lua' }"
+case_ policy_lint_error "lint: class 'gone'" "return { group = 'g', $good_source, $good_target, policy = '$FIXTURES/unrouted_class.lua' }"
+case_ policy_no_default_route "default" "return { group = 'g', $good_source, $good_target, policy = '$FIXTURES/no_default_route.lua' }"
 case_ missing_lua_target "/nonexistent/target.lua" "return { group = 'g', $good_source, target = { lua = '/nonexistent/target.lua' }, policy = '$POL' }"
 case_ two_targets "exactly one of target.http or target.lua" "return { group = 'g', $good_source, target = { lua = '$POL', http = { url = 'http://x/' } }, policy = '$POL' }"
 case_ bad_kafka_property "kafka.no.such.property" "return { group = 'g', kafka = { ['no.such.property'] = 'x' }, $good_source, $good_target, policy = '$POL' }"

@@ -26,27 +26,9 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 N=${BUDGET_RECORDS:-3000}
 start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4
-cat >"$T/policy.lua" <<'LUA'
--- every transient failure retries in place; the retry budget decides how many at once
-local policy = require "errgate.policy"
-return policy.define {
-  name = "budget-test", version = "1",
-  classify = {
-    { kind = { "timeout", "connect" }, class = "transient" },
-    { status = { 502, 503, 504 }, class = "transient" },
-    { class = "unknown" },
-  },
-  retry = { quick = { attempts = 100, base_ms = "100ms", max_ms = "500ms", jitter = "full" } },
-  route = { transient = { retry = "quick", exhausted = "dlq" }, default = "dlq" },
-  examples = {
-    { failure = 503, expect = { action = "retry", class = "transient" } },
-    { failure = 503, ctx = { retry_budget = false }, expect = { action = "hold", reason = "retry_budget" } },
-  },
-}
-LUA
 gen_records "$N" "transient-3:1" | produce src
 handler_at h
-ladder_config "$T/gw.lua" bud src none "$T/policy.lua" 'retry_budget = { percent = 20, min = 3 },' \
+ladder_config "$T/gw.lua" bud src none "$FIXTURES/retry_in_place_100.lua" 'retry_budget = { percent = 20, min = 3 },' \
   'admin = { listen = "127.0.0.1:0" },'
 sed -i 's/concurrency = 16/concurrency = 64/' "$T/gw.lua"
 start_gateway gw "$T/gw.lua"

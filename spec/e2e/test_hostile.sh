@@ -95,11 +95,6 @@ ids=$(sed -n 's/.*"event":"reload","result":"ok".*"policy":"\([^"]*\)".*/\1/p' "
 account hostile 4 "$T/gw.err" --policies "${ids}${BASE_ID}"
 
 # ---- Lua targets: one short gateway each, everything failed goes to the DLQ
-cat >"$T/dlq-all.lua" <<'LUA'
-local policy = require "errgate.policy"
-return policy.define { name = "dlq-all", version = "1",
-  classify = { { class = "any" } }, route = { any = "dlq", default = "dlq" } }
-LUA
 printf 'k%d\tv%d\n' 1 1 2 2 3 3 4 4 5 5 | produce tgt
 for f in "$HOSTILE"/target/*.lua; do
   [ -e "$f" ] || continue
@@ -110,7 +105,7 @@ return {
   group = "$name",
   source = { topics = { "tgt" }, ordering = "partition" },
   target = { lua = "$f" },
-  policy = "$T/dlq-all.lua",
+  policy = "$FIXTURES/dlq_everything.lua",
   commit_interval_ms = 200,
   admin = { listen = "127.0.0.1:0" },
 }

@@ -15,28 +15,9 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 RUNGS=$(rung_topics src 2s 4s 8s)
 start_broker $(ladder_topics src 2s 4s 8s)
-cat >"$T/policy.lua" <<'LUA'
--- transient failures climb 2s / 4s / 8s, then the DLQ (reason exhausted)
-local policy = require "errgate.policy"
-return policy.define {
-  name = "crash-ladder", version = "1",
-  classify = {
-    { kind = { "timeout", "connect" }, class = "transient" },
-    { status = { 502, 503, 504 }, class = "transient" },
-    { status = 400, class = "permanent" },
-    { class = "unknown" },
-  },
-  retry = { slow = { ladder = { "2s", "4s", "8s" } } },
-  route = { transient = { ladder = "slow", exhausted = "dlq" }, permanent = "dlq", default = "dlq" },
-  examples = {
-    { failure = 503, expect = { action = "ladder", rung = "2s", rung_index = 1, delay_ms = 2000 } },
-    { failure = 503, ctx = { retry_count = 3 }, expect = { action = "dlq", reason = "exhausted" } },
-  },
-}
-LUA
 gen_records 600 "ok:50 outage-10000:25 unavailable:15 permanent:10" | produce src
 handler_at h
-ladder_config "$T/gw.lua" lcrash src none "$T/policy.lua"
+ladder_config "$T/gw.lua" lcrash src none "$FIXTURES/ladder_2s_4s_8s.lua"
 
 # rung_lag TOPIC...: total lag of the group on TOPICs (records not finished)
 rung_lag() { "$EG" offsets -b "$BOOTSTRAP" -g lcrash "$@" 2>/dev/null | awk '$1=="total"{print $4}'; }

@@ -10,6 +10,8 @@ N=40
 start_broker $(ladder_topics src slow)
 handler_at h
 policy() { # policy DELAY: one ladder with a single rung "slow" of DELAY
+  # (inline, not in spec/fixtures/policies/: each call writes another delay
+  # and version into the policy, and the test edits the watched file with it)
   cat <<LUA
 local policy = require "errgate.policy"
 return policy.define {

@@ -21,19 +21,13 @@ return function(record)
   return { status = 400 }
 end
 LUA
-cat >"$T/policy.lua" <<'LUA'
-local policy = require "errgate.policy"
-return policy.define { name = "reads-record", version = "1",
-  classify = { { header = { "x-tenant", "vip" }, class = "permanent" }, { class = "permanent" } },
-  route = { permanent = "dlq", default = "dlq" } }
-LUA
-POLICY_ID=$("$EG" policy check "$T/policy.lua" | awk '/^policy/{print $2}')
+POLICY_ID=$("$EG" policy check "$FIXTURES/reads_record_header.lua" | awk '/^policy/{print $2}')
 cat >"$T/gw.lua" <<CFG
 return {
   group = "protected",
   source = { topics = { "src" }, ordering = "partition" },
   target = { lua = "$T/handler.lua" },
-  policy = "$T/policy.lua",
+  policy = "$FIXTURES/reads_record_header.lua",
   policy_memory_mb = 4,
   commit_interval_ms = 200,
   shutdown_timeout_ms = 5000,

@@ -13,24 +13,11 @@ check "check: prints name@version+sha (default@1+$sha)" grep -q "^policy    defa
 check "check: counts the examples it ran" grep -q '^examples  11 passed$' <<<"$out"
 check "check: lint ok" grep -q '^lint      ok$' <<<"$out"
 
-cat >"$T/unrouted.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define { name = "unrouted", version = "2",
-  classify = { { status = 503, class = "transient" }, { status = 404, class = "gone" }, { class = "unknown" } },
-  route = { transient = "hold", default = "dlq" } }
-P
-out=$("$EG" policy check "$T/unrouted.lua"); rc=$?
+out=$("$EG" policy check "$FIXTURES/unrouted_class.lua"); rc=$?
 check "check: a class with no route is a lint error (exit $rc)" [ "$rc" = 1 ]
 check "check: the lint error names the class and rule" grep -q "lint: class 'gone' (classify rule 2) has no route" <<<"$out"
 
-cat >"$T/wrong_example.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define { name = "wrong", version = "1",
-  classify = { { status = 503, class = "transient" }, { class = "unknown" } },
-  route = { transient = "hold", default = "dlq" },
-  examples = { { failure = 503, expect = "hold" }, { name = "404 is dead-lettered", failure = 404, expect = "quarantine" } } }
-P
-out=$("$EG" policy check "$T/wrong_example.lua"); rc=$?
+out=$("$EG" policy check "$FIXTURES/failing_example.lua"); rc=$?
 check "check: a failing example fails the check, naming it (exit $rc)" \
   exits_with "$rc" 1 'example 2 (404 is dead-lettered): expected action quarantine, got dlq' "$out"
 printf 'return {\n' >"$T/syntax.lua"

@@ -7,24 +7,6 @@ source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:8 --topic src.dlq:8 --topic src.quarantine:8
 start_handler
-cat >"$T/policy.lua" <<'LUA'
-local policy = require "errgate.policy"
-return policy.define {
-  name = "fragile", version = "7",
-  classify = { { status = 400, class = "permanent" }, { class = "weird" } },
-  route = function(failure, record)
-    if failure.status == 400 then return "dlq" end
-    local mode = record.key
-    if mode == "loop" then while true do end end
-    if mode == "pcall-loop" then while true do pcall(function() while true do end end) end end
-    if mode == "raise" then error("policy bug for " .. record.id) end
-    if mode == "pattern" then return ("a"):rep(4096):find(("a-"):rep(3) .. "b") end
-    if mode == "membomb" then return string.rep("x", 2 ^ 30) end
-    if mode == "tablebomb" then local t = {} for i = 1, 1e8 do t[i] = i end return t end
-    return { action = "explode" }
-  end,
-}
-LUA
 write_config "$T/gw.lua" fb none
 # key = how the policy misbehaves, each on a partition of its own (-p): a
 # hold stops its whole partition, so no case can hide another
@@ -36,7 +18,7 @@ done
 # healthy records on a partition of their own: a hold stops its whole partition
 for i in $(seq 10 29); do printf 'k%d\t{"id":"r%d","mode":"ok"}\n' $i $i; done | kcat -P -b "$BOOTSTRAP" -t src -p 7 -K $'\t'
 printf 'k\t{"id":"r99","mode":"permanent"}\n' | kcat -P -b "$BOOTSTRAP" -t src -p 7 -K $'\t'
-sed -i 's/policy = ".*"/policy = "'"${T//\//\\/}"'\/policy.lua"/' "$T/gw.lua"
+sed -i "s|policy = \".*\"|policy = \"$FIXTURES/misbehaving_route.lua\"|" "$T/gw.lua"
 start_gateway gw "$T/gw.lua"
 wait_for 30 bash -c "[ \$(grep -c '\"fallback\":1' '$T/gw.err') -ge 14 ]"
 check "healthy records still flow (20 ok at the handler)" wait_for 20 bash -c "[ \$(awk '{print \$2}' '$T/ok.log' | sort -u | wc -l) = 20 ]"

@@ -111,13 +111,7 @@ p.produce("hdr.dlq", key=b"\x00\xffkey", value=b"{}", headers=lane + [("tenant",
 p.produce("hdr.dlq", key=None, value=b"{}", headers=lane + [("tenant", b"standard")])
 p.flush(10)
 PY
-cat >"$T/vip.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define { name = "vip", version = "1",
-  classify = { { header = { "tenant", "vip" }, class = "vip" }, { status = 400, class = "permanent" }, { class = "unknown" } },
-  route = { vip = "quarantine", permanent = "dlq", default = "dlq" } }
-P
-ptest "$T/vip.lua" hdr.dlq
+ptest "$FIXTURES/vip_header_quarantine.lua" hdr.dlq
 check "record headers reach the policy: the vip record changes, the other does not (exit $RC)" \
   bash -c '[ "$2" = 1 ] && grep -q "^hdr.dlq\[0\]@0 .*quarantine vip  *CHANGED action, class$" <<<"$1" && grep -q ": 2 records, 1 same, 1 changed, 0 unreadable$" <<<"$1"' _ "$OUT" "$RC"
 
@@ -164,17 +158,10 @@ check "policy --help prints the usage with --from-topic (exit $rc)" exits_with "
 out=$("$EG" policy check "$POL" --ordering partition); rc=$?
 check "check --ordering partition: the default passes and says the ordering (exit $rc)" \
   bash -c '[ "$1" = 0 ] && grep -q "^ordering  partition$" <<<"$2" && grep -q "^lint      ok$" <<<"$2"' _ "$rc" "$out"
-cat >"$T/laddered.lua" <<'P'
-local policy = require "errgate.policy"
-return policy.define { name = "laddered", version = "1",
-  classify = { { status = 503, class = "transient" }, { class = "unknown" } },
-  retry = { provider = { ladder = { "30s", "5m" } } },
-  route = { transient = { ladder = "provider" }, default = "dlq" } }
-P
-out=$("$EG" policy check "$T/laddered.lua" --ordering partition); rc=$?
+out=$("$EG" policy check "$FIXTURES/ladder_30s_5m.lua" --ordering partition); rc=$?
 check "check --ordering partition: a ladder route is a lint error (exit $rc)" \
   exits_with "$rc" 1 "lint      error: route 'transient' uses ladder 'provider'" "$out"
-out=$("$EG" policy check "$T/laddered.lua" --ordering none); rc=$?
+out=$("$EG" policy check "$FIXTURES/ladder_30s_5m.lua" --ordering none); rc=$?
 check "check --ordering none: the same ladder passes (exit $rc)" [ "$rc" = 0 ]
 
 # --- a lane written by a running gateway, re-checked against its own policy

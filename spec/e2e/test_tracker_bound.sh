@@ -10,17 +10,8 @@
 source "$(dirname "$0")/lib.sh"
 start_broker --topic src:1 --topic src.dlq:1 --topic src.quarantine:1
 start_handler
-cat >"$T/policy.lua" <<'LUA'
-local policy = require "errgate.policy"
-return policy.define {
-  name = "slow-retry", version = "1",
-  classify = { { status = 503, class = "transient" }, { class = "unknown" } },
-  retry = { transient = { attempts = 1000, backoff = "exponential", base_ms = "250ms", max_ms = "250ms", jitter = "none" } },
-  route = { transient = { retry = "transient", exhausted = "dlq" }, default = "dlq" },
-}
-LUA
 write_config "$T/gw.lua" tb none 'admin = { listen = "127.0.0.1:0" },'
-sed -i "s|policy = \"$ROOT/policies/default.lua\"|policy = \"policy.lua\"|; s|max_inflight = 500 }|max_inflight = 100, max_tracked = 400 }|" "$T/gw.lua"
+sed -i "s|policy = \"$ROOT/policies/default.lua\"|policy = \"$FIXTURES/slow_retry_250ms.lua\"|; s|max_inflight = 500 }|max_inflight = 100, max_tracked = 400 }|" "$T/gw.lua"
 { printf 'k0\t{"id":"stuck","mode":"transient-20"}\n'; gen_records 3000 "ok:1"; } | produce src
 start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw) || die "no admin address"

@@ -48,8 +48,10 @@ describe("errgate.decision.finalize", function()
     { { action = "ladder", rung = "a b", rung_index = 1, delay_ms = 1 }, "rung \"a b\" must be 1 to 32 of" },
     { { action = "ladder", rung = ("r"):rep(33), rung_index = 1, delay_ms = 1 }, "rung \"r+\" must be 1 to 32" },
     { { action = "ladder", rung = "30s", delay_ms = 1 }, "ladder needs rung_index, an integer >= 1, got nil" },
-    { { action = "ladder", rung = "30s", rung_index = 0, delay_ms = 1 }, "ladder needs rung_index, an integer >= 1, got 0" },
-    { { action = "ladder", rung = "30s", rung_index = 1.5, delay_ms = 1 }, "ladder needs rung_index, an integer >= 1, got 1%.5" },
+    { { action = "ladder", rung = "30s", rung_index = 0, delay_ms = 1 },
+      "ladder needs rung_index, an integer >= 1, got 0" },
+    { { action = "ladder", rung = "30s", rung_index = 1.5, delay_ms = 1 },
+      "ladder needs rung_index, an integer >= 1, got 1%.5" },
     { { action = "ladder", rung = "30s", rung_index = 1 }, "ladder needs delay_ms" },
     { { action = "ladder", rung = "30s", rung_index = 1, delay_ms = -5 }, "delay_ms: invalid duration" },
   }

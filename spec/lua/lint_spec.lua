@@ -37,7 +37,8 @@ describe("errgate.lint", function()
 
   it("warns about routes only an explicit class can reach", function()
     local pol = def({ { explicit = true }, { class = "unknown" } }, { permanent = "dlq", default = "hold" })
-    assert.are.same({ "warning: route 'permanent' is reached only by an explicit class from the service (no classify rule returns it)" },
+    assert.are.same({ "warning: route 'permanent' is reached only by an explicit class from the service"
+                      .. " (no classify rule returns it)" },
                     levels(lint.lint(pol)))
     assert.is_nil(lint.errors(pol))
   end)
@@ -67,7 +68,8 @@ describe("errgate.lint", function()
   describe("ladders and ordering", function()
     local function laddered(route)
       return policy.define { name = "lad", version = "1",
-        classify = { { status = 503, class = "transient" }, { status = 429, class = "throttled" }, { class = "unknown" } },
+        classify = { { status = 503, class = "transient" }, { status = 429, class = "throttled" },
+          { class = "unknown" } },
         retry = { quick = { attempts = 1, base_ms = 10 }, provider = { ladder = { "30s", "5m" } } },
         route = route or { transient = { retry = "quick", exhausted = { ladder = "provider" } },
                            throttled = { ladder = "provider" }, default = "dlq" } }
@@ -113,7 +115,8 @@ describe("errgate.lint", function()
       local pol = laddered(function() return { ladder = "provider" } end)
       local found = levels(lint.lint(pol, { ordering = "partition" }))
       assert.are.same({ "info: classify or route is a function: class/route coverage not checked",
-        "warning: the route function may return ladder 'provider': it must not under ordering=\"partition\" (ctx.ordering tells it)" },
+        "warning: the route function may return ladder 'provider': it must not under ordering=\"partition\""
+          .. " (ctx.ordering tells it)" },
         found)
       assert.is_nil(lint.errors(pol, { ordering = "partition" }))
       assert.are.equal("info", lint.lint(pol)[2].level)

@@ -1,5 +1,6 @@
 -- policy_spec.lua — errgate.policy: define() validation, the classify rule
--- forms, route entries, examples, and the testing helpers.
+-- forms, route entries, examples, a policy's own redact patterns, and the
+-- testing helpers.
 local policy = require "errgate.policy"
 local t = require "errgate.testing"
 
@@ -50,7 +51,8 @@ describe("errgate.policy.define refuses", function()
       "route%.default: a ladder needs a schedule: write { ladder = \"name\" }" },
     { "an undefined schedule", { route = { transient = { retry = "fastt" }, default = "dlq" } },
       "route%.transient: retry schedule fastt is not defined in retry" },
-    { "an exhausted entry that retries", { route = { transient = { retry = "fast", exhausted = "retry" }, default = "dlq" } },
+    { "an exhausted entry that retries", { route = { transient = { retry = "fast", exhausted = "retry" },
+      default = "dlq" } },
       "route%.transient%.exhausted: retry needs a schedule" },
     { "a delay on a dlq", { route = { default = { action = "dlq", delay_ms = 5 } } },
       "route%.default: delay_ms only applies to hold and retry" },
@@ -171,7 +173,8 @@ describe("classify rules", function()
 
   it("refuse a function that returns a non-string class at decide time", function()
     local pol = policy.define(spec({ classify = function() return 42 end, route = { default = "dlq" } }))
-    assert.has_error(function() t.decide(pol, t.http(500)) end, "invalid decision: classify returned a class of type number")
+    assert.has_error(function() t.decide(pol, t.http(500)) end,
+      "invalid decision: classify returned a class of type number")
   end)
 end)
 
@@ -226,7 +229,8 @@ describe("examples", function()
   it("refuse malformed examples", function()
     assert.matches("example 1: expect missing", define_error({ examples = { { failure = 503 } } }))
     assert.matches("example 1: failure missing", define_error({ examples = { { expect = "dlq" } } }))
-    assert.matches("example 1: unknown key expected", define_error({ examples = { { failure = 503, expected = "dlq" } } }))
+    assert.matches("example 1: unknown key expected",
+      define_error({ examples = { { failure = 503, expected = "dlq" } } }))
   end)
 end)
 
@@ -267,7 +271,8 @@ describe("errgate.testing", function()
     local r = t.record({ key = "k1", headers = { a = "b" } })
     assert.are.same({ "orders", 0, 0, "k1", "b" }, { r.topic, r.partition, r.offset, r.key, r.headers.a })
     local c = t.ctx({ now_ms = 50 })
-    assert.are.same({ 1, 0, "partition", 50, 50 }, { c.attempt, c.class_attempts, c.ordering, c.now_ms, c.first_failure_ms })
+    assert.are.same({ 1, 0, "partition", 50, 50 }, { c.attempt, c.class_attempts, c.ordering, c.now_ms,
+      c.first_failure_ms })
     assert.is_nil(c.last_class)
   end)
 
@@ -283,5 +288,27 @@ describe("errgate.testing", function()
 
   it("load raises the loader's error", function()
     assert.has_error(function() t.load("policies/does-not-exist.lua") end)
+  end)
+end)
+
+describe("a policy's redact patterns", function()
+  local function def(redact)
+    return policy.define { name = "r", version = "1", redact = redact,
+      classify = { { class = "unknown" } }, route = { default = "dlq" } }
+  end
+
+  it("remove matches from decision messages, after the built-in secrets", function()
+    local pol = def({ "acct%-%d+", "%d%d%d%d%-%d%d%d%d%-%d%d%d%d%-%d%d%d%d" })
+    local d = pol:decide({ kind = "http", status = 400,
+      message = "acct-123456 card 4111-1111-1111-1111 password=hunter2 rejected" })
+    assert.are.equal("[REDACTED] card [REDACTED] password=[REDACTED] rejected", d.message)
+  end)
+
+  it("are checked at define: type, syntax, and cost on a 4 KiB message", function()
+    assert.has_error(function() def("acct") end, "policy 'r': redact: expected a list of Lua patterns, got string")
+    assert.has_error(function() def({ "[a" }) end)
+    local ok, err = pcall(def, { "a-a-a-b" })
+    assert.is_false(ok)
+    assert.matches("redact%[1%]: pattern \"a%-a%-a%-b\" is too costly on a 4 KiB message", err)
   end)
 end)

@@ -180,42 +180,44 @@ return p
 end)
 
 describe("the sandbox's lib/ modules and pattern guard", function()
-  local rt = require "errgate.runtime"
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "/lib/team'"))
-  local function write(name, src)
-    local f = assert(io.open(dir .. "/" .. name, "w"))
+  local libdir = os.tmpname()
+  os.remove(libdir)
+  assert(os.execute("mkdir -p '" .. libdir .. "/lib/team'"))
+  local function put(name, src)
+    local f = assert(io.open(libdir .. "/" .. name, "w"))
     f:write(src)
     f:close()
-    return dir .. "/" .. name
+    return libdir .. "/" .. name
   end
-  write("lib/codes.lua", "loads = (loads or 0) + 1\nreturn { retryable = { E42 = true }, os_seen = os ~= nil, count = function() return loads end }")
-  write("lib/team/naming.lua", "local c = require 'codes'; return { upper = function(s) return s:upper() end, codes = c }")
+  put("lib/codes.lua", "loads = (loads or 0) + 1\n"
+    .. "return { retryable = { E42 = true }, os_seen = os ~= nil, count = function() return loads end }")
+  put("lib/team/naming.lua",
+    "local c = require 'codes'; return { upper = function(s) return s:upper() end, codes = c }")
 
   it("requires modules from the policy's own lib/ folder, sandboxed, loaded once", function()
-    local target = rt.load_target(write("t.lua", [[
+    local target = rt.load_target(put("t.lua", [[
       local codes = require "codes"
       local naming = require "team.naming"
-      return function() return { codes.retryable.E42, codes.os_seen, naming.codes == codes, naming.upper("x"), codes.count() } end]]))
+      return function() return { codes.retryable.E42, codes.os_seen, naming.codes == codes, naming.upper("x"),
+        codes.count() } end]]))
     assert.is_function(target)
     assert.are.same({ true, false, true, "X", 1 }, target())
   end)
 
   it("refuses a lib name with no file, naming where it looked", function()
-    local pol, err = rt.load_policy(write("p.lua", "local m = require 'nope'"))
+    local pol, err = rt.load_policy(put("p.lua", "local m = require 'nope'"))
     assert.is_nil(pol)
     assert.matches("require 'nope' is not allowed here.*lib/nope%.lua", err)
   end)
 
   it("refuses path tricks in module names", function()
-    local pol, err = rt.load_policy(write("p2.lua", "local m = require '../codes'"))
+    local pol, err = rt.load_policy(put("p2.lua", "local m = require '../codes'"))
     assert.is_nil(pol)
     assert.matches("is not allowed", err)
   end)
 
   it("refuses a pathological pattern on a long subject before running it", function()
-    local f = rt.load_target(write("pat.lua", [[
+    local f = rt.load_target(put("pat.lua", [[
       return function(s, p, plain) return pcall(string.find, s, p, 1, plain) end]]))
     local long = ("a"):rep(4096)
     local ok, err = f(long, ("a-"):rep(3) .. "b")
@@ -230,7 +232,7 @@ describe("the sandbox's lib/ modules and pattern guard", function()
   end)
 
   it("guards gsub, match and gmatch the same way", function()
-    local f = rt.load_target(write("pat2.lua", [[
+    local f = rt.load_target(put("pat2.lua", [[
       return function(fn, s, p) return pcall(string[fn], s, p, "") end]]))
     for _, fn in ipairs({ "gsub", "match", "gmatch" }) do
       local ok, err = f(fn, ("a"):rep(4096), "a-a-a-b")

@@ -1,4 +1,4 @@
--- ladder_spec.lua — retry ladders: the `ladder` schedule shape, the
+-- paths/ladder_spec.lua — retry ladders: the `ladder` schedule shape, the
 -- { ladder = ... } route entries and escalation from in-place retry, rung
 -- resolution from ctx.retry_count with Retry-After, rt.ladder_rungs, and
 -- the errgate.testing helpers for them (decision_spec checks what a ladder
@@ -74,17 +74,20 @@ describe("a ladder schedule", function()
     { "a rung name with a space", { ladder = { "1m 30s" } },
       "retry%.p: rung 1: name \"1m 30s\" must be 1 to 32 of A%-Z a%-z 0%-9 %. _ %-" },
     { "a rung name with a slash", { ladder = { { name = "a/b", delay = "1s" } } }, "rung 1: name \"a/b\" must be" },
-    { "a rung name of 33 bytes", { ladder = { { name = ("n"):rep(33), delay = "1s" } } }, "rung 1: name \"n+\" must be 1 to 32" },
+    { "a rung name of 33 bytes", { ladder = { { name = ("n"):rep(33), delay = "1s" } } },
+      "rung 1: name \"n+\" must be 1 to 32" },
     { "an empty rung name", { ladder = { "30s", { name = "", delay = "1s" } } }, "rung 2: name \"\" must be" },
     { "a rung without a unit", { ladder = { "30" } }, "retry%.p: rung 1: invalid duration \"30\": a unit is required" },
     { "a number for a rung", { ladder = { 30000 } }, "rung 1: expected a duration string such as \"30s\"" },
     { "a table rung without delay", { ladder = { { name = "30s" } } }, "rung 1: delay missing" },
     { "a table rung without name", { ladder = { { delay = "30s" } } }, "rung 1: name missing" },
     { "an unknown rung key", { ladder = { { name = "a", delay = "1s", dealy = "2s" } } }, "rung 1: unknown key dealy" },
-    { "a rung twice", { ladder = { "30s", "5m", "30s" } }, "retry%.p: rung 3: name \"30s\" is already rung 1 of this ladder" },
+    { "a rung twice", { ladder = { "30s", "5m", "30s" } },
+      "retry%.p: rung 3: name \"30s\" is already rung 1 of this ladder" },
     { "a backoff field in a ladder", { ladder = { "30s" }, attempts = 3 },
       "retry%.p: unknown field attempts %(a ladder takes ladder, honor_retry_after, retry_after_cap_ms%)" },
-    { "a bad honor_retry_after", { ladder = { "30s" }, honor_retry_after = "yes" }, "honor_retry_after must be true or false" },
+    { "a bad honor_retry_after", { ladder = { "30s" }, honor_retry_after = "yes" },
+      "honor_retry_after must be true or false" },
     { "a bad cap", { ladder = { "30s" }, retry_after_cap_ms = "soon" }, "retry_after_cap_ms: invalid duration" },
   }
   for _, row in ipairs(bad) do
@@ -105,7 +108,8 @@ describe("a ladder schedule", function()
   end)
 
   it("is refused by define() with the policy's name when rungs conflict", function()
-    local err = define_error({ retry = { a = { ladder = { "1m" } }, b = { ladder = { { name = "1m", delay = "2m" } } } },
+    local err = define_error({ retry = { a = { ladder = { "1m" } },
+      b = { ladder = { { name = "1m", delay = "2m" } } } },
       route = { default = { ladder = "a" } } })
     assert.matches("policy 'lad': retry%.b: rung \"1m\" has delay 120000 ms here but 60000 ms in ladder a", err)
   end)
@@ -124,14 +128,17 @@ describe("ladder route entries", function()
     { "an in-place schedule named in ladder", { transient = { ladder = "quick" }, default = "dlq" },
       "route%.transient: retry%.quick is an in%-place schedule, not a ladder: write { retry = \"quick\" }" },
     { "retry and ladder in one entry", { transient = { retry = "quick", ladder = "provider" }, default = "dlq" },
-      "route%.transient: retry and ladder in one entry: escalate with { retry = \"quick\", exhausted = { ladder = \"provider\" } }" },
-    { "a ladder after a ladder", { transient = { ladder = "provider", exhausted = { ladder = "provider" } }, default = "dlq" },
+      "route%.transient: retry and ladder in one entry: escalate with"
+        .. " { retry = \"quick\", exhausted = { ladder = \"provider\" } }" },
+    { "a ladder after a ladder",
+      { transient = { ladder = "provider", exhausted = { ladder = "provider" } }, default = "dlq" },
       "route%.transient%.exhausted: after a ladder comes a terminal entry" },
     { "a retry after a ladder", { transient = { ladder = "provider", exhausted = "retry" }, default = "dlq" },
       "route%.transient%.exhausted: retry needs a schedule" },
     { "an unknown key in a ladder entry", { transient = { ladder = "provider", reason = "x" }, default = "dlq" },
       "route%.transient: unknown key reason" },
-    { "an unknown key in an escalation's ladder", { transient = { retry = "quick", exhausted = { ladder = "provider", delay_ms = 1 } },
+    { "an unknown key in an escalation's ladder",
+      { transient = { retry = "quick", exhausted = { ladder = "provider", delay_ms = 1 } },
       default = "dlq" }, "route%.transient%.exhausted: unknown key delay_ms" },
   }
   for _, row in ipairs(bad) do
@@ -201,7 +208,8 @@ describe("climbing a ladder", function()
   end)
 
   it("counts rungs on any ladder: retry_count selects the rung of whichever ladder the class routes to", function()
-    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 }, a = { ladder = { "1s", "2s" } }, b = { ladder = { "10s", "20s", "40s" } } },
+    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 }, a = { ladder = { "1s", "2s" } },
+      b = { ladder = { "10s", "20s", "40s" } } },
       route = { transient = { ladder = "a" }, throttled = { ladder = "b" }, default = "dlq" } })
     assert.are.equal("dlq", p:decide(F503, nil, { retry_count = 2 }).action)
     assert.are.equal("40s", p:decide({ kind = "http", status = 429 }, nil, { retry_count = 2 }).rung)
@@ -226,7 +234,8 @@ describe("climbing a ladder", function()
     local p = def({ route = function() return "ladder" end })
     local ok, err = pcall(p.decide, p, F503)
     assert.is_false(ok)
-    assert.matches("^invalid decision: route function result: a ladder needs a schedule: write { ladder = \"name\" }", err)
+    assert.matches("^invalid decision: route function result: a ladder needs a schedule: write { ladder = \"name\" }",
+      err)
   end)
 end)
 
@@ -251,7 +260,8 @@ describe("escalation from in-place retry to a ladder", function()
   end)
 
   it("climbs after max_elapsed_ms as after the attempts", function()
-    local p = def({ retry = { quick = { attempts = 9, base_ms = 10, max_elapsed_ms = "1s" }, provider = { ladder = { "30s" } } } })
+    local p = def({ retry = { quick = { attempts = 9, base_ms = 10, max_elapsed_ms = "1s" },
+      provider = { ladder = { "30s" } } } })
     local d = p:decide(F503, nil, { last_class = "transient", class_attempts = 1, first_failure_ms = 0, now_ms = 1000 })
     assert.are.same({ "ladder", "30s" }, { d.action, d.rung })
   end)
@@ -266,7 +276,8 @@ describe("rt.ladder_rungs", function()
   end)
 
   it("carries a rung's current delay, not the one its name suggests", function()
-    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 }, provider = { ladder = { "30s", { name = "5m", delay = "15m" } } } } })
+    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 },
+      provider = { ladder = { "30s", { name = "5m", delay = "15m" } } } } })
     assert.are.same({ name = "5m", delay_ms = 900000 }, rt.ladder_rungs(p)[2])
   end)
 
@@ -294,7 +305,8 @@ describe("examples of ladder decisions", function()
       { failure = 429, ctx = { retry_count = 2 }, expect = { action = "ladder", rung = "1h", rung_index = 3 } } } })
     assert.are.equal(1, #p.examples)
     local err = define_error({ examples = {
-      { name = "second rung", failure = 429, ctx = { retry_count = 1 }, expect = { action = "ladder", rung = "1h" } } } })
+      { name = "second rung", failure = 429, ctx = { retry_count = 1 },
+        expect = { action = "ladder", rung = "1h" } } } })
     assert.matches("example 1 %(second rung%): expected rung 1h, got 5m", err)
     err = define_error({ examples = { { failure = 429, expect = { rung_index = 2 } } } })
     assert.matches("example 1 %(http 429%): expected rung_index 2, got 1", err)
@@ -318,7 +330,8 @@ describe("errgate.testing for ladders", function()
     assert.are.same({ 0, "closed", true }, { c.retry_count, c.breaker, c.retry_budget })
     assert.is_nil(c.rung)
     c = t.ctx({ retry_count = 2, rung = "5m", breaker = "half_open", retry_budget = false, last_delay_ms = 7 })
-    assert.are.same({ 2, "5m", "half_open", false, 7 }, { c.retry_count, c.rung, c.breaker, c.retry_budget, c.last_delay_ms })
+    assert.are.same({ 2, "5m", "half_open", false, 7 }, { c.retry_count, c.rung, c.breaker, c.retry_budget,
+      c.last_delay_ms })
   end)
 
   it("on_rung gives the ctx of a record consumed from rung i", function()

@@ -1,4 +1,4 @@
--- budget_breaker_spec.lua — the retry budget (ctx.retry_budget == false
+-- paths/budget_breaker_spec.lua — the retry budget (ctx.retry_budget == false
 -- turns an in-place retry into a climb or a hold) and the circuit breaker
 -- (failure kind circuit_open, ctx.breaker), through the DSL and the
 -- decide pipeline.
@@ -73,7 +73,8 @@ describe("the retry budget", function()
       retry = { quick = { attempts = 3, base_ms = 40, jitter = "none" } },
       route = function(_, _, ctx) seen[#seen + 1] = ctx.retry_budget; return { retry = "quick" } end }
     assert.are.same({ "hold", 40, "retry_budget" },
-      { p:decide(t.http(503), nil, { retry_budget = false }).action, p:decide(t.http(503), nil, { retry_budget = false }).delay_ms,
+      { p:decide(t.http(503), nil, { retry_budget = false }).action,
+        p:decide(t.http(503), nil, { retry_budget = false }).delay_ms,
         p:decide(t.http(503), nil, { retry_budget = false }).reason })
     p:decide(t.http(503), nil, {})
     assert.are.same({ false, false, false, true }, seen)
@@ -110,7 +111,8 @@ describe("the circuit breaker", function()
   end)
 
   it("is an example shorthand", function()
-    local p = policy.define { name = "ex", version = "1", classify = { { kind = "circuit_open", class = "b" }, { class = "u" } },
+    local p = policy.define { name = "ex", version = "1", classify = { { kind = "circuit_open", class = "b" },
+      { class = "u" } },
       route = { b = "hold", default = "dlq" },
       examples = { { failure = "circuit_open", expect = { action = "hold", class = "b" } } } }
     assert.are.equal(1, #p.examples)

@@ -1,6 +1,6 @@
--- schedule_ext_spec.lua — delay lists ("5s x3, 15s x5"), decorrelated
--- jitter, max elapsed time, and a policy's own redact patterns, through the
--- DSL and the decide pipeline.
+-- schedule_spec.lua — errgate.schedule: delay lists ("5s x3, 15s x5"),
+-- decorrelated jitter and max elapsed time, through the DSL and the decide
+-- pipeline.
 local backoff = require "errgate.backoff"
 local policy = require "errgate.policy"
 local schedule = require "errgate.schedule"
@@ -94,27 +94,5 @@ describe("max elapsed time", function()
       { last_class = "transient", class_attempts = 3, first_failure_ms = 1000, now_ms = 1000 + 60000 })
     assert.are.equal("quarantine", d.action)
     assert.are.equal("exhausted", d.reason)
-  end)
-end)
-
-describe("a policy's redact patterns", function()
-  local function def(redact)
-    return policy.define { name = "r", version = "1", redact = redact,
-      classify = { { class = "unknown" } }, route = { default = "dlq" } }
-  end
-
-  it("remove matches from decision messages, after the built-in secrets", function()
-    local pol = def({ "acct%-%d+", "%d%d%d%d%-%d%d%d%d%-%d%d%d%d%-%d%d%d%d" })
-    local d = pol:decide({ kind = "http", status = 400,
-      message = "acct-123456 card 4111-1111-1111-1111 password=hunter2 rejected" })
-    assert.are.equal("[REDACTED] card [REDACTED] password=[REDACTED] rejected", d.message)
-  end)
-
-  it("are checked at define: type, syntax, and cost on a 4 KiB message", function()
-    assert.has_error(function() def("acct") end, "policy 'r': redact: expected a list of Lua patterns, got string")
-    assert.has_error(function() def({ "[a" }) end)
-    local ok, err = pcall(def, { "a-a-a-b" })
-    assert.is_false(ok)
-    assert.matches("redact%[1%]: pattern \"a%-a%-a%-b\" is too costly on a 4 KiB message", err)
   end)
 end)

@@ -1,4 +1,4 @@
--- hostile_spec.lua — the sandbox against hostile policies.
+-- paths/hostile_policies_spec.lua — the sandbox against hostile policies.
 --
 -- Every file of spec/hostile/policy/ through `errgate policy check` (the C
 -- path: the gateway's VM with its count hook, watchdog and memory cap): one
@@ -47,7 +47,8 @@ end
 local function check(path)
   local t0 = now()
   -- timeout: a check that hangs fails here instead of hanging the suite
-  local p = assert(io.popen(("ERRGATE_LUA_DIR=lua timeout 30 '%s' policy check '%s' 2>&1; echo \"exit=$?\""):format(BIN, path)))
+  local cmd = ("ERRGATE_LUA_DIR=lua timeout 30 '%s' policy check '%s' 2>&1; echo \"exit=$?\""):format(BIN, path)
+  local p = assert(io.popen(cmd))
   local out = p:read("*a")
   p:close()
   return out, tonumber(out:match("exit=(%d+)%s*$")), now() - t0
@@ -166,7 +167,8 @@ describe("the bounded functions", function()
 
   it("xpcall runs the handler on the error, after unwinding", function()
     local env = sandbox.env()
-    assert.are.same({ false, "h:boom" }, { env.xpcall(function() error("boom", 0) end, function(e) return "h:" .. e end) })
+    assert.are.same({ false, "h:boom" }, { env.xpcall(function() error("boom", 0) end,
+      function(e) return "h:" .. e end) })
     assert.are.same({ true, 1, 2 }, { env.xpcall(function(a, b) return a, b end, error, 1, 2) })
   end)
 

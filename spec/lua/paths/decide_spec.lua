@@ -1,4 +1,4 @@
--- decide_path_spec.lua — the decision as the C core makes it (rt.decider:
+-- paths/decide_spec.lua — the decision as the C core makes it (rt.decider:
 -- separate values in and out, reused tables, classify plans, route entries
 -- resolved without a ctx table, remembered strings) gives exactly the
 -- decision of a plain reference pipeline written here from the documented
@@ -249,8 +249,10 @@ describe("the C core's decision path", function()
     end
     local _, default_reads = rt.decider(t.load("policies/default.lua"))
     assert.is_false(default_reads)
-    assert.is_false(reads({ { status = 503, class = "c" }, { class = "u" } }, { c = "dlq", u = "dlq", default = "dlq" }))
-    assert.is_true(reads({ { header = { "h" }, class = "c" }, { class = "u" } }, { c = "dlq", u = "dlq", default = "dlq" }))
+    assert.is_false(reads({ { status = 503, class = "c" }, { class = "u" } }, { c = "dlq", u = "dlq",
+      default = "dlq" }))
+    assert.is_true(reads({ { header = { "h" }, class = "c" }, { class = "u" } }, { c = "dlq", u = "dlq",
+      default = "dlq" }))
     assert.is_true(reads(function() return "c" end))
     assert.is_true(reads({ { class = "c" } }, function() return "dlq" end))
     assert.has_error(function() rt.decider({}) end, "invalid policy object (use rt.load_policy)")
@@ -261,7 +263,7 @@ describe("the C core's decision path", function()
     local pol = policy.define {
       name = "fresh", version = "1",
       classify = function(f, record) seen[#seen + 1] = { f = f, record = record } return "c" end,
-      route = function(f, record, ctx) seen[#seen].ctx = ctx return "dlq" end,
+      route = function(_, _, ctx) seen[#seen].ctx = ctx return "dlq" end,
     }
     local fn = rt.decider(pol)
     fn("http", 500, nil, nil, nil, nil, nil, 1, 1, nil, 0, "partition", NOW, NOW, nil, 0, nil, "closed", true, nil)
@@ -337,7 +339,8 @@ describe("errgate.classify plans", function()
       assert.are.equal("reset", c { kind = "http", status = 503, message = "connection reset" })
       assert.are.equal("slow", c { kind = "http", status = 503, code = "slow", message = "reset" })
       assert.are.equal("explicit", c { kind = "http", status = 503, class_hint = "explicit" })
-      assert.are.same({ "explicit", "X" }, { fn(failure.normalize { kind = "http", status = 503, class_hint = "explicit" }, {}) })
+      assert.are.same({ "explicit", "X" }, { fn(failure.normalize { kind = "http", status = 503,
+        class_hint = "explicit" }, {}) })
       assert.are.equal("client", c { kind = "http", status = 404 })
       assert.are.equal("other", c { kind = "timeout" })
       assert.are.equal("client", c { kind = "http", status = 404.5 })
@@ -387,7 +390,9 @@ describe("errgate.decision.finalize_values", function()
     for _ = 1, 2 do -- a name found valid once is remembered; a bad one never is
       assert.has_error(function() decision.finalize_values(f, nil, ("c"):rep(129), nil, "dlq") end,
         "invalid decision: class longer than 128 bytes")
-      assert.has_error(function() decision.finalize_values(f, nil, "c", nil, "ladder", nil, 5, nil, nil, "bad rung!", 1) end)
+      assert.has_error(function()
+        decision.finalize_values(f, nil, "c", nil, "ladder", nil, 5, nil, nil, "bad rung!", 1)
+      end)
     end
   end)
 end)
@@ -405,7 +410,8 @@ describe("errgate.route entries", function()
     assert.is_true(route.compile_entry("r", { action = "hold", delay_ms = 5 }, schedules).fixed)
     assert.is_false(route.compile_entry("r", { action = "retry", delay_ms = 5 }, schedules).fixed)
     assert.is_nil(route.compile_entry("r", { retry = "quick" }, schedules).fixed)
-    assert.are.same({ "hold", nil, 5 }, { route.resolve_values(route.compile_entry("r", { action = "hold", delay_ms = 5 }, schedules)) })
+    assert.are.same({ "hold", nil, 5 }, { route.resolve_values(route.compile_entry("r", { action = "hold",
+      delay_ms = 5 }, schedules)) })
   end)
 
   it("read retry_count and the times as given, with the ctx's defaults", function()
