@@ -37,7 +37,9 @@ local NULL = json.null
 json.MAX_DEPTH = 100
 local MAX_DEPTH = json.MAX_DEPTH
 
-local ESCAPE = { [34] = '"', [92] = "\\", [47] = "/", [98] = "\b", [102] = "\f", [110] = "\n", [114] = "\r", [116] = "\t" }
+local ESCAPE = {
+  [34] = '"', [92] = "\\", [47] = "/", [98] = "\b", [102] = "\f", [110] = "\n", [114] = "\r", [116] = "\t",
+}
 local LITERAL = { [116] = { "true", true }, [102] = { "false", false }, [110] = { "null", NULL } }
 
 local function fail(what, pos) return nil, "invalid JSON: " .. what .. " at byte " .. pos end
