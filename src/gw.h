@@ -1,7 +1,9 @@
 /* gw.h — the gateway's internal state, shared by the files of `errgate run`
- * (gateway.c: the loop, records, decisions, lanes, commits; gw_admin.c:
- * metrics, admin views, statistics and the reload path). Nothing outside
- * those files includes it.
+ * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
+ * consume to commit; gw_admin.c: metrics, admin views, statistics, the
+ * summary; gw_reload.c: the reload path; gw_rungs.c: rung topics). Nothing
+ * outside those files includes it. Calls run one way: gw_run.c -> gw_admin.c
+ * -> gw_reload.c -> gateway.c -> gw_rungs.c (each may call those after it).
  *
  * Locality: everything here is owned and touched by the event-loop thread
  * only (librdkafka's statistics callback checks it runs there); a policy
@@ -146,7 +148,37 @@ typedef struct eg_gw {
     eg_gw_reloader *reloader;      /* policy builds off the loop, NULL before the first */
 } eg_gw;
 
-/* gateway.c */
+/* gateway.c: the record path. Entry points, registered by gw_run.c. */
+
+/* Target completion (target.h): success finishes the record, a failure
+ * asks the policy (decide) and carries the decision out. */
+void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg);
+/* Lane delivery report (lanes.h): the record's lane outcome is durable, or
+ * the write backs off and is made again. */
+void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg);
+/* The lane producer's fatal error (lanes.h): stop, exit EG_EXIT_FAIL. */
+void eg_gw_on_lane_fatal(const char *reason, void *arg);
+/* The consumer's queues signalled (fd >= 0, the pipe) or a poll tick
+ * (fd -1): serve group events, then take messages. */
+void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg);
+/* librdkafka callbacks of the consumer (opaque: the gateway). */
+void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                        void *opaque);
+void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
+                            void *opaque);
+void eg_gw_on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque);
+/* The commit interval's timer: commits what moved, asynchronously. */
+void eg_gw_on_commit_tick(evutil_socket_t fd, short what, void *arg);
+/* Stops taking new work with exit code `code` (the highest asked wins):
+ * in-flight attempts and lane writes get shutdown_timeout_ms, then
+ * eg_gw_finish_stop. */
+void eg_gw_begin_stop(eg_gw *gw, int code, const char *why);
+/* Cancels what is in flight, commits what is finished (sync), closes the
+ * consumer and breaks the loop. Idempotent. */
+void eg_gw_finish_stop(eg_gw *gw);
+/* Teardown: frees every record and partition (after the target and the
+ * lanes, which may borrow records, are gone). */
+void eg_gw_drop_all(eg_gw *gw);
 
 /* The assigned partition topic[partition], or NULL. */
 eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition);
