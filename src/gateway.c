@@ -272,8 +272,7 @@ static void pump_rung(eg_gw *gw, eg_part *p) {
         int64_t due = eg_gw_rung_due(gw, p, r, now);
         if (due > now) {
             if (!p->due_ev) p->due_ev = evtimer_new(gw->base, on_due, p);
-            int64_t ms = due - now;
-            struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+            struct timeval tv = eg_gw_tv(due - now);
             evtimer_add(p->due_ev, &tv);
             break;
         }
@@ -438,7 +437,7 @@ static void lane_write(eg_gw *gw, eg_record *r);
 
 static void arm_timer(eg_gw *gw, eg_record *r, int64_t ms) {
     if (!r->timer) r->timer = evtimer_new(gw->base, on_timer, r);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    struct timeval tv = eg_gw_tv(ms);
     evtimer_add(r->timer, &tv);
 }
 
@@ -450,7 +449,7 @@ static void override_hold(eg_decision *d, const char *code, int64_t delay_ms, co
     memset(d, 0, sizeof *d);
     d->action = EG_ACT_HOLD;
     d->fallback = 1;
-    d->delay_ms = delay_ms > 0 ? delay_ms : 1000;
+    d->delay_ms = delay_ms > 0 ? delay_ms : DEFAULT_HOLD_MS;
     eg_strlcpy(d->klass, klass, sizeof d->klass);
     eg_strlcpy(d->code, code, sizeof d->code);
     eg_strlcpy(d->reason, code, sizeof d->reason);
@@ -491,8 +490,125 @@ static void remember(eg_fail *fl, const eg_decision *d) {
     eg_strlcpy(a->code, d->code, sizeof a->code);
 }
 
-/* The target failed r (r->fail->failure is set): ask the policy and carry
- * the decision out. */
+/* Adjust: what the C core makes of the policy's decision d on r before it
+ * is carried out. A ladder is shaped to the gateway (shape_ladder); a retry
+ * takes a place in the target's retry budget or becomes a hold when there
+ * is none (a decision the policy escalated for the budget counts as a
+ * refusal); a hold for the budget keeps r in the budget's base; a retry or
+ * hold of a record the breaker refused waits at least until it half-opens. */
+static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
+    eg_fail *fl = r->fail;
+    if (d->action == EG_ACT_LADDER) shape_ladder(gw, r, d);
+    if (d->action == EG_ACT_RETRY) {
+        fl->budget_limit = eg_budget_limit(&gw->budget);
+        if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
+        else override_hold(d, "retry_budget", d->delay_ms, "retry refused by the target's retry budget; holding");
+    } else if (!ctx->retry_budget && strcmp(d->reason, "retry_budget") == 0) {
+        eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
+    }
+    if (d->action == EG_ACT_HOLD && strcmp(d->reason, "retry_budget") == 0 && !r->budget_req) {
+        /* still demand on the target: counted in the budget's base until sent */
+        eg_budget_request_start(&gw->budget);
+        r->budget_req = 1;
+    }
+    if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY)) {
+        int64_t left = eg_breaker_open_remaining_ms(&gw->breaker, ctx->now_ms);
+        if (d->delay_ms < left) d->delay_ms = left; /* nothing changes before the breaker half-opens */
+    }
+}
+
+/* Count: the metrics of decision d. A lane decision's outcome is counted
+ * when the lane acknowledges it (eg_gw_on_lane_done); a retry or hold met
+ * while stopping is not carried out (carry_out), so not counted either. */
+static void count(eg_gw *gw, const eg_decision *d) {
+    if (d->fallback) {
+        gw->st.policy_errors++;
+        (*gw->m.fallbacks)++;
+    }
+    const char *fv[2] = {d->klass, d->code};
+    (*eg_counter(gw->m.failed, fv))++;
+    if (strcmp(d->reason, "exhausted") == 0) (*gw->m.exhausted)++;
+    gw->st.failures++;
+    switch (d->action) {
+    case EG_ACT_RETRY:
+        if (gw->stopping) break;
+        gw->st.retries++;
+        (*gw->m.retried)++;
+        break;
+    case EG_ACT_HOLD:
+        if (gw->stopping) break;
+        gw->st.holds++;
+        (*gw->m.held)++;
+        break;
+    case EG_ACT_DLQ:
+    case EG_ACT_QUARANTINE:
+    case EG_ACT_LADDER:
+        break;
+    case EG_ACT_IGNORE:
+        gw->st.ignored++;
+        (*gw->m.ignored)++;
+        break;
+    case EG_ACT_STOP:
+    default:
+        gw->st.stops++;
+        (*gw->m.stops)++;
+        break;
+    }
+}
+
+/* Carry out: r's decision (r->fail->decision) happens. A retry or hold
+ * arms r's timer (while stopping, r is abandoned instead); a lane decision
+ * writes r to its lane; ignore finishes r as a success does; stop leaves r
+ * unfinished and stops the gateway. */
+static void carry_out(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    const eg_decision *d = &r->fail->decision;
+    switch (d->action) {
+    case EG_ACT_RETRY:
+    case EG_ACT_HOLD:
+        log_decision(gw, r, NULL);
+        if (gw->stopping) {
+            abandon_record(gw, r);
+            return;
+        }
+        r->state = EG_RS_WAIT_RETRY;
+        if (d->action == EG_ACT_RETRY) {
+            unhold(r);
+            if (gw->cfg->ordering == EG_ORDER_PARTITION) p->retry_wait++;
+        } else if (!r->holding) {
+            r->holding = 1;
+            p->holding++;
+        }
+        part_update_pause(gw, p);
+        arm_timer(gw, r, d->delay_ms);
+        pump(gw, p); /* a hold that became a retry frees the partition's queue */
+        return;
+    case EG_ACT_DLQ:
+    case EG_ACT_QUARANTINE:
+    case EG_ACT_LADDER:
+        unhold(r);
+        leave_active(gw, r);
+        log_decision(gw, r, lane_topic_of(gw, r));
+        lane_write(gw, r);
+        pump(gw, p);
+        return;
+    case EG_ACT_IGNORE:
+        log_decision(gw, r, NULL);
+        finish_record(gw, r); /* from IN_TARGET: free_record undoes its active and hold counts */
+        return;
+    case EG_ACT_STOP:
+    default:
+        log_decision(gw, r, NULL);
+        leave_active(gw, r);
+        r->state = EG_RS_STOPPED;
+        eg_gw_begin_stop(gw, EG_EXIT_STOP, "the policy decided stop");
+        return;
+    }
+}
+
+/* The target failed r (r->fail->failure is set; r is IN_TARGET): ask the
+ * policy, then adjust, count and carry out its decision, which becomes the
+ * record's last one (its history keeps the last EG_HIST_MAX). */
 static void decide(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     eg_fail *fl = r->fail;
@@ -513,91 +629,12 @@ static void decide(eg_gw *gw, eg_record *r) {
     int64_t t0 = eg_now_ns();
     eg_policy_decide(gw->policy, &fl->failure, r, &ctx, &d);
     eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
-    if (d.action == EG_ACT_LADDER) shape_ladder(gw, r, &d);
-    if (d.action == EG_ACT_RETRY) {
-        fl->budget_limit = eg_budget_limit(&gw->budget);
-        if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
-        else override_hold(&d, "retry_budget", d.delay_ms, "retry refused by the target's retry budget; holding");
-    } else if (!ctx.retry_budget && strcmp(d.reason, "retry_budget") == 0) {
-        eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
-    }
-    if (d.action == EG_ACT_HOLD && strcmp(d.reason, "retry_budget") == 0 && !r->budget_req) {
-        /* still demand on the target: counted in the budget's base until sent */
-        eg_budget_request_start(&gw->budget);
-        r->budget_req = 1;
-    }
-    if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d.action == EG_ACT_HOLD || d.action == EG_ACT_RETRY)) {
-        int64_t left = eg_breaker_open_remaining_ms(&gw->breaker, now);
-        if (d.delay_ms < left) d.delay_ms = left; /* nothing changes before the breaker half-opens */
-    }
-    if (d.fallback) {
-        gw->st.policy_errors++;
-        (*gw->m.fallbacks)++;
-    }
-    {
-        const char *fv[2] = {d.klass, d.code};
-        (*eg_counter(gw->m.failed, fv))++;
-        if (strcmp(d.reason, "exhausted") == 0) (*gw->m.exhausted)++;
-    }
+    adjust(gw, r, &ctx, &d);
+    count(gw, &d);
     fl->class_attempts = fl->class_attempts && strcmp(d.klass, fl->decision.klass) == 0 ? fl->class_attempts + 1 : 1;
     fl->decision = d;
     remember(fl, &d);
-    gw->st.failures++;
-
-    switch (d.action) {
-    case EG_ACT_RETRY:
-    case EG_ACT_HOLD:
-        log_decision(gw, r, NULL);
-        if (gw->stopping) {
-            abandon_record(gw, r);
-            return;
-        }
-        r->state = EG_RS_WAIT_RETRY;
-        if (d.action == EG_ACT_RETRY) {
-            gw->st.retries++;
-            (*gw->m.retried)++;
-            unhold(r);
-            if (gw->cfg->ordering == EG_ORDER_PARTITION) p->retry_wait++;
-        } else {
-            gw->st.holds++;
-            (*gw->m.held)++;
-            if (!r->holding) {
-                r->holding = 1;
-                p->holding++;
-            }
-        }
-        part_update_pause(gw, p);
-        arm_timer(gw, r, d.delay_ms);
-        pump(gw, p); /* a hold that became a retry frees the partition's queue */
-        return;
-    case EG_ACT_DLQ:
-    case EG_ACT_QUARANTINE:
-    case EG_ACT_LADDER:
-        unhold(r);
-        leave_active(gw, r);
-        log_decision(gw, r, lane_topic_of(gw, r));
-        lane_write(gw, r);
-        pump(gw, p);
-        return;
-    case EG_ACT_IGNORE:
-        log_decision(gw, r, NULL);
-        unhold(r);
-        leave_active(gw, r);
-        r->state = EG_RS_STOPPED; /* not active, not queued: free_record undoes nothing more */
-        gw->st.ignored++;
-        (*gw->m.ignored)++;
-        finish_record(gw, r);
-        return;
-    case EG_ACT_STOP:
-    default:
-        log_decision(gw, r, NULL);
-        leave_active(gw, r);
-        r->state = EG_RS_STOPPED;
-        gw->st.stops++;
-        (*gw->m.stops)++;
-        eg_gw_begin_stop(gw, EG_EXIT_STOP, "the policy decided stop");
-        return;
-    }
+    carry_out(gw, r);
 }
 
 /* The breaker's failures: the target itself is in trouble (timeouts,
@@ -1119,7 +1156,7 @@ static int drain_partitions(eg_gw *gw) {
     int nparts = 0, more = 0;
     for (eg_part *p = gw->parts; p; p = p->next) nparts++;
     int share = nparts ? POLL_BUDGET / nparts : 0;
-    if (share < 64) share = 64;
+    if (share < POLL_SHARE_MIN) share = POLL_SHARE_MIN;
     for (eg_part *p = gw->parts; p && !gw->closed; p = p->next) {
         int n = 0;
         while (n < share) {
@@ -1175,7 +1212,7 @@ void eg_gw_finish_stop(eg_gw *gw) {
     if (gw->closed) return;
     if (gw->drain_ev) evtimer_del(gw->drain_ev);
     gw->target->ops->cancel_all(gw->target);
-    eg_lanes_purge(gw->lanes, 2000);
+    eg_lanes_purge(gw->lanes, STOP_PURGE_WAIT_MS);
     commit_offsets(gw, NULL, 1);
     gw->closed = 1;
     rd_kafka_resp_err_t err = rd_kafka_consumer_close(gw->rk);
@@ -1196,7 +1233,7 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg) {
         eg_gw_finish_stop(gw);
         return;
     }
-    struct timeval tv = {0, 20000};
+    struct timeval tv = eg_gw_tv(STOP_DRAIN_TICK_MS);
     evtimer_add(gw->drain_ev, &tv);
 }
 

@@ -39,10 +39,24 @@ enum {
     PAUSE_DUE = 1 << 4,    /* a rung partition's head record is not due yet */
 };
 
-#define LANE_BACKOFF_MIN_MS 100
-#define LANE_BACKOFF_MAX_MS 5000
-#define POLL_BUDGET 1000     /* messages taken per loop pass, over all partitions */
-#define POLL_TICK_MS 1000    /* keep polling (group membership) even when idle */
+/* The loop's ticks, budgets and waits. */
+#define POLL_BUDGET 1000        /* messages taken per loop pass, over all partitions */
+#define POLL_SHARE_MIN 64       /* ... but at least this many per partition */
+#define POLL_TICK_MS 1000       /* keep polling (group membership) even when idle */
+#define LANE_BACKOFF_MIN_MS 100 /* a failed lane write's first back-off, doubling ... */
+#define LANE_BACKOFF_MAX_MS 5000 /* ... up to this; also how often an unspillable write is checked */
+#define DEFAULT_HOLD_MS 1000    /* a hold the C core decides, when no delay was given */
+#define STOP_DRAIN_TICK_MS 20   /* while stopping: how often in-flight work is checked */
+#define STOP_PURGE_WAIT_MS 2000 /* at the stop: wait for the lanes' queued writes */
+#define SPILL_DRAIN_IDLE_MS 1000 /* the spill drainer's step when idle (eg_spill_drain_attach) */
+#define SPILL_STOP_WAIT_MS 2000 /* at teardown: wait for the drainer's deliveries */
+#define POLICY_WATCH_MS 1000    /* how often the policy file is checked for a change */
+
+/* ms as a libevent timeout. */
+static inline struct timeval eg_gw_tv(int64_t ms) {
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    return tv;
+}
 
 struct eg_gw;
 typedef struct eg_gw_reloader eg_gw_reloader; /* gw_reload.c */
@@ -229,7 +243,6 @@ void eg_gw_reload_request(void *gw, const char *trigger, eg_admin_reload_done do
 void eg_gw_reload_stop(eg_gw *gw);
 /* Starts watching the policy file (a change reloads it). */
 void eg_gw_watch_start(eg_gw *gw);
-#define EG_POLICY_WATCH_MS 1000
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
 /* The end-of-run summary log line. */

@@ -91,7 +91,7 @@ static void gateway_free(eg_gw *gw) {
     /* borrowers first: the producer may still point into records' messages */
     if (gw->target) gw->target->ops->destroy(gw->target);
     if (gw->lanes) eg_lanes_free(gw->lanes);
-    eg_spill_drain_free(gw->drain, 2000); /* undelivered frames stay in the journal */
+    eg_spill_drain_free(gw->drain, SPILL_STOP_WAIT_MS); /* undelivered frames stay in the journal */
     eg_spill_close(gw->spill);
     gw->drain = NULL;
     gw->spill = NULL;
@@ -138,7 +138,7 @@ static int spill_start(eg_gw *gw, char *err, size_t errlen) {
     if (!(gw->spill = eg_spill_open(gw->cfg->spill_dir, &so, err, errlen))) return -1;
     rd_kafka_conf_t *conf = eg_lanes_producer_conf(gw->cfg, "errgate-spill", err, errlen);
     if (!conf || !(gw->drain = eg_spill_drain_new(gw->spill, conf, NULL, err, errlen)) ||
-        eg_spill_drain_attach(gw->drain, gw->base, 1000, err, errlen) != 0)
+        eg_spill_drain_attach(gw->drain, gw->base, SPILL_DRAIN_IDLE_MS, err, errlen) != 0)
         return -1;
     eg_log_msg(EG_INFO, "spill", "journal %s, spilling lane writes unacknowledged after %d ms", gw->cfg->spill_dir,
                gw->cfg->spill_after_ms);
@@ -205,10 +205,10 @@ int eg_cmd_run(int argc, char **argv) {
         eg_log_end(&l);
     }
     gw.commit_ev = event_new(gw.base, -1, EV_PERSIST, eg_gw_on_commit_tick, &gw);
-    struct timeval ci = {cfg.commit_interval_ms / 1000, (cfg.commit_interval_ms % 1000) * 1000};
+    struct timeval ci = eg_gw_tv(cfg.commit_interval_ms);
     event_add(gw.commit_ev, &ci);
     gw.poll_ev = event_new(gw.base, -1, EV_PERSIST, on_poll_tick, &gw);
-    struct timeval pt = {POLL_TICK_MS / 1000, (POLL_TICK_MS % 1000) * 1000};
+    struct timeval pt = eg_gw_tv(POLL_TICK_MS);
     event_add(gw.poll_ev, &pt);
     eg_gw_watch_start(&gw);
     gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
