@@ -37,6 +37,21 @@
  * the (dead) partition's offsets. A partition struct lives while its
  * assignment or any record refers to it.
  *
+ * Reading order: the functions a record passes through, in that order.
+ *   eg_gw_on_consumer_queue  the loop wakes: group events, then drain_partitions
+ *   on_message               a message becomes a PENDING record of its partition
+ *   pump                     PENDING -> RUNNABLE as the ordering allows (pump_rung: when due)
+ *   dispatch                 RUNNABLE -> IN_TARGET (dispatch_round: breaker, budget, submit)
+ *   eg_gw_on_target_done     success -> finish_record; failure -> decide
+ *   decide                   asks the policy, then adjust, count, carry_out
+ *   carry_out                retry/hold: arm_timer, on_timer -> RUNNABLE; lane: lane_write
+ *   lane_write               LANE_WRITE (lane_failed: LANE_BACKOFF, on_timer; spill_record)
+ *   eg_gw_on_lane_done       the lane's report: counts the outcome -> finish_record
+ *   finish_record            the offset is finished in the tracker; the partition moves on
+ *   commit_offsets           the tracker's contiguous prefix (commit tick, revoke, stop)
+ * Around it: partitions (pause, caps), rebalance (assign, revoke) and the
+ * stop (eg_gw_begin_stop, eg_gw_finish_stop).
+ *
  * Setup, signals and teardown are gw_run.c, which registers this file's
  * entry points (gw.h) as callbacks; observability is gw_admin.c, reloading
  * gw_reload.c. This file calls none of them: it only bumps the metric
@@ -239,7 +254,7 @@ static void finish_record(eg_gw *gw, eg_record *r) {
     p->refs++; /* keep p across free_record */
     if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
     (*p->processed)++;
-    gw->st.last_ms = eg_now_ms();
+    gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);
     pump(gw, p);
     part_unref(p);
@@ -521,36 +536,26 @@ static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
  * when the lane acknowledges it (eg_gw_on_lane_done); a retry or hold met
  * while stopping is not carried out (carry_out), so not counted either. */
 static void count(eg_gw *gw, const eg_decision *d) {
-    if (d->fallback) {
-        gw->st.policy_errors++;
-        (*gw->m.fallbacks)++;
-    }
+    if (d->fallback) (*gw->m.fallbacks)++;
     const char *fv[2] = {d->klass, d->code};
     (*eg_counter(gw->m.failed, fv))++;
     if (strcmp(d->reason, "exhausted") == 0) (*gw->m.exhausted)++;
-    gw->st.failures++;
     switch (d->action) {
     case EG_ACT_RETRY:
-        if (gw->stopping) break;
-        gw->st.retries++;
-        (*gw->m.retried)++;
+        if (!gw->stopping) (*gw->m.retried)++;
         break;
     case EG_ACT_HOLD:
-        if (gw->stopping) break;
-        gw->st.holds++;
-        (*gw->m.held)++;
+        if (!gw->stopping) (*gw->m.held)++;
         break;
     case EG_ACT_DLQ:
     case EG_ACT_QUARANTINE:
     case EG_ACT_LADDER:
         break;
     case EG_ACT_IGNORE:
-        gw->st.ignored++;
         (*gw->m.ignored)++;
         break;
     case EG_ACT_STOP:
     default:
-        gw->st.stops++;
         (*gw->m.stops)++;
         break;
     }
@@ -673,8 +678,7 @@ void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg)
         return;
     }
     if (!f) {
-        if (r->attempt == 1) gw->st.succeeded_first++;
-        else gw->st.succeeded_retry++;
+        if (r->attempt == 1) gw->succeeded_first++;
         (*gw->m.succeeded)++;
         unhold(r);
         finish_record(gw, r);
@@ -735,7 +739,6 @@ static int spill_record(eg_gw *gw, eg_record *r) {
     if (rc) return -1;
     const char *lv[1] = {topic};
     (*eg_counter(gw->m.spilled, lv))++;
-    gw->st.spilled++;
     r->fail->spilled = 1;
     lane_ok(gw, r);
     if (r->state == EG_RS_LANE_WRITE) {
@@ -769,7 +772,6 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
         (*eg_counter(gw->m.lane_refusals, lv))++;
     }
     if (!stub) {
-        gw->st.lane_failures++;
         const char *lv[1] = {lane};
         (*eg_counter(gw->m.lane_failures, lv))++;
         if (!r->lane_failing) {
@@ -868,9 +870,9 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     }
     const char *lv[2] = {lane_topic_of(gw, r), d->reason};
     switch (d->action) {
-    case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; gw->st.dlq++; break;
-    case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; gw->st.quarantined++; break;
-    default: (*eg_counter(gw->m.laddered, lv))++; gw->st.laddered++; break;
+    case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; break;
+    case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; break;
+    default: (*eg_counter(gw->m.laddered, lv))++; break;
     }
     finish_record(gw, r);
 }
@@ -946,7 +948,6 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
     rd_kafka_resp_err_t err = rd_kafka_commit(gw->rk, l, !sync);
     if (sync) {
         if (err) {
-            gw->st.commit_failures++;
             (*gw->m.commit_failures)++;
             eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
         } else {
@@ -959,11 +960,9 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
                 else if (p && e->offset > p->committed)
                     p->committed = e->offset;
             }
-            gw->st.commits++;
             (*gw->m.commits)++;
         }
     } else if (err) {
-        gw->st.commit_failures++;
         (*gw->m.commit_failures)++;
         eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
     }
@@ -975,12 +974,10 @@ void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     eg_gw *gw = opaque;
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
     if (err) {
-        gw->st.commit_failures++;
         (*gw->m.commit_failures)++;
         eg_log_msg(EG_WARN, "commit_failed", "%s (retried at the next commit)", rd_kafka_err2str(err));
         return;
     }
-    gw->st.commits++;
     (*gw->m.commits)++;
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         eg_part *p = eg_gw_part_find(gw, offsets->elems[i].topic, offsets->elems[i].partition);
@@ -1144,9 +1141,8 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     q_append(&p->pend_head, &p->pend_tail, r);
     p->unfinished++;
     gw->unfinished++;
-    gw->st.received++;
     (*p->received)++;
-    if (!gw->st.first_ms) gw->st.first_ms = eg_now_ms();
+    if (!gw->first_receive_ms) gw->first_receive_ms = eg_now_ms();
     pump(gw, p);
 }
 

@@ -102,14 +102,8 @@ typedef struct eg_part {
     struct eg_part *next;
 } eg_part;
 
-typedef struct eg_stats {
-    int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
-    int64_t dlq, quarantined, laddered, spilled, ignored, stops, policy_errors, lane_failures;
-    int64_t commits, commit_failures;
-    int64_t first_ms, last_ms;
-} eg_stats;
-
-/* The registry's families and unlabelled counters the loop bumps. */
+/* The registry's families and unlabelled counters the loop bumps (each
+ * statistic is counted here once; the end-of-run summary reads them). */
 typedef struct eg_gw_metrics {
     eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *spilled, *lane_failures;
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
@@ -144,7 +138,9 @@ typedef struct eg_gw {
     int closed;
     int exit_code;
     int64_t drain_deadline_ms;
-    eg_stats st;
+    int64_t succeeded_first;  /* successes at the first attempt (the summary's split of m.succeeded) */
+    int64_t first_receive_ms; /* monotonic ms of the first record received, 0 before */
+    int64_t last_finish_ms;   /* ... and of the last one finished: the summary's active time */
     eg_registry *reg;
     eg_gw_metrics m;
     eg_admin *admin;
@@ -245,7 +241,7 @@ void eg_gw_reload_stop(eg_gw *gw);
 void eg_gw_watch_start(eg_gw *gw);
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
-/* The end-of-run summary log line. */
+/* The end-of-run summary log line, read from the metrics registry. */
 void eg_gw_log_summary(eg_gw *gw);
 
 #endif
