@@ -118,7 +118,7 @@ static void part_unref(eg_part *p) {
 static void log_pause(eg_part *p, const char *event, unsigned reasons) {
     static const char *const names[] = {"hold", "retry", "lane", "stop", "due"};
     char why[96] = "";
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (reasons & (1u << i)) {
             if (why[0]) strcat(why, ",");
             strcat(why, names[i]);
@@ -781,7 +781,7 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
             part_update_pause(gw, p);
         }
         fl->lane_attempts++;
-        int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
+        int shift = fl->lane_attempts - 1 < LANE_BACKOFF_MAX_SHIFT ? fl->lane_attempts - 1 : LANE_BACKOFF_MAX_SHIFT;
         delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
         if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
         int64_t spill = spill_in(gw, r);

@@ -45,6 +45,7 @@ enum {
 #define POLL_TICK_MS 1000       /* keep polling (group membership) even when idle */
 #define LANE_BACKOFF_MIN_MS 100 /* a failed lane write's first back-off, doubling ... */
 #define LANE_BACKOFF_MAX_MS 5000 /* ... up to this; also how often an unspillable write is checked */
+#define LANE_BACKOFF_MAX_SHIFT 6 /* doublings counted (the shift stays in range) */
 #define DEFAULT_HOLD_MS 1000    /* a hold the C core decides, when no delay was given */
 #define STOP_DRAIN_TICK_MS 20   /* while stopping: how often in-flight work is checked */
 #define STOP_PURGE_WAIT_MS 2000 /* at the stop: wait for the lanes' queued writes */

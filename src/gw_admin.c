@@ -1,8 +1,11 @@
 /* gw_admin.c — what `errgate run` shows about itself: the metrics registry
  * and its scrape-time gauges, the admin views (/readyz, /policy, /lanes),
- * librdkafka statistics (consumer lag) and the end-of-run summary. (The
- * reload path POST /reload shares with SIGHUP and the file watch is
- * gw_reload.c.)
+ * librdkafka statistics (consumer lag) and the end-of-run summary, which
+ * reads the registry (each statistic is counted once, there). (The reload
+ * path POST /reload shares with SIGHUP and the file watch is gw_reload.c.)
+ * Metrics are declared as tables: the families the loop updates
+ * (families[]) and the series computed at scrape time (part_gauges[],
+ * target_gauges[], spill_gauges[]).
  *
  * The admin endpoint runs on the loop's event base, so these handlers read
  * the gateway's state between two events without locks. Per-record paths
