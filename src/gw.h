@@ -225,6 +225,9 @@ void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_b
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
 /* librdkafka statistics callback (consumer lag per partition). */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+/* The end-of-run summary log line, read from the metrics registry. */
+void eg_gw_log_summary(eg_gw *gw);
+
 /* gw_reload.c */
 
 /* The one reload path (SIGHUP, file change, POST /reload): starts building
@@ -242,7 +245,5 @@ void eg_gw_reload_stop(eg_gw *gw);
 void eg_gw_watch_start(eg_gw *gw);
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
-/* The end-of-run summary log line, read from the metrics registry. */
-void eg_gw_log_summary(eg_gw *gw);
 
 #endif
