@@ -10,8 +10,8 @@ OBJ="$ROOT/$BUILD/obj"
 ORDER=(gw_run gw_admin gw_reload gateway gw_rungs)
 
 command -v nm >/dev/null || die "nm is missing (Debian package binutils)"
+for f in "${ORDER[@]}"; do [ -f "$OBJ/$f.o" ] || die "$OBJ/$f.o is missing (make first)"; done
 for f in "${ORDER[@]}"; do
-  [ -f "$OBJ/$f.o" ] || die "$OBJ/$f.o is missing (make first)"
   nm --defined-only "$OBJ/$f.o" | awk -v f="$f" '$2 ~ /^[TD]$/ && $3 ~ /^eg_gw_/ {print $3, f}'
 done | sort >"$T/defs"
 check "the five files define eg_gw_* functions ($(wc -l <"$T/defs"))" [ "$(wc -l <"$T/defs")" -ge 20 ]
