@@ -18,7 +18,7 @@
 #define EG_EXIT_STOP 3     /* `run`: the policy decided stop */
 
 int eg_cmd_broker(int argc, char **argv);   /* broker.c  */
-int eg_cmd_run(int argc, char **argv);      /* gateway.c */
+int eg_cmd_run(int argc, char **argv);      /* gw_run.c */
 int eg_cmd_offsets(int argc, char **argv);  /* offsets_cmd.c */
 int eg_cmd_policy(int argc, char **argv);   /* policy_cmd.c */
 int eg_cmd_replay(int argc, char **argv);   /* replay.c */

@@ -1,5 +1,5 @@
-/* gateway.c — `errgate run`: consume, call the target, ask the policy, write
- * lanes, commit contiguous prefixes.
+/* gateway.c — the record path of `errgate run`: consume, call the target,
+ * ask the policy, write lanes, commit contiguous prefixes.
  *
  * One libevent loop owns everything here. librdkafka's consumer queue (group
  * events, with the main queue forwarded into it), each assigned partition's
@@ -37,8 +37,25 @@
  * the (dead) partition's offsets. A partition struct lives while its
  * assignment or any record refers to it.
  *
- * Observability (metrics, admin views, statistics, reload) lives in
- * gw_admin.c; the state both files share is in gw.h. */
+ * Reading order: the functions a record passes through, in that order.
+ *   eg_gw_on_consumer_queue  the loop wakes: group events, then drain_partitions
+ *   on_message               a message becomes a PENDING record of its partition
+ *   pump                     PENDING -> RUNNABLE as the ordering allows (pump_rung: when due)
+ *   dispatch                 RUNNABLE -> IN_TARGET (dispatch_round: breaker, budget, submit)
+ *   eg_gw_on_target_done     success -> finish_record; failure -> decide
+ *   decide                   asks the policy, then adjust, count, carry_out
+ *   carry_out                retry/hold: arm_timer, on_timer -> RUNNABLE; lane: lane_write
+ *   lane_write               LANE_WRITE (lane_failed: LANE_BACKOFF, on_timer; spill_record)
+ *   eg_gw_on_lane_done       the lane's report: counts the outcome -> finish_record
+ *   finish_record            the offset is finished in the tracker; the partition moves on
+ *   commit_offsets           the tracker's contiguous prefix (commit tick, revoke, stop)
+ * Around it: partitions (pause, caps), rebalance (assign, revoke) and the
+ * stop (eg_gw_begin_stop, eg_gw_finish_stop).
+ *
+ * Setup, signals and teardown are gw_run.c, which registers this file's
+ * entry points (gw.h) as callbacks; observability is gw_admin.c, reloading
+ * gw_reload.c. This file calls none of them: it only bumps the metric
+ * counters gw.h gives it. */
 #include "cli.h"
 #include "gw.h"
 #include "headers.h"
@@ -47,10 +64,6 @@
 #include "util.h"
 
 #include <event2/event.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +118,7 @@ static void part_unref(eg_part *p) {
 static void log_pause(eg_part *p, const char *event, unsigned reasons) {
     static const char *const names[] = {"hold", "retry", "lane", "stop", "due"};
     char why[96] = "";
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (reasons & (1u << i)) {
             if (why[0]) strcat(why, ",");
             strcat(why, names[i]);
@@ -241,7 +254,7 @@ static void finish_record(eg_gw *gw, eg_record *r) {
     p->refs++; /* keep p across free_record */
     if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
     (*p->processed)++;
-    gw->st.last_ms = eg_now_ms();
+    gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);
     pump(gw, p);
     part_unref(p);
@@ -274,8 +287,7 @@ static void pump_rung(eg_gw *gw, eg_part *p) {
         int64_t due = eg_gw_rung_due(gw, p, r, now);
         if (due > now) {
             if (!p->due_ev) p->due_ev = evtimer_new(gw->base, on_due, p);
-            int64_t ms = due - now;
-            struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+            struct timeval tv = eg_gw_tv(due - now);
             evtimer_add(p->due_ev, &tv);
             break;
         }
@@ -440,11 +452,9 @@ static void lane_write(eg_gw *gw, eg_record *r);
 
 static void arm_timer(eg_gw *gw, eg_record *r, int64_t ms) {
     if (!r->timer) r->timer = evtimer_new(gw->base, on_timer, r);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    struct timeval tv = eg_gw_tv(ms);
     evtimer_add(r->timer, &tv);
 }
-
-static void begin_stop(eg_gw *gw, int code, const char *why);
 
 /* Replaces d with a hold the C core decided instead (logged as a fallback
  * with `code` and `why`). */
@@ -454,7 +464,7 @@ static void override_hold(eg_decision *d, const char *code, int64_t delay_ms, co
     memset(d, 0, sizeof *d);
     d->action = EG_ACT_HOLD;
     d->fallback = 1;
-    d->delay_ms = delay_ms > 0 ? delay_ms : 1000;
+    d->delay_ms = delay_ms > 0 ? delay_ms : DEFAULT_HOLD_MS;
     eg_strlcpy(d->klass, klass, sizeof d->klass);
     eg_strlcpy(d->code, code, sizeof d->code);
     eg_strlcpy(d->reason, code, sizeof d->reason);
@@ -495,8 +505,115 @@ static void remember(eg_fail *fl, const eg_decision *d) {
     eg_strlcpy(a->code, d->code, sizeof a->code);
 }
 
-/* The target failed r (r->fail->failure is set): ask the policy and carry
- * the decision out. */
+/* Adjust: what the C core makes of the policy's decision d on r before it
+ * is carried out. A ladder is shaped to the gateway (shape_ladder); a retry
+ * takes a place in the target's retry budget or becomes a hold when there
+ * is none (a decision the policy escalated for the budget counts as a
+ * refusal); a hold for the budget keeps r in the budget's base; a retry or
+ * hold of a record the breaker refused waits at least until it half-opens. */
+static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
+    eg_fail *fl = r->fail;
+    if (d->action == EG_ACT_LADDER) shape_ladder(gw, r, d);
+    if (d->action == EG_ACT_RETRY) {
+        fl->budget_limit = eg_budget_limit(&gw->budget);
+        if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
+        else override_hold(d, "retry_budget", d->delay_ms, "retry refused by the target's retry budget; holding");
+    } else if (!ctx->retry_budget && strcmp(d->reason, "retry_budget") == 0) {
+        eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
+    }
+    if (d->action == EG_ACT_HOLD && strcmp(d->reason, "retry_budget") == 0 && !r->budget_req) {
+        /* still demand on the target: counted in the budget's base until sent */
+        eg_budget_request_start(&gw->budget);
+        r->budget_req = 1;
+    }
+    if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY)) {
+        int64_t left = eg_breaker_open_remaining_ms(&gw->breaker, ctx->now_ms);
+        if (d->delay_ms < left) d->delay_ms = left; /* nothing changes before the breaker half-opens */
+    }
+}
+
+/* Count: the metrics of decision d. A lane decision's outcome is counted
+ * when the lane acknowledges it (eg_gw_on_lane_done); a retry or hold met
+ * while stopping is not carried out (carry_out), so not counted either. */
+static void count(eg_gw *gw, const eg_decision *d) {
+    if (d->fallback) (*gw->m.fallbacks)++;
+    const char *fv[2] = {d->klass, d->code};
+    (*eg_counter(gw->m.failed, fv))++;
+    if (strcmp(d->reason, "exhausted") == 0) (*gw->m.exhausted)++;
+    switch (d->action) {
+    case EG_ACT_RETRY:
+        if (!gw->stopping) (*gw->m.retried)++;
+        break;
+    case EG_ACT_HOLD:
+        if (!gw->stopping) (*gw->m.held)++;
+        break;
+    case EG_ACT_DLQ:
+    case EG_ACT_QUARANTINE:
+    case EG_ACT_LADDER:
+        break;
+    case EG_ACT_IGNORE:
+        (*gw->m.ignored)++;
+        break;
+    case EG_ACT_STOP:
+    default:
+        (*gw->m.stops)++;
+        break;
+    }
+}
+
+/* Carry out: r's decision (r->fail->decision) happens. A retry or hold
+ * arms r's timer (while stopping, r is abandoned instead); a lane decision
+ * writes r to its lane; ignore finishes r as a success does; stop leaves r
+ * unfinished and stops the gateway. */
+static void carry_out(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    const eg_decision *d = &r->fail->decision;
+    switch (d->action) {
+    case EG_ACT_RETRY:
+    case EG_ACT_HOLD:
+        log_decision(gw, r, NULL);
+        if (gw->stopping) {
+            abandon_record(gw, r);
+            return;
+        }
+        r->state = EG_RS_WAIT_RETRY;
+        if (d->action == EG_ACT_RETRY) {
+            unhold(r);
+            if (gw->cfg->ordering == EG_ORDER_PARTITION) p->retry_wait++;
+        } else if (!r->holding) {
+            r->holding = 1;
+            p->holding++;
+        }
+        part_update_pause(gw, p);
+        arm_timer(gw, r, d->delay_ms);
+        pump(gw, p); /* a hold that became a retry frees the partition's queue */
+        return;
+    case EG_ACT_DLQ:
+    case EG_ACT_QUARANTINE:
+    case EG_ACT_LADDER:
+        unhold(r);
+        leave_active(gw, r);
+        log_decision(gw, r, lane_topic_of(gw, r));
+        lane_write(gw, r);
+        pump(gw, p);
+        return;
+    case EG_ACT_IGNORE:
+        log_decision(gw, r, NULL);
+        finish_record(gw, r); /* from IN_TARGET: free_record undoes its active and hold counts */
+        return;
+    case EG_ACT_STOP:
+    default:
+        log_decision(gw, r, NULL);
+        leave_active(gw, r);
+        r->state = EG_RS_STOPPED;
+        eg_gw_begin_stop(gw, EG_EXIT_STOP, "the policy decided stop");
+        return;
+    }
+}
+
+/* The target failed r (r->fail->failure is set; r is IN_TARGET): ask the
+ * policy, then adjust, count and carry out its decision, which becomes the
+ * record's last one (its history keeps the last EG_HIST_MAX). */
 static void decide(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     eg_fail *fl = r->fail;
@@ -517,91 +634,12 @@ static void decide(eg_gw *gw, eg_record *r) {
     int64_t t0 = eg_now_ns();
     eg_policy_decide(gw->policy, &fl->failure, r, &ctx, &d);
     eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
-    if (d.action == EG_ACT_LADDER) shape_ladder(gw, r, &d);
-    if (d.action == EG_ACT_RETRY) {
-        fl->budget_limit = eg_budget_limit(&gw->budget);
-        if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
-        else override_hold(&d, "retry_budget", d.delay_ms, "retry refused by the target's retry budget; holding");
-    } else if (!ctx.retry_budget && strcmp(d.reason, "retry_budget") == 0) {
-        eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
-    }
-    if (d.action == EG_ACT_HOLD && strcmp(d.reason, "retry_budget") == 0 && !r->budget_req) {
-        /* still demand on the target: counted in the budget's base until sent */
-        eg_budget_request_start(&gw->budget);
-        r->budget_req = 1;
-    }
-    if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d.action == EG_ACT_HOLD || d.action == EG_ACT_RETRY)) {
-        int64_t left = eg_breaker_open_remaining_ms(&gw->breaker, now);
-        if (d.delay_ms < left) d.delay_ms = left; /* nothing changes before the breaker half-opens */
-    }
-    if (d.fallback) {
-        gw->st.policy_errors++;
-        (*gw->m.fallbacks)++;
-    }
-    {
-        const char *fv[2] = {d.klass, d.code};
-        (*eg_counter(gw->m.failed, fv))++;
-        if (strcmp(d.reason, "exhausted") == 0) (*gw->m.exhausted)++;
-    }
+    adjust(gw, r, &ctx, &d);
+    count(gw, &d);
     fl->class_attempts = fl->class_attempts && strcmp(d.klass, fl->decision.klass) == 0 ? fl->class_attempts + 1 : 1;
     fl->decision = d;
     remember(fl, &d);
-    gw->st.failures++;
-
-    switch (d.action) {
-    case EG_ACT_RETRY:
-    case EG_ACT_HOLD:
-        log_decision(gw, r, NULL);
-        if (gw->stopping) {
-            abandon_record(gw, r);
-            return;
-        }
-        r->state = EG_RS_WAIT_RETRY;
-        if (d.action == EG_ACT_RETRY) {
-            gw->st.retries++;
-            (*gw->m.retried)++;
-            unhold(r);
-            if (gw->cfg->ordering == EG_ORDER_PARTITION) p->retry_wait++;
-        } else {
-            gw->st.holds++;
-            (*gw->m.held)++;
-            if (!r->holding) {
-                r->holding = 1;
-                p->holding++;
-            }
-        }
-        part_update_pause(gw, p);
-        arm_timer(gw, r, d.delay_ms);
-        pump(gw, p); /* a hold that became a retry frees the partition's queue */
-        return;
-    case EG_ACT_DLQ:
-    case EG_ACT_QUARANTINE:
-    case EG_ACT_LADDER:
-        unhold(r);
-        leave_active(gw, r);
-        log_decision(gw, r, lane_topic_of(gw, r));
-        lane_write(gw, r);
-        pump(gw, p);
-        return;
-    case EG_ACT_IGNORE:
-        log_decision(gw, r, NULL);
-        unhold(r);
-        leave_active(gw, r);
-        r->state = EG_RS_STOPPED; /* not active, not queued: free_record undoes nothing more */
-        gw->st.ignored++;
-        (*gw->m.ignored)++;
-        finish_record(gw, r);
-        return;
-    case EG_ACT_STOP:
-    default:
-        log_decision(gw, r, NULL);
-        leave_active(gw, r);
-        r->state = EG_RS_STOPPED;
-        gw->st.stops++;
-        (*gw->m.stops)++;
-        begin_stop(gw, 3, "the policy decided stop");
-        return;
-    }
+    carry_out(gw, r);
 }
 
 /* The breaker's failures: the target itself is in trouble (timeouts,
@@ -621,7 +659,7 @@ static void circuit_open(eg_gw *gw, eg_record *r) {
     decide(gw, r);
 }
 
-static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg) {
+void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg) {
     eg_gw *gw = arg;
     if (r->budget_req) {
         eg_budget_request_end(&gw->budget);
@@ -640,8 +678,7 @@ static void on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg
         return;
     }
     if (!f) {
-        if (r->attempt == 1) gw->st.succeeded_first++;
-        else gw->st.succeeded_retry++;
+        if (r->attempt == 1) gw->succeeded_first++;
         (*gw->m.succeeded)++;
         unhold(r);
         finish_record(gw, r);
@@ -702,7 +739,6 @@ static int spill_record(eg_gw *gw, eg_record *r) {
     if (rc) return -1;
     const char *lv[1] = {topic};
     (*eg_counter(gw->m.spilled, lv))++;
-    gw->st.spilled++;
     r->fail->spilled = 1;
     lane_ok(gw, r);
     if (r->state == EG_RS_LANE_WRITE) {
@@ -736,7 +772,6 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
         (*eg_counter(gw->m.lane_refusals, lv))++;
     }
     if (!stub) {
-        gw->st.lane_failures++;
         const char *lv[1] = {lane};
         (*eg_counter(gw->m.lane_failures, lv))++;
         if (!r->lane_failing) {
@@ -746,7 +781,7 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
             part_update_pause(gw, p);
         }
         fl->lane_attempts++;
-        int shift = fl->lane_attempts - 1 < 6 ? fl->lane_attempts - 1 : 6;
+        int shift = fl->lane_attempts - 1 < LANE_BACKOFF_MAX_SHIFT ? fl->lane_attempts - 1 : LANE_BACKOFF_MAX_SHIFT;
         delay = (int64_t)LANE_BACKOFF_MIN_MS << shift;
         if (delay > LANE_BACKOFF_MAX_MS) delay = LANE_BACKOFF_MAX_MS;
         int64_t spill = spill_in(gw, r);
@@ -795,7 +830,7 @@ static void lane_write(eg_gw *gw, eg_record *r) {
     if (spill >= 0) arm_timer(gw, r, spill); /* unacknowledged by then: spill (on_timer) */
 }
 
-static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
+void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     eg_gw *gw = arg;
     if (r->fail->spilled) {
         /* its outcome is the journal's; only the record is left to free */
@@ -835,9 +870,9 @@ static void on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     }
     const char *lv[2] = {lane_topic_of(gw, r), d->reason};
     switch (d->action) {
-    case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; gw->st.dlq++; break;
-    case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; gw->st.quarantined++; break;
-    default: (*eg_counter(gw->m.laddered, lv))++; gw->st.laddered++; break;
+    case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; break;
+    case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; break;
+    default: (*eg_counter(gw->m.laddered, lv))++; break;
     }
     finish_record(gw, r);
 }
@@ -913,7 +948,6 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
     rd_kafka_resp_err_t err = rd_kafka_commit(gw->rk, l, !sync);
     if (sync) {
         if (err) {
-            gw->st.commit_failures++;
             (*gw->m.commit_failures)++;
             eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
         } else {
@@ -926,28 +960,24 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
                 else if (p && e->offset > p->committed)
                     p->committed = e->offset;
             }
-            gw->st.commits++;
             (*gw->m.commits)++;
         }
     } else if (err) {
-        gw->st.commit_failures++;
         (*gw->m.commit_failures)++;
         eg_log_msg(EG_WARN, "commit_failed", "%s", rd_kafka_err2str(err));
     }
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-static void on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                             rd_kafka_topic_partition_list_t *offsets, void *opaque) {
+void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                            rd_kafka_topic_partition_list_t *offsets, void *opaque) {
     eg_gw *gw = opaque;
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
     if (err) {
-        gw->st.commit_failures++;
         (*gw->m.commit_failures)++;
         eg_log_msg(EG_WARN, "commit_failed", "%s (retried at the next commit)", rd_kafka_err2str(err));
         return;
     }
-    gw->st.commits++;
     (*gw->m.commits)++;
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         eg_part *p = eg_gw_part_find(gw, offsets->elems[i].topic, offsets->elems[i].partition);
@@ -956,7 +986,7 @@ static void on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
-static void on_commit_tick(evutil_socket_t fd, short what, void *arg) {
+void eg_gw_on_commit_tick(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     if (!gw->closed) commit_offsets(gw, NULL, 0);
 }
@@ -1059,8 +1089,8 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
     rd_kafka_assign(gw->rk, NULL);
 }
 
-static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
+void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t *parts, void *opaque) {
     eg_gw *gw = opaque;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && !gw->closed) assign_parts(gw, parts);
     else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || gw->closed) revoke_parts(gw, parts);
@@ -1111,9 +1141,8 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     q_append(&p->pend_head, &p->pend_tail, r);
     p->unfinished++;
     gw->unfinished++;
-    gw->st.received++;
     (*p->received)++;
-    if (!gw->st.first_ms) gw->st.first_ms = eg_now_ms();
+    if (!gw->first_receive_ms) gw->first_receive_ms = eg_now_ms();
     pump(gw, p);
 }
 
@@ -1123,7 +1152,7 @@ static int drain_partitions(eg_gw *gw) {
     int nparts = 0, more = 0;
     for (eg_part *p = gw->parts; p; p = p->next) nparts++;
     int share = nparts ? POLL_BUDGET / nparts : 0;
-    if (share < 64) share = 64;
+    if (share < POLL_SHARE_MIN) share = POLL_SHARE_MIN;
     for (eg_part *p = gw->parts; p && !gw->closed; p = p->next) {
         int n = 0;
         while (n < share) {
@@ -1147,7 +1176,7 @@ static int drain_partitions(eg_gw *gw) {
 
 /* The consumer's queues signalled (or the poll tick fired): serve group
  * events and commit results (rd_kafka_consumer_poll), then messages. */
-static void on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
+void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     char buf[64];
     if (fd >= 0)
@@ -1160,30 +1189,26 @@ static void on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     dispatch(gw);
 }
 
-static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
-    on_consumer_queue(-1, 0, arg);
-}
-
 /* The lane producer hit a fatal error (idempotence broken: its writes can
  * no longer be trusted to be exactly the acknowledged ones): never
  * recovered; stop, commit only what is finished, exit 1. */
-static void on_lane_fatal(const char *reason, void *arg) {
-    begin_stop(arg, 1, reason);
+void eg_gw_on_lane_fatal(const char *reason, void *arg) {
+    eg_gw_begin_stop(arg, EG_EXIT_FAIL, reason);
 }
 
-static void on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+void eg_gw_on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     eg_gw *gw = opaque;
     eg_log_msg(EG_WARN, "kafka_error", "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
-    if (err == RD_KAFKA_RESP_ERR__FATAL) begin_stop(gw, 1, "fatal consumer error");
+    if (err == RD_KAFKA_RESP_ERR__FATAL) eg_gw_begin_stop(gw, EG_EXIT_FAIL, "fatal consumer error");
 }
 
 /* -------------------------------------------------------------- shutdown */
 
-static void finish_stop(eg_gw *gw) {
+void eg_gw_finish_stop(eg_gw *gw) {
     if (gw->closed) return;
     if (gw->drain_ev) evtimer_del(gw->drain_ev);
     gw->target->ops->cancel_all(gw->target);
-    eg_lanes_purge(gw->lanes, 2000);
+    eg_lanes_purge(gw->lanes, STOP_PURGE_WAIT_MS);
     commit_offsets(gw, NULL, 1);
     gw->closed = 1;
     rd_kafka_resp_err_t err = rd_kafka_consumer_close(gw->rk);
@@ -1201,16 +1226,16 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     if (busy(gw) == 0 || eg_now_ms() >= gw->drain_deadline_ms) {
         if (busy(gw)) eg_log_msg(EG_WARN, "shutdown_timeout", "%d operations abandoned", busy(gw));
-        finish_stop(gw);
+        eg_gw_finish_stop(gw);
         return;
     }
-    struct timeval tv = {0, 20000};
+    struct timeval tv = eg_gw_tv(STOP_DRAIN_TICK_MS);
     evtimer_add(gw->drain_ev, &tv);
 }
 
 /* Stops taking new work; in-flight attempts and lane writes get
  * shutdown_timeout_ms to finish; then commit and close. */
-static void begin_stop(eg_gw *gw, int code, const char *why) {
+void eg_gw_begin_stop(eg_gw *gw, int code, const char *why) {
     if (code > gw->exit_code) gw->exit_code = code;
     if (gw->stopping) return;
     gw->stopping = 1;
@@ -1222,71 +1247,7 @@ static void begin_stop(eg_gw *gw, int code, const char *why) {
     on_drain_tick(-1, 0, gw);
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg) {
-    eg_gw *gw = arg;
-    if (gw->stopping) {
-        eg_log_msg(EG_WARN, "stop", "second signal: stopping now");
-        finish_stop(gw);
-        return;
-    }
-    begin_stop(gw, 0, sig == SIGINT ? "SIGINT" : "SIGTERM");
-}
-
-/* ------------------------------------------------------------------ setup */
-
-static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
-    const eg_config *cfg = gw->cfg;
-    char e[512];
-    /* prefetch per partition: librdkafka's defaults (100,000 messages, 64 MiB)
-     * would dwarf the in-flight caps; statistics feed the consumer-lag metric */
-    static const char *const defaults[][2] = {
-        {"auto.offset.reset", "earliest"},      {"queued.min.messages", "20000"},
-        {"queued.max.messages.kbytes", "4096"}, {"client.id", "errgate"},
-        {"statistics.interval.ms", "5000"},     {NULL, NULL}};
-    const char *const fixed[][2] = {{"group.id", cfg->group},
-                                    {"enable.auto.commit", "false"},
-                                    {"enable.auto.offset.store", "false"},
-                                    {"enable.partition.eof", "false"},
-                                    {NULL, NULL}};
-    rd_kafka_conf_t *conf = eg_kconf_build(cfg, defaults, fixed, err, errlen);
-    if (!conf) return -1;
-    rd_kafka_conf_set_stats_cb(conf, eg_gw_on_stats);
-    rd_kafka_conf_set_opaque(conf, gw);
-    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
-    rd_kafka_conf_set_offset_commit_cb(conf, on_commit_result);
-    rd_kafka_conf_set_error_cb(conf, on_consumer_error);
-    gw->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
-    if (!gw->rk) {
-        snprintf(err, errlen, "cannot create the consumer: %s", e);
-        rd_kafka_conf_destroy(conf);
-        return -1;
-    }
-    rd_kafka_poll_set_consumer(gw->rk);
-    gw->cq = rd_kafka_queue_get_consumer(gw->rk);
-    if (pipe2(gw->cpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "pipe: %m");
-        return -1;
-    }
-    rd_kafka_queue_io_event_enable(gw->cq, gw->cpipe[1], "1", 1);
-    gw->cev = event_new(gw->base, gw->cpipe[0], EV_READ | EV_PERSIST, on_consumer_queue, gw);
-    event_add(gw->cev, NULL);
-    eg_gw_rungs_sync(gw);
-    return eg_gw_subscribe(gw, err, errlen);
-}
-
-static void gateway_free(eg_gw *gw) {
-    eg_gw_reload_stop(gw); /* answers reloads still waiting, before the admin goes */
-    eg_admin_free(gw->admin);
-    gw->admin = NULL;
-    /* borrowers first: the producer may still point into records' messages */
-    if (gw->target) gw->target->ops->destroy(gw->target);
-    if (gw->lanes) eg_lanes_free(gw->lanes);
-    eg_spill_drain_free(gw->drain, 2000); /* undelivered frames stay in the journal */
-    eg_spill_close(gw->spill);
-    gw->drain = NULL;
-    gw->spill = NULL;
-    gw->target = NULL;
-    gw->lanes = NULL;
+void eg_gw_drop_all(eg_gw *gw) {
     while (gw->all) free_record(gw, gw->all);
     while (gw->parts) {
         eg_part *p = gw->parts;
@@ -1294,128 +1255,4 @@ static void gateway_free(eg_gw *gw) {
         part_release_queue(p);
         part_unref(p);
     }
-    if (gw->cq) rd_kafka_queue_destroy(gw->cq);
-    if (gw->rk) rd_kafka_destroy(gw->rk);
-    eg_policy_free(gw->policy);
-    eg_gw_rungs_free(gw);
-    eg_breaker_free(&gw->breaker);
-    if (gw->cev) event_free(gw->cev);
-    if (gw->watch_ev) event_free(gw->watch_ev);
-    if (gw->commit_ev) event_free(gw->commit_ev);
-    if (gw->poll_ev) event_free(gw->poll_ev);
-    if (gw->drain_ev) event_free(gw->drain_ev);
-    for (int i = 0; i < 3; i++)
-        if (gw->sig_ev[i]) event_free(gw->sig_ev[i]);
-    if (gw->cpipe[0] > 0) close(gw->cpipe[0]);
-    if (gw->cpipe[1] > 0) close(gw->cpipe[1]);
-    if (gw->base) event_base_free(gw->base);
-    eg_metrics_install_target_latency(NULL);
-    eg_registry_free(gw->reg);
-    gw->reg = NULL;
-}
-
-static void usage(void) {
-    printf("usage: errgate run -c CONFIG\n"
-           "\n"
-           "  -c, --config FILE  the gateway config (a Lua file returning a table;\n"
-           "                     see man errgate, CONFIGURATION)\n"
-           "\n"
-           "Runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the policy.\n"
-           "Exit 2: a bad config, policy or target file (nothing consumed);\n"
-           "3: the policy decided stop; 1: a fatal Kafka error.\n");
-}
-
-/* Opens the spill journal and starts its drainer on the loop, when the
- * config has lanes.spill. Returns 0 or -1 with err. */
-static int spill_start(eg_gw *gw, char *err, size_t errlen) {
-    if (!gw->cfg->spill_dir) return 0;
-    eg_spill_opts so = {.role = "gateway"};
-    if (!(gw->spill = eg_spill_open(gw->cfg->spill_dir, &so, err, errlen))) return -1;
-    rd_kafka_conf_t *conf = eg_lanes_producer_conf(gw->cfg, "errgate-spill", err, errlen);
-    if (!conf || !(gw->drain = eg_spill_drain_new(gw->spill, conf, NULL, err, errlen)) ||
-        eg_spill_drain_attach(gw->drain, gw->base, 1000, err, errlen) != 0)
-        return -1;
-    eg_log_msg(EG_INFO, "spill", "journal %s, spilling lane writes unacknowledged after %d ms", gw->cfg->spill_dir,
-               gw->cfg->spill_after_ms);
-    return 0;
-}
-
-int eg_cmd_run(int argc, char **argv) {
-    const char *cfgpath = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (eg_is_help(a)) {
-            usage();
-            return EG_EXIT_OK;
-        }
-        if (strcmp(a, "-c") && strcmp(a, "--config"))
-            return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
-        if (i + 1 >= argc) return eg_usage_error("run", "%s needs a value", a);
-        cfgpath = argv[++i];
-    }
-    if (!cfgpath) return eg_usage_error("run", "missing -c CONFIG");
-    char err[1024];
-    eg_config cfg;
-    if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
-        return 2;
-    }
-    eg_level lv = strcmp(cfg.log_level, "debug") == 0 ? EG_DEBUG : strcmp(cfg.log_level, "warn") == 0 ? EG_WARN
-                  : strcmp(cfg.log_level, "error") == 0 ? EG_ERROR : EG_INFO;
-    eg_log_setup(lv, strcmp(cfg.log_format, "text") == 0);
-    signal(SIGPIPE, SIG_IGN);
-
-    eg_gw gw;
-    memset(&gw, 0, sizeof gw);
-    gw.cfg = &cfg;
-    int rc = 2;
-    gw.base = event_base_new();
-    gw.loop_thread = pthread_self();
-    eg_gw_metrics_new(&gw);
-    eg_breaker_cfg bc = {.enabled = cfg.breaker_enabled, .window = cfg.breaker_window,
-                         .min_calls = cfg.breaker_min_calls, .failure_ratio = cfg.breaker_failure_ratio,
-                         .open_ms = cfg.breaker_open_ms, .half_open_probes = cfg.breaker_probes};
-    eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
-    if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
-        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
-        fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
-        goto out;
-    }
-    if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
-                                            err, sizeof err)) ||
-        !(gw.target = eg_target_new(&cfg, gw.base, on_target_done, &gw, err, sizeof err)) ||
-        !(gw.lanes = eg_lanes_new(&cfg, gw.base, on_lane_done, on_lane_fatal, &gw, err, sizeof err)) || spill_start(&gw, err, sizeof err) != 0 ||
-        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
-        fprintf(stderr, "errgate: %s\n", err);
-        goto out;
-    }
-    eg_logline l;
-    if (eg_log_begin(&l, EG_INFO, "start")) {
-        eg_log_str(&l, "group", cfg.group);
-        eg_log_str(&l, "policy", eg_policy_id(gw.policy));
-        eg_log_str(&l, "target", cfg.target_kind == EG_TARGET_HTTP ? cfg.http_url : cfg.lua_target);
-        eg_log_str(&l, "ordering", eg_ordering_name(cfg.ordering));
-        eg_log_end(&l);
-    }
-    gw.commit_ev = event_new(gw.base, -1, EV_PERSIST, on_commit_tick, &gw);
-    struct timeval ci = {cfg.commit_interval_ms / 1000, (cfg.commit_interval_ms % 1000) * 1000};
-    event_add(gw.commit_ev, &ci);
-    gw.poll_ev = event_new(gw.base, -1, EV_PERSIST, on_poll_tick, &gw);
-    struct timeval pt = {POLL_TICK_MS / 1000, (POLL_TICK_MS % 1000) * 1000};
-    event_add(gw.poll_ev, &pt);
-    eg_gw_watch_start(&gw);
-    gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
-    gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
-    gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, eg_gw_on_sighup, &gw);
-    event_add(gw.sig_ev[0], NULL);
-    event_add(gw.sig_ev[1], NULL);
-    event_add(gw.sig_ev[2], NULL);
-    event_base_dispatch(gw.base);
-    rc = gw.exit_code;
-    eg_gw_log_summary(&gw);
-    eg_log_flush_suppressed();
-out:
-    gateway_free(&gw);
-    eg_config_free(&cfg);
-    return rc;
 }

@@ -1,7 +1,9 @@
 /* gw.h — the gateway's internal state, shared by the files of `errgate run`
- * (gateway.c: the loop, records, decisions, lanes, commits; gw_admin.c:
- * metrics, admin views, statistics and the reload path). Nothing outside
- * those files includes it.
+ * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
+ * consume to commit; gw_admin.c: metrics, admin views, statistics, the
+ * summary; gw_reload.c: the reload path; gw_rungs.c: rung topics). Nothing
+ * outside those files includes it. Calls run one way: gw_run.c -> gw_admin.c
+ * -> gw_reload.c -> gateway.c -> gw_rungs.c (each may call those after it).
  *
  * Locality: everything here is owned and touched by the event-loop thread
  * only (librdkafka's statistics callback checks it runs there); a policy
@@ -37,10 +39,25 @@ enum {
     PAUSE_DUE = 1 << 4,    /* a rung partition's head record is not due yet */
 };
 
-#define LANE_BACKOFF_MIN_MS 100
-#define LANE_BACKOFF_MAX_MS 5000
-#define POLL_BUDGET 1000     /* messages taken per loop pass, over all partitions */
-#define POLL_TICK_MS 1000    /* keep polling (group membership) even when idle */
+/* The loop's ticks, budgets and waits. */
+#define POLL_BUDGET 1000        /* messages taken per loop pass, over all partitions */
+#define POLL_SHARE_MIN 64       /* ... but at least this many per partition */
+#define POLL_TICK_MS 1000       /* keep polling (group membership) even when idle */
+#define LANE_BACKOFF_MIN_MS 100 /* a failed lane write's first back-off, doubling ... */
+#define LANE_BACKOFF_MAX_MS 5000 /* ... up to this; also how often an unspillable write is checked */
+#define LANE_BACKOFF_MAX_SHIFT 6 /* doublings counted (the shift stays in range) */
+#define DEFAULT_HOLD_MS 1000    /* a hold the C core decides, when no delay was given */
+#define STOP_DRAIN_TICK_MS 20   /* while stopping: how often in-flight work is checked */
+#define STOP_PURGE_WAIT_MS 2000 /* at the stop: wait for the lanes' queued writes */
+#define SPILL_DRAIN_IDLE_MS 1000 /* the spill drainer's step when idle (eg_spill_drain_attach) */
+#define SPILL_STOP_WAIT_MS 2000 /* at teardown: wait for the drainer's deliveries */
+#define POLICY_WATCH_MS 1000    /* how often the policy file is checked for a change */
+
+/* ms as a libevent timeout. */
+static inline struct timeval eg_gw_tv(int64_t ms) {
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    return tv;
+}
 
 struct eg_gw;
 typedef struct eg_gw_reloader eg_gw_reloader; /* gw_reload.c */
@@ -86,14 +103,8 @@ typedef struct eg_part {
     struct eg_part *next;
 } eg_part;
 
-typedef struct eg_stats {
-    int64_t received, succeeded_first, succeeded_retry, failures, retries, holds;
-    int64_t dlq, quarantined, laddered, spilled, ignored, stops, policy_errors, lane_failures;
-    int64_t commits, commit_failures;
-    int64_t first_ms, last_ms;
-} eg_stats;
-
-/* The registry's families and unlabelled counters the loop bumps. */
+/* The registry's families and unlabelled counters the loop bumps (each
+ * statistic is counted here once; the end-of-run summary reads them). */
 typedef struct eg_gw_metrics {
     eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *spilled, *lane_failures;
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
@@ -128,7 +139,9 @@ typedef struct eg_gw {
     int closed;
     int exit_code;
     int64_t drain_deadline_ms;
-    eg_stats st;
+    int64_t succeeded_first;  /* successes at the first attempt (the summary's split of m.succeeded) */
+    int64_t first_receive_ms; /* monotonic ms of the first record received, 0 before */
+    int64_t last_finish_ms;   /* ... and of the last one finished: the summary's active time */
     eg_registry *reg;
     eg_gw_metrics m;
     eg_admin *admin;
@@ -146,7 +159,37 @@ typedef struct eg_gw {
     eg_gw_reloader *reloader;      /* policy builds off the loop, NULL before the first */
 } eg_gw;
 
-/* gateway.c */
+/* gateway.c: the record path. Entry points, registered by gw_run.c. */
+
+/* Target completion (target.h): success finishes the record, a failure
+ * asks the policy (decide) and carries the decision out. */
+void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg);
+/* Lane delivery report (lanes.h): the record's lane outcome is durable, or
+ * the write backs off and is made again. */
+void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg);
+/* The lane producer's fatal error (lanes.h): stop, exit EG_EXIT_FAIL. */
+void eg_gw_on_lane_fatal(const char *reason, void *arg);
+/* The consumer's queues signalled (fd >= 0, the pipe) or a poll tick
+ * (fd -1): serve group events, then take messages. */
+void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg);
+/* librdkafka callbacks of the consumer (opaque: the gateway). */
+void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                        void *opaque);
+void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
+                            void *opaque);
+void eg_gw_on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque);
+/* The commit interval's timer: commits what moved, asynchronously. */
+void eg_gw_on_commit_tick(evutil_socket_t fd, short what, void *arg);
+/* Stops taking new work with exit code `code` (the highest asked wins):
+ * in-flight attempts and lane writes get shutdown_timeout_ms, then
+ * eg_gw_finish_stop. */
+void eg_gw_begin_stop(eg_gw *gw, int code, const char *why);
+/* Cancels what is in flight, commits what is finished (sync), closes the
+ * consumer and breaks the loop. Idempotent. */
+void eg_gw_finish_stop(eg_gw *gw);
+/* Teardown: frees every record and partition (after the target and the
+ * lanes, which may borrow records, are gone). */
+void eg_gw_drop_all(eg_gw *gw);
 
 /* The assigned partition topic[partition], or NULL. */
 eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition);
@@ -182,6 +225,9 @@ void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_b
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
 /* librdkafka statistics callback (consumer lag per partition). */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque);
+/* The end-of-run summary log line, read from the metrics registry. */
+void eg_gw_log_summary(eg_gw *gw);
+
 /* gw_reload.c */
 
 /* The one reload path (SIGHUP, file change, POST /reload): starts building
@@ -197,10 +243,7 @@ void eg_gw_reload_request(void *gw, const char *trigger, eg_admin_reload_done do
 void eg_gw_reload_stop(eg_gw *gw);
 /* Starts watching the policy file (a change reloads it). */
 void eg_gw_watch_start(eg_gw *gw);
-#define EG_POLICY_WATCH_MS 1000
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
-/* The end-of-run summary log line. */
-void eg_gw_log_summary(eg_gw *gw);
 
 #endif

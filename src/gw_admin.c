@@ -1,8 +1,11 @@
 /* gw_admin.c — what `errgate run` shows about itself: the metrics registry
  * and its scrape-time gauges, the admin views (/readyz, /policy, /lanes),
- * librdkafka statistics (consumer lag) and the end-of-run summary. (The
- * reload path POST /reload shares with SIGHUP and the file watch is
- * gw_reload.c.)
+ * librdkafka statistics (consumer lag) and the end-of-run summary, which
+ * reads the registry (each statistic is counted once, there). (The reload
+ * path POST /reload shares with SIGHUP and the file watch is gw_reload.c.)
+ * Metrics are declared as tables: the families the loop updates
+ * (families[]) and the series computed at scrape time (part_gauges[],
+ * target_gauges[], spill_gauges[]).
  *
  * The admin endpoint runs on the loop's event base, so these handlers read
  * the gateway's state between two events without locks. Per-record paths
@@ -13,9 +16,12 @@
 #include "redact.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define NELEM(a) (int)(sizeof a / sizeof a[0])
 
 /* Splits "name@version" into its parts (version "" when absent). */
 static void policy_name_version(const eg_policy *p, char *name, size_t nlen, char *ver, size_t vlen) {
@@ -93,55 +99,106 @@ static int lane_pending(eg_gw *gw, const char *topic) {
     return n;
 }
 
+/* Scrape-time series, each a table of (name, type, help, getter): per
+ * assigned partition (labels topic, partition; a getter returning < 0
+ * skips the partition), per target (label target), and of the spill
+ * journal and its drainer (a uint64_t field of their statistics). */
+typedef struct part_gauge {
+    const char *name, *type, *help;
+    double (*get)(eg_gw *gw, const eg_part *p);
+} part_gauge;
+
+typedef struct target_gauge {
+    const char *name, *type, *help;
+    double (*get)(eg_gw *gw);
+} target_gauge;
+
+typedef struct spill_gauge {
+    const char *name, *type, *help;
+    int drainer;  /* 1: a field of eg_spill_drain_stats, 0: of eg_spill_stats */
+    size_t off;   /* of that uint64_t field */
+} spill_gauge;
+
+static double committed_offset_lag(eg_gw *gw, const eg_part *p) {
+    int64_t lo = 0, hi = 0;
+    if (rd_kafka_get_watermark_offsets(gw->rk, p->topic, p->partition, &lo, &hi) != 0 || hi < 0) return -1;
+    int64_t base = p->committed >= 0 ? p->committed : lo;
+    return (double)(hi > base ? hi - base : 0);
+}
+static double tracked_offsets(eg_gw *gw, const eg_part *p) { return (double)eg_tracker_pending(&p->trk); }
+static double consumer_lag(eg_gw *gw, const eg_part *p) { return p->consumer_lag < 0 ? -1 : (double)p->consumer_lag; }
+
+static const part_gauge part_gauges[] = {
+    {"errgate_committed_offset_lag", "gauge", "High watermark minus the committed offset, per assigned partition.",
+     committed_offset_lag},
+    {"errgate_tracked_offsets", "gauge", "Offsets tracked per assigned partition (oldest unfinished to newest read).",
+     tracked_offsets},
+    {"errgate_consumer_lag", "gauge", "Consumer lag per assigned partition, from librdkafka statistics.",
+     consumer_lag},
+};
+
+static double breaker_state(eg_gw *gw) { return eg_breaker_poll(&gw->breaker, eg_now_ms()); }
+static double retries_active(eg_gw *gw) { return (double)gw->budget.retries; }
+static double retry_budget_limit(eg_gw *gw) { return (double)eg_budget_limit(&gw->budget); }
+static double retry_budget_refused(eg_gw *gw) { return (double)gw->budget.refused; }
+
+static const target_gauge target_gauges[] = {
+    {"errgate_breaker_state", "gauge",
+     "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (always 0 when disabled).", breaker_state},
+    {"errgate_retries_active", "gauge",
+     "In-place retries waiting or in the target (counted against the retry budget).", retries_active},
+    {"errgate_retry_budget_limit", "gauge", "In-place retries the budget allows now (-1: no budget).",
+     retry_budget_limit},
+    {"errgate_retry_budget_refused_total", "counter",
+     "Retry decisions refused by the retry budget (escalated to a ladder or a hold).", retry_budget_refused},
+};
+
+#define JOURNAL(field) 0, offsetof(eg_spill_stats, field)
+#define DRAINER(field) 1, offsetof(eg_spill_drain_stats, field)
+static const spill_gauge spill_gauges[] = {
+    {"errgate_spill_bytes_pending", "gauge", "Bytes in the spill journal's segments.", JOURNAL(bytes_pending)},
+    {"errgate_spill_segments", "gauge", "Segments in the spill journal.", JOURNAL(segments)},
+    {"errgate_spill_frames_drained_total", "counter", "Journal records delivered to their lane by the drainer.",
+     DRAINER(frames_drained)},
+    {"errgate_spill_drain_failures_total", "counter", "Failed deliveries of journal records (each retried).",
+     DRAINER(frames_failed)},
+    {"errgate_spill_corrupt_frames_total", "counter", "Corrupt or torn journal frames met (reported, never applied).",
+     DRAINER(corrupt_frames)},
+    {"errgate_spill_frames_refused_total", "counter",
+     "Journal records Kafka refused for good: sent as stubs, or set aside when refused again.",
+     DRAINER(frames_refused)},
+    {"errgate_spill_frames_set_aside_total", "counter",
+     "Journal records whose stub was refused too, kept in *.eg.refused files.", DRAINER(frames_set_aside)},
+};
+
+/* GET /metrics: the registry, then the scrape-time series. */
 static void gw_metrics(void *arg, struct evbuffer *out) {
     eg_gw *gw = arg;
     eg_registry_render(gw->reg, out);
-    static const char *const tp[] = {"topic", "partition"};
     char pbuf[16], name[128], ver[128], target[512];
     eg_metric_header(out, "errgate_inflight_records", "Records consumed and not yet finished.", "gauge");
     eg_metric_sample(out, "errgate_inflight_records", 0, NULL, NULL, gw->unfinished);
-    eg_metric_header(out, "errgate_committed_offset_lag",
-                     "High watermark minus the committed offset, per assigned partition.", "gauge");
-    for (eg_part *p = gw->parts; p; p = p->next) {
-        int64_t lo = 0, hi = 0;
-        if (rd_kafka_get_watermark_offsets(gw->rk, p->topic, p->partition, &lo, &hi) != 0 || hi < 0) continue;
-        int64_t base = p->committed >= 0 ? p->committed : lo;
-        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
-        const char *v[2] = {p->topic, pbuf};
-        eg_metric_sample(out, "errgate_committed_offset_lag", 2, tp, v, (double)(hi > base ? hi - base : 0));
-    }
-    eg_metric_header(out, "errgate_tracked_offsets",
-                     "Offsets tracked per assigned partition (oldest unfinished to newest read).", "gauge");
-    for (eg_part *p = gw->parts; p; p = p->next) {
-        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
-        const char *v[2] = {p->topic, pbuf};
-        eg_metric_sample(out, "errgate_tracked_offsets", 2, tp, v, (double)eg_tracker_pending(&p->trk));
-    }
-    eg_metric_header(out, "errgate_consumer_lag",
-                     "Consumer lag per assigned partition, from librdkafka statistics.", "gauge");
-    for (eg_part *p = gw->parts; p; p = p->next) {
-        if (p->consumer_lag < 0) continue;
-        snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
-        const char *v[2] = {p->topic, pbuf};
-        eg_metric_sample(out, "errgate_consumer_lag", 2, tp, v, (double)p->consumer_lag);
+    static const char *const tp[] = {"topic", "partition"};
+    for (int i = 0; i < NELEM(part_gauges); i++) {
+        const part_gauge *g = &part_gauges[i];
+        eg_metric_header(out, g->name, g->help, g->type);
+        for (eg_part *p = gw->parts; p; p = p->next) {
+            double v = g->get(gw, p);
+            if (v < 0) continue;
+            snprintf(pbuf, sizeof pbuf, "%d", (int)p->partition);
+            const char *lv[2] = {p->topic, pbuf};
+            eg_metric_sample(out, g->name, 2, tp, lv, v);
+        }
     }
     const char *t = gw->cfg->target_kind == EG_TARGET_HTTP ? gw->cfg->http_url : gw->cfg->lua_target;
     eg_redact(t, strlen(t), target, sizeof target);
     static const char *const tl[] = {"target"};
     const char *tv[1] = {target};
-    eg_metric_header(out, "errgate_breaker_state",
-                     "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (always 0 when disabled).",
-                     "gauge");
-    eg_metric_sample(out, "errgate_breaker_state", 1, tl, tv, eg_breaker_poll(&gw->breaker, eg_now_ms()));
-    eg_metric_header(out, "errgate_retries_active",
-                     "In-place retries waiting or in the target (counted against the retry budget).", "gauge");
-    eg_metric_sample(out, "errgate_retries_active", 1, tl, tv, (double)gw->budget.retries);
-    eg_metric_header(out, "errgate_retry_budget_limit",
-                     "In-place retries the budget allows now (-1: no budget).", "gauge");
-    eg_metric_sample(out, "errgate_retry_budget_limit", 1, tl, tv, (double)eg_budget_limit(&gw->budget));
-    eg_metric_header(out, "errgate_retry_budget_refused_total",
-                     "Retry decisions refused by the retry budget (escalated to a ladder or a hold).", "counter");
-    eg_metric_sample(out, "errgate_retry_budget_refused_total", 1, tl, tv, (double)gw->budget.refused);
+    for (int i = 0; i < NELEM(target_gauges); i++) {
+        const target_gauge *g = &target_gauges[i];
+        eg_metric_header(out, g->name, g->help, g->type);
+        eg_metric_sample(out, g->name, 1, tl, tv, g->get(gw));
+    }
     policy_name_version(gw->policy, name, sizeof name, ver, sizeof ver);
     static const char *const pl[] = {"name", "version"};
     const char *pv[2] = {name, ver};
@@ -163,26 +220,14 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         eg_spill_drain_stats ds;
         eg_spill_stats_get(gw->spill, &js);
         eg_spill_drain_stats_get(gw->drain, &ds);
-        eg_metric_header(out, "errgate_spill_bytes_pending", "Bytes in the spill journal's segments.", "gauge");
-        eg_metric_sample(out, "errgate_spill_bytes_pending", 0, NULL, NULL, (double)js.bytes_pending);
-        eg_metric_header(out, "errgate_spill_segments", "Segments in the spill journal.", "gauge");
-        eg_metric_sample(out, "errgate_spill_segments", 0, NULL, NULL, (double)js.segments);
-        eg_metric_header(out, "errgate_spill_frames_drained_total",
-                         "Journal records delivered to their lane by the drainer.", "counter");
-        eg_metric_sample(out, "errgate_spill_frames_drained_total", 0, NULL, NULL, (double)ds.frames_drained);
-        eg_metric_header(out, "errgate_spill_drain_failures_total",
-                         "Failed deliveries of journal records (each retried).", "counter");
-        eg_metric_sample(out, "errgate_spill_drain_failures_total", 0, NULL, NULL, (double)ds.frames_failed);
-        eg_metric_header(out, "errgate_spill_corrupt_frames_total",
-                         "Corrupt or torn journal frames met (reported, never applied).", "counter");
-        eg_metric_sample(out, "errgate_spill_corrupt_frames_total", 0, NULL, NULL, (double)ds.corrupt_frames);
-        eg_metric_header(out, "errgate_spill_frames_refused_total",
-                         "Journal records Kafka refused for good: sent as stubs, or set aside when refused again.",
-                         "counter");
-        eg_metric_sample(out, "errgate_spill_frames_refused_total", 0, NULL, NULL, (double)ds.frames_refused);
-        eg_metric_header(out, "errgate_spill_frames_set_aside_total",
-                         "Journal records whose stub was refused too, kept in *.eg.refused files.", "counter");
-        eg_metric_sample(out, "errgate_spill_frames_set_aside_total", 0, NULL, NULL, (double)ds.frames_set_aside);
+        for (int i = 0; i < NELEM(spill_gauges); i++) {
+            const spill_gauge *g = &spill_gauges[i];
+            const char *st = g->drainer ? (const char *)&ds : (const char *)&js;
+            uint64_t v;
+            memcpy(&v, st + g->off, sizeof v);
+            eg_metric_header(out, g->name, g->help, g->type);
+            eg_metric_sample(out, g->name, 0, NULL, NULL, (double)v);
+        }
     }
     char why[128];
     eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
@@ -230,90 +275,114 @@ static void gw_lanes_json(void *arg, struct evbuffer *out) {
     evbuffer_add_printf(out, "]}");
 }
 
-/* Builds the registry and the families the loop updates. */
+/* The families the loop updates, in exposition order: name, type, help,
+ * labels (and bucket bounds for a histogram), and where the gateway keeps
+ * it: the family itself (FAM), or the one counter of an unlabelled counter
+ * family (CTR), at that field of gw->m. */
+typedef struct family_def {
+    const char *name;
+    eg_metric_type type;
+    const char *help;
+    int nlabels;
+    const char *const *labels;
+    const double *bounds;
+    int nbounds;
+    size_t off;   /* offsetof(eg_gw_metrics, field) */
+    int counter;  /* 1: the field is a uint64_t *, 0: an eg_family * */
+} family_def;
+
+#define LABELS(a) NELEM(a), a
+#define NO_LABELS 0, NULL
+#define BOUNDS(b) b, NELEM(b)
+#define NO_BOUNDS NULL, 0
+#define FAM(field) offsetof(eg_gw_metrics, field), 0
+#define CTR(field) offsetof(eg_gw_metrics, field), 1
+
+static const char *const l_topic[] = {"topic"};
+static const char *const l_cc[] = {"class", "code"};
+static const char *const l_lr[] = {"lane", "reason"};
+static const char *const l_lane[] = {"lane"};
+static const char *const l_lane_err[] = {"lane", "error"};
+static const char *const l_status[] = {"status_class"};
+static const char *const l_result[] = {"result"};
+static const char *const l_to[] = {"to"};
+static const double dec_b[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                               0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
+static const double tgt_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                               0.5, 1, 2.5, 5, 10, 30};
+
+static const family_def families[] = {
+    {"errgate_records_received_total", EG_MT_COUNTER, "Records consumed, by source topic.",
+     LABELS(l_topic), NO_BOUNDS, FAM(received)},
+    {"errgate_records_processed_total", EG_MT_COUNTER,
+     "Records finished with a durable outcome (success, lane write, ignore), by source topic.",
+     LABELS(l_topic), NO_BOUNDS, FAM(processed)},
+    {"errgate_records_succeeded_total", EG_MT_COUNTER, "Records the target accepted.",
+     NO_LABELS, NO_BOUNDS, CTR(succeeded)},
+    {"errgate_records_failed_total", EG_MT_COUNTER, "Failed target attempts, by the class and code the policy gave.",
+     LABELS(l_cc), NO_BOUNDS, FAM(failed)},
+    {"errgate_records_retried_total", EG_MT_COUNTER, "In-place retries decided.",
+     NO_LABELS, NO_BOUNDS, CTR(retried)},
+    {"errgate_records_retry_exhausted_total", EG_MT_COUNTER, "Decisions taken because the retries were exhausted.",
+     NO_LABELS, NO_BOUNDS, CTR(exhausted)},
+    {"errgate_records_dead_lettered_total", EG_MT_COUNTER,
+     "Records written to a DLQ lane (acknowledged), by lane topic and reason.",
+     LABELS(l_lr), NO_BOUNDS, FAM(dead)},
+    {"errgate_records_quarantined_total", EG_MT_COUNTER,
+     "Records written to a quarantine lane (acknowledged), by lane topic and reason.",
+     LABELS(l_lr), NO_BOUNDS, FAM(quarantined)},
+    {"errgate_records_laddered_total", EG_MT_COUNTER,
+     "Records written to a retry rung (acknowledged), by rung topic and reason.",
+     LABELS(l_lr), NO_BOUNDS, FAM(laddered)},
+    {"errgate_records_spilled_total", EG_MT_COUNTER,
+     "Lane records written to the spill journal instead (durable; drained later), by lane topic.",
+     LABELS(l_lane), NO_BOUNDS, FAM(spilled)},
+    {"errgate_records_ignored_total", EG_MT_COUNTER, "Records ignored by decision.",
+     NO_LABELS, NO_BOUNDS, CTR(ignored)},
+    {"errgate_records_held_total", EG_MT_COUNTER, "Hold decisions.", NO_LABELS, NO_BOUNDS, CTR(held)},
+    {"errgate_stop_decisions_total", EG_MT_COUNTER, "Stop decisions.", NO_LABELS, NO_BOUNDS, CTR(stops)},
+    {"errgate_policy_fallbacks_total", EG_MT_COUNTER, "Decisions where the policy failed and the fallback applied.",
+     NO_LABELS, NO_BOUNDS, CTR(fallbacks)},
+    {"errgate_lane_write_failures_total", EG_MT_COUNTER, "Failed lane writes, by lane topic.",
+     LABELS(l_lane), NO_BOUNDS, FAM(lane_failures)},
+    {"errgate_lane_refusals_total", EG_MT_COUNTER,
+     "Lane writes Kafka refused for good (never spilled), by lane topic and error.",
+     LABELS(l_lane_err), NO_BOUNDS, FAM(lane_refusals)},
+    {"errgate_lane_values_omitted_total", EG_MT_COUNTER,
+     "Records too large for their lane written as stubs (errgate.value-omitted).",
+     LABELS(l_lane), NO_BOUNDS, FAM(lane_stubs)},
+    {"errgate_commits_total", EG_MT_COUNTER, "Successful offset commits.", NO_LABELS, NO_BOUNDS, CTR(commits)},
+    {"errgate_commit_failures_total", EG_MT_COUNTER, "Failed offset commits.",
+     NO_LABELS, NO_BOUNDS, CTR(commit_failures)},
+    {"errgate_bad_ids_total", EG_MT_COUNTER, "Source records whose errgate.id header was malformed (ignored).",
+     NO_LABELS, NO_BOUNDS, CTR(bad_ids)},
+    {"errgate_tracker_full_total", EG_MT_COUNTER, "Times a partition stopped being read at source.max_tracked.",
+     NO_LABELS, NO_BOUNDS, CTR(tracker_full)},
+    {"errgate_excluded_partitions_total", EG_MT_COUNTER,
+     "Assigned partitions of lane-shaped topics not consumed as source.",
+     NO_LABELS, NO_BOUNDS, CTR(excluded_topics)},
+    {"errgate_policy_reloads_total", EG_MT_COUNTER, "Policy reload attempts, by result.",
+     LABELS(l_result), NO_BOUNDS, FAM(reloads)},
+    {"errgate_breaker_transitions_total", EG_MT_COUNTER, "Circuit breaker transitions, by the state entered.",
+     LABELS(l_to), NO_BOUNDS, FAM(breaker_transitions)},
+    {"errgate_decision_duration_seconds", EG_MT_HISTOGRAM, "Time the policy took to decide on one failure.",
+     NO_LABELS, BOUNDS(dec_b), FAM(decision_seconds)},
+    {"errgate_target_request_duration_seconds", EG_MT_HISTOGRAM,
+     "Target attempt latency, by status class (2xx..5xx, timeout, connect).",
+     LABELS(l_status), BOUNDS(tgt_b), FAM(target_seconds)},
+};
+
+/* Builds the registry and the families the loop updates (families[]). */
 void eg_gw_metrics_new(eg_gw *gw) {
-    static const char *const l_topic[] = {"topic"};
-    static const char *const l_cc[] = {"class", "code"};
-    static const char *const l_lr[] = {"lane", "reason"};
-    static const char *const l_lane[] = {"lane"};
-    static const char *const l_status[] = {"status_class"};
-    static const char *const l_result[] = {"result"};
-    static const double dec_b[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
-                                   0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
-    static const double tgt_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                   0.5, 1, 2.5, 5, 10, 30};
     eg_registry *r = gw->reg = eg_registry_new();
     eg_gw_metrics *m = &gw->m;
-    m->received = eg_family_new(r, "errgate_records_received_total", "Records consumed, by source topic.",
-                                EG_MT_COUNTER, 1, l_topic, NULL, 0);
-    m->processed = eg_family_new(r, "errgate_records_processed_total",
-                                 "Records finished with a durable outcome (success, lane write, ignore), by source topic.",
-                                 EG_MT_COUNTER, 1, l_topic, NULL, 0);
-    m->succeeded = eg_counter(eg_family_new(r, "errgate_records_succeeded_total",
-                                            "Records the target accepted.", EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->failed = eg_family_new(r, "errgate_records_failed_total",
-                              "Failed target attempts, by the class and code the policy gave.", EG_MT_COUNTER, 2,
-                              l_cc, NULL, 0);
-    m->retried = eg_counter(eg_family_new(r, "errgate_records_retried_total", "In-place retries decided.",
-                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->exhausted = eg_counter(eg_family_new(r, "errgate_records_retry_exhausted_total",
-                                            "Decisions taken because the retries were exhausted.", EG_MT_COUNTER, 0,
-                                            NULL, NULL, 0), NULL);
-    m->dead = eg_family_new(r, "errgate_records_dead_lettered_total",
-                            "Records written to a DLQ lane (acknowledged), by lane topic and reason.", EG_MT_COUNTER, 2,
-                            l_lr, NULL, 0);
-    m->quarantined = eg_family_new(r, "errgate_records_quarantined_total",
-                                   "Records written to a quarantine lane (acknowledged), by lane topic and reason.",
-                                   EG_MT_COUNTER, 2, l_lr, NULL, 0);
-    m->laddered = eg_family_new(r, "errgate_records_laddered_total",
-                                "Records written to a retry rung (acknowledged), by rung topic and reason.",
-                                EG_MT_COUNTER, 2, l_lr, NULL, 0);
-    m->spilled = eg_family_new(r, "errgate_records_spilled_total",
-                               "Lane records written to the spill journal instead (durable; drained later), by lane topic.",
-                               EG_MT_COUNTER, 1, l_lane, NULL, 0);
-    m->ignored = eg_counter(eg_family_new(r, "errgate_records_ignored_total", "Records ignored by decision.",
-                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->held = eg_counter(eg_family_new(r, "errgate_records_held_total", "Hold decisions.", EG_MT_COUNTER, 0, NULL,
-                                       NULL, 0), NULL);
-    m->stops = eg_counter(eg_family_new(r, "errgate_stop_decisions_total", "Stop decisions.", EG_MT_COUNTER, 0,
-                                        NULL, NULL, 0), NULL);
-    m->fallbacks = eg_counter(eg_family_new(r, "errgate_policy_fallbacks_total",
-                                            "Decisions where the policy failed and the fallback applied.",
-                                            EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->lane_failures = eg_family_new(r, "errgate_lane_write_failures_total", "Failed lane writes, by lane topic.",
-                                     EG_MT_COUNTER, 1, l_lane, NULL, 0);
-    static const char *const l_lane_err[] = {"lane", "error"};
-    m->lane_refusals = eg_family_new(r, "errgate_lane_refusals_total",
-                                     "Lane writes Kafka refused for good (never spilled), by lane topic and error.",
-                                     EG_MT_COUNTER, 2, l_lane_err, NULL, 0);
-    m->lane_stubs = eg_family_new(r, "errgate_lane_values_omitted_total",
-                                  "Records too large for their lane written as stubs (errgate.value-omitted).",
-                                  EG_MT_COUNTER, 1, l_lane, NULL, 0);
-    m->commits = eg_counter(eg_family_new(r, "errgate_commits_total", "Successful offset commits.", EG_MT_COUNTER,
-                                          0, NULL, NULL, 0), NULL);
-    m->commit_failures = eg_counter(eg_family_new(r, "errgate_commit_failures_total", "Failed offset commits.",
-                                                  EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->bad_ids = eg_counter(eg_family_new(r, "errgate_bad_ids_total",
-                                          "Source records whose errgate.id header was malformed (ignored).",
-                                          EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->tracker_full = eg_counter(eg_family_new(r, "errgate_tracker_full_total",
-                                               "Times a partition stopped being read at source.max_tracked.",
-                                               EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->excluded_topics = eg_counter(eg_family_new(r, "errgate_excluded_partitions_total",
-                                                  "Assigned partitions of lane-shaped topics not consumed as source.",
-                                                  EG_MT_COUNTER, 0, NULL, NULL, 0), NULL);
-    m->reloads = eg_family_new(r, "errgate_policy_reloads_total", "Policy reload attempts, by result.", EG_MT_COUNTER,
-                               1, l_result, NULL, 0);
-    static const char *const l_to[] = {"to"};
-    m->breaker_transitions = eg_family_new(r, "errgate_breaker_transitions_total",
-                                           "Circuit breaker transitions, by the state entered.", EG_MT_COUNTER, 1,
-                                           l_to, NULL, 0);
-    m->decision_seconds = eg_family_new(r, "errgate_decision_duration_seconds",
-                                        "Time the policy took to decide on one failure.", EG_MT_HISTOGRAM, 0, NULL,
-                                        dec_b, (int)(sizeof dec_b / sizeof dec_b[0]));
-    m->target_seconds = eg_family_new(r, "errgate_target_request_duration_seconds",
-                                      "Target attempt latency, by status class (2xx..5xx, timeout, connect).",
-                                      EG_MT_HISTOGRAM, 1, l_status, tgt_b, (int)(sizeof tgt_b / sizeof tgt_b[0]));
+    for (int i = 0; i < NELEM(families); i++) {
+        const family_def *d = &families[i];
+        eg_family *f = eg_family_new(r, d->name, d->help, d->type, d->nlabels, d->labels, d->bounds, d->nbounds);
+        char *at = (char *)m + d->off;
+        if (d->counter) *(uint64_t **)(void *)at = eg_counter(f, NULL);
+        else *(eg_family **)(void *)at = f;
+    }
     /* series that exist from the start, so dashboards see zeros */
     const char *ok[1] = {"success"}, *bad[1] = {"failure"};
     eg_counter(m->reloads, ok);
@@ -351,29 +420,30 @@ int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     return gw->admin ? 0 : -1;
 }
 
-
 void eg_gw_log_summary(eg_gw *gw) {
     eg_logline l;
     if (!eg_log_begin(&l, EG_INFO, "summary")) return;
-    const eg_stats *s = &gw->st;
-    eg_log_int(&l, "received", s->received);
-    eg_log_int(&l, "succeeded_first", s->succeeded_first);
-    eg_log_int(&l, "succeeded_retry", s->succeeded_retry);
-    eg_log_int(&l, "failures", s->failures);
-    eg_log_int(&l, "retries", s->retries);
-    eg_log_int(&l, "holds", s->holds);
-    eg_log_int(&l, "dlq", s->dlq);
-    eg_log_int(&l, "laddered", s->laddered);
-    eg_log_int(&l, "spilled", s->spilled);
-    eg_log_int(&l, "quarantined", s->quarantined);
-    eg_log_int(&l, "ignored", s->ignored);
-    eg_log_int(&l, "stops", s->stops);
-    eg_log_int(&l, "policy_errors", s->policy_errors);
-    eg_log_int(&l, "lane_failures", s->lane_failures);
-    eg_log_int(&l, "commits", s->commits);
-    eg_log_int(&l, "commit_failures", s->commit_failures);
-    int64_t done = s->succeeded_first + s->succeeded_retry + s->dlq + s->quarantined + s->ignored;
-    double secs = s->last_ms > s->first_ms ? (double)(s->last_ms - s->first_ms) / 1000.0 : 0;
+    const eg_gw_metrics *m = &gw->m;
+    int64_t succeeded = (int64_t)*m->succeeded, first = gw->succeeded_first;
+    int64_t dlq = (int64_t)eg_family_total(m->dead), quarantined = (int64_t)eg_family_total(m->quarantined);
+    eg_log_int(&l, "received", (int64_t)eg_family_total(m->received));
+    eg_log_int(&l, "succeeded_first", first);
+    eg_log_int(&l, "succeeded_retry", succeeded - first);
+    eg_log_int(&l, "failures", (int64_t)eg_family_total(m->failed));
+    eg_log_int(&l, "retries", (int64_t)*m->retried);
+    eg_log_int(&l, "holds", (int64_t)*m->held);
+    eg_log_int(&l, "dlq", dlq);
+    eg_log_int(&l, "laddered", (int64_t)eg_family_total(m->laddered));
+    eg_log_int(&l, "spilled", (int64_t)eg_family_total(m->spilled));
+    eg_log_int(&l, "quarantined", quarantined);
+    eg_log_int(&l, "ignored", (int64_t)*m->ignored);
+    eg_log_int(&l, "stops", (int64_t)*m->stops);
+    eg_log_int(&l, "policy_errors", (int64_t)*m->fallbacks);
+    eg_log_int(&l, "lane_failures", (int64_t)eg_family_total(m->lane_failures));
+    eg_log_int(&l, "commits", (int64_t)*m->commits);
+    eg_log_int(&l, "commit_failures", (int64_t)*m->commit_failures);
+    int64_t done = succeeded + dlq + quarantined + (int64_t)*m->ignored;
+    double secs = gw->last_finish_ms > gw->first_receive_ms ? (double)(gw->last_finish_ms - gw->first_receive_ms) / 1000.0 : 0;
     eg_log_dbl(&l, "active_seconds", secs);
     eg_log_dbl(&l, "records_per_second", secs > 0 ? (double)done / secs : 0);
     eg_log_int(&l, "exit_code", gw->exit_code);

@@ -295,7 +295,7 @@ static void on_watch(evutil_socket_t fd, short what, void *arg) {
 void eg_gw_watch_start(eg_gw *gw) {
     if (policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size) != 0) return;
     gw->watch_ev = event_new(gw->base, -1, EV_PERSIST, on_watch, gw);
-    struct timeval tv = {EG_POLICY_WATCH_MS / 1000, (EG_POLICY_WATCH_MS % 1000) * 1000};
+    struct timeval tv = eg_gw_tv(POLICY_WATCH_MS);
     event_add(gw->watch_ev, &tv);
 }
 

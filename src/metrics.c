@@ -107,6 +107,13 @@ uint64_t *eg_counter(eg_family *f, const char *const *values) { return &series(f
 
 eg_hist *eg_histogram(eg_family *f, const char *const *values) { return &series(f, values)->hist; }
 
+uint64_t eg_family_total(const eg_family *f) {
+    uint64_t n = 0;
+    if (f->type == EG_MT_COUNTER)
+        for (const eg_series *s = f->head; s; s = s->next) n += s->counter;
+    return n;
+}
+
 void eg_hist_observe(eg_hist *h, double v) {
     if (isnan(v)) return;
     int i = 0;

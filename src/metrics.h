@@ -53,6 +53,9 @@ uint64_t *eg_counter(eg_family *f, const char *const *values);
 /* The histogram of a histogram family for the label values. Never NULL. */
 eg_hist *eg_histogram(eg_family *f, const char *const *values);
 void eg_hist_observe(eg_hist *h, double v);
+/* The sum of a counter family's series (the overflow series included): the
+ * family's total whatever its labels. 0 for a histogram family. */
+uint64_t eg_family_total(const eg_family *f);
 
 /* Appends every family, in registration order, with HELP and TYPE lines. */
 void eg_registry_render(const eg_registry *r, struct evbuffer *out);

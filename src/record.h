@@ -79,7 +79,8 @@ typedef enum {
     EG_RS_WAIT_RETRY,    /* retry or hold timer armed */
     EG_RS_LANE_WRITE,    /* produce in flight */
     EG_RS_LANE_BACKOFF,  /* lane write failed; re-produce timer armed */
-    EG_RS_STOPPED        /* the policy said stop; never finished */
+    EG_RS_STOPPED        /* the policy decided stop on it: not active, never
+                            finished (consumed again by the next owner) */
 } eg_rstate;
 
 /* One failed attempt, as errgate.history keeps it. */

@@ -1,6 +1,6 @@
 /* test_metrics.c — the Prometheus registry: exposition lines, label
  * escaping, cumulative histogram buckets, the series cap with its overflow
- * series, and the admin token comparison. */
+ * series, a family's total, and the admin token comparison. */
 #include "admin.h"
 #include "metrics.h"
 #include "tap.h"
@@ -56,6 +56,9 @@ int main(void) {
     CHECK(lines == EG_METRICS_MAX_SERIES, "series are capped (%d)", lines);
     CHECK(strstr(s, "t_failed_total{class=\"_overflow\",code=\"_overflow\"} ") != NULL, "overflow series");
     free(s);
+    CHECK(eg_family_total(c) == 1003, "a family's total counts every series, overflow included (%llu)",
+          (unsigned long long)eg_family_total(c));
+    CHECK(eg_family_total(h) == 0, "a histogram family has no counter total");
     eg_registry_free(r);
 
     CHECK(eg_token_equal("secret", 6, "secret", 6), "token: equal");

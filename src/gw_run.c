@@ -1,0 +1,228 @@
+/* gw_run.c — `errgate run` from start to exit: parses the command line,
+ * loads the config, builds the gateway (metrics, breaker and retry budget,
+ * policy, target, lanes, spill journal, admin endpoint, consumer), arms the
+ * loop's timers and signals, runs the loop, logs the end-of-run summary and
+ * tears everything down.
+ *
+ * It only wires: what happens to a record is gateway.c (whose entry points
+ * it registers as callbacks), observability gw_admin.c, reloading
+ * gw_reload.c, rung topics gw_rungs.c. Dependencies run one way, from this
+ * file to those; none of them calls back into it. */
+#include "cli.h"
+#include "gw.h"
+#include "log.h"
+#include "util.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The poll tick: serve the consumer as if its queue had signalled, so group
+ * membership is kept while nothing else wakes the loop. */
+static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
+    eg_gw_on_consumer_queue(-1, 0, arg);
+}
+
+/* SIGTERM, SIGINT: stop gracefully (exit 0); a second one stops now. */
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    eg_gw *gw = arg;
+    if (gw->stopping) {
+        eg_log_msg(EG_WARN, "stop", "second signal: stopping now");
+        eg_gw_finish_stop(gw);
+        return;
+    }
+    eg_gw_begin_stop(gw, EG_EXIT_OK, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* Creates the consumer (fixed and default settings over the config's),
+ * wakes the loop through a pipe when its queue has events, and subscribes
+ * to the source and rung topics. Returns 0 or -1 with err. */
+static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
+    const eg_config *cfg = gw->cfg;
+    char e[512];
+    /* prefetch per partition: librdkafka's defaults (100,000 messages, 64 MiB)
+     * would dwarf the in-flight caps; statistics feed the consumer-lag metric */
+    static const char *const defaults[][2] = {
+        {"auto.offset.reset", "earliest"},      {"queued.min.messages", "20000"},
+        {"queued.max.messages.kbytes", "4096"}, {"client.id", "errgate"},
+        {"statistics.interval.ms", "5000"},     {NULL, NULL}};
+    const char *const fixed[][2] = {{"group.id", cfg->group},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.auto.offset.store", "false"},
+                                    {"enable.partition.eof", "false"},
+                                    {NULL, NULL}};
+    rd_kafka_conf_t *conf = eg_kconf_build(cfg, defaults, fixed, err, errlen);
+    if (!conf) return -1;
+    rd_kafka_conf_set_stats_cb(conf, eg_gw_on_stats);
+    rd_kafka_conf_set_opaque(conf, gw);
+    rd_kafka_conf_set_rebalance_cb(conf, eg_gw_on_rebalance);
+    rd_kafka_conf_set_offset_commit_cb(conf, eg_gw_on_commit_result);
+    rd_kafka_conf_set_error_cb(conf, eg_gw_on_consumer_error);
+    gw->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
+    if (!gw->rk) {
+        snprintf(err, errlen, "cannot create the consumer: %s", e);
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(gw->rk);
+    gw->cq = rd_kafka_queue_get_consumer(gw->rk);
+    if (pipe2(gw->cpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %m");
+        return -1;
+    }
+    rd_kafka_queue_io_event_enable(gw->cq, gw->cpipe[1], "1", 1);
+    gw->cev = event_new(gw->base, gw->cpipe[0], EV_READ | EV_PERSIST, eg_gw_on_consumer_queue, gw);
+    event_add(gw->cev, NULL);
+    eg_gw_rungs_sync(gw);
+    return eg_gw_subscribe(gw, err, errlen);
+}
+
+/* Frees everything eg_cmd_run built, in dependency order (whatever part of
+ * it exists). */
+static void gateway_free(eg_gw *gw) {
+    eg_gw_reload_stop(gw); /* answers reloads still waiting, before the admin goes */
+    eg_admin_free(gw->admin);
+    gw->admin = NULL;
+    /* borrowers first: the producer may still point into records' messages */
+    if (gw->target) gw->target->ops->destroy(gw->target);
+    if (gw->lanes) eg_lanes_free(gw->lanes);
+    eg_spill_drain_free(gw->drain, SPILL_STOP_WAIT_MS); /* undelivered frames stay in the journal */
+    eg_spill_close(gw->spill);
+    gw->drain = NULL;
+    gw->spill = NULL;
+    gw->target = NULL;
+    gw->lanes = NULL;
+    eg_gw_drop_all(gw);
+    if (gw->cq) rd_kafka_queue_destroy(gw->cq);
+    if (gw->rk) rd_kafka_destroy(gw->rk);
+    eg_policy_free(gw->policy);
+    eg_gw_rungs_free(gw);
+    eg_breaker_free(&gw->breaker);
+    if (gw->cev) event_free(gw->cev);
+    if (gw->watch_ev) event_free(gw->watch_ev);
+    if (gw->commit_ev) event_free(gw->commit_ev);
+    if (gw->poll_ev) event_free(gw->poll_ev);
+    if (gw->drain_ev) event_free(gw->drain_ev);
+    for (int i = 0; i < 3; i++)
+        if (gw->sig_ev[i]) event_free(gw->sig_ev[i]);
+    if (gw->cpipe[0] > 0) close(gw->cpipe[0]);
+    if (gw->cpipe[1] > 0) close(gw->cpipe[1]);
+    if (gw->base) event_base_free(gw->base);
+    eg_metrics_install_target_latency(NULL);
+    eg_registry_free(gw->reg);
+    gw->reg = NULL;
+}
+
+/* `errgate run --help`. */
+static void usage(void) {
+    printf("usage: errgate run -c CONFIG\n"
+           "\n"
+           "  -c, --config FILE  the gateway config (a Lua file returning a table;\n"
+           "                     see man errgate, CONFIGURATION)\n"
+           "\n"
+           "Runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the policy.\n"
+           "Exit 2: a bad config, policy or target file (nothing consumed);\n"
+           "3: the policy decided stop; 1: a fatal Kafka error.\n");
+}
+
+/* Opens the spill journal and starts its drainer on the loop, when the
+ * config has lanes.spill. Returns 0 or -1 with err. */
+static int spill_start(eg_gw *gw, char *err, size_t errlen) {
+    if (!gw->cfg->spill_dir) return 0;
+    eg_spill_opts so = {.role = "gateway"};
+    if (!(gw->spill = eg_spill_open(gw->cfg->spill_dir, &so, err, errlen))) return -1;
+    rd_kafka_conf_t *conf = eg_lanes_producer_conf(gw->cfg, "errgate-spill", err, errlen);
+    if (!conf || !(gw->drain = eg_spill_drain_new(gw->spill, conf, NULL, err, errlen)) ||
+        eg_spill_drain_attach(gw->drain, gw->base, SPILL_DRAIN_IDLE_MS, err, errlen) != 0)
+        return -1;
+    eg_log_msg(EG_INFO, "spill", "journal %s, spilling lane writes unacknowledged after %d ms", gw->cfg->spill_dir,
+               gw->cfg->spill_after_ms);
+    return 0;
+}
+
+/* `errgate run -c CONFIG`: loads the config, builds the gateway, runs the
+ * loop until a stop, logs the summary. Returns the exit code (EG_EXIT_*). */
+int eg_cmd_run(int argc, char **argv) {
+    const char *cfgpath = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (eg_is_help(a)) {
+            usage();
+            return EG_EXIT_OK;
+        }
+        if (strcmp(a, "-c") && strcmp(a, "--config"))
+            return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+        if (i + 1 >= argc) return eg_usage_error("run", "%s needs a value", a);
+        cfgpath = argv[++i];
+    }
+    if (!cfgpath) return eg_usage_error("run", "missing -c CONFIG");
+    char err[1024];
+    eg_config cfg;
+    if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
+        return EG_EXIT_USAGE;
+    }
+    eg_level lv = strcmp(cfg.log_level, "debug") == 0 ? EG_DEBUG : strcmp(cfg.log_level, "warn") == 0 ? EG_WARN
+                  : strcmp(cfg.log_level, "error") == 0 ? EG_ERROR : EG_INFO;
+    eg_log_setup(lv, strcmp(cfg.log_format, "text") == 0);
+    signal(SIGPIPE, SIG_IGN);
+
+    eg_gw gw;
+    memset(&gw, 0, sizeof gw);
+    gw.cfg = &cfg;
+    int rc = EG_EXIT_USAGE;
+    gw.base = event_base_new();
+    gw.loop_thread = pthread_self();
+    eg_gw_metrics_new(&gw);
+    eg_breaker_cfg bc = {.enabled = cfg.breaker_enabled, .window = cfg.breaker_window,
+                         .min_calls = cfg.breaker_min_calls, .failure_ratio = cfg.breaker_failure_ratio,
+                         .open_ms = cfg.breaker_open_ms, .half_open_probes = cfg.breaker_probes};
+    eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
+    if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
+        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
+        fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
+        goto out;
+    }
+    if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
+                                            err, sizeof err)) ||
+        !(gw.target = eg_target_new(&cfg, gw.base, eg_gw_on_target_done, &gw, err, sizeof err)) ||
+        !(gw.lanes = eg_lanes_new(&cfg, gw.base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, &gw, err, sizeof err)) || spill_start(&gw, err, sizeof err) != 0 ||
+        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
+        fprintf(stderr, "errgate: %s\n", err);
+        goto out;
+    }
+    eg_logline l;
+    if (eg_log_begin(&l, EG_INFO, "start")) {
+        eg_log_str(&l, "group", cfg.group);
+        eg_log_str(&l, "policy", eg_policy_id(gw.policy));
+        eg_log_str(&l, "target", cfg.target_kind == EG_TARGET_HTTP ? cfg.http_url : cfg.lua_target);
+        eg_log_str(&l, "ordering", eg_ordering_name(cfg.ordering));
+        eg_log_end(&l);
+    }
+    gw.commit_ev = event_new(gw.base, -1, EV_PERSIST, eg_gw_on_commit_tick, &gw);
+    struct timeval ci = eg_gw_tv(cfg.commit_interval_ms);
+    event_add(gw.commit_ev, &ci);
+    gw.poll_ev = event_new(gw.base, -1, EV_PERSIST, on_poll_tick, &gw);
+    struct timeval pt = eg_gw_tv(POLL_TICK_MS);
+    event_add(gw.poll_ev, &pt);
+    eg_gw_watch_start(&gw);
+    gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
+    gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
+    gw.sig_ev[2] = evsignal_new(gw.base, SIGHUP, eg_gw_on_sighup, &gw);
+    event_add(gw.sig_ev[0], NULL);
+    event_add(gw.sig_ev[1], NULL);
+    event_add(gw.sig_ev[2], NULL);
+    event_base_dispatch(gw.base);
+    rc = gw.exit_code;
+    eg_gw_log_summary(&gw);
+    eg_log_flush_suppressed();
+out:
+    gateway_free(&gw);
+    eg_config_free(&cfg);
+    return rc;
+}
