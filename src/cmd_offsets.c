@@ -1,4 +1,4 @@
-/* offsets_cmd.c — `errgate offsets`: a group's committed offsets against the
+/* cmd_offsets.c — `errgate offsets`: a group's committed offsets against the
  * end offsets of its topics, per partition, with the lag and totals.
  *
  * Output: one line per partition "TOPIC PARTITION COMMITTED END LAG"

@@ -1,4 +1,4 @@
-/* dlq_cmd.c — `errgate dlq stats|tail|resolve`: look into a lane and record
+/* cmd_dlq.c — `errgate dlq stats|tail|resolve`: look into a lane and record
  * what became of its items.
  *
  *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy] [--since DUR]

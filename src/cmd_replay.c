@@ -1,4 +1,4 @@
-/* replay.c — `errgate replay`: send lane records back to a topic.
+/* cmd_replay.c — `errgate replay`: send lane records back to a topic.
  *
  *   errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)
  *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]

@@ -1,4 +1,4 @@
-/* spill_cmd.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
+/* cmd_spill.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
  * operator's view of a spill journal and the way to empty it by hand.
  *
  * ls reads only (no lock): one line per file, "NAME FRAMES BYTES STATUS",
