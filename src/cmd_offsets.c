@@ -6,7 +6,7 @@
  * "total COMMITTED_SUM END_SUM LAG_SUM", where a partition without a commit
  * counts its whole log as lag. Reads only: it never joins the group. */
 #include "cli.h"
-#include "lanes.h"
+#include "kconf.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
