@@ -20,6 +20,7 @@
  * build being bounded by its budget; a client gone meanwhile is forgotten). The token lives in memory only for the
  * server's life and is wiped when the server is freed. */
 #include "admin.h"
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -81,16 +82,6 @@ int eg_token_equal(const char *expected, size_t elen, const char *given, size_t 
         diff |= (unsigned)(g ^ (unsigned char)expected[i]);
     }
     return diff == 0;
-}
-
-void eg_json_str(struct evbuffer *out, const char *s) {
-    evbuffer_add(out, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') evbuffer_add_printf(out, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f) evbuffer_add_printf(out, "\\u%04x", *p);
-        else evbuffer_add(out, p, 1);
-    }
-    evbuffer_add(out, "\"", 1);
 }
 
 static void set_answer(answer *an, int code, const char *reason, const char *ctype) {

@@ -29,7 +29,9 @@
 #include "dlq.h"
 #include "headers.h"
 #include "kcli.h"
+#include "parse.h"
 #include "record.h"
+#include "text.h"
 #include "util.h"
 
 #include <ctype.h>

@@ -52,7 +52,9 @@
 #include "dlq.h"
 #include "headers.h"
 #include "kcli.h"
+#include "parse.h"
 #include "record.h"
+#include "text.h"
 #include "tracker.h"
 #include "util.h"
 

@@ -1,11 +1,15 @@
-/* test_dlq_util.c — the pure helpers of the DLQ commands: time and count
- * parsing, the state topic's JSON (written, read back, hostile input), the
- * replay filters, the replayed record's headers, the string map against a
+/* test_dlq.c — the pure helpers of the DLQ commands (parse.c, json.c,
+ * replay_record.c, strmap.c, dlq_state.c, text.c): time and count parsing,
+ * the state topic's JSON (written, read back, hostile input), the replay
+ * filters, the replayed record's headers, the string map against a
  * brute-force model, the lifecycle rule (latest status per id, not older
  * than the record), printable escaping and aligned tables. */
 #include "dlq.h"
 #include "headers.h"
+#include "json.h"
+#include "parse.h"
 #include "tap.h"
+#include "text.h"
 
 #include <stdlib.h>
 #include <string.h>
