@@ -84,12 +84,14 @@ int eg_token_equal(const char *expected, size_t elen, const char *given, size_t 
     return diff == 0;
 }
 
+/* Sets the status line and content type of an (reason is borrowed: a literal). */
 static void set_answer(answer *an, int code, const char *reason, const char *ctype) {
     an->code = code;
     an->reason = reason;
     an->ctype = ctype;
 }
 
+/* Ends a JSON answer: its body (already in an) gets its newline. */
 static void reply_json(answer *an, int code, const char *reason) {
     evbuffer_add(an->body, "\n", 1);
     set_answer(an, code, reason, "application/json");
@@ -314,6 +316,7 @@ static void conn_free(conn *c) {
     free(c);
 }
 
+/* (Re)starts c's EG_ADMIN_TIMEOUT_S deadline (on_deadline drops it). */
 static void arm_deadline(conn *c) {
     struct timeval tv = {EG_ADMIN_TIMEOUT_S, 0};
     evtimer_add(c->deadline, &tv);
@@ -346,6 +349,9 @@ static void send_refusal(conn *c, int code) {
     evbuffer_free(an.body);
 }
 
+/* bufferevent read callback: once a whole request is in, routes and answers
+ * it (a malformed one gets its refusal); nothing more is read from a
+ * connection that was answered or waits for its reload. */
 static void on_read(struct bufferevent *bev, void *arg) {
     conn *c = arg;
     if (c->answered || c->reload) return;
@@ -366,19 +372,25 @@ static void on_read(struct bufferevent *bev, void *arg) {
     evbuffer_drain(in, len);
 }
 
+/* bufferevent write callback: an answered connection is freed once its
+ * answer is written. */
 static void on_written(struct bufferevent *bev, void *arg) {
     conn *c = arg;
     if (c->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0) conn_free(c);
 }
 
+/* bufferevent event callback: EOF, error or timeout frees the connection. */
 static void on_conn_event(struct bufferevent *bev, short what, void *arg) {
     conn_free(arg); /* EOF, error or a bufferevent timeout: drop it */
 }
 
+/* The connection's deadline passed before it was answered: dropped. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     conn_free(arg);
 }
 
+/* evconnlistener callback: adopts a new connection (owned by a->conns), or
+ * closes it at once, counted and logged, beyond admin.max_connections. */
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg) {
     eg_admin *a = arg;
     if (a->nconns >= a->max_conns) {
@@ -409,6 +421,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     arm_deadline(c);
 }
 
+/* Timer: the listener paused on EMFILE/ENFILE accepts again. */
 static void on_resume(evutil_socket_t fd, short what, void *arg) {
     eg_admin *a = arg;
     evconnlistener_enable(a->lis);

@@ -24,7 +24,6 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "kcli.h"
 #include "strmap.h"

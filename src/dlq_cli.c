@@ -12,6 +12,7 @@
 volatile sig_atomic_t eg_dlq_stop;
 static struct sigaction old_int, old_term;
 
+/* SIGINT/SIGTERM handler: sets eg_dlq_stop (async-signal-safe). */
 static void on_signal(int sig) {
     (void)sig;
     eg_dlq_stop = 1;

@@ -142,6 +142,7 @@ static const char *jstring(const char *p, const char *end, char *out, size_t out
 
 static const char *jvalue(const char *p, const char *end, int depth);
 
+/* Skips an object or array starting at p ('{' or '['). */
 static const char *jcontainer(const char *p, const char *end, int depth) {
     char close = *p == '{' ? '}' : ']';
     int object = *p == '{';
@@ -164,6 +165,7 @@ static const char *jcontainer(const char *p, const char *end, int depth) {
     }
 }
 
+/* Skips any value at p, containers nested at most 64 deep. */
 static const char *jvalue(const char *p, const char *end, int depth) {
     if (p >= end || depth > 64) return NULL;
     if (*p == '"') return jstring(p, end, NULL, 0);

@@ -53,6 +53,9 @@ const char *eg_lane_name(eg_lane lane) {
     return lane == EG_LANE_DLQ ? "dlq" : lane == EG_LANE_QUARANTINE ? "quarantine" : "retry";
 }
 
+/* Delivery report (served by rd_kafka_poll on the loop thread): counts the
+ * write for its lane topic (a purge is not a failure) and hands the record
+ * back to the gateway through done. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     eg_lanes *l = opaque;
     l->outstanding--;
@@ -139,6 +142,8 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
     return l;
 }
 
+/* The lane topic for (lane, source topic, rung), created with its topic
+ * handle (and same_partition) on first use. Owned by l. */
 static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src, const char *rung) {
     if (lane != EG_LANE_RETRY) rung = NULL;
     for (int i = 0; i < l->ntopics; i++) {
@@ -187,6 +192,7 @@ static int replaced_header(const char *name) {
     return 0;
 }
 
+/* Adds a NUL-terminated header value. */
 static void add(rd_kafka_headers_t *h, const char *name, const char *val) {
     rd_kafka_header_add(h, name, -1, val, -1);
 }

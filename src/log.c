@@ -34,7 +34,6 @@ void eg_log_setup(eg_level min_level, int text_format) {
     g_text = text_format;
 }
 
-
 /* Appends raw bytes if they fit; marks the line full otherwise. */
 static int put(eg_logline *l, const char *s, size_t n) {
     if (l->full || l->len + n + 24 > sizeof l->buf) { /* room for the marker and "}\n" */
@@ -71,6 +70,7 @@ static void put_escaped(eg_logline *l, const char *s, size_t n) {
     }
 }
 
+/* 1 when l was begun and not filtered out (its fields are to be written). */
 static int line_active(eg_logline *l) { return l->len > 0; }
 
 #define RL_SLOTS 256
@@ -177,6 +177,7 @@ int eg_log_begin(eg_logline *l, eg_level level, const char *event) {
     return 1;
 }
 
+/* Appends a field's key and separator in the line's format. */
 static void put_key(eg_logline *l, const char *key) {
     if (g_text) {
         put(l, " ", 1);
@@ -263,6 +264,7 @@ void eg_log_msg(eg_level level, const char *event, const char *fmt, ...) {
     eg_log_end(&l);
 }
 
+/* Writes one log_suppressed line per note. */
 static void write_suppressed(const rl_note *notes, int n) {
     for (int i = 0; i < n; i++) {
         eg_logline l;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The slot holding key, or the empty slot where it would go (m->cap > 0
+ * and at least one slot empty). */
 static size_t slot_of(const eg_strmap *m, const char *key, size_t n) {
     size_t i = (size_t)eg_hash64(key, n) & (m->cap - 1);
     while (m->keys[i] && !(m->lens[i] == n && memcmp(m->keys[i], key, n) == 0))
@@ -21,6 +23,7 @@ int64_t eg_strmap_get(const eg_strmap *m, const char *key, size_t n) {
     return m->keys[i] ? m->vals[i] : -1;
 }
 
+/* Doubles the table (64 slots at first), moving every key. */
 static void grow(eg_strmap *m) {
     eg_strmap g = {0};
     g.cap = m->cap ? m->cap * 2 : 64;

@@ -67,6 +67,13 @@ int main(void) {
           "state JSON escapes the reason: %s", json);
     CHECK(eg_json_get_str(json, (size_t)len, "reason", out, sizeof out) == 0 && strcmp(out, "said \"ok\"\n\\") == 0,
           "and reads it back unescaped");
+    len = eg_dlq_state_json(EG_DLQ_CLOSED, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93", 0, "j\xc3\xb6rg@h", json, sizeof json);
+    CHECK(len > 0 && strstr(json, "\"reason\":\"r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93\"") &&
+              strstr(json, "\"by\":\"j\xc3\xb6rg@h\"") &&
+              eg_json_get_str(json, (size_t)len, "reason", out, sizeof out) == 0 &&
+              !strcmp(out, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93"),
+          "state JSON keeps a UTF-8 reason and operator as they are, and reads them back: %s", json);
+    len = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "said \"ok\"\n\\", 1767323045678LL, "ann@h", json, sizeof json);
     CHECK(eg_json_get_str(json, (size_t)len, "status", out, sizeof out) == 0 && strcmp(out, "accepted-loss") == 0,
           "status read back");
     CHECK(eg_dlq_state_json(EG_DLQ_CLOSED, "r", 0, "b", json, 20) < 0, "a value that does not fit is refused");
