@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "kcli.h"
 #include "lane_cases.h"
+#include "parse.h"
 #include "policy.h"
 #include "util.h"
 

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "kcli.h"
 #include "log.h"
+#include "parse.h"
 #include "spill.h"
 #include "util.h"
 

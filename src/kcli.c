@@ -1,6 +1,6 @@
 /* kcli.c — shared plumbing of the Kafka-facing commands (see kcli.h): the
- * connection options and client configuration, and durations. The topic
- * reader is in kread.c. */
+ * connection options and client configuration. The topic reader is in
+ * kread.c. */
 #include "kcli.h"
 #include "kconf.h"
 #include "util.h"
@@ -38,19 +38,4 @@ rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err
     rd_kafka_conf_t *conf = eg_kconf_build(&cfg, NULL, fixed, err, errlen);
     if (k->config) eg_config_free(&cfg);
     return conf;
-}
-
-int eg_parse_duration_ms(const char *s, int64_t *ms) {
-    static const struct { const char *unit; int64_t mult; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1}};
-    char *end = NULL;
-    if (!s || !*s || *s == '-' || *s == '+') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || v > (unsigned long long)INT64_MAX / 86400000) return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].unit) == 0) {
-            *ms = (int64_t)v * units[i].mult;
-            return 0;
-        }
-    return -1;
 }

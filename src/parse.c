@@ -1,11 +1,13 @@
 /* parse.c — values an operator types on a command line (see parse.h):
- * times (RFC 3339 or ms since the epoch) and counts. Strict: no sign, no
- * spaces, no suffix, nothing after the value; what is not exactly a time or
- * a count is refused, never guessed at. */
+ * times (RFC 3339 or ms since the epoch), durations and counts. Strict: no
+ * sign, no spaces, nothing after the value (a duration's unit aside); what
+ * is not exactly one of them is refused, never guessed at. */
 #include "parse.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Reads exactly n decimal digits at *p into *v and advances *p. */
@@ -77,4 +79,19 @@ int eg_parse_count(const char *s, long *out) {
     if (*end || v > 1000000000000ULL) return -1;
     *out = (long)v;
     return 0;
+}
+
+int eg_parse_duration_ms(const char *s, int64_t *ms) {
+    static const struct { const char *unit; int64_t mult; } units[] = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1}};
+    char *end = NULL;
+    if (!s || !isdigit((unsigned char)*s)) return -1; /* strtoull would take a sign or spaces */
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || v > (unsigned long long)INT64_MAX / 86400000) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].unit) == 0) {
+            *ms = (int64_t)v * units[i].mult;
+            return 0;
+        }
+    return -1;
 }

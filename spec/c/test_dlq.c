@@ -1,5 +1,5 @@
 /* test_dlq.c — the pure helpers of the DLQ commands (parse.c, json.c,
- * replay_record.c, strmap.c, dlq_state.c, text.c): time and count parsing,
+ * replay_record.c, strmap.c, dlq_state.c, text.c): time, duration and count parsing,
  * the state topic's JSON (written, read back, hostile input), the replay
  * filters, the replayed record's headers, the string map against a
  * brute-force model, the lifecycle rule (latest status per id, not older
@@ -50,6 +50,14 @@ int main(void) {
     for (const char **p = bad_times; *p; p++) bad += eg_parse_time_ms(*p, &ms) == 0;
     CHECK(bad == 0, "malformed times are refused (%d accepted)", bad);
 
+    CHECK(eg_parse_duration_ms("90s", &ms) == 0 && ms == 90000 && eg_parse_duration_ms("250ms", &ms) == 0 &&
+              ms == 250 && eg_parse_duration_ms("2d", &ms) == 0 && ms == 172800000 &&
+              eg_parse_duration_ms("15", &ms) == 0 && ms == 15,
+          "durations: units, a bare number is ms");
+    const char *bad_durations[] = {"", "-1", "+1", "5x", "1.5s", "s", " 5s", "5 s", "99999999999999999999d", NULL};
+    bad = 0;
+    for (const char **p = bad_durations; *p; p++) bad += eg_parse_duration_ms(*p, &ms) == 0;
+    CHECK(bad == 0, "malformed durations are refused (%d accepted)", bad);
     long n;
     CHECK(eg_parse_count("0", &n) == 0 && n == 0 && eg_parse_count("42", &n) == 0 && n == 42, "counts");
     CHECK(eg_parse_count("-1", &n) < 0 && eg_parse_count("1x", &n) < 0 && eg_parse_count("", &n) < 0 &&
