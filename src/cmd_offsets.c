@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Prints the usage text of `errgate offsets` on stdout. */
 static void usage(void) {
     printf("usage: errgate offsets -b BOOTSTRAP -g GROUP TOPIC...\n"
            "\n"

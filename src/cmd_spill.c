@@ -36,8 +36,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* "s" unless n is 1. */
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
+/* Prints the usage text of `errgate spill` on stdout. */
 static void usage(void) {
     printf("usage: errgate spill ls DIR\n"
            "       errgate spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]\n"
@@ -110,6 +112,9 @@ static int scan_file(const char *dir, const char *name, scan_sum *sum) {
 
 /* ---------------------------------------------------------------------- ls */
 
+/* `spill ls DIR`: one line per file, a total and the lock's owner (see the
+ * file comment). Returns 0, or 1 when the directory or a file cannot be
+ * read, 2 on usage errors. */
 static int cmd_ls(int argc, char **argv) {
     if (argc < 3) return usage_error("ls: missing DIR");
     if (argv[2][0] == '-') return usage_error("ls: unknown option '%s'", argv[2]);
@@ -197,6 +202,8 @@ static size_t report_left(const char *dir, size_t *nkept) {
     return n;
 }
 
+/* `spill drain DIR`: drains the journal to Kafka under its lock and prints
+ * the summary (see the file comment). Returns the exit code. */
 static int cmd_drain(int argc, char **argv) {
     if (argc < 3) return usage_error("drain: missing DIR");
     if (argv[2][0] == '-') return usage_error("drain: unknown option '%s' (DIR comes first)", argv[2]);
