@@ -36,6 +36,9 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
 CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
+# test-only tools (spec/tools/NAME_x.c -> $(BUILD)/NAME-x): built for the
+# e2e tests, never installed
+TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
 .PHONY: all deps check-deps test demo bench clean lint install uninstall
 
@@ -75,11 +78,14 @@ $(BUILD)/flaky-handler: examples/flaky-handler/flaky_handler.c | $(BUILD)/obj ch
 $(BUILD)/test_%: spec/c/test_%.c $(LIB_OBJS) | $(BUILD)/obj check-deps
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
 
+$(BUILD)/spill-write-test: spec/tools/spill_write_test.c $(LIB_OBJS) | $(BUILD)/obj check-deps
+	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
+
 $(BUILD)/obj:
 	mkdir -p $@
 
 # ---- use --------------------------------------------------------------------
-test: deps all $(CTESTS) lint
+test: deps all $(CTESTS) $(TEST_TOOLS) lint
 	@BUILD=$(BUILD) SAN=$(SAN) bash spec/run.sh
 
 demo: deps all

@@ -20,6 +20,7 @@
  * build being bounded by its budget; a client gone meanwhile is forgotten). The token lives in memory only for the
  * server's life and is wiped when the server is freed. */
 #include "admin.h"
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -83,22 +84,14 @@ int eg_token_equal(const char *expected, size_t elen, const char *given, size_t 
     return diff == 0;
 }
 
-void eg_json_str(struct evbuffer *out, const char *s) {
-    evbuffer_add(out, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') evbuffer_add_printf(out, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f) evbuffer_add_printf(out, "\\u%04x", *p);
-        else evbuffer_add(out, p, 1);
-    }
-    evbuffer_add(out, "\"", 1);
-}
-
+/* Sets the status line and content type of an (reason is borrowed: a literal). */
 static void set_answer(answer *an, int code, const char *reason, const char *ctype) {
     an->code = code;
     an->reason = reason;
     an->ctype = ctype;
 }
 
+/* Ends a JSON answer: its body (already in an) gets its newline. */
 static void reply_json(answer *an, int code, const char *reason) {
     evbuffer_add(an->body, "\n", 1);
     set_answer(an, code, reason, "application/json");
@@ -323,6 +316,7 @@ static void conn_free(conn *c) {
     free(c);
 }
 
+/* (Re)starts c's EG_ADMIN_TIMEOUT_S deadline (on_deadline drops it). */
 static void arm_deadline(conn *c) {
     struct timeval tv = {EG_ADMIN_TIMEOUT_S, 0};
     evtimer_add(c->deadline, &tv);
@@ -355,6 +349,9 @@ static void send_refusal(conn *c, int code) {
     evbuffer_free(an.body);
 }
 
+/* bufferevent read callback: once a whole request is in, routes and answers
+ * it (a malformed one gets its refusal); nothing more is read from a
+ * connection that was answered or waits for its reload. */
 static void on_read(struct bufferevent *bev, void *arg) {
     conn *c = arg;
     if (c->answered || c->reload) return;
@@ -375,19 +372,25 @@ static void on_read(struct bufferevent *bev, void *arg) {
     evbuffer_drain(in, len);
 }
 
+/* bufferevent write callback: an answered connection is freed once its
+ * answer is written. */
 static void on_written(struct bufferevent *bev, void *arg) {
     conn *c = arg;
     if (c->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0) conn_free(c);
 }
 
+/* bufferevent event callback: EOF, error or timeout frees the connection. */
 static void on_conn_event(struct bufferevent *bev, short what, void *arg) {
     conn_free(arg); /* EOF, error or a bufferevent timeout: drop it */
 }
 
+/* The connection's deadline passed before it was answered: dropped. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     conn_free(arg);
 }
 
+/* evconnlistener callback: adopts a new connection (owned by a->conns), or
+ * closes it at once, counted and logged, beyond admin.max_connections. */
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg) {
     eg_admin *a = arg;
     if (a->nconns >= a->max_conns) {
@@ -418,6 +421,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     arm_deadline(c);
 }
 
+/* Timer: the listener paused on EMFILE/ENFILE accepts again. */
 static void on_resume(evutil_socket_t fd, short what, void *arg) {
     eg_admin *a = arg;
     evconnlistener_enable(a->lis);

@@ -17,6 +17,8 @@
 #include <event2/event.h>
 #include <stddef.h>
 
+#include "json.h" /* eg_json_str, for what the ops append */
+
 /* Ends a POST /reload: rc 0 (reloaded) or -1 with the reason in err. */
 typedef void (*eg_admin_reload_done)(void *req, int rc, const char *err);
 
@@ -73,9 +75,6 @@ typedef struct eg_admin_req {
 int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq);
 /* Stops listening and frees the server (NULL is fine). */
 void eg_admin_free(eg_admin *a);
-
-/* Appends s to out as a JSON string literal (quoted, escaped). */
-void eg_json_str(struct evbuffer *out, const char *s);
 
 /* Constant-time comparison of a presented token (n bytes) with the expected
  * one: the time depends on the expected token's length only. Returns 1 when

@@ -1,7 +1,9 @@
 /* dlq.h — what the DLQ operations commands share (`errgate replay`,
- * `errgate dlq stats|tail|resolve`): pure helpers (dlq_util.c), the
- * lifecycle state topic (dlq_state.c) and replay's --where (where.c); they
- * read lanes with kcli.h's reader.
+ * `errgate dlq stats|tail|resolve`): their plumbing (dlq_cli.c), what a
+ * replay does to one record (replay_record.c), replay's --where (where.c)
+ * and the lifecycle state topic (dlq_state.c). They read lanes with
+ * kcli.h's reader, parse times and counts with parse.h, print with text.h
+ * and count with strmap.h.
  *
  * Lifecycle. The status of a DLQ item lives in the compacted topic
  * `<LANE>.state`, keyed by the item's errgate.id (the lane coordinates
@@ -22,11 +24,11 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "kcli.h"
+#include "strmap.h"
 
-/* ---- command plumbing (dlq_util.c) -------------------------------------- */
+/* ---- command plumbing (dlq_cli.c) -------------------------------------- */
 
 /* Set to 1 by SIGINT or SIGTERM between eg_dlq_catch_signals() and
  * eg_dlq_release_signals() (which restores the previous handlers). */
@@ -47,33 +49,7 @@ rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
                             void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *),
                             void *opaque, char *err, size_t errlen);
 
-/* ---- pure helpers (dlq_util.c) ------------------------------------------ */
-
-/* Parses an RFC 3339 time ("2026-01-02T03:04:05Z", fractional seconds and
- * a numeric offset allowed, 't'/'z' too) or a bare number of ms since the
- * epoch. Returns 0 with *ms set, or -1. */
-int eg_parse_time_ms(const char *s, int64_t *ms);
-
-/* Parses a non-negative decimal integer that fits in a long (no sign, no
- * spaces, no suffix). Returns 0 or -1. */
-int eg_parse_count(const char *s, long *out);
-
-/* Appends s (n bytes) at out + *len as a JSON string literal (quoted;
- * control characters, quotes and backslashes escaped; other bytes copied),
- * NUL-terminates and advances *len. Returns 0, or -1 with *len unchanged
- * when it would not fit in outlen. */
-int eg_json_put_str(char *out, size_t outlen, size_t *len, const char *s, size_t n);
-
-/* Finds the top-level member `field` of the JSON object text (len bytes)
- * whose value is a string, and copies it unescaped (\uXXXX below 0x80 only;
- * others become '?') into out, truncated to outlen - 1. Returns 0, or -1
- * when the text is not an object or has no such string member. */
-int eg_json_get_str(const char *json, size_t len, const char *field, char *out, size_t outlen);
-
-/* Writes bytes as printable text into out (NUL-terminated, truncated with
- * "..." past outlen): printable ASCII as is, '"' and '\\' escaped, other
- * bytes as \xNN (newline, tab and carriage return as \n \t \r). */
-void eg_printable(const void *bytes, size_t n, char *out, size_t outlen);
+/* ---- one replayed record (replay_record.c) ----------------------------- */
 
 /* What the replay filters look at, borrowed from one lane record. NULL
  * strings are absent headers. */
@@ -109,37 +85,6 @@ long eg_replays_parse(const void *val, size_t len);
  * the result (rd_kafka_producev takes it on success). */
 rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from,
                                       int64_t now_ms, long replays);
-
-/* A map from byte strings to int64 values (open addressing, grows as
- * needed; owns copies of its keys). Zero-initialise before use. */
-typedef struct eg_strmap {
-    char **keys;         /* NUL-terminated copies; NULL slots are empty */
-    size_t *lens;
-    int64_t *vals;
-    size_t cap, used;
-} eg_strmap;
-
-/* The value of key, or -1 when absent. */
-int64_t eg_strmap_get(const eg_strmap *m, const char *key, size_t n);
-/* Sets key to val (inserting a copy of key when absent). */
-void eg_strmap_put(eg_strmap *m, const char *key, size_t n, int64_t val);
-void eg_strmap_free(eg_strmap *m);
-
-/* An aligned text table: rows of ncols cells, printed with each column as
- * wide as its widest cell, two spaces apart; columns whose bit is set in
- * right_mask are right-aligned (numbers). Owns copies of its cells. */
-typedef struct eg_table {
-    int ncols;
-    char **cells;        /* nrows * ncols */
-    size_t nrows, cap;
-} eg_table;
-
-void eg_table_init(eg_table *t, int ncols);
-/* Appends a row of t->ncols cells (NULL cells print as "-"). */
-void eg_table_add(eg_table *t, const char *const *row);
-/* Writes every row, one line each; trailing spaces are not written. */
-void eg_table_print(const eg_table *t, unsigned right_mask, FILE *out);
-void eg_table_free(eg_table *t);
 
 /* ---- --where (where.c) --------------------------------------------------- */
 

@@ -11,6 +11,7 @@
  * keep, per id, the last status read. */
 #include "dlq.h"
 #include "headers.h"
+#include "json.h"
 #include "record.h"
 #include "util.h"
 

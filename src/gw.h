@@ -19,6 +19,7 @@
 #include "breaker.h"
 #include "budget.h"
 #include "config.h"
+#include "kconf.h"
 #include "keyset.h"
 #include "lanes.h"
 #include "metrics.h"

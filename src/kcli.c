@@ -1,8 +1,8 @@
 /* kcli.c — shared plumbing of the Kafka-facing commands (see kcli.h): the
- * connection options and client configuration, and durations. The topic
- * reader is in kread.c. */
+ * connection options and client configuration. The topic reader is in
+ * kread.c. */
 #include "kcli.h"
-#include "lanes.h"
+#include "kconf.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -22,51 +22,20 @@ int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i) {
 
 rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err, size_t errlen) {
     const char *bootstrap = k->bootstrap ? k->bootstrap : getenv("ERRGATE_BOOTSTRAP");
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    eg_config cfg = {0};
     if (k->config) {
         /* the config loader wants a bootstrap; -b supplies it when the file has none */
         if (k->bootstrap) setenv("ERRGATE_BOOTSTRAP", k->bootstrap, 1);
-        eg_config cfg;
-        char e[512];
-        if (eg_config_load(k->config, &cfg, e, sizeof e) != 0) {
-            snprintf(err, errlen, "%s", e);
-            rd_kafka_conf_destroy(conf);
-            return NULL;
-        }
-        int bad = 0;
-        for (int i = 0; i < cfg.nkafka && !bad; i++)
-            bad = eg_kconf_set(conf, cfg.kafka[i].key, cfg.kafka[i].val, err, errlen) < 0;
-        eg_config_free(&cfg);
-        if (bad) {
-            rd_kafka_conf_destroy(conf);
-            return NULL;
-        }
+        if (eg_config_load(k->config, &cfg, err, errlen) != 0) return NULL;
     } else if (!bootstrap || !*bootstrap) {
         snprintf(err, errlen, "no broker: give -b BOOTSTRAP or -c CONFIG (or set ERRGATE_BOOTSTRAP)");
-        rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    if ((k->bootstrap && eg_kconf_set(conf, "bootstrap.servers", k->bootstrap, err, errlen) < 0) ||
-        (!k->config && !k->bootstrap && eg_kconf_set(conf, "bootstrap.servers", bootstrap, err, errlen) < 0) ||
-        eg_kconf_set(conf, "client.id", client_id, err, errlen) < 0) {
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
+    /* -b wins over the file; without a file, -b or $ERRGATE_BOOTSTRAP */
+    const char *const fixed[][2] = {{"client.id", client_id},
+                                    {k->bootstrap || !k->config ? "bootstrap.servers" : NULL, bootstrap},
+                                    {NULL, NULL}};
+    rd_kafka_conf_t *conf = eg_kconf_build(&cfg, NULL, fixed, err, errlen);
+    if (k->config) eg_config_free(&cfg);
     return conf;
-}
-
-int eg_parse_duration_ms(const char *s, int64_t *ms) {
-    static const struct { const char *unit; int64_t mult; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1}};
-    char *end = NULL;
-    if (!s || !*s || *s == '-' || *s == '+') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || v > (unsigned long long)INT64_MAX / 86400000) return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].unit) == 0) {
-            *ms = (int64_t)v * units[i].mult;
-            return 0;
-        }
-    return -1;
 }

@@ -1,7 +1,7 @@
 /* kcli.h — what every Kafka-facing command shares: the connection options
  * (`-b BOOTSTRAP` or `-c CONFIG`), a topic reader (kread.c: explicit
  * start offsets, bounded or following, pull-style, progress kept in a group
- * without joining it), and durations on the command line.
+ * without joining it).
  *
  * `-c CONFIG` takes the connection settings (every `kafka` property, e.g.
  * bootstrap.servers and security settings) from a gateway config file;
@@ -91,9 +91,5 @@ int eg_lread_commit(eg_lread *r, const int64_t *off, int async, char *err, size_
 int eg_lread_index(const eg_lread *r, int32_t p);
 
 void eg_lread_close(eg_lread *r);
-
-/* Parses a duration such as "90s", "15m", "1h", "2d", "250ms" or a bare
- * number of ms. Returns 0, or -1 on anything else. */
-int eg_parse_duration_ms(const char *s, int64_t *ms);
 
 #endif

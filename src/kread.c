@@ -14,7 +14,7 @@
  * records arriving meanwhile are left for the next run; with follow it
  * keeps reading. End of partition is learnt from PARTITION_EOF events. */
 #include "kcli.h"
-#include "lanes.h"
+#include "kconf.h"
 #include "util.h"
 
 #include <stdio.h>

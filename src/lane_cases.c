@@ -13,6 +13,7 @@
  * text: both are turned into decimal text. */
 #include "lane_cases.h"
 #include "headers.h"
+#include "json.h"
 #include "record.h"
 #include "util.h"
 
@@ -73,27 +74,6 @@ static const field connect_fields[] = {
     {"__connect.errors.class.name", "class", 0},
     {NULL, NULL, 0}};
 
-/* True when s[0..n) is well-formed UTF-8 without NUL bytes. */
-static int is_utf8(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        if (c == 0 || len == 0 || i + len > n) return 0;
-        unsigned cp = len == 1 ? c : c & (0x7fu >> len);
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        /* overlong forms, surrogates, beyond U+10FFFF */
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
 /* Appends v[0..n) as a JSON string when it is UTF-8 text, as {"hex": ".."}
  * otherwise, or null when v is NULL. Values longer than
  * EG_LANE_CASES_VALUE_MAX are cut (at a character boundary for text). */
@@ -110,7 +90,7 @@ static void put_value(struct evbuffer *b, const void *v, size_t n) {
          * (at most 3 bytes back, so binary values lose no more than that) */
         for (int k = 0; k < 3 && n > 0 && (s[n] & 0xc0) == 0x80; k++) n--;
     }
-    if (!is_utf8(s, n)) {
+    if (memchr(s, 0, n) || !eg_utf8_valid(s, n)) {
         evbuffer_add(b, "{\"hex\":\"", 8);
         for (size_t i = 0; i < n; i++) {
             char two[2] = {hex[s[i] >> 4], hex[s[i] & 15]};
@@ -119,21 +99,7 @@ static void put_value(struct evbuffer *b, const void *v, size_t n) {
         evbuffer_add(b, "\"}", 2);
         return;
     }
-    evbuffer_add(b, "\"", 1);
-    size_t run = 0; /* bytes copied as they are, flushed before each escape */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            run++;
-            continue;
-        }
-        evbuffer_add(b, s + i - run, run);
-        run = 0;
-        if (c == '"' || c == '\\') evbuffer_add_printf(b, "\\%c", c);
-        else evbuffer_add_printf(b, "\\u%04x", c);
-    }
-    evbuffer_add(b, s + n - run, run);
-    evbuffer_add(b, "\"", 1);
+    eg_json_strn(b, v, n);
 }
 
 /* Appends "key": */
@@ -204,7 +170,7 @@ static void put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
         size_t len;
         for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &v, &len) == 0; i++) {
             /* a name that is not text cannot be a JSON key (nor matched by a policy) */
-            if (profile_header(name) || !is_utf8((const unsigned char *)name, strlen(name))) continue;
+            if (profile_header(name) || !eg_utf8_valid(name, strlen(name))) continue;
             /* the last value wins: skip a name already written */
             int seen = 0;
             const char *prev;

@@ -7,6 +7,7 @@
 #include "lanes.h"
 #include "headers.h"
 #include "history.h"
+#include "kconf.h"
 #include "log.h"
 #include "redact.h"
 #include "refusal.h"
@@ -52,16 +53,9 @@ const char *eg_lane_name(eg_lane lane) {
     return lane == EG_LANE_DLQ ? "dlq" : lane == EG_LANE_QUARANTINE ? "quarantine" : "retry";
 }
 
-void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-    eg_level lv = level <= 3 ? EG_ERROR : level == 4 ? EG_WARN : level <= 6 ? EG_INFO : EG_DEBUG;
-    eg_logline l;
-    if (!eg_log_begin(&l, lv, "rdkafka")) return;
-    eg_log_str(&l, "client", rd_kafka_name(rk));
-    eg_log_str(&l, "facility", fac);
-    eg_log_str(&l, "msg", buf);
-    eg_log_end(&l);
-}
-
+/* Delivery report (served by rd_kafka_poll on the loop thread): counts the
+ * write for its lane topic (a purge is not a failure) and hands the record
+ * back to the gateway through done. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     eg_lanes *l = opaque;
     l->outstanding--;
@@ -113,41 +107,6 @@ static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size
     return rec->partition < partition_cnt ? rec->partition : rec->partition % partition_cnt;
 }
 
-int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
-    char e[256];
-    if (rd_kafka_conf_set(conf, k, v, e, sizeof e) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errlen, "kafka.%s: %s", k, e);
-        return -1;
-    }
-    return 0;
-}
-
-rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
-                                const char *const (*fixed)[2], char *err, size_t errlen) {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    for (int i = 0; i < cfg->nkafka; i++)
-        if (eg_kconf_set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
-    for (int i = 0; defaults && defaults[i][0]; i++)
-        if (!eg_config_kafka(cfg, defaults[i][0]) && eg_kconf_set(conf, defaults[i][0], defaults[i][1], err, errlen) < 0)
-            goto bad;
-    for (int i = 0; fixed && fixed[i][0]; i++)
-        if (eg_kconf_set(conf, fixed[i][0], fixed[i][1], err, errlen) < 0) goto bad;
-    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
-    return conf;
-bad:
-    rd_kafka_conf_destroy(conf);
-    return NULL;
-}
-
-rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen) {
-    static const char *const defaults[][2] = {{"linger.ms", "5"}, {"message.timeout.ms", "30000"}, {NULL, NULL}};
-    /* sticky partitioning off: otherwise librdkafka gives records without a
-     * key to its sticky partitioner and never calls same_partition for them */
-    const char *const fixed[][2] = {{"sticky.partitioning.linger.ms", "0"}, {"enable.idempotence", "true"},
-                                    {"acks", "all"}, {"client.id", client_id}, {NULL, NULL}};
-    return eg_kconf_build(cfg, defaults, fixed, err, errlen);
-}
-
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
                        eg_lane_done_fn done, eg_lane_fatal_fn fatal, void *arg, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = eg_lanes_producer_conf(cfg, "errgate-lanes", err, errlen);
@@ -183,6 +142,8 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
     return l;
 }
 
+/* The lane topic for (lane, source topic, rung), created with its topic
+ * handle (and same_partition) on first use. Owned by l. */
 static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src, const char *rung) {
     if (lane != EG_LANE_RETRY) rung = NULL;
     for (int i = 0; i < l->ntopics; i++) {
@@ -231,6 +192,7 @@ static int replaced_header(const char *name) {
     return 0;
 }
 
+/* Adds a NUL-terminated header value. */
 static void add(rd_kafka_headers_t *h, const char *name, const char *val) {
     rd_kafka_header_add(h, name, -1, val, -1);
 }

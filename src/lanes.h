@@ -57,23 +57,6 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
 rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
                                     const char **topic);
 
-/* rd_kafka_conf_set with errgate's message: "kafka.KEY: why". Returns 0 or
- * -1 with err filled. */
-int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen);
-
-/* A client configuration: the config's kafka properties, then each of
- * defaults ({key, value} pairs ending with {NULL, NULL}; may be NULL) the
- * config does not set, then every one of fixed (same form), and errgate's
- * log callback. Returns NULL with err ("kafka.KEY: why") on a bad property.
- * The caller owns it. */
-rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
-                                const char *const (*fixed)[2], char *err, size_t errlen);
-
-/* A producer configuration like the lane producer's (the config's kafka
- * properties, idempotent, acks=all, errgate's log callback) for client_id.
- * Returns NULL with err on a bad property. The caller owns it. */
-rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen);
-
 /* The lane topic name for a source topic (and rung name, for EG_LANE_RETRY). */
 const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *origin, const char *rung);
 
@@ -99,8 +82,5 @@ int eg_lanes_outstanding(const eg_lanes *l);
 void eg_lanes_purge(eg_lanes *l, int timeout_ms);
 
 void eg_lanes_free(eg_lanes *l);
-
-/* Routes librdkafka's log lines into errgate's log (shared by every client). */
-void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 
 #endif

@@ -1,8 +1,9 @@
 /* log.c — structured log lines (see log.h).
  *
  * JSON format: {"ts":"...","level":"info","event":"...",k:v,...}. Text format:
- * "ts LEVEL event k=v k=v". Strings are escaped for JSON (control bytes and
- * non-UTF-8 bytes become \u00XX, so every line parses). Every string value
+ * "ts LEVEL event k=v k=v". Strings are escaped for JSON by json.h (UTF-8
+ * kept, control characters escaped, bytes that are not UTF-8 become
+ * \ufffd, so every line parses). Every string value
  * goes through the secret redactor (redact.h) first, whatever its origin:
  * errgate's own messages, librdkafka's lines, a target's error text.
  *
@@ -14,6 +15,7 @@
  * The per-record audit trail (decision and spilled lines, one per record
  * outcome) is never limited. */
 #include "log.h"
+#include "json.h"
 #include "redact.h"
 #include "util.h"
 
@@ -32,8 +34,6 @@ void eg_log_setup(eg_level min_level, int text_format) {
     g_text = text_format;
 }
 
-int eg_log_enabled(eg_level level) { return level >= g_min; }
-
 /* Appends raw bytes if they fit; marks the line full otherwise. */
 static int put(eg_logline *l, const char *s, size_t n) {
     if (l->full || l->len + n + 24 > sizeof l->buf) { /* room for the marker and "}\n" */
@@ -45,24 +45,32 @@ static int put(eg_logline *l, const char *s, size_t n) {
     return 0;
 }
 
-/* Appends s escaped as JSON string content (text format: as-is, with
- * control bytes replaced by '?'). */
+/* Appends s as JSON string content (json.h: UTF-8 kept, invalid bytes as
+ * \ufffd); text format: as is, with control characters and bytes that are
+ * not UTF-8 replaced by '?'. Marks the line full, with what fit appended,
+ * when s does not fit whole (the field is dropped by its caller). */
 static void put_escaped(eg_logline *l, const char *s, size_t n) {
-    char tmp[8];
-    for (size_t i = 0; i < n && !l->full; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            if (g_text) put(l, (const char *)&s[i], 1);
-            else { tmp[0] = '\\'; tmp[1] = (char)c; put(l, tmp, 2); }
-        } else if (c < 0x20 || c >= 0x7f) {
-            if (g_text) put(l, "?", 1);
-            else { snprintf(tmp, sizeof tmp, "\\u%04x", c); put(l, tmp, 6); }
+    if (l->full) return;
+    size_t room = l->len + 24 < sizeof l->buf ? sizeof l->buf - l->len - 24 : 0; /* as put() keeps */
+    if (!g_text) {
+        size_t used;
+        l->len += eg_json_escape(s, n, l->buf + l->len, room, &used);
+        if (used < n) l->full = 1;
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0, k; i < n && !l->full; i += k) {
+        k = eg_utf8_seq(p + i, n - i);
+        if (k == 0 || p[i] < 0x20 || p[i] == 0x7f) {
+            put(l, "?", 1);
+            k = 1;
         } else {
-            put(l, (const char *)&s[i], 1);
+            put(l, s + i, k);
         }
     }
 }
 
+/* 1 when l was begun and not filtered out (its fields are to be written). */
 static int line_active(eg_logline *l) { return l->len > 0; }
 
 #define RL_SLOTS 256
@@ -169,6 +177,7 @@ int eg_log_begin(eg_logline *l, eg_level level, const char *event) {
     return 1;
 }
 
+/* Appends a field's key and separator in the line's format. */
 static void put_key(eg_logline *l, const char *key) {
     if (g_text) {
         put(l, " ", 1);
@@ -255,6 +264,7 @@ void eg_log_msg(eg_level level, const char *event, const char *fmt, ...) {
     eg_log_end(&l);
 }
 
+/* Writes one log_suppressed line per note. */
 static void write_suppressed(const rl_note *notes, int n) {
     for (int i = 0; i < n; i++) {
         eg_logline l;

@@ -23,8 +23,6 @@ typedef struct eg_logline {
 
 /* Global settings, set once at start-up (not thread-safe to change later). */
 void eg_log_setup(eg_level min_level, int text_format);
-/* Returns non-zero when lines of this level are written. */
-int  eg_log_enabled(eg_level level);
 
 /* Lines of one event name written per second at most (decision and
  * spilled lines, the per-record audit trail, are not limited); the rest

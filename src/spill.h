@@ -393,9 +393,6 @@ typedef struct eg_spill_drain_stats {
 
 void eg_spill_drain_stats_get(const eg_spill_drain *d, eg_spill_drain_stats *out);
 
-/* The drainer's producer (borrowed), e.g. for its statistics. */
-rd_kafka_t *eg_spill_drain_rk(const eg_spill_drain *d);
-
 /* Waits up to timeout_ms for the reports of frames in flight (retiring
  * segments they complete), purges what is left (those frames stay in their
  * segments), destroys the producer and frees d. NULL is a no-op. */

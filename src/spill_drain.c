@@ -296,7 +296,6 @@ eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_
     return d;
 }
 
-rd_kafka_t *eg_spill_drain_rk(const eg_spill_drain *d) { return d->rk; }
 const char *eg_spill_drain_error(const eg_spill_drain *d) { return d->err; }
 int eg_spill_drain_done(const eg_spill_drain *d) { return d->done; }
 

@@ -1,6 +1,11 @@
 # spill_lib.sh — helpers shared by the spill journal's e2e tests (sourced
 # after lib.sh).
 
+# The journal writer of the tests (spec/tools/spill_write_test.c; `make
+# test` builds it): SPILL_WRITE_TEST DIR TOPIC N [options].
+SPILL_WRITE_TEST="$ROOT/$BUILD/spill-write-test"
+[ -x "$SPILL_WRITE_TEST" ] || die "no $SPILL_WRITE_TEST: run make $BUILD/spill-write-test (make test builds it)"
+
 # verify EXPECTED TOPIC MODE [SKIP...]: the topic holds the expected records
 # (JSON lines from write-test; a null partition matches any) minus the SKIP
 # indexes: MODE "exact" (each once, nothing else), "atleast" (duplicates

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_spill_cmd.sh — `errgate spill ls` and `errgate spill drain` on real
-# journals (written by the hidden `spill write-test` helper) against the
+# journals (written by the test tool spill-write-test, spec/tools/) against the
 # embedded broker:
 #   - a clean journal: ls lists every segment; drain delivers every record
 #     exactly once with key, value, headers (nil and empty ones too) and
@@ -35,7 +35,7 @@ corrupt_files() { ls "$1" 2>/dev/null | grep -c '\.eg\.corrupt$'; }
 
 # ---- a clean journal ----------------------------------------------------------
 J=$T/clean
-"$EG" spill write-test "$J" spilled 3000 --segment-bytes 100000 >"$T/clean.jsonl" 2>"$T/write.err" \
+"$SPILL_WRITE_TEST" "$J" spilled 3000 --segment-bytes 100000 >"$T/clean.jsonl" 2>"$T/write.err" \
   || die "write-test failed: $(cat "$T/write.err")"
 diag "$(cat "$T/write.err")"
 NSEG=$(segments "$J")
@@ -64,7 +64,7 @@ expect "kcat sees 3000 records, with headers (nil included)"
 
 # partitions a topic lacks: records go to partition % count
 J=$T/small
-"$EG" spill write-test "$J" small 40 >"$T/small.jsonl" 2>/dev/null
+"$SPILL_WRITE_TEST" "$J" small 40 >"$T/small.jsonl" 2>/dev/null
 "$EG" spill drain "$J" -b "$BOOTSTRAP" >"$T/drain-small.out" 2>"$T/drain-small.err"
 rc=$?
 $PY - "$T/small.jsonl" >"$T/small-mapped.jsonl" <<'PY'
@@ -82,7 +82,7 @@ check "the remapping is logged" grep -q 'spill_partition_remapped' "$T/drain-sma
 
 # ---- a corrupted tail -----------------------------------------------------------
 J=$T/tail
-"$EG" spill write-test "$J" tailed 60 --segment-bytes 6000 >"$T/tail.jsonl" 2>/dev/null
+"$SPILL_WRITE_TEST" "$J" tailed 60 --segment-bytes 6000 >"$T/tail.jsonl" 2>/dev/null
 S1=$J/spill-0000000000000001.eg
 S2=$J/spill-0000000000000002.eg
 N1=$("$EG" spill ls "$J" | awk '$1=="spill-0000000000000001.eg"{print $2}')
@@ -127,7 +127,7 @@ return {
 }
 CFG
 J=$T/faulty
-"$EG" spill write-test "$J" faulty 100 >"$T/faulty.jsonl" 2>/dev/null
+"$SPILL_WRITE_TEST" "$J" faulty 100 >"$T/faulty.jsonl" 2>/dev/null
 broker_ctl topic-fault faulty 0 UNKNOWN_TOPIC_OR_PART >/dev/null || die "topic-fault refused"
 "$EG" spill drain "$J" -c "$T/fail.lua" --timeout-ms 3000 >"$T/drain-fail.out" 2>"$T/drain-fail.err"
 rc=$?
@@ -149,7 +149,7 @@ check "every record of the failed drain arrived" verify "$T/faulty.jsonl" faulty
 
 # ---- a journal in use: its active segment --------------------------------------------
 J=$T/active
-bg holder "$EG" spill write-test "$J" active 10 --hold-ms 3000
+bg holder "$SPILL_WRITE_TEST" "$J" active 10 --hold-ms 3000
 HOLDER=$LASTPID
 all_ten() { [ "$(wc -l <"$T/holder.out")" = 10 ]; }
 wait_for 10 all_ten || not_ok "write-test --hold-ms wrote no 10 records"
@@ -164,7 +164,7 @@ expect "once the owner has closed it the segment is sealed (ok) and nobody holds
 # ---- valgrind: ls and drain of a journal with a corrupt tail --------------------------
 if [ "${SAN:-}" != 1 ] && command -v valgrind >/dev/null; then
   J=$T/vg
-  "$EG" spill write-test "$J" vg 200 --segment-bytes 20000 >/dev/null 2>&1
+  "$SPILL_WRITE_TEST" "$J" vg 200 --segment-bytes 20000 >/dev/null 2>&1
   truncate -s -3 "$J/spill-0000000000000002.eg"
   "${VG[@]}" "$EG" spill ls "$J" >/dev/null 2>"$T/vg-ls.err"
   rc=$?
@@ -180,7 +180,7 @@ fi
 # ---- kill -9 of an appender ----------------------------------------------------------
 # write-test prints (and flushes) a record only once its append returned 0
 J=$T/appender
-bg appender "$EG" spill write-test "$J" appended 100000 --segment-bytes 100000
+bg appender "$SPILL_WRITE_TEST" "$J" appended 100000 --segment-bytes 100000
 APP=$LASTPID
 enough() { [ "$(wc -l <"$T/appender.out")" -ge 2000 ]; }
 wait_for 30 enough || not_ok "the appender wrote too little"
@@ -212,7 +212,7 @@ return {
 CFG
 J=$T/killed
 N=20000
-"$EG" spill write-test "$J" killed $N --segment-bytes 60000 --value-bytes 40 >"$T/killed.jsonl" 2>/dev/null
+"$SPILL_WRITE_TEST" "$J" killed $N --segment-bytes 60000 --value-bytes 40 >"$T/killed.jsonl" 2>/dev/null
 NSEG=$(segments "$J")
 broker_ctl rtt -1 100 >/dev/null || die "rtt refused"
 bg drain-slow "$EG" spill drain "$J" -c "$T/slow.lua"
@@ -243,7 +243,7 @@ check "every one of the $N records is present after kill -9 and a second drain (
 
 # ---- the lock held by another process -----------------------------------------------------
 J=$T/held
-"$EG" spill write-test "$J" held 5 >/dev/null 2>&1
+"$SPILL_WRITE_TEST" "$J" held 5 >/dev/null 2>&1
 flock "$J/LOCK" sleep 5 &
 HOLDER=$!
 PIDS+=($HOLDER)
@@ -265,6 +265,10 @@ expect "an unknown subcommand: exit 2, one line naming it (exit $rc)"
 rc=$?
 { [ $rc = 0 ] && grep -q "errgate spill drain DIR" "$T/help.out" && ! grep -q write-test "$T/help.out"; }
 expect "spill --help prints the usage (exit 0), without write-test"
+"$EG" spill write-test "$T/nojournal" x 1 >/dev/null 2>"$T/wt.err"
+rc=$?
+{ [ $rc = 2 ] && grep -q "unknown subcommand 'write-test'" "$T/wt.err" && [ ! -e "$T/nojournal" ]; }
+expect "the shipped binary has no write-test: exit 2, unknown subcommand, no journal written (exit $rc)"
 
 echo "1..$TESTNO"
 exit $FAILED

@@ -2,8 +2,8 @@
 # test_spill_damaged.sh — a damaged journal costs at most its damaged frames
 # (issue 11, item 2), through the operator's commands.
 #
-# A real journal (400 records in ~20 segments, written by `spill
-# write-test`) is damaged at random, seeded: bytes flipped at random
+# A real journal (400 records in ~20 segments, written by the test tool
+# spill-write-test) is damaged at random, seeded: bytes flipped at random
 # positions in some segments (several per segment in some), one segment cut
 # mid-frame, garbage appended to another (partly shaped like frame headers),
 # the rest left clean. An oracle computed from the clean frame boundaries
@@ -21,7 +21,7 @@ SEED=${SEED:-7}
 
 start_broker --topic dmg:4
 J=$T/j
-"$EG" spill write-test "$J" dmg 400 --segment-bytes 8000 --value-bytes 150 >"$T/recs.jsonl" 2>/dev/null ||
+"$SPILL_WRITE_TEST" "$J" dmg 400 --segment-bytes 8000 --value-bytes 150 >"$T/recs.jsonl" 2>/dev/null ||
   die "write-test failed"
 
 # damage the journal; the oracle goes to $T/oracle.json

@@ -2,12 +2,15 @@
  * retry.count, errgate.not-before, error.status, original.* (eg_uint_parse,
  * record.c), errgate.id (eg_id_valid), errgate.replays (eg_replays_parse), any value shown by `dlq
  * tail` (eg_printable) and read as a time (eg_parse_time_ms) or as a dlq
- * state document (eg_json_get_str, dlq_util.c). Input: a header list
+ * state document (eg_json_get_str, json.c). Input: a header list
  * (fuzz.h's format); every known name is looked up and every reader run on
  * its value, each answer checked against its contract. */
 #include "dlq.h"
 #include "fuzz.h"
+#include "json.h"
+#include "parse.h"
 #include "record.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -2,9 +2,9 @@
  * (lane_cases.c): errgate's own lane headers, Spring's kafka_dlt-* (binary
  * big-endian partition and offset) and Connect's __connect.errors.*. Input:
  * a header list (fuzz.h's format). The JSON the reader writes must be one
- * well-formed object whatever the bytes (checked with dlq_util.c's scanner:
+ * well-formed object whatever the bytes (checked with json.c's scanner:
  * a member before and after it must both be found). */
-#include "dlq.h"
+#include "json.h"
 #include "fuzz.h"
 #include "lane_cases.h"
 

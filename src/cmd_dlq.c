@@ -1,4 +1,4 @@
-/* dlq_cmd.c — `errgate dlq stats|tail|resolve`: look into a lane and record
+/* cmd_dlq.c — `errgate dlq stats|tail|resolve`: look into a lane and record
  * what became of its items.
  *
  *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy] [--since DUR]
@@ -29,7 +29,9 @@
 #include "dlq.h"
 #include "headers.h"
 #include "kcli.h"
+#include "parse.h"
 #include "record.h"
+#include "text.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
     printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] [--since DUR]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
@@ -126,6 +129,7 @@ static int open_lane(const args *a, eg_lread *r, const char *cmd) {
     return 0;
 }
 
+/* The record's timestamp in ms since the epoch (-1 when it has none). */
 static int64_t ts_of(const rd_kafka_message_t *m) {
     rd_kafka_timestamp_type_t tt;
     return rd_kafka_message_timestamp(m, &tt);
@@ -138,12 +142,15 @@ typedef struct srow {
     long records, open, resolved;
 } srow;
 
+/* qsort order of the stats rows: most records first, then by name. */
 static int cmp_rows(const void *x, const void *y) {
     const srow *a = x, *b = y;
     if (a->records != b->records) return a->records < b->records ? 1 : -1;
     return strcmp(a->name, b->name);
 }
 
+/* `dlq stats`: counts the lane's records (open and resolved) per --by
+ * field and prints them as a table. Returns the exit code. */
 static int cmd_stats(const args *a) {
     static const struct { const char *by, *header; } fields[] = {
         {"class", EG_H_CLASS}, {"code", EG_H_CODE}, {"reason", EG_H_REASON},
@@ -260,6 +267,7 @@ typedef struct tline {
     char *text;
 } tline;
 
+/* qsort order of tail lines: by timestamp, then partition, then offset. */
 static int cmp_lines(const void *x, const void *y) {
     const tline *a = x, *b = y;
     if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
@@ -306,6 +314,10 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     return line;
 }
 
+/* `dlq tail`: prints the last -n records of the lane in time order (read
+ * from the last -n of each partition), one escaped printable line each;
+ * with -f then follows new records until SIGINT/SIGTERM. Returns the exit
+ * code. */
 static int cmd_tail(const args *a) {
     eg_lread r;
     int rc = open_lane(a, &r, "tail");
@@ -368,6 +380,9 @@ static void on_state_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void 
     *out = m->err;
 }
 
+/* `dlq resolve`: writes the state record of one item (--id) with --status
+ * and --reason to LANE.state, creating that topic first when it can.
+ * Returns the exit code. */
 static int cmd_resolve(const args *a) {
     if (!a->id || !*a->id) return usage_error("resolve: --id ID is required");
     if (!a->status) return usage_error("resolve: --status is required (replayed, accepted-loss or closed)");

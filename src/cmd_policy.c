@@ -1,4 +1,4 @@
-/* policy_cmd.c — `errgate policy check FILE` and `errgate policy test FILE
+/* cmd_policy.c — `errgate policy check FILE` and `errgate policy test FILE
  * CASES.jsonl | --from-topic LANE`: the tools a domain team and its CI run
  * before a policy ships.
  *
@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "kcli.h"
 #include "lane_cases.h"
+#include "parse.h"
 #include "policy.h"
 #include "util.h"
 

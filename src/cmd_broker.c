@@ -1,4 +1,4 @@
-/* broker.c — `errgate broker`: an embedded Kafka-protocol broker with a
+/* cmd_broker.c — `errgate broker`: an embedded Kafka-protocol broker with a
  * control socket, for local runs, demos and end-to-end tests.
  *
  * The broker is librdkafka's mock cluster (rdkafka_mock.h) hosted by a dummy
@@ -14,6 +14,23 @@
  * The process runs until SIGINT or SIGTERM, then closes the control socket,
  * destroys the cluster and exits 0. Bad arguments exit 2 with one line on
  * stderr; a broker that cannot start exits 1.
+ *
+ * Design. One thread of errgate's own (librdkafka runs the mock's): a
+ * libevent loop serves the control socket and the signals, so a control
+ * command runs between two events and never races another. The process
+ * state (broker_state) lives on eg_cmd_broker's stack and owns everything
+ * it points to: the hosting handle and its mock cluster, the listener, the
+ * control connections (a list, each freed once its replies are written)
+ * and the active topic faults (a list, each with its end timer); one
+ * function, broker_shutdown, releases them in dependency order. A control
+ * command is a row of a table (name, argument count, handler, usage): the
+ * dispatcher checks the argument count, the handler parses and checks its
+ * arguments and either acts on the mock or refuses with a reason, so a
+ * reply is always one line. The file reads top-down: helpers that parse
+ * arguments, topic faults, the control commands, the control connections,
+ * start-up and shutdown, the entry point. Below: what the commands do,
+ * then what librdkafka's mock does with injected produce failures (which
+ * the commands are built on).
  *
  * Topics. Every topic a client asks about is auto-created by the mock with 4
  * partitions; that default is fixed inside librdkafka 2.0.2 (no property or
@@ -102,6 +119,8 @@
  * Metadata, so clients see nothing but leader-less partitions. topic-fault
  * therefore refuses any other ERR rather than pretend.
  */
+#include "cli.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -125,8 +144,6 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
-#include "cli.h"
-
 #define EG_MAX_BROKERS        32
 #define EG_MAX_PARTITIONS     10000 /* per topic (the mock allocates them) */
 #define EG_MOCK_DEFAULT_PARTS 4     /* the mock's auto-create partition count */
@@ -137,53 +154,53 @@
 #define EG_MAX_REQUEST_ERRORS 100000
 #define EG_MAX_FAULT_SECONDS  86400.0
 
-typedef struct eg_broker eg_broker;
+typedef struct broker_state broker_state;
 
 /* One control connection. Owned by the broker's connection list; freed by
  * ctl_conn_free (on error, after a graceful close has flushed its replies, or
  * at shutdown). */
-typedef struct eg_ctl_conn {
-        eg_broker *b;
+typedef struct ctl_conn {
+        broker_state *b;
         struct bufferevent *bev; /* owned; closes the socket when freed */
         int closing;             /* no more input; free once output drained */
-        struct eg_ctl_conn *prev, *next;
-} eg_ctl_conn;
+        struct ctl_conn *prev, *next;
+} ctl_conn;
 
 /* One active topic fault. Owned by the broker's fault list. */
-typedef struct eg_fault {
-        eg_broker *b;
+typedef struct topic_fault {
+        broker_state *b;
         char *topic;             /* owned */
         int partitions;          /* partitions made leader-less */
         rd_kafka_resp_err_t err; /* metadata error set on the topic, or 0 */
         struct event *timer;     /* owned; NULL when the fault has no end */
-        struct eg_fault *next;
-} eg_fault;
+        struct topic_fault *next;
+} topic_fault;
 
 /* The whole broker process state. Lives on eg_cmd_broker's stack; everything
  * it points to is owned by it and released by broker_shutdown. */
-struct eg_broker {
+struct broker_state {
         rd_kafka_t *rk; /* dummy handle hosting the mock */
         rd_kafka_mock_cluster_t *mc;
         int broker_cnt;
         struct event_base *base;
         struct evconnlistener *listener;
         struct event *sigint, *sigterm;
-        eg_ctl_conn *conns;
-        eg_fault *faults;
+        ctl_conn *conns;
+        topic_fault *faults;
 };
 
 /* A topic to pre-create, parsed from --topic NAME:P; name points into argv. */
-typedef struct eg_topic_spec {
+typedef struct topic_spec {
         const char *name;
         size_t name_len;
         int partitions;
-} eg_topic_spec;
+} topic_spec;
 
 
 /* ---- small helpers ------------------------------------------------------- */
 
-/* Write one log line "errgate broker: ..." to stderr. */
-static void eg_log(const char *fmt, ...) {
+/* Writes one log line "errgate broker: <printf of fmt>" to stderr. */
+static void broker_log(const char *fmt, ...) {
         char line[EG_REPLY_MAX + 256];
         va_list ap;
 
@@ -193,14 +210,17 @@ static void eg_log(const char *fmt, ...) {
         fprintf(stderr, "errgate broker: %s\n", line);
 }
 
-/* librdkafka log callback (called from librdkafka threads): one line each. */
+/* librdkafka's log callback for the hosting handle (called on librdkafka's
+ * threads): each line as "errgate broker: rdkafka LEVEL FACILITY: text" on
+ * stderr. */
 static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                       const char *buf) {
         fprintf(stderr, "errgate broker: rdkafka %d %s: %s\n", level, fac, buf);
 }
 
-/* Parse all of S as a base-10 integer in [MIN, MAX] into *OUT.
- * Returns 0, or -1 (and leaves *OUT alone) if S is not such a number. */
+/* Parses all of s as a base-10 integer in [min, max] into *out (no leading
+ * space, nothing after the digits). Returns 0, or -1 (and leaves *out alone)
+ * if s is not such a number. */
 static int parse_long(const char *s, long min, long max, long *out) {
         char *end;
         long v;
@@ -215,8 +235,8 @@ static int parse_long(const char *s, long min, long max, long *out) {
         return 0;
 }
 
-/* Is NAME[0..LEN) a legal Kafka topic name ([A-Za-z0-9._-]{1,249}, not "."
- * or "..")? Returns 1 if so, else 0. */
+/* Returns 1 when name[0..len) is a legal Kafka topic name
+ * ([A-Za-z0-9._-]{1,249}, not "." or ".."), else 0. */
 static int topic_name_ok(const char *name, size_t len) {
         size_t i;
 
@@ -233,9 +253,9 @@ static int topic_name_ok(const char *name, size_t len) {
         return 1;
 }
 
-/* Parse an error name (with or without the RD_KAFKA_RESP_ERR_ prefix,
- * case-insensitive) or number into *OUT, using librdkafka's own table.
- * Returns 0, or -1 if S names no error librdkafka knows. */
+/* Parses an error name (with or without the RD_KAFKA_RESP_ERR_ prefix,
+ * case-insensitive) or number into *out, using librdkafka's own table.
+ * Returns 0, or -1 if s names no error librdkafka knows. */
 static int parse_err(const char *s, rd_kafka_resp_err_t *out) {
         const struct rd_kafka_err_desc *descs;
         size_t cnt, i;
@@ -311,7 +331,7 @@ static int parse_api_key(const char *s, int16_t *out) {
 
 /* Parse a broker id (1..broker_cnt, or -1/"all" for every broker) into *OUT.
  * Returns 0, or -1 if S is neither. */
-static int parse_broker_id(const eg_broker *b, const char *s, int32_t *out) {
+static int parse_broker_id(const broker_state *b, const char *s, int32_t *out) {
         long num;
 
         if (!strcasecmp(s, "all")) {
@@ -324,7 +344,8 @@ static int parse_broker_id(const eg_broker *b, const char *s, int32_t *out) {
         return 0;
 }
 
-/* Is ERR an error that topic-fault expresses by leadership alone? */
+/* Returns 1 when err is one that topic-fault expresses by leadership alone
+ * (LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION), else 0. */
 static int err_is_leadership(rd_kafka_resp_err_t err) {
         return err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
                err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
@@ -333,11 +354,11 @@ static int err_is_leadership(rd_kafka_resp_err_t err) {
 
 /* ---- topic faults -------------------------------------------------------- */
 
-/* Make every partition of TOPIC leader-less (LEADERLESS != 0) or give
- * partition P broker (P mod N) + 1 as leader. TOPIC must exist (the mock
- * would otherwise create it with one partition). Returns the number of
- * partitions changed, or -1 on a mock error (message in ERRBUF). */
-static int topic_set_leaders(eg_broker *b, const char *topic, int leaderless,
+/* Makes every partition of topic leader-less (leaderless != 0), or gives
+ * partition P broker (P mod N) + 1 as its leader. The topic must exist (the
+ * mock would otherwise create it with one partition). Returns the number of
+ * partitions changed, or -1 on a mock error (message in errbuf). */
+static int topic_set_leaders(broker_state *b, const char *topic, int leaderless,
                              char *errbuf, size_t errsz) {
         int32_t p;
 
@@ -356,9 +377,9 @@ static int topic_set_leaders(eg_broker *b, const char *topic, int leaderless,
         return (int)p;
 }
 
-/* Find the active fault on TOPIC, or NULL. Ownership stays with the list. */
-static eg_fault *fault_find(eg_broker *b, const char *topic) {
-        eg_fault *f;
+/* The active fault on topic, or NULL. Ownership stays with the list. */
+static topic_fault *fault_find(broker_state *b, const char *topic) {
+        topic_fault *f;
 
         for (f = b->faults; f; f = f->next)
                 if (!strcmp(f->topic, topic))
@@ -366,10 +387,10 @@ static eg_fault *fault_find(eg_broker *b, const char *topic) {
         return NULL;
 }
 
-/* Unlink F from the broker's list and free it (its timer too). Does not
+/* Unlinks f from its broker's list and frees it (its timer too). Does not
  * touch the mock. */
-static void fault_free(eg_fault *f) {
-        eg_fault **pp;
+static void fault_free(topic_fault *f) {
+        topic_fault **pp;
 
         for (pp = &f->b->faults; *pp; pp = &(*pp)->next) {
                 if (*pp == f) {
@@ -383,11 +404,11 @@ static void fault_free(eg_fault *f) {
         free(f);
 }
 
-/* End fault F: clear the topic error, restore leaders, free F.
- * Returns 0, or -1 if the mock refused (message in ERRBUF; F is freed
- * either way). */
-static int fault_recover(eg_fault *f, char *errbuf, size_t errsz) {
-        eg_broker *b = f->b;
+/* Ends fault f: clears the topic's metadata error, gives its partitions
+ * leaders again, logs the outcome and frees f. Returns 0, or -1 if the mock
+ * refused (message in errbuf; f is freed either way). */
+static int fault_recover(topic_fault *f, char *errbuf, size_t errsz) {
+        broker_state *b = f->b;
         int n;
 
         if (f->err)
@@ -395,27 +416,30 @@ static int fault_recover(eg_fault *f, char *errbuf, size_t errsz) {
                                               RD_KAFKA_RESP_ERR_NO_ERROR);
         n = topic_set_leaders(b, f->topic, 0, errbuf, errsz);
         if (n >= 0)
-                eg_log("topic-fault %s: recovered, %d partition(s) have "
+                broker_log("topic-fault %s: recovered, %d partition(s) have "
                        "leaders again",
                        f->topic, n);
         else
-                eg_log("topic-fault %s: recovery failed: %s", f->topic, errbuf);
+                broker_log("topic-fault %s: recovery failed: %s", f->topic, errbuf);
         fault_free(f);
         return n < 0 ? -1 : 0;
 }
 
-/* Timer callback: the fault's time is up. */
+/* The end timer of a fault (arg): its time is up, it recovers (a failure
+ * is logged by fault_recover; there is nobody to reply to). */
 static void fault_timer_cb(evutil_socket_t fd, short what, void *arg) {
         char errbuf[256];
 
         fault_recover(arg, errbuf, sizeof(errbuf));
 }
 
-/* Start (or replace) a fault on TOPIC lasting SECONDS (0: no end) with ERR.
- * Returns 0 with a summary in OUT, or -1 with the reason in OUT. */
-static int fault_start(eg_broker *b, const char *topic, double seconds,
+/* Starts (or replaces) a fault on topic lasting seconds (0: no end) with
+ * err (see the file comment), creating the topic with the mock's default
+ * partitions when it is missing. Returns 0 with a summary in out, or -1
+ * with the reason in out (nothing changed). */
+static int fault_start(broker_state *b, const char *topic, double seconds,
                        rd_kafka_resp_err_t err, char *out, size_t outsz) {
-        eg_fault *f = fault_find(b, topic);
+        topic_fault *f = fault_find(b, topic);
         rd_kafka_resp_err_t cerr, terr;
         int n;
 
@@ -485,23 +509,25 @@ static int fault_start(eg_broker *b, const char *topic, double seconds,
 
 /* What a command handler hands back besides ok/error: the reply text
  * (without the ok/error prefix) and whether to close the connection. */
-typedef struct eg_reply {
+typedef struct ctl_reply {
         char text[EG_REPLY_MAX];
         int close;
-} eg_reply;
+} ctl_reply;
 
-/* A command handler: ARGV[0] is the command name, ARGC is within the table's
- * bounds. Fills R (text starts empty). Returns 0 for ok, -1 for error. */
-typedef int(eg_cmd_fn)(eg_broker *b, int argc, char **argv, eg_reply *r);
+/* A command handler: argv[0] is the command name, argc is within the
+ * table's bounds (the dispatcher checked). Parses and checks its arguments;
+ * acts on the mock only when all are good. Fills r (text starts empty):
+ * returns 0 for "ok TEXT", or -1 for "error: TEXT" with nothing changed. */
+typedef int(ctl_fn)(broker_state *b, int argc, char **argv, ctl_reply *r);
 
-static eg_cmd_fn cmd_ping, cmd_help, cmd_quit, cmd_topic_create,
+static ctl_fn cmd_ping, cmd_help, cmd_quit, cmd_topic_create,
     cmd_topic_error, cmd_request_errors, cmd_clear_request_errors,
     cmd_broker_down, cmd_broker_up, cmd_rtt, cmd_topic_fault, cmd_topic_recover;
 
 static const struct {
         const char *name;
         int min_args, max_args; /* counting the name itself */
-        eg_cmd_fn *fn;
+        ctl_fn *fn;
         const char *usage;
 } commands[] = {
     {"ping", 1, 1, cmd_ping, "ping"},
@@ -522,13 +548,13 @@ static const struct {
 };
 #define EG_NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-/* ping: liveness. */
-static int cmd_ping(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* ping: answers ok; nothing else (liveness). */
+static int cmd_ping(broker_state *b, int argc, char **argv, ctl_reply *r) {
         return 0;
 }
 
-/* help: the command list, on one line. */
-static int cmd_help(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* help: ok with the usage of every command, on one line. */
+static int cmd_help(broker_state *b, int argc, char **argv, ctl_reply *r) {
         size_t i, len = 0;
 
         for (i = 0; i < EG_NCOMMANDS && len < sizeof(r->text); i++) {
@@ -541,15 +567,17 @@ static int cmd_help(eg_broker *b, int argc, char **argv, eg_reply *r) {
         return 0;
 }
 
-/* quit: reply, then close the connection. */
-static int cmd_quit(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* quit: ok "bye", then the connection is closed once the reply is written. */
+static int cmd_quit(broker_state *b, int argc, char **argv, ctl_reply *r) {
         snprintf(r->text, sizeof(r->text), "bye");
         r->close = 1;
         return 0;
 }
 
-/* topic-create NAME PARTITIONS */
-static int cmd_topic_create(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* topic-create NAME PARTITIONS: creates NAME with PARTITIONS (1..10000)
+ * partitions. Refuses a bad name, a bad count, or what the mock refuses
+ * (a topic that exists). */
+static int cmd_topic_create(broker_state *b, int argc, char **argv, ctl_reply *r) {
         rd_kafka_resp_err_t err;
         long parts;
 
@@ -572,8 +600,9 @@ static int cmd_topic_create(eg_broker *b, int argc, char **argv, eg_reply *r) {
         return 0;
 }
 
-/* topic-error NAME ERR */
-static int cmd_topic_error(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* topic-error NAME ERR: Metadata responses report ERR for NAME from now
+ * on (NO_ERROR clears it). Refuses a bad name or an unknown error. */
+static int cmd_topic_error(broker_state *b, int argc, char **argv, ctl_reply *r) {
         rd_kafka_resp_err_t err;
 
         if (!topic_name_ok(argv[1], strlen(argv[1]))) {
@@ -591,9 +620,10 @@ static int cmd_topic_error(eg_broker *b, int argc, char **argv, eg_reply *r) {
         return 0;
 }
 
-/* request-errors APIKEY COUNT ERR */
-static int cmd_request_errors(eg_broker *b, int argc, char **argv,
-                              eg_reply *r) {
+/* request-errors APIKEY COUNT ERR: the next COUNT (1..100000) requests of
+ * APIKEY fail with ERR. Refuses an unknown key or error, a bad count. */
+static int cmd_request_errors(broker_state *b, int argc, char **argv,
+                              ctl_reply *r) {
         rd_kafka_resp_err_t err, *errs;
         int16_t key;
         long cnt, i;
@@ -627,9 +657,10 @@ static int cmd_request_errors(eg_broker *b, int argc, char **argv,
         return 0;
 }
 
-/* clear-request-errors APIKEY */
-static int cmd_clear_request_errors(eg_broker *b, int argc, char **argv,
-                                    eg_reply *r) {
+/* clear-request-errors APIKEY: drops the errors still queued for APIKEY.
+ * Refuses an unknown key. */
+static int cmd_clear_request_errors(broker_state *b, int argc, char **argv,
+                                    ctl_reply *r) {
         int16_t key;
 
         if (parse_api_key(argv[1], &key)) {
@@ -641,8 +672,9 @@ static int cmd_clear_request_errors(eg_broker *b, int argc, char **argv,
         return 0;
 }
 
-/* Shared body of broker-down and broker-up. */
-static int broker_updown(eg_broker *b, const char *arg, int up, eg_reply *r) {
+/* broker-down and broker-up: takes broker arg (an id, -1 or all) down
+ * (up == 0) or up. Returns 0, or -1 with the reason in r. */
+static int broker_updown(broker_state *b, const char *arg, int up, ctl_reply *r) {
         rd_kafka_resp_err_t err;
         int32_t id;
 
@@ -661,18 +693,19 @@ static int broker_updown(eg_broker *b, const char *arg, int up, eg_reply *r) {
         return 0;
 }
 
-/* broker-down ID */
-static int cmd_broker_down(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* broker-down ID: see broker_updown. */
+static int cmd_broker_down(broker_state *b, int argc, char **argv, ctl_reply *r) {
         return broker_updown(b, argv[1], 0, r);
 }
 
-/* broker-up ID */
-static int cmd_broker_up(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* broker-up ID: see broker_updown. */
+static int cmd_broker_up(broker_state *b, int argc, char **argv, ctl_reply *r) {
         return broker_updown(b, argv[1], 1, r);
 }
 
-/* rtt ID MS */
-static int cmd_rtt(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* rtt ID MS: delays every response of broker ID (or all) by MS (0..3600000)
+ * ms. Refuses a bad id or delay. */
+static int cmd_rtt(broker_state *b, int argc, char **argv, ctl_reply *r) {
         rd_kafka_resp_err_t err;
         int32_t id;
         long ms;
@@ -694,8 +727,10 @@ static int cmd_rtt(eg_broker *b, int argc, char **argv, eg_reply *r) {
         return 0;
 }
 
-/* topic-fault NAME SECONDS [ERR] */
-static int cmd_topic_fault(eg_broker *b, int argc, char **argv, eg_reply *r) {
+/* topic-fault NAME SECONDS [ERR]: starts a fault (fault_start) of SECONDS
+ * (0..86400, 0: until topic-recover) with ERR, LEADER_NOT_AVAILABLE by
+ * default or UNKNOWN_TOPIC_OR_PART; any other ERR is refused. */
+static int cmd_topic_fault(broker_state *b, int argc, char **argv, ctl_reply *r) {
         rd_kafka_resp_err_t err;
         char *end;
         double secs;
@@ -726,9 +761,10 @@ static int cmd_topic_fault(eg_broker *b, int argc, char **argv, eg_reply *r) {
         return fault_start(b, argv[1], secs, err, r->text, sizeof(r->text));
 }
 
-/* topic-recover NAME */
-static int cmd_topic_recover(eg_broker *b, int argc, char **argv, eg_reply *r) {
-        eg_fault *f = fault_find(b, argv[1]);
+/* topic-recover NAME: ends the fault on NAME now. Refuses a topic without
+ * a fault, or a recovery the mock refused (the fault is gone either way). */
+static int cmd_topic_recover(broker_state *b, int argc, char **argv, ctl_reply *r) {
+        topic_fault *f = fault_find(b, argv[1]);
 
         if (!f) {
                 snprintf(r->text, sizeof(r->text), "no fault on topic '%s'",
@@ -741,12 +777,13 @@ static int cmd_topic_recover(eg_broker *b, int argc, char **argv, eg_reply *r) {
         return 0;
 }
 
-/* Run one command line (NUL-terminated, modified in place) and write the
- * reply line (with "\n") to REPLY. Returns 1 if the connection is to be
- * closed after the reply, else 0. */
-static int ctl_execute(eg_broker *b, char *line, char *reply, size_t replysz) {
+/* Runs one command line (NUL-terminated, split in place) and writes its one
+ * reply line (with "\n") to reply: an empty or unknown command, or a wrong
+ * argument count, is an error reply too. Returns 1 if the connection is to
+ * be closed after the reply, else 0. */
+static int ctl_execute(broker_state *b, char *line, char *reply, size_t replysz) {
         char *argv[EG_CTL_MAX_ARGS + 1];
-        eg_reply r;
+        ctl_reply r;
         char *save = NULL, *tok;
         int argc = 0, rc = -1;
         size_t i;
@@ -790,9 +827,9 @@ static int ctl_execute(eg_broker *b, char *line, char *reply, size_t replysz) {
 
 /* ---- control connections ------------------------------------------------- */
 
-/* Close C's socket and free it; unlinks it from the broker. */
-static void ctl_conn_free(eg_ctl_conn *c) {
-        eg_broker *b = c->b;
+/* Closes c's socket and frees c; unlinks it from the broker's list. */
+static void ctl_conn_free(ctl_conn *c) {
+        broker_state *b = c->b;
 
         if (c->prev)
                 c->prev->next = c->next;
@@ -804,19 +841,20 @@ static void ctl_conn_free(eg_ctl_conn *c) {
         free(c);
 }
 
-/* Stop reading from C and free it once its pending replies are written.
- * C may be freed before this returns: the caller must not touch it again. */
-static void ctl_conn_close(eg_ctl_conn *c) {
+/* Stops reading from c and frees it once its pending replies are written.
+ * c may be freed before this returns: the caller must not touch it again. */
+static void ctl_conn_close(ctl_conn *c) {
         c->closing = 1;
         bufferevent_disable(c->bev, EV_READ);
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
                 ctl_conn_free(c);
 }
 
-/* Handle one received line of N bytes (no terminator; may not be
- * NUL-terminated beyond N) and queue its reply. Returns 1 if the connection
- * should be closed after the reply, else 0. */
-static int ctl_conn_line(eg_ctl_conn *c, char *line, size_t n) {
+/* Handles one received line of n bytes (no terminator; not NUL-terminated
+ * beyond n) and queues its reply on c; a line over EG_CTL_MAX_LINE is
+ * refused. Returns 1 if the connection should be closed after the reply,
+ * else 0. */
+static int ctl_conn_line(ctl_conn *c, char *line, size_t n) {
         char reply[EG_REPLY_MAX + 16];
         char logline[EG_CTL_MAX_LINE + 1];
         int want_close = 0;
@@ -829,16 +867,18 @@ static int ctl_conn_line(eg_ctl_conn *c, char *line, size_t n) {
                 memcpy(logline, line, n);
                 logline[n] = '\0';
                 want_close = ctl_execute(c->b, line, reply, sizeof(reply));
-                eg_log("control: %s -> %.*s", logline,
+                broker_log("control: %s -> %.*s", logline,
                        (int)strcspn(reply, "\n"), reply);
         }
         bufferevent_write(c->bev, reply, strlen(reply));
         return want_close;
 }
 
-/* bufferevent read callback: run every complete line. */
+/* bufferevent read callback: runs every complete line received, in order,
+ * and closes the connection (ctl_conn_close) after quit, or after an error
+ * reply when an unterminated line grows past EG_CTL_MAX_LINE. */
 static void ctl_read_cb(struct bufferevent *bev, void *arg) {
-        eg_ctl_conn *c      = arg;
+        ctl_conn *c      = arg;
         struct evbuffer *in = bufferevent_get_input(bev);
         char *line;
         size_t n;
@@ -858,18 +898,19 @@ static void ctl_read_cb(struct bufferevent *bev, void *arg) {
         }
 }
 
-/* bufferevent write callback: output drained; finish a pending close. */
+/* bufferevent write callback: the output is drained; finishes a pending
+ * close (frees the connection). */
 static void ctl_write_cb(struct bufferevent *bev, void *arg) {
-        eg_ctl_conn *c = arg;
+        ctl_conn *c = arg;
 
         if (c->closing)
                 ctl_conn_free(c);
 }
 
-/* bufferevent event callback: EOF runs a last unterminated line, errors
- * drop the connection. */
+/* bufferevent event callback: at EOF runs a last unterminated line and
+ * closes once its reply is written; an error drops the connection. */
 static void ctl_event_cb(struct bufferevent *bev, short what, void *arg) {
-        eg_ctl_conn *c = arg;
+        ctl_conn *c = arg;
 
         if (what & BEV_EVENT_EOF) {
                 struct evbuffer *in = bufferevent_get_input(bev);
@@ -888,11 +929,12 @@ static void ctl_event_cb(struct bufferevent *bev, short what, void *arg) {
                 ctl_conn_free(c);
 }
 
-/* evconnlistener callback: adopt a new control connection. */
+/* evconnlistener callback: adopts a new control connection (owned by the
+ * broker's list); one that cannot be set up is closed at once. */
 static void ctl_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
                           struct sockaddr *sa, int salen, void *arg) {
-        eg_broker *b = arg;
-        eg_ctl_conn *c;
+        broker_state *b = arg;
+        ctl_conn *c;
 
         if (!(c = calloc(1, sizeof(*c)))) {
                 evutil_closesocket(fd);
@@ -913,11 +955,12 @@ static void ctl_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
-/* evsignal callback: SIGINT/SIGTERM end the loop. */
+/* evsignal callback: SIGINT or SIGTERM logs and ends the loop (the entry
+ * point then shuts down and exits 0). */
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
-        eg_broker *b = arg;
+        broker_state *b = arg;
 
-        eg_log("%s received, shutting down",
+        broker_log("%s received, shutting down",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
         event_base_loopbreak(b->base);
 }
@@ -925,7 +968,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
-/* Print usage to F. */
+/* Prints the usage text to f. */
 static void usage(FILE *f) {
         fprintf(
             f,
@@ -937,8 +980,9 @@ static void usage(FILE *f) {
             "  control port for its commands.\n");
 }
 
-/* Parse `--topic NAME:P` into *T. Returns 0, or -1 with a message on stderr. */
-static int parse_topic_spec(const char *arg, eg_topic_spec *t) {
+/* Parses `--topic NAME:P` into *t (the name points into arg). Returns 0, or
+ * -1 with a one-line message on stderr. */
+static int parse_topic_spec(const char *arg, topic_spec *t) {
         const char *colon = strrchr(arg, ':');
         long parts;
 
@@ -957,11 +1001,11 @@ static int parse_topic_spec(const char *arg, eg_topic_spec *t) {
         return 0;
 }
 
-/* Parse the command line into *BROKERS and TOPICS[0..*NTOPICS) (TOPICS has
- * room for ARGC entries). Returns 0 to run, 1 after printing help, or -1
+/* Parses the command line into *brokers and topics[0..*ntopics) (topics has
+ * room for argc entries). Returns 0 to run, 1 after printing help, or -1
  * after a one-line error on stderr. */
 static int parse_args(int argc, char **argv, int *brokers,
-                      eg_topic_spec *topics, int *ntopics) {
+                      topic_spec *topics, int *ntopics) {
         int i, j;
 
         *brokers = 1;
@@ -1013,7 +1057,7 @@ static int parse_args(int argc, char **argv, int *brokers,
                         }
                         *brokers = (int)n;
                 } else { /* --topic */
-                        eg_topic_spec *t = &topics[*ntopics];
+                        topic_spec *t = &topics[*ntopics];
                         if (parse_topic_spec(val, t))
                                 return -1;
                         for (j = 0; j < *ntopics; j++) {
@@ -1033,8 +1077,10 @@ static int parse_args(int argc, char **argv, int *brokers,
         return 0;
 }
 
-/* Release everything B owns, in dependency order. Safe on a partly built B. */
-static void broker_shutdown(eg_broker *b) {
+/* Releases everything b owns, in dependency order: connections, faults,
+ * listener, signal events, the mock cluster, its hosting handle, the loop.
+ * Safe on a partly built b. */
+static void broker_shutdown(broker_state *b) {
         while (b->conns)
                 ctl_conn_free(b->conns);
         while (b->faults)
@@ -1054,9 +1100,10 @@ static void broker_shutdown(eg_broker *b) {
         memset(b, 0, sizeof(*b));
 }
 
-/* Create the dummy handle and the mock cluster with BROKERS brokers.
- * Returns 0, or -1 after logging why. */
-static int broker_start_cluster(eg_broker *b, int brokers) {
+/* Creates the hosting handle and the mock cluster with `brokers` brokers
+ * into b. Returns 0, or -1 after logging why (b keeps what was built, for
+ * broker_shutdown). */
+static int broker_start_cluster(broker_state *b, int brokers) {
         char errstr[512];
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
@@ -1064,27 +1111,27 @@ static int broker_start_cluster(eg_broker *b, int brokers) {
         /* The hosting handle never connects anywhere; keep it quiet. */
         if (rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr)) !=
             RD_KAFKA_CONF_OK) {
-                eg_log("cannot configure: %s", errstr);
+                broker_log("cannot configure: %s", errstr);
                 rd_kafka_conf_destroy(conf);
                 return -1;
         }
         if (!(b->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr,
                                    sizeof(errstr)))) {
-                eg_log("cannot create the hosting handle: %s", errstr);
+                broker_log("cannot create the hosting handle: %s", errstr);
                 rd_kafka_conf_destroy(conf);
                 return -1;
         }
         if (!(b->mc = rd_kafka_mock_cluster_new(b->rk, brokers))) {
-                eg_log("cannot create the mock cluster");
+                broker_log("cannot create the mock cluster");
                 return -1;
         }
         b->broker_cnt = brokers;
         return 0;
 }
 
-/* Open the control listener on 127.0.0.1 (kernel-chosen port) and store the
- * port in *PORT. Returns 0, or -1 after logging why. */
-static int broker_start_control(eg_broker *b, unsigned *port) {
+/* Opens the control listener on 127.0.0.1 (kernel-chosen port) on b's loop
+ * and stores the port in *port. Returns 0, or -1 after logging why. */
+static int broker_start_control(broker_state *b, unsigned *port) {
         struct sockaddr_in sin;
         socklen_t len = sizeof(sin);
 
@@ -1098,12 +1145,12 @@ static int broker_start_control(eg_broker *b, unsigned *port) {
             LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
             16, (struct sockaddr *)&sin, sizeof(sin));
         if (!b->listener) {
-                eg_log("cannot listen on 127.0.0.1: %s", strerror(errno));
+                broker_log("cannot listen on 127.0.0.1: %s", strerror(errno));
                 return -1;
         }
         if (getsockname(evconnlistener_get_fd(b->listener),
                         (struct sockaddr *)&sin, &len)) {
-                eg_log("getsockname: %s", strerror(errno));
+                broker_log("getsockname: %s", strerror(errno));
                 return -1;
         }
         *port = ntohs(sin.sin_port);
@@ -1114,15 +1161,15 @@ static int broker_start_control(eg_broker *b, unsigned *port) {
  * Returns the exit code: 0 after SIGINT/SIGTERM, 1 if the broker cannot
  * start, 2 on bad arguments. */
 int eg_cmd_broker(int argc, char **argv) {
-        eg_broker b;
-        eg_topic_spec *topics;
+        broker_state b;
+        topic_spec *topics;
         int brokers, ntopics, i, rc;
         unsigned port = 0;
 
         memset(&b, 0, sizeof(b));
         if (!(topics =
                   calloc((size_t)(argc > 0 ? argc : 1), sizeof(*topics)))) {
-                eg_log("out of memory");
+                broker_log("out of memory");
                 return 1;
         }
         rc = parse_args(argc, argv, &brokers, topics, &ntopics);
@@ -1136,7 +1183,7 @@ int eg_cmd_broker(int argc, char **argv) {
 
         rc = 1;
         if (!(b.base = event_base_new())) {
-                eg_log("cannot create the event loop");
+                broker_log("cannot create the event loop");
                 goto out;
         }
         if (broker_start_cluster(&b, brokers))
@@ -1150,11 +1197,11 @@ int eg_cmd_broker(int argc, char **argv) {
                 name[topics[i].name_len] = '\0';
                 if ((err = rd_kafka_mock_topic_create(
                          b.mc, name, topics[i].partitions, 1))) {
-                        eg_log("cannot create topic %s: %s", name,
+                        broker_log("cannot create topic %s: %s", name,
                                rd_kafka_err2str(err));
                         goto out;
                 }
-                eg_log("topic %s created with %d partition(s)", name,
+                broker_log("topic %s created with %d partition(s)", name,
                        topics[i].partitions);
         }
 
@@ -1165,21 +1212,21 @@ int eg_cmd_broker(int argc, char **argv) {
         b.sigterm = evsignal_new(b.base, SIGTERM, on_signal, &b);
         if (!b.sigint || !b.sigterm || evsignal_add(b.sigint, NULL) ||
             evsignal_add(b.sigterm, NULL)) {
-                eg_log("cannot install signal handlers");
+                broker_log("cannot install signal handlers");
                 goto out;
         }
 
         printf("bootstrap.servers=%s\ncontrol=127.0.0.1:%u\n",
                rd_kafka_mock_cluster_bootstraps(b.mc), port);
         if (fflush(stdout) || ferror(stdout)) {
-                eg_log("cannot write to stdout");
+                broker_log("cannot write to stdout");
                 goto out;
         }
-        eg_log("%d broker(s) at %s, control at 127.0.0.1:%u", brokers,
+        broker_log("%d broker(s) at %s, control at 127.0.0.1:%u", brokers,
                rd_kafka_mock_cluster_bootstraps(b.mc), port);
 
         if (event_base_dispatch(b.base) < 0) {
-                eg_log("event loop failed");
+                broker_log("event loop failed");
                 goto out;
         }
         rc = 0;
@@ -1188,6 +1235,6 @@ out:
         broker_shutdown(&b);
         free(topics);
         if (rc == 0)
-                eg_log("stopped");
+                broker_log("stopped");
         return rc;
 }

@@ -1,4 +1,4 @@
-/* spill_cmd.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
+/* cmd_spill.c — `errgate spill ls DIR` and `errgate spill drain DIR`: the
  * operator's view of a spill journal and the way to empty it by hand.
  *
  * ls reads only (no lock): one line per file, "NAME FRAMES BYTES STATUS",
@@ -22,17 +22,11 @@
  * and frames set aside, and what is left. Exit codes: 0 the journal is
  * empty; 1 something is left (frames not delivered in time, or *.corrupt /
  * *.refused files kept for the operator); 2 usage.
- *
- * `spill write-test DIR TOPIC N [--segment-bytes B] [--partitions P]
- * [--value-bytes V] [--hold-ms MS]` is a hidden helper for the tests (not in
- * the usage text): it appends N deterministic records with binary keys,
- * values and headers (nil and empty ones included), prints each as a JSON
- * line with hex bytes on stdout and the append+fdatasync latency on stderr,
- * and with --hold-ms keeps the journal open (locked, segment active) that
- * long before closing it. */
+ */
 #include "cli.h"
 #include "kcli.h"
 #include "log.h"
+#include "parse.h"
 #include "spill.h"
 #include "util.h"
 
@@ -41,10 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+/* "s" unless n is 1. */
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
+/* Prints the usage text of `errgate spill` on stdout. */
 static void usage(void) {
     printf("usage: errgate spill ls DIR\n"
            "       errgate spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]\n"
@@ -117,6 +112,9 @@ static int scan_file(const char *dir, const char *name, scan_sum *sum) {
 
 /* ---------------------------------------------------------------------- ls */
 
+/* `spill ls DIR`: one line per file, a total and the lock's owner (see the
+ * file comment). Returns 0, or 1 when the directory or a file cannot be
+ * read, 2 on usage errors. */
 static int cmd_ls(int argc, char **argv) {
     if (argc < 3) return usage_error("ls: missing DIR");
     if (argv[2][0] == '-') return usage_error("ls: unknown option '%s'", argv[2]);
@@ -204,6 +202,8 @@ static size_t report_left(const char *dir, size_t *nkept) {
     return n;
 }
 
+/* `spill drain DIR`: drains the journal to Kafka under its lock and prints
+ * the summary (see the file comment). Returns the exit code. */
 static int cmd_drain(int argc, char **argv) {
     if (argc < 3) return usage_error("drain: missing DIR");
     if (argv[2][0] == '-') return usage_error("drain: unknown option '%s' (DIR comes first)", argv[2]);
@@ -311,107 +311,6 @@ static int cmd_drain(int argc, char **argv) {
     return 1;
 }
 
-/* -------------------------------------------------------------- write-test */
-
-static void hex(FILE *out, const void *p, size_t n) {
-    if (!p) {
-        fputs("null", out);
-        return;
-    }
-    fputc('"', out);
-    for (size_t i = 0; i < n; i++) fprintf(out, "%02x", ((const unsigned char *)p)[i]);
-    fputc('"', out);
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Record i of the test journal: see the file comment. */
-static int cmd_write_test(int argc, char **argv) {
-    if (argc < 5) return usage_error("write-test: DIR TOPIC N");
-    const char *dir = argv[2], *topic = argv[3];
-    long n = atol(argv[4]), parts = 4, vbytes = 100, hold_ms = 0;
-    eg_spill_opts so = {.role = "write-test"};
-    for (int i = 5; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--segment-bytes")) so.segment_bytes = (size_t)atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--partitions")) parts = atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--value-bytes")) vbytes = atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--hold-ms")) hold_ms = atol(argv[i + 1]);
-        else return usage_error("write-test: unknown option '%s'", argv[i]);
-    }
-    if (n < 0 || parts < 1 || vbytes < 0 || (argc - 5) % 2) return usage_error("write-test: bad arguments");
-    char err[512];
-    eg_spill *j = eg_spill_open(dir, &so, err, sizeof err);
-    if (!j) {
-        fprintf(stderr, "errgate spill write-test: %s\n", err);
-        return 1;
-    }
-    unsigned char *val = eg_xmalloc((size_t)vbytes + 1);
-    int64_t *lat = eg_xmalloc((size_t)(n ? n : 1) * sizeof *lat);
-    int rc = 0;
-    for (long i = 0; i < n; i++) {
-        unsigned char key[8] = {'k', (unsigned char)(i >> 24), (unsigned char)(i >> 16), (unsigned char)(i >> 8),
-                                (unsigned char)i, 0, 0xff, '!'};
-        for (long b = 0; b < vbytes; b++) val[b] = (unsigned char)((i * 31 + b * 7) & 0xff);
-        char idx[24];
-        snprintf(idx, sizeof idx, "%ld", i);
-        unsigned char bin[4] = {0, 1, 0xfe, (unsigned char)i};
-        eg_spill_header h[5] = {{"h-index", idx, strlen(idx)}, {"h-bin", bin, sizeof bin},
-                                {"h-null", NULL, 0}, {"dup", "a", 1}, {"dup", "", 0}};
-        eg_spill_rec r = {
-            .topic = topic,
-            .partition = (int32_t)(i % parts),
-            .timestamp_ms = 1700000000000LL + i,
-            .key = i % 10 == 0 ? NULL : i % 10 == 1 ? "" : (const void *)key,
-            .key_len = i % 10 <= 1 ? 0 : sizeof key,
-            .value = i % 7 == 3 ? NULL : val,
-            .value_len = i % 7 == 3 ? 0 : (size_t)vbytes,
-            .headers = i % 5 == 4 ? NULL : h,
-            .nheaders = i % 5 == 4 ? 0 : 5,
-        };
-        int64_t t = eg_now_ns();
-        if (eg_spill_append(j, &r, err, sizeof err) != 0) {
-            fprintf(stderr, "errgate spill write-test: record %ld: %s\n", i, err);
-            rc = 1;
-            break;
-        }
-        lat[i] = eg_now_ns() - t;
-        printf("{\"topic\":\"%s\",\"partition\":%d,\"timestamp\":%lld,\"key\":", topic, (int)r.partition,
-               (long long)r.timestamp_ms);
-        hex(stdout, r.key, r.key_len);
-        fputs(",\"value\":", stdout);
-        hex(stdout, r.value, r.value_len);
-        fputs(",\"headers\":[", stdout);
-        for (size_t k = 0; k < r.nheaders; k++) {
-            printf("%s[\"%s\",", k ? "," : "", h[k].name);
-            hex(stdout, h[k].value, h[k].value_len);
-            fputc(']', stdout);
-        }
-        fputs("]}\n", stdout);
-        fflush(stdout); /* a printed record is a durable one, even after kill -9 */
-    }
-    eg_spill_stats st;
-    eg_spill_stats_get(j, &st);
-    fflush(stdout);
-    if (hold_ms > 0) /* keeps the lock and the active segment, as a gateway would */
-        nanosleep(&(struct timespec){hold_ms / 1000, (hold_ms % 1000) * 1000000}, NULL);
-    eg_spill_close(j);
-    if (rc == 0 && n > 0) {
-        qsort(lat, (size_t)n, sizeof *lat, cmp_i64);
-        fprintf(stderr,
-                "appended %llu frames (%llu bytes) in %llu segment%s; append+fdatasync us: p50 %.1f p99 %.1f "
-                "max %.1f\n",
-                (unsigned long long)st.frames_appended, (unsigned long long)st.bytes_appended,
-                (unsigned long long)st.segments, plural(st.segments), lat[n / 2] / 1e3, lat[(n * 99) / 100] / 1e3,
-                lat[n - 1] / 1e3);
-    }
-    free(lat);
-    free(val);
-    return rc;
-}
-
 int eg_cmd_spill(int argc, char **argv) {
     if (argc < 2) return usage_error("missing subcommand (ls or drain)");
     /* -h/--help anywhere (spill --help, spill ls --help, spill drain DIR -h) */
@@ -422,6 +321,5 @@ int eg_cmd_spill(int argc, char **argv) {
         }
     if (!strcmp(argv[1], "ls")) return cmd_ls(argc, argv);
     if (!strcmp(argv[1], "drain")) return cmd_drain(argc, argv);
-    if (!strcmp(argv[1], "write-test")) return cmd_write_test(argc, argv);
     return usage_error("unknown subcommand '%s' (ls or drain)", argv[1]);
 }

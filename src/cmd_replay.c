@@ -1,4 +1,4 @@
-/* replay.c — `errgate replay`: send lane records back to a topic.
+/* cmd_replay.c — `errgate replay`: send lane records back to a topic.
  *
  *   errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)
  *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]
@@ -52,7 +52,9 @@
 #include "dlq.h"
 #include "headers.h"
 #include "kcli.h"
+#include "parse.h"
 #include "record.h"
+#include "text.h"
 #include "tracker.h"
 #include "util.h"
 
@@ -111,6 +113,7 @@ typedef struct replay {
     eg_where *where;          /* --where */
 } replay;
 
+/* Prints the usage text of `errgate replay` on stdout. */
 static void usage(void) {
     printf("usage: errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)\n"
            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
@@ -286,6 +289,8 @@ static int where_pass(replay *rp, char *err, size_t errlen) {
     return 0;
 }
 
+/* 1 when --where selected the record at offset off of partition index i
+ * (the verdicts of the first pass, one bit per offset from start0). */
 static int where_verdict(const replay *rp, int i, int64_t off) {
     int64_t bit = off - rp->start0[i];
     return bit >= 0 && (rp->verdict[i][bit / 8] >> (bit % 8)) & 1;
@@ -319,6 +324,8 @@ static void commit(replay *rp, int sync) {
     rp->last_commit_ms = eg_now_ms();
 }
 
+/* Commits (async) when COMMIT_EVERY_MS passed since the last commit; never
+ * in a dry run. */
 static void maybe_commit(replay *rp) {
     if (!rp->o->dry && eg_now_ms() - rp->last_commit_ms >= COMMIT_EVERY_MS) commit(rp, 0);
 }
@@ -349,6 +356,11 @@ static void mark_replayed(replay *rp, const pending *pd) {
     rp->state_inflight++;
 }
 
+/* Delivery report of a replayed record or of a state write (served by
+ * rd_kafka_poll on the command's thread): a replayed record that arrived
+ * is finished in its tracker and marked replayed; a failed one stops the
+ * replay (nothing past it is committed); a failed state write is counted.
+ * Frees the pending entry. While closing, only the counts are kept. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     replay *rp = opaque;
     pending *pd = m->_private;
@@ -426,6 +438,7 @@ static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, c
     for (int c = 0; c < 7; c++) d->cell[c] = eg_xstrdup(row[c]);
 }
 
+/* qsort order of the dry-run rows: by partition, then offset. */
 static int cmp_rows(const void *x, const void *y) {
     const drow *a = x, *b = y;
     if (a->partition != b->partition) return a->partition < b->partition ? -1 : 1;
@@ -521,6 +534,9 @@ static void print_summary(const replay *rp, int interrupted) {
     fflush(stdout);
 }
 
+/* Frees everything rp holds: the producer (what is still in flight is
+ * purged, waiting at most 5 s for its reports), the reader, the trackers,
+ * the --where verdicts and VM, the rows. */
 static void teardown(replay *rp) {
     if (rp->prod) {
         /* only after a 60 s stall: drop what is left (its opaques freed) */

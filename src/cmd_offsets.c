@@ -1,4 +1,4 @@
-/* offsets_cmd.c — `errgate offsets`: a group's committed offsets against the
+/* cmd_offsets.c — `errgate offsets`: a group's committed offsets against the
  * end offsets of its topics, per partition, with the lag and totals.
  *
  * Output: one line per partition "TOPIC PARTITION COMMITTED END LAG"
@@ -6,13 +6,14 @@
  * "total COMMITTED_SUM END_SUM LAG_SUM", where a partition without a commit
  * counts its whole log as lag. Reads only: it never joins the group. */
 #include "cli.h"
-#include "lanes.h"
+#include "kconf.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Prints the usage text of `errgate offsets` on stdout. */
 static void usage(void) {
     printf("usage: errgate offsets -b BOOTSTRAP -g GROUP TOPIC...\n"
            "\n"

@@ -1,11 +1,15 @@
-/* test_dlq_util.c — the pure helpers of the DLQ commands: time and count
- * parsing, the state topic's JSON (written, read back, hostile input), the
- * replay filters, the replayed record's headers, the string map against a
+/* test_dlq.c — the pure helpers of the DLQ commands (parse.c, json.c,
+ * replay_record.c, strmap.c, dlq_state.c, text.c): time, duration and count parsing,
+ * the state topic's JSON (written, read back, hostile input), the replay
+ * filters, the replayed record's headers, the string map against a
  * brute-force model, the lifecycle rule (latest status per id, not older
  * than the record), printable escaping and aligned tables. */
 #include "dlq.h"
 #include "headers.h"
+#include "json.h"
+#include "parse.h"
 #include "tap.h"
+#include "text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +50,14 @@ int main(void) {
     for (const char **p = bad_times; *p; p++) bad += eg_parse_time_ms(*p, &ms) == 0;
     CHECK(bad == 0, "malformed times are refused (%d accepted)", bad);
 
+    CHECK(eg_parse_duration_ms("90s", &ms) == 0 && ms == 90000 && eg_parse_duration_ms("250ms", &ms) == 0 &&
+              ms == 250 && eg_parse_duration_ms("2d", &ms) == 0 && ms == 172800000 &&
+              eg_parse_duration_ms("15", &ms) == 0 && ms == 15,
+          "durations: units, a bare number is ms");
+    const char *bad_durations[] = {"", "-1", "+1", "5x", "1.5s", "s", " 5s", "5 s", "99999999999999999999d", NULL};
+    bad = 0;
+    for (const char **p = bad_durations; *p; p++) bad += eg_parse_duration_ms(*p, &ms) == 0;
+    CHECK(bad == 0, "malformed durations are refused (%d accepted)", bad);
     long n;
     CHECK(eg_parse_count("0", &n) == 0 && n == 0 && eg_parse_count("42", &n) == 0 && n == 42, "counts");
     CHECK(eg_parse_count("-1", &n) < 0 && eg_parse_count("1x", &n) < 0 && eg_parse_count("", &n) < 0 &&
@@ -63,6 +75,13 @@ int main(void) {
           "state JSON escapes the reason: %s", json);
     CHECK(eg_json_get_str(json, (size_t)len, "reason", out, sizeof out) == 0 && strcmp(out, "said \"ok\"\n\\") == 0,
           "and reads it back unescaped");
+    len = eg_dlq_state_json(EG_DLQ_CLOSED, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93", 0, "j\xc3\xb6rg@h", json, sizeof json);
+    CHECK(len > 0 && strstr(json, "\"reason\":\"r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93\"") &&
+              strstr(json, "\"by\":\"j\xc3\xb6rg@h\"") &&
+              eg_json_get_str(json, (size_t)len, "reason", out, sizeof out) == 0 &&
+              !strcmp(out, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93"),
+          "state JSON keeps a UTF-8 reason and operator as they are, and reads them back: %s", json);
+    len = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "said \"ok\"\n\\", 1767323045678LL, "ann@h", json, sizeof json);
     CHECK(eg_json_get_str(json, (size_t)len, "status", out, sizeof out) == 0 && strcmp(out, "accepted-loss") == 0,
           "status read back");
     CHECK(eg_dlq_state_json(EG_DLQ_CLOSED, "r", 0, "b", json, 20) < 0, "a value that does not fit is refused");

@@ -1,0 +1,44 @@
+/* kconf.h — librdkafka client configurations built from errgate's config.
+ *
+ * Every Kafka client errgate creates (the gateway's consumer, the lane
+ * producer, the spill drain's producer, the commands' clients through
+ * kcli.h) gets its rd_kafka_conf_t here, so that they agree on three
+ * things: the config's `kafka` properties come first and win over errgate's
+ * defaults, the properties errgate cannot work without are set last and win
+ * over everything, and librdkafka's log lines go into errgate's log. A bad
+ * property is reported as "kafka.KEY: why", naming the key as the operator
+ * wrote it. Nothing here creates a client: the caller adds its callbacks
+ * and calls rd_kafka_new. */
+#ifndef EG_KCONF_H
+#define EG_KCONF_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/* rd_kafka_conf_set with errgate's message: "kafka.KEY: why". Returns 0 or
+ * -1 with err filled. */
+int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen);
+
+/* A client configuration: the config's kafka properties, then each of
+ * defaults ({key, value} pairs ending with {NULL, NULL}; may be NULL) the
+ * config does not set, then every one of fixed (same form), and errgate's
+ * log callback. Returns NULL with err ("kafka.KEY: why") on a bad property.
+ * The caller owns it. */
+rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
+                                const char *const (*fixed)[2], char *err, size_t errlen);
+
+/* The lane producer's configuration (lanes.c; the spill drain uses the same
+ * for its own producer): the config's kafka properties, idempotent,
+ * acks=all, sticky partitioning off (so that lanes.c's partitioner sees
+ * every record), client.id client_id, errgate's log callback. Returns NULL
+ * with err on a bad property. The caller owns it. */
+rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen);
+
+/* Routes librdkafka's log lines into errgate's log (event "rdkafka", with
+ * the client name and facility); set on every client's configuration. May
+ * be called on librdkafka's threads. */
+void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+
+#endif
