@@ -6,6 +6,7 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
+#   make config-doc README's config key reference, rendered from src/config.c
 #   make lint       man page (mandoc -T lint) and service unit (systemd-analyze verify)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua runtime, policies,
 #                   examples, man page, systemd unit; make uninstall removes them
@@ -36,7 +37,7 @@ OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
 CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 
-.PHONY: all deps check-deps test demo bench clean lint install uninstall
+.PHONY: all deps check-deps test demo bench clean lint install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -89,6 +90,13 @@ bench: all
 
 clean:
 	rm -rf build build-san
+
+# README's key reference is rendered from the key table in src/config.c;
+# c/test_config_doc fails until this has been run after a change of it.
+config-doc: $(BUILD)/test_config_doc
+	$(BUILD)/test_config_doc --print >$(BUILD)/config-keys.md
+	awk -v f=$(BUILD)/config-keys.md '/^<!-- config-keys: begin/ { print; while ((getline l <f) > 0) print l; skip = 1; next } \
+	  /^<!-- config-keys: end -->/ { skip = 0 } !skip' README.md >$(BUILD)/README.md && mv $(BUILD)/README.md README.md
 
 # ---- lint ---------------------------------------------------------------------
 # The unit is checked as installed (ExecStart pointing at the built binary).
