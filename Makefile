@@ -66,6 +66,15 @@ check-deps: $(if $(filter deps test demo,$(MAKECMDGOALS)),deps)
 $(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj check-deps
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -c $< -o $@
 
+# The secret words of redaction live in lua/errgate/redact_words.lua, shared
+# with the Lua runtime; redact.c includes them rendered as a C header.
+$(BUILD)/gen/redact_words.h: lua/errgate/redact_words.lua | check-deps
+	@mkdir -p $(dir $@)
+	luajit $< --c-header >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/redact.o: $(BUILD)/gen/redact_words.h
+$(BUILD)/obj/redact.o: CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/errgate: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PC_LIBS)
 
@@ -173,6 +182,9 @@ $(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(FUZZ_COMMON) $(FUZZ_OBJS)
 
 $(FUZZ_BUILD)/obj:
 	mkdir -p $@
+
+$(FUZZ_BUILD)/obj/redact.o: $(BUILD)/gen/redact_words.h
+$(FUZZ_BUILD)/obj/redact.o: FUZZ_CFLAGS += -I$(BUILD)/gen
 
 fuzz-cc:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs $(FUZZ_CC) with libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1; }
