@@ -45,6 +45,8 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 static const char *const log_formats[] = {"json", "text", NULL};
 
 #define F(field) offsetof(eg_config, field)
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define K_TABLE(k, fl, h) {.key = k, .type = EG_CK_TABLE, .flags = fl, .off = EG_CK_NOFIELD, .help = h}
 #define K_STR(k, fl, d, field, h) {.key = k, .type = EG_CK_STRING, .flags = fl, .def_str = d, .off = F(field), .help = h}
 #define K_INT(k, d, lo, hi, field, h) \
@@ -63,13 +65,13 @@ const eg_config_key eg_config_keys[] = {
     K_TABLE("source", EG_CK_REQUIRED, "what is consumed"),
     {.key = "source.topics", .type = EG_CK_LIST, .flags = EG_CK_REQUIRED | EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
      .help = "topic names; one starting with ^ is a regular expression (see Source topics)"},
-    K_ENUM("source.ordering", "partition", orderings, ordering_values, ordering,
+    K_ENUM("source.ordering", EG_DEF_ORDERING, orderings, ordering_values, ordering,
            "what waits behind a failing record (see Ordering)"),
     K_INT("source.max_inflight", EG_DEF_MAX_INFLIGHT, 1, 1000000, max_inflight,
           "unfinished records per partition before it is no longer read"),
     K_INT("source.max_inflight_total", EG_DEF_MAX_INFLIGHT_TOTAL, 1, 10000000, max_inflight_total,
           "unfinished records across partitions"),
-    {.key = "source.max_tracked", .type = EG_CK_INT, .def = 0, .def_str = "100000, or max_inflight when larger",
+    {.key = "source.max_tracked", .type = EG_CK_INT, .def = 0, .def_str = STR(EG_DEF_MAX_TRACKED) ", or max_inflight when larger",
      .min = 1, .max = 100000000, .off = F(max_tracked),
      .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
     K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 /* Defaults of the config keys (the table in config.c uses these names). */
+#define EG_DEF_ORDERING "partition"
 #define EG_DEF_MAX_INFLIGHT 1000
 #define EG_DEF_MAX_INFLIGHT_TOTAL 5000
 #define EG_DEF_MAX_TRACKED 100000 /* or max_inflight when that is larger */
