@@ -6,6 +6,7 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
+#   make config-doc README's config key reference, rendered from src/config.c
 #   make lint       Lua (luacheck, .luacheckrc), man page (mandoc -T lint) and
 #                   service unit (systemd-analyze verify)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua runtime, policies,
@@ -40,7 +41,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps check-deps test demo bench clean lint install uninstall
+.PHONY: all deps check-deps test demo bench clean lint install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -69,6 +70,15 @@ check-deps: $(if $(filter deps test demo,$(MAKECMDGOALS)),deps)
 $(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj check-deps
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -c $< -o $@
 
+# The secret words of redaction live in lua/errgate/redact_words.lua, shared
+# with the Lua runtime; redact.c includes them rendered as a C header.
+$(BUILD)/gen/redact_words.h: lua/errgate/redact_words.lua | check-deps
+	@mkdir -p $(dir $@)
+	luajit $< --c-header >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/redact.o: $(BUILD)/gen/redact_words.h
+$(BUILD)/obj/redact.o: CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/errgate: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PC_LIBS)
 
@@ -96,6 +106,13 @@ bench: all
 
 clean:
 	rm -rf build build-san
+
+# README's key reference is rendered from the key table in src/config.c;
+# c/test_config_doc fails until this has been run after a change of it.
+config-doc: $(BUILD)/test_config_doc
+	$(BUILD)/test_config_doc --print >$(BUILD)/config-keys.md
+	awk -v f=$(BUILD)/config-keys.md '/^<!-- config-keys: begin/ { print; while ((getline l <f) > 0) print l; skip = 1; next } \
+	  /^<!-- config-keys: end -->/ { skip = 0 } !skip' README.md >$(BUILD)/README.md && mv $(BUILD)/README.md README.md
 
 # ---- lint ---------------------------------------------------------------------
 # luacheck reads .luacheckrc (which files, and the sandbox's globals for policies).
@@ -174,6 +191,9 @@ $(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(FUZZ_COMMON) $(FUZZ_OBJS)
 
 $(FUZZ_BUILD)/obj:
 	mkdir -p $@
+
+$(FUZZ_BUILD)/obj/redact.o: $(BUILD)/gen/redact_words.h
+$(FUZZ_BUILD)/obj/redact.o: FUZZ_CFLAGS += -I$(BUILD)/gen
 
 fuzz-cc:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs $(FUZZ_CC) with libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1; }

@@ -2,7 +2,11 @@
  *
  * The config is trusted operator input, so it runs with Lua's standard
  * libraries (os.getenv is handy), but its result is validated strictly:
- * a schema table lists every key with its type; anything else is refused. */
+ * eg_config_keys lists every key with its type, default, bounds and help;
+ * anything else is refused. The plain keys (strings, numbers, booleans,
+ * enums) are read by one generic reader from that table; the keys flagged
+ * EG_CK_CUSTOM (the kafka map, the topic list, headers, the presence tables'
+ * `enabled`) and the checks across keys have their own code below. */
 #include "config.h"
 #include "target.h"
 #include "util.h"
@@ -15,6 +19,7 @@
 #include <ctype.h>
 #include <regex.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,187 @@ typedef struct loadctx {
     char *err;
     size_t errlen;
 } loadctx;
+
+/* ---- the key table ------------------------------------------------------ */
+
+static const char *const orderings[] = {"partition", "key", "none", NULL};
+static const int ordering_values[] = {EG_ORDER_PARTITION, EG_ORDER_KEY, EG_ORDER_NONE};
+_Static_assert(sizeof(eg_ordering) == sizeof(int), "ordering is stored as an int");
+static const char *const http_versions[] = {"1.1", "2", NULL};
+static const int http_version_values[] = {11, 2};
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const log_formats[] = {"json", "text", NULL};
+
+#define F(field) offsetof(eg_config, field)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define K_TABLE(k, fl, h) {.key = k, .type = EG_CK_TABLE, .flags = fl, .off = EG_CK_NOFIELD, .help = h}
+#define K_STR(k, fl, d, field, h) {.key = k, .type = EG_CK_STRING, .flags = fl, .def_str = d, .off = F(field), .help = h}
+#define K_INT(k, d, lo, hi, field, h) \
+    {.key = k, .type = EG_CK_INT, .def = d, .min = lo, .max = hi, .off = F(field), .help = h}
+#define K_NUM(k, d, lo, hi, field, h) \
+    {.key = k, .type = EG_CK_NUMBER, .def = d, .min = lo, .max = hi, .off = F(field), .help = h}
+#define K_BOOL(k, fl, d, field, h) {.key = k, .type = EG_CK_BOOL, .flags = fl, .def = d, .off = F(field), .help = h}
+#define K_ENUM(k, d, ch, vals, field, h) \
+    {.key = k, .type = EG_CK_ENUM, .def_str = d, .choices = ch, .values = vals, .off = F(field), .help = h}
+
+const eg_config_key eg_config_keys[] = {
+    {.key = "kafka", .type = EG_CK_MAP, .flags = EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
+     .help = "librdkafka properties for the consumer and the lane producer (strings, numbers or booleans); "
+             "bootstrap.servers may come from $ERRGATE_BOOTSTRAP"},
+    K_STR("group", EG_CK_REQUIRED, NULL, group, "the consumer group"),
+    K_TABLE("source", EG_CK_REQUIRED, "what is consumed"),
+    {.key = "source.topics", .type = EG_CK_LIST, .flags = EG_CK_REQUIRED | EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
+     .help = "topic names; one starting with ^ is a regular expression (see Source topics)"},
+    K_ENUM("source.ordering", EG_DEF_ORDERING, orderings, ordering_values, ordering,
+           "what waits behind a failing record (see Ordering)"),
+    K_INT("source.max_inflight", EG_DEF_MAX_INFLIGHT, 1, 1000000, max_inflight,
+          "unfinished records per partition before it is no longer read"),
+    K_INT("source.max_inflight_total", EG_DEF_MAX_INFLIGHT_TOTAL, 1, 10000000, max_inflight_total,
+          "unfinished records across partitions"),
+    {.key = "source.max_tracked", .type = EG_CK_INT, .def = 0, .def_str = STR(EG_DEF_MAX_TRACKED) ", or max_inflight when larger",
+     .min = 1, .max = 100000000, .off = F(max_tracked),
+     .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
+    K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,
+          "errgate.not-before is honoured at most this long past a rung record's timestamp"),
+    K_TABLE("target", EG_CK_REQUIRED, "where records go: exactly one of target.http and target.lua"),
+    K_TABLE("target.http", 0, "an HTTP endpoint (see Targets)"),
+    K_STR("target.http.url", EG_CK_REQUIRED, NULL, http_url, "an http:// or https:// URL"),
+    K_INT("target.http.timeout_ms", EG_DEF_HTTP_TIMEOUT_MS, 1, 3600000, http_timeout_ms, "of one request"),
+    K_INT("target.http.concurrency", EG_DEF_HTTP_CONCURRENCY, 1, 4096, http_concurrency, "requests in flight"),
+    K_INT("target.http.max_response_bytes", EG_DEF_HTTP_MAX_RESPONSE_BYTES, 0, 1 << 30, http_max_response_bytes,
+          "body bytes read per response; beyond, discarded"),
+    K_ENUM("target.http.version", EG_DEF_HTTP_VERSION, http_versions, http_version_values, http_version,
+           "2: HTTP/2 where TLS offers it"),
+    K_TABLE("target.http.tls", 0, "TLS settings, for an https:// URL only"),
+    K_STR("target.http.tls.ca_file", EG_CK_FILE, NULL, http_ca_file, "CA certificates; absent: the system's"),
+    K_STR("target.http.tls.cert_file", EG_CK_FILE, NULL, http_cert_file, "client certificate"),
+    K_STR("target.http.tls.key_file", EG_CK_FILE, NULL, http_key_file, "client key (needs cert_file)"),
+    K_BOOL("target.http.tls.verify", 0, 1, http_verify, "false: certificates are not checked (warned at start)"),
+    K_STR("target.http.tls.server_name", 0, NULL, http_server_name,
+          "the DNS name verified and sent as SNI; absent: the URL's host"),
+    {.key = "target.http.headers", .type = EG_CK_MAP, .flags = EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
+     .help = "static request headers: name = \"value\" or name = { file = \"path\" }"},
+    {.key = "target.http.headers.*.file", .type = EG_CK_STRING, .flags = EG_CK_REQUIRED | EG_CK_FILE | EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "a file whose content (trailing white space trimmed) is the value, read at start and on every reload"},
+    K_STR("target.lua", EG_CK_FILE | EG_CK_CUSTOM, NULL, lua_target, "a Lua handler file (see Targets)"),
+    K_TABLE("target.breaker", 0, "a circuit breaker; absent: none (see Circuit breaker)"),
+    K_BOOL("target.breaker.enabled", EG_CK_CUSTOM, 1, breaker_enabled, "false: the breaker is off"),
+    K_INT("target.breaker.window", EG_DEF_BREAKER_WINDOW, 1, 100000, breaker_window,
+          "target outcomes in the sliding window"),
+    K_INT("target.breaker.min_calls", EG_DEF_BREAKER_MIN_CALLS, 1, 100000, breaker_min_calls,
+          "outcomes in the window before it may open; at most window"),
+    K_NUM("target.breaker.failure_ratio", EG_DEF_BREAKER_FAILURE_RATIO, 0.01, 1, breaker_failure_ratio,
+          "failure ratio that opens it"),
+    K_INT("target.breaker.open_ms", EG_DEF_BREAKER_OPEN_MS, 1, 3600000, breaker_open_ms,
+          "how long it stays open before probes go"),
+    K_INT("target.breaker.half_open_probes", EG_DEF_BREAKER_PROBES, 1, 1000, breaker_probes,
+          "concurrent requests while half-open"),
+    K_TABLE("target.retry_budget", 0, "a budget for in-place retries; absent: not budgeted (see Retry budget)"),
+    K_BOOL("target.retry_budget.enabled", EG_CK_CUSTOM, 1, budget_enabled, "false: the budget is off"),
+    K_NUM("target.retry_budget.percent", EG_DEF_BUDGET_PERCENT, 0, 100, budget_percent,
+          "retries allowed, in percent of the requests"),
+    K_INT("target.retry_budget.min", EG_DEF_BUDGET_MIN, 0, 1000000, budget_min, "retries always allowed"),
+    K_STR("policy", EG_CK_REQUIRED | EG_CK_FILE, NULL, policy, "the policy file; reloaded when it changes"),
+    K_INT("policy_memory_mb", EG_DEF_POLICY_MEMORY_MB, 4, 4096, policy_memory_mb,
+          "memory cap of the policy's Lua state"),
+    K_INT("policy_timeout_ms", EG_DEF_POLICY_TIMEOUT_MS, 1, 60000, policy_timeout_ms,
+          "wall-clock budget of one policy call"),
+    K_TABLE("lanes", 0, "the topics records are written to"),
+    K_STR("lanes.dlq", 0, EG_DEF_LANE_DLQ, lane_dlq, "DLQ topic; {topic} is the source topic"),
+    K_STR("lanes.quarantine", 0, EG_DEF_LANE_QUARANTINE, lane_quarantine, "quarantine topic"),
+    K_STR("lanes.retry", 0, EG_DEF_LANE_RETRY, lane_retry,
+          "rung topics of retry ladders; must contain {rung} (alias {delay})"),
+    K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
+    K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
+    K_INT("lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, spill_after_ms,
+          "a lane write not acknowledged after this long is spilled"),
+    K_INT("commit_interval_ms", EG_DEF_COMMIT_INTERVAL_MS, 10, 600000, commit_interval_ms,
+          "periodic async commit of finished prefixes"),
+    K_INT("shutdown_timeout_ms", EG_DEF_SHUTDOWN_TIMEOUT_MS, 0, 3600000, shutdown_timeout_ms,
+          "how long SIGTERM waits for in-flight work"),
+    K_TABLE("log", 0, "the log on stderr (see Logs)"),
+    K_ENUM("log.level", EG_DEF_LOG_LEVEL, log_levels, NULL, log_level, "lines below this level are not written"),
+    K_ENUM("log.format", EG_DEF_LOG_FORMAT, log_formats, NULL, log_format, "one JSON object or text per line"),
+    K_TABLE("admin", 0, "the admin endpoint; absent: no endpoint (see Admin endpoint)"),
+    K_STR("admin.listen", 0, EG_DEF_ADMIN_LISTEN, admin_listen,
+          "host:port; port 0 picks a free port (logged admin_listening)"),
+    K_STR("admin.token_file", EG_CK_FILE, NULL, admin_token_file,
+          "bearer token for the mutating endpoints (POST /reload); absent: they are off"),
+    K_INT("admin.ready_lane_failure_ms", EG_DEF_READY_LANE_FAILURE_MS, 0, 3600000, ready_lane_failure_ms,
+          "/readyz turns false past this much lane-write failure"),
+    K_INT("admin.max_connections", EG_DEF_ADMIN_MAX_CONNECTIONS, 1, 65536, admin_max_connections,
+          "open admin connections; more are closed at once"),
+};
+const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
+
+/* The leaf name of key k when it is a direct child of the table path tbl
+ * ("" for the top level), else NULL. */
+static const char *child_leaf(const char *k, const char *tbl) {
+    size_t n = strlen(tbl);
+    if (n) {
+        if (strncmp(k, tbl, n) != 0 || k[n] != '.') return NULL;
+        k += n + 1;
+    }
+    return strchr(k, '.') ? NULL : k;
+}
+
+/* The place of a key's value in cfg. */
+static void *field(eg_config *cfg, const eg_config_key *e) { return (char *)cfg + e->off; }
+
+/* The index of s among e's choices, or -1. */
+static int choice_index(const eg_config_key *e, const char *s) {
+    for (int i = 0; e->choices[i]; i++)
+        if (strcmp(e->choices[i], s) == 0) return i;
+    return -1;
+}
+
+static void set_defaults(eg_config *cfg) {
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        if (e->off == EG_CK_NOFIELD || (e->flags & EG_CK_CUSTOM)) continue;
+        void *f = field(cfg, e);
+        int v = (int)e->def;
+        switch (e->type) {
+        case EG_CK_INT:
+        case EG_CK_BOOL: memcpy(f, &v, sizeof v); break;
+        case EG_CK_NUMBER: memcpy(f, &e->def, sizeof e->def); break;
+        case EG_CK_STRING:
+            if (e->def_str) *(char **)f = eg_xstrdup(e->def_str);
+            break;
+        case EG_CK_ENUM:
+            if (e->values) memcpy(f, &e->values[choice_index(e, e->def_str)], sizeof(int));
+            else *(char **)f = eg_xstrdup(e->def_str);
+            break;
+        default: break;
+        }
+    }
+}
+
+static const char *const type_names[] = {"table", "string", "integer", "number", "boolean", "string", "list",
+                                         "table"};
+
+void eg_config_write_reference(FILE *out) {
+    fputs("| key | type | default | range | meaning |\n|---|---|---|---|---|\n", out);
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        const char *type = e->flags & (EG_CK_FILE | EG_CK_DIR) ? "path" : type_names[e->type];
+        fprintf(out, "| `%s` | %s | ", e->key, type);
+        if (e->flags & EG_CK_REQUIRED) fputs("required", out);
+        else if (e->type == EG_CK_INT && e->def_str) fputs(e->def_str, out);
+        else if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) fprintf(out, "%.15g", e->def);
+        else if (e->type == EG_CK_BOOL) fputs(e->def ? "true" : "false", out);
+        else if (e->def_str) fprintf(out, "`\"%s\"`", e->def_str);
+        fputs(" | ", out);
+        if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) fprintf(out, "%.15g to %.15g", e->min, e->max);
+        for (int k = 0; e->type == EG_CK_ENUM && e->choices[k]; k++)
+            fprintf(out, "%s`\"%s\"`", k ? ", " : "", e->choices[k]);
+        fprintf(out, " | %s |\n", e->help);
+    }
+}
+
+/* ---- the loader --------------------------------------------------------- */
 
 static int fail(loadctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(loadctx *c, const char *fmt, ...) {
@@ -44,9 +230,10 @@ const char *eg_ordering_name(eg_ordering o) {
     return o == EG_ORDER_KEY ? "key" : o == EG_ORDER_NONE ? "none" : "partition";
 }
 
-/* Refuses any key of the table at the stack top not in `known` (NULL-ended).
- * `where` names the table in messages ("" for the top level). */
-static int only_keys(loadctx *c, const char *where, const char *const *known) {
+/* Refuses any key of the table at the stack top that is not a child of the
+ * table path `tbl` in eg_config_keys. `where` names the table in messages
+ * ("" for the top level; it differs from tbl under "*"). */
+static int only_keys(loadctx *c, const char *tbl, const char *where) {
     lua_State *L = c->L;
     lua_pushnil(L);
     while (lua_next(L, -2)) {
@@ -57,8 +244,10 @@ static int only_keys(loadctx *c, const char *where, const char *const *known) {
         }
         const char *k = lua_tostring(L, -1);
         int found = 0;
-        for (const char *const *p = known; *p; p++)
-            if (strcmp(*p, k) == 0) found = 1;
+        for (size_t i = 0; i < eg_config_nkeys && !found; i++) {
+            const char *leaf = child_leaf(eg_config_keys[i].key, tbl);
+            found = leaf && strcmp(leaf, k) == 0;
+        }
         if (!found) {
             int r = fail(c, "unknown key '%s%s%s'", where, *where ? "." : "", k);
             lua_pop(L, 1);
@@ -207,9 +396,9 @@ static int regex_too_costly(const char *t, char *why, size_t whylen) {
     }
     return 0;
 }
-/* Resolves a path relative to the config directory and checks it is a
- * readable file. Replaces *p with the resolved path. */
-static int resolve_file(loadctx *c, const char *name, char **p) {
+/* Resolves a path relative to the config directory, replacing *p with the
+ * resolved path; with `file`, checks it is a readable file. */
+static int resolve_path(loadctx *c, const char *name, char **p, int file) {
     if ((*p)[0] != '/') {
         size_t n = strlen(c->dir) + strlen(*p) + 2;
         char *abs = eg_xmalloc(n);
@@ -217,7 +406,74 @@ static int resolve_file(loadctx *c, const char *name, char **p) {
         free(*p);
         *p = abs;
     }
-    if (access(*p, R_OK) != 0) return fail(c, "%s: cannot read file '%s'", name, *p);
+    if (file && access(*p, R_OK) != 0) return fail(c, "%s: cannot read file '%s'", name, *p);
+    return 0;
+}
+
+static int resolve_file(loadctx *c, const char *name, char **p) { return resolve_path(c, name, p, 1); }
+
+/* Reads an ENUM key: a string among e's choices, stored as its value (or
+ * as the string) in the field. */
+static int get_enum(loadctx *c, const eg_config_key *e, const char *key, const char *name) {
+    char *v = NULL;
+    if (get_string(c, key, name, 0, &v) < 0) return -1;
+    if (!v) return 0;
+    int i = choice_index(e, v);
+    if (i < 0) {
+        char want[128] = "";
+        size_t n = 0;
+        for (int k = 0; e->choices[k] && n < sizeof want; k++)
+            n += (size_t)snprintf(want + n, sizeof want - n, "%s\"%s\"", k == 0 ? "" : e->choices[k + 1] ? ", " : " or ",
+                                  e->choices[k]);
+        fail(c, "%s: expected %s, got \"%s\"", name, want, v);
+        free(v);
+        return -1;
+    }
+    void *f = field(c->cfg, e);
+    if (e->values) {
+        memcpy(f, &e->values[i], sizeof(int));
+        free(v);
+    } else {
+        free(*(char **)f);
+        *(char **)f = v;
+    }
+    return 0;
+}
+
+/* Reads the keys of eg_config_keys that are children of the table path
+ * `tbl` (not the custom ones) from the table at the stack top into their
+ * fields, in the table's order. `where` names the table in messages. */
+static int load_fields(loadctx *c, const char *tbl, const char *where) {
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        const char *leaf = child_leaf(e->key, tbl);
+        if (!leaf || e->off == EG_CK_NOFIELD || (e->flags & EG_CK_CUSTOM)) continue;
+        char name[128];
+        snprintf(name, sizeof name, "%s%s%s", where, *where ? "." : "", leaf);
+        void *f = field(c->cfg, e);
+        int r = 0;
+        switch (e->type) {
+        case EG_CK_STRING: r = get_string(c, leaf, name, e->flags & EG_CK_REQUIRED, (char **)f); break;
+        case EG_CK_INT: r = get_int(c, leaf, name, (int)e->min, (int)e->max, (int *)f); break;
+        case EG_CK_NUMBER: r = get_number(c, leaf, name, e->min, e->max, (double *)f); break;
+        case EG_CK_BOOL: r = get_bool(c, leaf, name, (int *)f); break;
+        case EG_CK_ENUM: r = get_enum(c, e, leaf, name); break;
+        default: break;
+        }
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+/* Resolves the set path keys (EG_CK_FILE, EG_CK_DIR) that are children of
+ * `tbl` against the config's directory; a file must be readable. */
+static int resolve_fields(loadctx *c, const char *tbl) {
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        if (!child_leaf(e->key, tbl) || !(e->flags & (EG_CK_FILE | EG_CK_DIR)) || (e->flags & EG_CK_CUSTOM)) continue;
+        char **p = field(c->cfg, e);
+        if (*p && resolve_path(c, e->key, p, (e->flags & EG_CK_FILE) != 0) < 0) return -1;
+    }
     return 0;
 }
 
@@ -281,12 +537,10 @@ static int load_kafka(loadctx *c) {
 static int load_source(loadctx *c) {
     lua_State *L = c->L;
     eg_config *cfg = c->cfg;
-    static const char *const keys[] = {"topics", "ordering", "max_inflight", "max_inflight_total", "max_tracked",
-                                       "not_before_max_ms", NULL};
     int r = push_table(c, "source", "source");
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'source'");
-    if (only_keys(c, "source", keys) < 0) return -1;
+    if (only_keys(c, "source", "source") < 0) return -1;
     rawfield(L, "topics");
     if (lua_type(L, -1) != LUA_TTABLE) {
         lua_pop(L, 2);
@@ -324,29 +578,10 @@ static int load_source(loadctx *c) {
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
-    char *ord = NULL;
-    if (get_string(c, "ordering", "source.ordering", 0, &ord) < 0) return lua_pop(L, 1), -1;
-    if (ord) {
-        if (strcmp(ord, "partition") == 0) cfg->ordering = EG_ORDER_PARTITION;
-        else if (strcmp(ord, "key") == 0) cfg->ordering = EG_ORDER_KEY;
-        else if (strcmp(ord, "none") == 0) cfg->ordering = EG_ORDER_NONE;
-        else {
-            fail(c, "source.ordering: expected \"partition\", \"key\" or \"none\", got \"%s\"", ord);
-            free(ord);
-            lua_pop(L, 1);
-            return -1;
-        }
-        free(ord);
-    }
-    if (get_int(c, "max_inflight", "source.max_inflight", 1, 1000000, &cfg->max_inflight) < 0 ||
-        get_int(c, "max_inflight_total", "source.max_inflight_total", 1, 10000000,
-                &cfg->max_inflight_total) < 0 ||
-        get_int(c, "max_tracked", "source.max_tracked", 1, 100000000, &cfg->max_tracked) < 0 ||
-        get_int(c, "not_before_max_ms", "source.not_before_max_ms", 0, 2000000000, &cfg->not_before_max_ms) < 0)
-        return lua_pop(L, 1), -1;
+    if (load_fields(c, "source", "source") < 0) return lua_pop(L, 1), -1;
     lua_pop(L, 1);
-    if (cfg->max_tracked == 0) /* not set: 100,000, or the in-flight cap when that is larger */
-        cfg->max_tracked = cfg->max_inflight > 100000 ? cfg->max_inflight : 100000;
+    if (cfg->max_tracked == 0) /* not set: the default, or the in-flight cap when that is larger */
+        cfg->max_tracked = cfg->max_inflight > EG_DEF_MAX_TRACKED ? cfg->max_inflight : EG_DEF_MAX_TRACKED;
     if (cfg->max_tracked < cfg->max_inflight)
         return fail(c, "source.max_tracked: %d is below source.max_inflight (%d)", cfg->max_tracked,
                     cfg->max_inflight);
@@ -355,19 +590,13 @@ static int load_source(loadctx *c) {
 
 /* target.breaker: its presence turns the circuit breaker on. */
 static int load_breaker(loadctx *c) {
-    static const char *const keys[] = {"enabled", "window", "min_calls", "failure_ratio", "open_ms",
-                                       "half_open_probes", NULL};
     eg_config *cfg = c->cfg;
     int r = push_table(c, "breaker", "target.breaker");
     if (r <= 0) return r;
     cfg->breaker_enabled = 1;
-    if (only_keys(c, "target.breaker", keys) < 0 ||
+    if (only_keys(c, "target.breaker", "target.breaker") < 0 ||
         get_bool(c, "enabled", "target.breaker.enabled", &cfg->breaker_enabled) < 0 ||
-        get_int(c, "window", "target.breaker.window", 1, 100000, &cfg->breaker_window) < 0 ||
-        get_int(c, "min_calls", "target.breaker.min_calls", 1, 100000, &cfg->breaker_min_calls) < 0 ||
-        get_number(c, "failure_ratio", "target.breaker.failure_ratio", 0.01, 1, &cfg->breaker_failure_ratio) < 0 ||
-        get_int(c, "open_ms", "target.breaker.open_ms", 1, 3600000, &cfg->breaker_open_ms) < 0 ||
-        get_int(c, "half_open_probes", "target.breaker.half_open_probes", 1, 1000, &cfg->breaker_probes) < 0)
+        load_fields(c, "target.breaker", "target.breaker") < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
     if (cfg->breaker_min_calls > cfg->breaker_window)
@@ -378,15 +607,13 @@ static int load_breaker(loadctx *c) {
 
 /* target.retry_budget: its presence turns the retry budget on. */
 static int load_budget(loadctx *c) {
-    static const char *const keys[] = {"enabled", "percent", "min", NULL};
     eg_config *cfg = c->cfg;
     int r = push_table(c, "retry_budget", "target.retry_budget");
     if (r <= 0) return r;
     cfg->budget_enabled = 1;
-    if (only_keys(c, "target.retry_budget", keys) < 0 ||
+    if (only_keys(c, "target.retry_budget", "target.retry_budget") < 0 ||
         get_bool(c, "enabled", "target.retry_budget.enabled", &cfg->budget_enabled) < 0 ||
-        get_number(c, "percent", "target.retry_budget.percent", 0, 100, &cfg->budget_percent) < 0 ||
-        get_int(c, "min", "target.retry_budget.min", 0, 1000000, &cfg->budget_min) < 0)
+        load_fields(c, "target.retry_budget", "target.retry_budget") < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
     return 0;
@@ -394,26 +621,18 @@ static int load_budget(loadctx *c) {
 
 /* target.http.tls = { ca_file, cert_file, key_file, verify, server_name } */
 static int load_http_tls(loadctx *c) {
-    static const char *const keys[] = {"ca_file", "cert_file", "key_file", "verify", "server_name", NULL};
     eg_config *cfg = c->cfg;
     int r = push_table(c, "tls", "target.http.tls");
     if (r <= 0) return r;
-    if (only_keys(c, "target.http.tls", keys) < 0 ||
-        get_string(c, "ca_file", "target.http.tls.ca_file", 0, &cfg->http_ca_file) < 0 ||
-        get_string(c, "cert_file", "target.http.tls.cert_file", 0, &cfg->http_cert_file) < 0 ||
-        get_string(c, "key_file", "target.http.tls.key_file", 0, &cfg->http_key_file) < 0 ||
-        get_bool(c, "verify", "target.http.tls.verify", &cfg->http_verify) < 0 ||
-        get_string(c, "server_name", "target.http.tls.server_name", 0, &cfg->http_server_name) < 0)
+    if (only_keys(c, "target.http.tls", "target.http.tls") < 0 ||
+        load_fields(c, "target.http.tls", "target.http.tls") < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
     if (strncmp(cfg->http_url, "https://", 8) != 0)
         return fail(c, "target.http.tls: only for an https:// URL, got \"%s\"", cfg->http_url);
     if (cfg->http_key_file && !cfg->http_cert_file)
         return fail(c, "target.http.tls.key_file: needs target.http.tls.cert_file");
-    if ((cfg->http_ca_file && resolve_file(c, "target.http.tls.ca_file", &cfg->http_ca_file) < 0) ||
-        (cfg->http_cert_file && resolve_file(c, "target.http.tls.cert_file", &cfg->http_cert_file) < 0) ||
-        (cfg->http_key_file && resolve_file(c, "target.http.tls.key_file", &cfg->http_key_file) < 0))
-        return -1;
+    if (resolve_fields(c, "target.http.tls") < 0) return -1;
     const char *sn = cfg->http_server_name;
     if (sn) {
         int okname = *sn != '\0' && strlen(sn) <= 253;
@@ -458,10 +677,9 @@ static int load_http_headers(loadctx *c) {
                                               "text on one line", name);
             h->value = eg_xstrdup(v);
         } else if (lua_type(L, -1) == LUA_TTABLE) {
-            static const char *const fkeys[] = {"file", NULL};
             char where[300];
             snprintf(where, sizeof where, "target.http.headers.%s", name);
-            if (only_keys(c, where, fkeys) < 0) return lua_pop(L, 3), -1;
+            if (only_keys(c, "target.http.headers.*", where) < 0) return lua_pop(L, 3), -1;
             snprintf(where, sizeof where, "target.http.headers.%s.file", name);
             if (get_string(c, "file", where, 1, &h->file) < 0 || resolve_file(c, where, &h->file) < 0)
                 return lua_pop(L, 3), -1;
@@ -475,26 +693,9 @@ static int load_http_headers(loadctx *c) {
 }
 
 static int load_http(loadctx *c) {
-    static const char *const keys[] = {"url", "timeout_ms", "concurrency", "tls", "headers",
-                                       "max_response_bytes", "version", NULL};
     eg_config *cfg = c->cfg;
-    int maxb = (int)cfg->http_max_response_bytes;
-    char *version = NULL;
-    if (only_keys(c, "target.http", keys) < 0 ||
-        get_string(c, "url", "target.http.url", 1, &cfg->http_url) < 0 ||
-        get_int(c, "timeout_ms", "target.http.timeout_ms", 1, 3600000, &cfg->http_timeout_ms) < 0 ||
-        get_int(c, "concurrency", "target.http.concurrency", 1, 4096, &cfg->http_concurrency) < 0 ||
-        get_int(c, "max_response_bytes", "target.http.max_response_bytes", 0, 1 << 30, &maxb) < 0 ||
-        get_string(c, "version", "target.http.version", 0, &version) < 0)
-        return free(version), -1;
-    cfg->http_max_response_bytes = maxb;
-    if (version) {
-        int v = strcmp(version, "1.1") == 0 ? 11 : strcmp(version, "2") == 0 ? 2 : 0;
-        if (!v) fail(c, "target.http.version: expected \"1.1\" or \"2\", got \"%s\"", version);
-        free(version);
-        if (!v) return -1;
-        cfg->http_version = v;
-    }
+    if (only_keys(c, "target.http", "target.http") < 0 || load_fields(c, "target.http", "target.http") < 0)
+        return -1;
     if (strncmp(cfg->http_url, "http://", 7) != 0 && strncmp(cfg->http_url, "https://", 8) != 0)
         return fail(c, "target.http.url: expected an http:// or https:// URL, got \"%s\"", cfg->http_url);
     return load_http_tls(c) < 0 || load_http_headers(c) < 0 ? -1 : 0;
@@ -503,11 +704,10 @@ static int load_http(loadctx *c) {
 static int load_target(loadctx *c) {
     lua_State *L = c->L;
     eg_config *cfg = c->cfg;
-    static const char *const keys[] = {"http", "lua", "breaker", "retry_budget", NULL};
     int r = push_table(c, "target", "target");
     if (r < 0) return r;
     if (r == 0) return fail(c, "missing required key 'target'");
-    if (only_keys(c, "target", keys) < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
+    if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
     rawfield(L, "http");
     int has_http = !lua_isnil(L, -1);
     lua_pop(L, 1);
@@ -551,22 +751,12 @@ static int check_template(loadctx *c, const char *name, const char *t, int rung)
 
 /* lanes.spill = { dir = ..., after_ms = ... } */
 static int load_spill(loadctx *c) {
-    static const char *const keys[] = {"dir", "after_ms", NULL};
     int r = push_table(c, "spill", "lanes.spill");
     if (r <= 0) return r;
-    if (only_keys(c, "lanes.spill", keys) < 0 ||
-        get_string(c, "dir", "lanes.spill.dir", 1, &c->cfg->spill_dir) < 0 ||
-        get_int(c, "after_ms", "lanes.spill.after_ms", 1, 3600000, &c->cfg->spill_after_ms) < 0)
+    if (only_keys(c, "lanes.spill", "lanes.spill") < 0 || load_fields(c, "lanes.spill", "lanes.spill") < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
-    if (c->cfg->spill_dir[0] != '/') {
-        size_t n = strlen(c->dir) + strlen(c->cfg->spill_dir) + 2;
-        char *abs = eg_xmalloc(n);
-        snprintf(abs, n, "%s/%s", c->dir, c->cfg->spill_dir);
-        free(c->cfg->spill_dir);
-        c->cfg->spill_dir = abs;
-    }
-    return 0;
+    return resolve_fields(c, "lanes.spill");
 }
 
 /* The three lane templates of cfg, with their key names. */
@@ -638,14 +828,10 @@ static int check_regex_lanes(loadctx *c) {
 }
 
 static int load_lanes(loadctx *c) {
-    static const char *const keys[] = {"dlq", "quarantine", "retry", "spill", NULL};
     int r = push_table(c, "lanes", "lanes");
     if (r < 0) return r;
     if (r == 1) {
-        if (only_keys(c, "lanes", keys) < 0 ||
-            get_string(c, "dlq", "lanes.dlq", 0, &c->cfg->lane_dlq) < 0 ||
-            get_string(c, "quarantine", "lanes.quarantine", 0, &c->cfg->lane_quarantine) < 0 ||
-            get_string(c, "retry", "lanes.retry", 0, &c->cfg->lane_retry) < 0 || load_spill(c) < 0)
+        if (only_keys(c, "lanes", "lanes") < 0 || load_fields(c, "lanes", "lanes") < 0 || load_spill(c) < 0)
             return lua_pop(c->L, 1), -1;
         lua_pop(c->L, 1);
     }
@@ -673,92 +859,35 @@ static int load_lanes(loadctx *c) {
 
 /* The optional `admin` table; its presence turns the admin endpoint on. */
 static int load_admin(loadctx *c) {
-    static const char *const keys[] = {"listen", "token_file", "ready_lane_failure_ms", "max_connections", NULL};
     int r = push_table(c, "admin", "admin");
     if (r <= 0) return r;
     c->cfg->admin_enabled = 1;
-    if (only_keys(c, "admin", keys) < 0 ||
-        get_string(c, "listen", "admin.listen", 0, &c->cfg->admin_listen) < 0 ||
-        get_string(c, "token_file", "admin.token_file", 0, &c->cfg->admin_token_file) < 0 ||
-        get_int(c, "ready_lane_failure_ms", "admin.ready_lane_failure_ms", 0, 3600000,
-                &c->cfg->ready_lane_failure_ms) < 0 ||
-        get_int(c, "max_connections", "admin.max_connections", 1, 65536, &c->cfg->admin_max_connections) < 0)
-        return lua_pop(c->L, 1), -1;
+    if (only_keys(c, "admin", "admin") < 0 || load_fields(c, "admin", "admin") < 0) return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
     const char *colon = strrchr(c->cfg->admin_listen, ':');
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : -1;
     if (!colon || colon == c->cfg->admin_listen || !end || *end || end == colon + 1 || port < 0 || port > 65535)
         return fail(c, "admin.listen: expected \"host:port\", got \"%s\"", c->cfg->admin_listen);
-    if (c->cfg->admin_token_file && resolve_file(c, "admin.token_file", &c->cfg->admin_token_file) < 0) return -1;
-    return 0;
-}
-
-static void set_defaults(eg_config *cfg) {
-    cfg->ordering = EG_ORDER_PARTITION;
-    cfg->max_inflight = 1000;
-    cfg->max_inflight_total = 5000;
-    cfg->not_before_max_ms = 86400000; /* 24 h */
-    cfg->http_timeout_ms = 5000;
-    cfg->http_concurrency = 64;
-    cfg->http_version = 11;
-    cfg->http_max_response_bytes = 65536;
-    cfg->http_verify = 1;
-    cfg->lane_dlq = eg_xstrdup("{topic}.dlq");
-    cfg->lane_quarantine = eg_xstrdup("{topic}.quarantine");
-    cfg->lane_retry = eg_xstrdup("{topic}.retry.{rung}");
-    cfg->spill_after_ms = 5000;
-    cfg->breaker_window = 50;
-    cfg->breaker_min_calls = 20;
-    cfg->breaker_failure_ratio = 0.5;
-    cfg->breaker_open_ms = 5000;
-    cfg->breaker_probes = 2;
-    cfg->budget_percent = 20;
-    cfg->budget_min = 3;
-    cfg->policy_memory_mb = 64;
-    cfg->commit_interval_ms = 1000;
-    cfg->shutdown_timeout_ms = 10000;
-    cfg->policy_timeout_ms = 50;
-    cfg->log_level = eg_xstrdup("info");
-    cfg->log_format = eg_xstrdup("json");
-    cfg->admin_listen = eg_xstrdup("127.0.0.1:9464");
-    cfg->ready_lane_failure_ms = 10000;
-    cfg->admin_max_connections = 64;
+    return resolve_fields(c, "admin");
 }
 
 static int load_all(loadctx *c) {
-    static const char *const keys[] = {"kafka", "group", "source", "target", "policy", "lanes",
-                                       "commit_interval_ms", "shutdown_timeout_ms",
-                                       "policy_timeout_ms", "policy_memory_mb", "log", "admin", NULL};
-    static const char *const log_keys[] = {"level", "format", NULL};
     eg_config *cfg = c->cfg;
     lua_State *L = c->L;
-    if (only_keys(c, "", keys) < 0) return -1;
+    if (only_keys(c, "", "") < 0) return -1;
     if (load_kafka(c) < 0) return -1;
-    if (get_string(c, "group", "group", 1, &cfg->group) < 0) return -1;
+    /* group, policy and the top-level numbers; the policy file is checked
+     * after source and target */
+    if (load_fields(c, "", "") < 0) return -1;
     if (load_source(c) < 0 || load_target(c) < 0) return -1;
-    if (get_string(c, "policy", "policy", 1, &cfg->policy) < 0 ||
-        resolve_file(c, "policy", &cfg->policy) < 0)
-        return -1;
+    if (resolve_fields(c, "") < 0) return -1;
     if (load_lanes(c) < 0) return -1;
-    if (get_int(c, "commit_interval_ms", "commit_interval_ms", 10, 600000, &cfg->commit_interval_ms) < 0 ||
-        get_int(c, "shutdown_timeout_ms", "shutdown_timeout_ms", 0, 3600000, &cfg->shutdown_timeout_ms) < 0 ||
-        get_int(c, "policy_timeout_ms", "policy_timeout_ms", 1, 60000, &cfg->policy_timeout_ms) < 0 ||
-        get_int(c, "policy_memory_mb", "policy_memory_mb", 4, 4096, &cfg->policy_memory_mb) < 0)
-        return -1;
     int r = push_table(c, "log", "log");
     if (r < 0) return -1;
     if (r == 1) {
-        if (only_keys(c, "log", log_keys) < 0 ||
-            get_string(c, "level", "log.level", 0, &cfg->log_level) < 0 ||
-            get_string(c, "format", "log.format", 0, &cfg->log_format) < 0)
-            return lua_pop(L, 1), -1;
+        if (only_keys(c, "log", "log") < 0 || load_fields(c, "log", "log") < 0) return lua_pop(L, 1), -1;
         lua_pop(L, 1);
-        const char *lv = cfg->log_level;
-        if (strcmp(lv, "debug") && strcmp(lv, "info") && strcmp(lv, "warn") && strcmp(lv, "error"))
-            return fail(c, "log.level: expected debug, info, warn or error, got \"%s\"", lv);
-        if (strcmp(cfg->log_format, "json") && strcmp(cfg->log_format, "text"))
-            return fail(c, "log.format: expected json or text, got \"%s\"", cfg->log_format);
     }
     if (load_admin(c) < 0) return -1;
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {

@@ -4,11 +4,89 @@
  * checked: an unknown key, a wrong type or a missing file is an error whose
  * message names the key (e.g. "source.ordering") or the file. Relative paths
  * (policy, target.lua) are resolved against the config file's directory.
- * The loaded struct owns all its strings; eg_config_free releases them. */
+ * The loaded struct owns all its strings; eg_config_free releases them.
+ *
+ * One table, eg_config_keys, states every key once: its type, default,
+ * bounds and meaning. The loader takes the known keys, the types, the bounds
+ * and the defaults from it, and the README's key reference is its rendering
+ * (eg_config_write_reference; spec/c/test_config_doc.c compares them). */
 #ifndef EG_CONFIG_H
 #define EG_CONFIG_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+/* Defaults of the config keys (the table in config.c uses these names). */
+#define EG_DEF_ORDERING "partition"
+#define EG_DEF_MAX_INFLIGHT 1000
+#define EG_DEF_MAX_INFLIGHT_TOTAL 5000
+#define EG_DEF_MAX_TRACKED 100000 /* or max_inflight when that is larger */
+#define EG_DEF_NOT_BEFORE_MAX_MS 86400000 /* 24 h */
+#define EG_DEF_HTTP_TIMEOUT_MS 5000
+#define EG_DEF_HTTP_CONCURRENCY 64
+#define EG_DEF_HTTP_MAX_RESPONSE_BYTES 65536
+#define EG_DEF_HTTP_VERSION "1.1"
+#define EG_DEF_LANE_DLQ "{topic}.dlq"
+#define EG_DEF_LANE_QUARANTINE "{topic}.quarantine"
+#define EG_DEF_LANE_RETRY "{topic}.retry.{rung}"
+#define EG_DEF_SPILL_AFTER_MS 5000
+#define EG_DEF_BREAKER_WINDOW 50
+#define EG_DEF_BREAKER_MIN_CALLS 20
+#define EG_DEF_BREAKER_FAILURE_RATIO 0.5
+#define EG_DEF_BREAKER_OPEN_MS 5000
+#define EG_DEF_BREAKER_PROBES 2
+#define EG_DEF_BUDGET_PERCENT 20
+#define EG_DEF_BUDGET_MIN 3
+#define EG_DEF_POLICY_MEMORY_MB 64
+#define EG_DEF_COMMIT_INTERVAL_MS 1000
+#define EG_DEF_SHUTDOWN_TIMEOUT_MS 10000
+#define EG_DEF_POLICY_TIMEOUT_MS 50
+#define EG_DEF_LOG_LEVEL "info"
+#define EG_DEF_LOG_FORMAT "json"
+#define EG_DEF_ADMIN_LISTEN "127.0.0.1:9464"
+#define EG_DEF_READY_LANE_FAILURE_MS 10000
+#define EG_DEF_ADMIN_MAX_CONNECTIONS 64
+
+/* The kinds of value a config key takes. */
+typedef enum {
+    EG_CK_TABLE,  /* a table of further keys */
+    EG_CK_STRING,
+    EG_CK_INT,    /* an integral number within [min, max], into an int */
+    EG_CK_NUMBER, /* a number within [min, max], into a double */
+    EG_CK_BOOL,
+    EG_CK_ENUM,   /* one of `choices`: its value into an int, or the string into a char * */
+    EG_CK_LIST,   /* a list of strings */
+    EG_CK_MAP     /* string keys chosen by the user (kafka properties, header names) */
+} eg_ck_type;
+
+/* Flags of a config key. */
+#define EG_CK_REQUIRED 1 /* must be present (in its table, when that is present) */
+#define EG_CK_FILE 2     /* a path resolved against the config's directory; must be readable */
+#define EG_CK_DIR 4      /* a path resolved against the config's directory */
+#define EG_CK_CUSTOM 8   /* read by its own code in config.c, not the generic reader */
+#define EG_CK_NOFIELD ((size_t)-1)
+
+/* One config key. A key's parent is the key before its last dot; "*" in a
+ * key stands for any one name the user chooses (a header name). */
+typedef struct eg_config_key {
+    const char *key;         /* dotted path, e.g. "source.max_inflight" */
+    eg_ck_type type;
+    int flags;               /* EG_CK_* */
+    double def;              /* default of an INT, NUMBER or BOOL */
+    const char *def_str;     /* default of a STRING or ENUM; for others, the default as documented */
+    double min, max;         /* bounds of an INT or NUMBER */
+    const char *const *choices; /* ENUM: the accepted strings, NULL-ended */
+    const int *values;       /* ENUM: the int stored for each choice; NULL: the string is stored */
+    size_t off;              /* the field in eg_config, or EG_CK_NOFIELD */
+    const char *help;        /* one line for the reference */
+} eg_config_key;
+
+extern const eg_config_key eg_config_keys[];
+extern const size_t eg_config_nkeys;
+
+/* Writes the key reference (a Markdown table, one row per key of
+ * eg_config_keys, in its order) to out. */
+void eg_config_write_reference(FILE *out);
 
 typedef enum { EG_ORDER_PARTITION = 0, EG_ORDER_KEY, EG_ORDER_NONE } eg_ordering;
 typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA } eg_target_kind;
@@ -44,7 +122,7 @@ typedef struct eg_config {
     int http_timeout_ms;
     int http_concurrency;
     int http_version;       /* 11 (HTTP/1.1) or 2 (HTTP/2 where TLS offers it) */
-    long http_max_response_bytes; /* body bytes read per response, beyond: discarded */
+    int http_max_response_bytes; /* body bytes read per response, beyond: discarded */
     char *http_ca_file;     /* target.http.tls: resolved paths, or NULL */
     char *http_cert_file;
     char *http_key_file;

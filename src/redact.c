@@ -7,8 +7,13 @@
  * "token" (e.g. "tokens") are left alone unless followed by '=' or ':'.
  * Speed (every log string goes through here): only a word boundary whose
  * byte can start a recogniser, or a ':', is examined; the bytes between are
- * copied as one run. Word lists carry their lengths. */
+ * copied as one run. Word lists carry their lengths.
+ * The secret words (try_key) and the schemes (try_scheme) are
+ * lua/errgate/redact_words.lua, shared with the Lua redactor; make renders
+ * them into redact_words.h (EG_REDACT_KEYS, EG_REDACT_SCHEMES, and
+ * EG_REDACT_STARTS, their first letters, for the fast path). */
 #include "redact.h"
+#include "redact_words.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -57,7 +62,7 @@ static size_t value_len(const char *s, size_t n) {
 
 /* "Bearer xyz" / "Basic xyz" at s: returns bytes consumed (0 if none). */
 static size_t try_scheme(const char *s, size_t n, out_buf *o) {
-    static const word schemes[] = {W("bearer"), W("basic"), W("token"), W("digest")};
+    static const word schemes[] = {EG_REDACT_SCHEMES};
     for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
         size_t w = schemes[k].n;
         if (!starts_ci(s, n, schemes[k].w, w) || w >= n || s[w] != ' ') continue;
@@ -74,12 +79,7 @@ static size_t try_scheme(const char *s, size_t n, out_buf *o) {
 
 /* key[=:]value for a secret-looking key at a word start. */
 static size_t try_key(const char *s, size_t n, out_buf *o) {
-    static const word keys[] = {
-        W("authorization"), W("password"), W("passwd"), W("passphrase"), W("pwd"), W("secret"),
-        W("client_secret"), W("token"), W("access_token"), W("refresh_token"), W("id_token"),
-        W("auth_token"), W("api_key"), W("apikey"), W("api-key"), W("x-api-key"), W("access_key"),
-        W("secret_key"), W("private_key"), W("credential"), W("credentials"), W("session_token"),
-        W("sasl.password"), W("ssl.key.password")};
+    static const word keys[] = {EG_REDACT_KEYS};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         size_t w = keys[k].n;
         if (!starts_ci(s, n, keys[k].w, w)) continue;
@@ -141,12 +141,8 @@ static size_t try_aws(const char *s, size_t n) {
 /* 1 for the bytes a recogniser can start with: the first letters of the
  * keys and schemes (either case), 'e' (eyJ), 'A' (AKIA/ASIA), ':' (://). */
 static int can_start(unsigned char c) {
-    switch (tolower(c)) {
-    case 'a': case 'b': case 'c': case 'd': case 'i': case 'p': case 'r':
-    case 's': case 't': case 'x': case 'e': case ':':
-        return 1;
-    }
-    return 0;
+    static const unsigned char word_starts[256] = {EG_REDACT_STARTS};
+    return word_starts[tolower(c)] || c == 'e' || c == 'A' || c == ':';
 }
 
 size_t eg_redact(const char *in, size_t n, char *out, size_t outlen) {

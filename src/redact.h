@@ -3,9 +3,9 @@
  *
  * Error messages come from targets, librdkafka and errgate itself; any of
  * them may quote a credential. eg_redact copies a string and replaces with
- * "[REDACTED]": the value after a secret-looking key (password, passwd, pwd,
- * secret, token, api_key, apikey, access_key, private_key, credential...,
- * followed by '=' or ':'), the credentials of an Authorization value and of
+ * "[REDACTED]": the value after a secret word (lua/errgate/redact_words.lua,
+ * the list shared with the Lua redactor: password, secret, token, api_key...)
+ * followed by '=' or ':', the credentials of an Authorization value and of
  * any "Bearer"/"Basic" scheme, the user:password part of a URL
  * (scheme://user:pass@host), AWS access key ids (AKIA/ASIA + 16 characters)
  * and JWTs (eyJ... with two dots). The output is always NUL-terminated and

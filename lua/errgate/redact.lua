@@ -4,39 +4,93 @@
 -- Before a message leaves the gateway (error.message header, decision log)
 -- it is redacted, then truncated. Redaction is deliberately small and
 -- conservative: bearer tokens, `key=value` / `key: value` pairs whose key
--- looks secret (password, passwd, pwd, secret, token, api_key, apikey), and
--- the password part of `user:pass@host`. Over-redaction is acceptable; a
+-- is a secret word (errgate.redact_words, the list shared with the C
+-- redactor: password, secret, token, api_key...), and the password part
+-- of `user:pass@host`. Over-redaction is acceptable; a
 -- leaked secret is not. Truncation never splits a UTF-8 sequence. Input is
 -- capped before any pattern runs so pattern cost stays bounded.
 -- Cost: message() runs on every decision. The same messages come back again
 -- and again ("HTTP 503", a service's fixed error text), so it remembers its
 -- answers for short messages (a bounded table per pattern list, emptied when
 -- full); a message it has not seen pays one anchored scan for control
--- characters and one plain search per keyword stem, and runs a secret
--- pattern only when its keyword is present.
+-- characters and one plain search per stem of the secret words, and runs a
+-- secret pattern only when its word is present.
 local redact = {}
 
 -- the real gsub, held before errgate.sandbox.harden() guards string methods:
 -- these patterns are ours, bounded by SCAN_MAX and literal prefixes
-local gsub, find, lower = string.gsub, string.find, string.lower
+local gsub, find, lower, sub, concat = string.gsub, string.find, string.lower, string.sub, table.concat
 local affordable = require("errgate.pattern").affordable
 
 local MARK = "[REDACTED]"
 local SCAN_MAX = 4096
 
--- a case-insensitive Lua pattern for a literal word: "token" -> "[tT][oO]..."
+-- a case-insensitive Lua pattern for a literal word: "api-key" -> "[aA][pP][iI]%-..."
 local function nocase(word)
+  word = word:gsub("%p", "%%%0")
   return (word:gsub("%a", function(c) return "[" .. c:lower() .. c:upper() .. "]" end))
 end
 
-local SECRET_WORDS = { "password", "passwd", "pwd", "secret", "token", "api_key", "apikey" }
-local SECRET_KEYS = {}
-for i, k in ipairs(SECRET_WORDS) do
-  SECRET_KEYS[i] = "(" .. nocase(k) .. "[\"']?%s*[=:]%s*[\"']?)[^%s&;,\"']+"
+-- ends_with_other(w, words) -> true when another of words is a suffix of w
+local function ends_with_other(w, words)
+  for _, o in ipairs(words) do
+    if #o < #w and w:sub(-#o) == o then return true end
+  end
+  return false
 end
--- stems: a plain word each of the SECRET_WORDS it lists contains, searched
--- first so that one search rules out several patterns
-local STEMS = { { "passw", 1, 2 }, { "pwd", 3 }, { "secret", 4 }, { "token", 5 }, { "api", 6, 7 } }
+
+-- The secret words in groups by their first three letters (a stem), each
+-- { stem, { word, pattern }... }: one plain search for the stem rules out
+-- the group's patterns. A pattern finds its word and the separator after
+-- it. A word that ends with another ("client_secret", "access_token")
+-- needs no pattern of its own: patterns are unanchored, so the shorter
+-- word's finds its values already.
+local WORDS = require "errgate.redact_words"
+local STEMS, SCHEMES = {}, {}
+do
+  local group_of = {}
+  for _, w in ipairs(WORDS.keys) do
+    if not ends_with_other(w, WORDS.keys) then
+      local stem = w:sub(1, 3)
+      local g = group_of[stem]
+      if not g then
+        g = { stem }
+        group_of[stem], STEMS[#STEMS + 1] = g, g
+      end
+      g[#g + 1] = { w, nocase(w) .. "[\"']?%s*[=:]%s*[\"']?" }
+    end
+  end
+end
+for _, w in ipairs(WORDS.schemes) do SCHEMES[w] = true end
+local VALUE = "^[^%s&;,\"']+"
+local CREDENTIAL = "^( +)[^%s&;,\"']+"
+
+-- redact_values(s, key) -> s with the value after each match of the key
+-- pattern replaced by MARK; when that value is a scheme followed by spaces
+-- and a credential ("Authorization: Basic xyz"), the credential is.
+local function redact_values(s, key)
+  local parts, n, init = {}, 0, 1
+  while true do
+    local _, e = find(s, key, init)
+    if not e then break end
+    local _, ve = find(s, VALUE, e + 1)
+    if ve then
+      local kept = e -- the text up to here stays
+      if SCHEMES[lower(sub(s, e + 1, ve))] then
+        local _, ce, spaces = find(s, CREDENTIAL, ve + 1)
+        if ce then kept, ve = ve + #spaces, ce end
+      end
+      parts[n + 1], parts[n + 2], n = sub(s, init, kept), MARK, n + 2
+      init = ve + 1
+    else
+      parts[n + 1], n = sub(s, init, e), n + 1
+      init = e + 1
+    end
+  end
+  if n == 0 then return s end
+  parts[n + 1] = sub(s, init)
+  return concat(parts)
+end
 local BEARER = "(" .. nocase("bearer") .. "%s+)[%w%-%._~%+/]+=*"
 local USERINFO = "([%w%._~%%!%$'%*%+%-]+):[^%s@/:]+@"
 
@@ -60,11 +114,11 @@ function redact.secrets(s)
   local low = lower(s)
   if find(low, "bearer", 1, true) then s = gsub(s, BEARER, "%1" .. MARK) end
   for g = 1, #STEMS do
-    local stem = STEMS[g]
-    if find(low, stem[1], 1, true) then
-      for j = 2, #stem do
-        local i = stem[j]
-        if find(low, SECRET_WORDS[i], 1, true) then s = gsub(s, SECRET_KEYS[i], "%1" .. MARK) end
+    local group = STEMS[g]
+    if find(low, group[1], 1, true) then
+      for i = 2, #group do
+        local key = group[i]
+        if find(low, key[1], 1, true) then s = redact_values(s, key[2]) end
       end
     end
   end

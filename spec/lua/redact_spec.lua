@@ -12,6 +12,33 @@ describe("errgate.redact.message", function()
     assert.are.equal("{\"Token\": \"[REDACTED]\"}", redact.message("{\"Token\": \"abc123\"}", 512))
   end)
 
+  it("redacts the secret words that only the C redactor knew before the shared list", function()
+    for _, case in ipairs {
+      { "Authorization: Basic dXNlcjpwYXNz rejected", "Authorization: Basic [REDACTED] rejected" },
+      { "authorization=opaque-credential x", "authorization=[REDACTED] x" },
+      { "Authorization: Digest abc, realm", "Authorization: Digest [REDACTED], realm" },
+      { "access_token=abc&x=1", "access_token=[REDACTED]&x=1" },
+      { "{\"client_secret\": \"abc\"}", "{\"client_secret\": \"[REDACTED]\"}" },
+      { "X-Api-Key: k-123 denied", "X-Api-Key: [REDACTED] denied" },
+      { "sasl.password=p4ss", "sasl.password=[REDACTED]" },
+      { "passphrase: open sesame", "passphrase: [REDACTED] sesame" },
+      { "private_key=MIIE", "private_key=[REDACTED]" },
+      { "credentials: u1", "credentials: [REDACTED]" },
+    } do
+      assert.are.equal(case[2], redact.message(case[1], 512))
+    end
+  end)
+
+  it("redacts the value after every word of errgate.redact_words", function()
+    for _, w in ipairs(require("errgate.redact_words").keys) do
+      assert.are.equal("x " .. w:upper() .. "=[REDACTED]", redact.message("x " .. w:upper() .. "=v4lue", 512))
+    end
+  end)
+
+  it("redacts a lone scheme word after a secret key (no credential follows it)", function()
+    assert.are.equal("Authorization: [REDACTED]", redact.message("Authorization: Bearer", 512))
+  end)
+
   it("redacts the password of user:pass@host", function()
     assert.are.equal("cannot reach postgres://app:[REDACTED]@db:5432/x",
       redact.message("cannot reach postgres://app:s3cr3t@db:5432/x", 512))

@@ -1,0 +1,203 @@
+/* test_config.c — the config loader, driven by its own key table: for every
+ * key of eg_config_keys, a value of the wrong type, one below and one above
+ * its bounds, and an unknown choice are refused with one line naming the
+ * key; every table refuses an unknown key; every default is within its
+ * bounds and is what a config without the key gets. */
+#include "config.h"
+#include "tap.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Every optional table present (with its required keys), so that each key
+ * can be set alone. */
+static const char *BASE =
+    "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g',"
+    " source = { topics = { 'src' } },"
+    " target = { http = { url = 'https://h/', tls = {} }, breaker = {}, retry_budget = {} },"
+    " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {} }";
+
+static char dir[64], path[128], err[512];
+
+/* Loads BASE with key (a dotted path; "*" becomes "X-A") set to the Lua
+ * expression val (or BASE alone when key is NULL). Returns the loader's
+ * result; err holds its message. */
+static int load_with(const char *key, const char *val, eg_config *cfg) {
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    char code[2048];
+    int n = snprintf(code, sizeof code, "local c = (function() %s end)()\nlocal t = c\n", BASE);
+    if (key) {
+        char k[128];
+        snprintf(k, sizeof k, "%s", key);
+        char *save, *seg = strtok_r(k, ".", &save);
+        while (seg) {
+            char *next = strtok_r(NULL, ".", &save);
+            const char *name = strcmp(seg, "*") == 0 ? "X-A" : seg;
+            if (next) n += snprintf(code + n, sizeof code - (size_t)n, "t['%s'] = t['%s'] or {}; t = t['%s']\n",
+                                    name, name, name);
+            else n += snprintf(code + n, sizeof code - (size_t)n, "t['%s'] = %s\n", name, val);
+            seg = next;
+        }
+    }
+    snprintf(code + n, sizeof code - (size_t)n, "return c");
+    if (luaL_dostring(L, code) != 0) {
+        printf("# lua: %s\n", lua_tostring(L, -1));
+        lua_close(L);
+        return -2;
+    }
+    err[0] = '\0';
+    int rc = eg_config_from_table(L, path, cfg, err, sizeof err);
+    lua_close(L);
+    return rc;
+}
+
+/* 1 when setting key to val is refused with one line that contains want. */
+static int refused(const char *key, const char *val, const char *want) {
+    eg_config cfg;
+    if (load_with(key, val, &cfg) == 0) {
+        eg_config_free(&cfg);
+        printf("# %s = %s was accepted\n", key, val);
+        return 0;
+    }
+    int ok = strstr(err, want) && !strchr(err, '\n') && strncmp(err, "config ", 7) == 0;
+    if (!ok) printf("# %s = %s: got \"%s\", want \"%s\"\n", key, val, err, want);
+    return ok;
+}
+
+static void write_file(const char *name, const char *text) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The value of a scalar key's field in cfg, as a double. */
+static double field_value(const eg_config *cfg, const eg_config_key *e) {
+    const char *f = (const char *)cfg + e->off;
+    if (e->type == EG_CK_NUMBER) return *(const double *)f;
+    int v;
+    memcpy(&v, f, sizeof v);
+    return v;
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/eg-test-config.XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    snprintf(path, sizeof path, "%s/errgate.lua", dir);
+    write_file("policy.lua", "return {}\n");
+
+    eg_config cfg;
+    int rc = load_with(NULL, NULL, &cfg);
+    CHECK(rc == 0, "the base config loads (%s)", err);
+    if (rc != 0) return TAP_DONE();
+    int defaults_ok = 1;
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        if (e->off == EG_CK_NOFIELD || (e->flags & EG_CK_CUSTOM) || e->def_str || e->type == EG_CK_STRING ||
+            e->type == EG_CK_ENUM)
+            continue;
+        double v = field_value(&cfg, e);
+        if (v != e->def) {
+            printf("# %s: %g, default %g\n", e->key, v, e->def);
+            defaults_ok = 0;
+        }
+        if (e->type != EG_CK_BOOL && !(e->def >= e->min && e->def <= e->max)) {
+            printf("# %s: default %g outside [%g, %g]\n", e->key, e->def, e->min, e->max);
+            defaults_ok = 0;
+        }
+    }
+    CHECK(defaults_ok, "a config without a key gets its default, within its bounds");
+    CHECK(cfg.max_inflight == EG_DEF_MAX_INFLIGHT && cfg.max_tracked == EG_DEF_MAX_TRACKED &&
+              cfg.http_version == 11 && cfg.ordering == EG_ORDER_PARTITION && !strcmp(cfg.log_level, "info") &&
+              !strcmp(cfg.lane_retry, EG_DEF_LANE_RETRY) && !strcmp(cfg.admin_listen, EG_DEF_ADMIN_LISTEN),
+          "the named defaults: max_inflight, max_tracked, version, ordering, log.level, lanes.retry, admin.listen");
+    CHECK(cfg.breaker_enabled && cfg.budget_enabled && cfg.admin_enabled,
+          "a present breaker, retry_budget or admin table turns its feature on");
+    eg_config_free(&cfg);
+
+    char want[256], val[64];
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        const char *k = e->key;
+        if (e->type == EG_CK_TABLE && !(e->flags & EG_CK_CUSTOM)) {
+            char unknown[160];
+            snprintf(unknown, sizeof unknown, "%s.no_such_key", k);
+            snprintf(want, sizeof want, "unknown key '%s'", unknown);
+            CHECK(refused(unknown, "1", want), "%s: an unknown key is refused naming it", k);
+            continue;
+        }
+        if (e->flags & EG_CK_CUSTOM) continue;
+        switch (e->type) {
+        case EG_CK_INT:
+        case EG_CK_NUMBER:
+            snprintf(want, sizeof want, "%s: expected %s", k, e->type == EG_CK_INT ? "an integer" : "a number");
+            CHECK(refused(k, "'12'", want), "%s: a string is refused", k);
+            snprintf(want, sizeof want, "%s: ", k);
+            snprintf(val, sizeof val, "%.17g", e->min - (e->type == EG_CK_INT ? 1 : 0.001));
+            CHECK(refused(k, val, "is out of range") && refused(k, val, want), "%s: %s (below the minimum) is refused",
+                  k, val);
+            snprintf(val, sizeof val, "%.17g", e->max + (e->type == EG_CK_INT ? 1 : 0.001));
+            CHECK(refused(k, val, "is out of range") && refused(k, val, want), "%s: %s (above the maximum) is refused",
+                  k, val);
+            if (e->type == EG_CK_INT) {
+                snprintf(want, sizeof want, "%s: expected an integer", k);
+                CHECK(refused(k, "1.5", want), "%s: a fraction is refused", k);
+            }
+            break;
+        case EG_CK_BOOL:
+            snprintf(want, sizeof want, "%s: expected true or false", k);
+            CHECK(refused(k, "'yes'", want), "%s: a string is refused", k);
+            break;
+        case EG_CK_STRING:
+        case EG_CK_ENUM:
+            snprintf(want, sizeof want, "%s: expected a string, got number", k);
+            CHECK(refused(k, "5", want), "%s: a number is refused", k);
+            if (e->type == EG_CK_ENUM) {
+                snprintf(want, sizeof want, "%s: expected \"%s\"", k, e->choices[0]);
+                CHECK(refused(k, "'bogus'", want) && refused(k, "'bogus'", "got \"bogus\""),
+                      "%s: an unknown choice is refused, the choices listed", k);
+            }
+            break;
+        default: break;
+        }
+    }
+    CHECK(refused("no_such_key", "1", "unknown key 'no_such_key'"), "top level: an unknown key is refused naming it");
+    CHECK(refused("target.http.headers.*.path", "'t'", "unknown key 'target.http.headers.X-A.path'"),
+          "a header's file table refuses an unknown key, naming the header");
+    CHECK(refused("group", "nil", "missing required key 'group'"), "a missing required key is named");
+    CHECK(refused("lanes.spill.dir", "nil", "missing required key 'lanes.spill.dir'"),
+          "a missing required key of an optional table is named");
+    CHECK(refused("policy", "'nope.lua'", "policy: cannot read file"), "a path key names its unreadable file");
+    CHECK(refused("target.breaker.min_calls", "60", "target.breaker.min_calls: 60 is larger than the window"),
+          "cross-key checks stay: breaker min_calls above the window");
+
+    /* enum values reach their fields */
+    rc = load_with("source.ordering", "'key'", &cfg);
+    CHECK(rc == 0 && cfg.ordering == EG_ORDER_KEY, "source.ordering = \"key\" is EG_ORDER_KEY");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("target.http.version", "'2'", &cfg);
+    CHECK(rc == 0 && cfg.http_version == 2, "target.http.version = \"2\" is 2");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("log.format", "'text'", &cfg);
+    CHECK(rc == 0 && !strcmp(cfg.log_format, "text"), "log.format = \"text\" is kept as the string");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("lanes.spill.dir", "'j'", &cfg);
+    char spill[200];
+    snprintf(spill, sizeof spill, "%s/j", dir);
+    CHECK(rc == 0 && !strcmp(cfg.spill_dir, spill), "lanes.spill.dir is resolved against the config's directory");
+    if (rc == 0) eg_config_free(&cfg);
+
+    char p[256];
+    snprintf(p, sizeof p, "%s/policy.lua", dir);
+    unlink(p);
+    rmdir(dir);
+    return TAP_DONE();
+}

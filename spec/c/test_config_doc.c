@@ -1,0 +1,68 @@
+/* test_config_doc.c — the README's key reference is the rendering of the
+ * config's key table (eg_config_write_reference): the text between the
+ * README's "config-keys" markers must equal it, so a key added, removed or
+ * changed in src/config.c without `make config-doc` fails here.
+ * With --print, prints the rendering instead (make config-doc uses it). */
+#include "config.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BEGIN_MARK "<!-- config-keys: begin"
+#define END_MARK "<!-- config-keys: end -->"
+
+/* The whole of file path in a fresh string, or NULL. */
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int ch;
+    while ((ch = fgetc(f)) != EOF) fputc(ch, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--print") == 0) {
+        eg_config_write_reference(stdout);
+        return 0;
+    }
+    char *want = NULL;
+    size_t wlen = 0;
+    FILE *m = open_memstream(&want, &wlen);
+    eg_config_write_reference(m);
+    fclose(m);
+    char *readme = slurp("README.md");
+    CHECK(readme != NULL, "README.md is readable (the tests run from the repository's root)");
+    char *b = readme ? strstr(readme, BEGIN_MARK) : NULL;
+    char *e = b ? strstr(b, END_MARK) : NULL;
+    CHECK(b && e, "README.md has the config-keys markers");
+    if (b && e) {
+        b = strchr(b, '\n') + 1;
+        size_t glen = (size_t)(e - b);
+        int same = glen == wlen && memcmp(b, want, wlen) == 0;
+        if (!same) {
+            /* the first line that differs */
+            size_t i = 0, line = 1;
+            while (i < glen && i < wlen && b[i] == want[i]) line += b[i++] == '\n';
+            printf("# README.md's key reference differs from src/config.c's table at its line %zu; "
+                   "run `make config-doc`\n", line);
+        }
+        CHECK(same, "README.md's key reference is the rendering of the config key table (%zu keys)", eg_config_nkeys);
+        int listed = 1;
+        for (size_t i = 0; i < eg_config_nkeys; i++) {
+            char cell[160];
+            snprintf(cell, sizeof cell, "| `%s` |", eg_config_keys[i].key);
+            if (!strstr(want, cell)) listed = 0, printf("# %s is not in the rendering\n", eg_config_keys[i].key);
+        }
+        CHECK(listed, "every key of the table has its row");
+    }
+    free(readme);
+    free(want);
+    return TAP_DONE();
+}
