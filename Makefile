@@ -7,14 +7,15 @@
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
 #   make config-doc README's config key reference, rendered from src/config.c
-#   make lint       Lua (luacheck, .luacheckrc), man page (mandoc -T lint) and
-#                   service unit (systemd-analyze verify)
+#   make lint       C house style (clang-format, .clang-format), Lua (luacheck,
+#                   .luacheckrc), man page (mandoc -T lint) and service unit
+#                   (systemd-analyze verify); make format rewrites C to the style
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua runtime, policies,
 #                   examples, man page, systemd unit; make uninstall removes them
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
             lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make \
-            mandoc libcurl4-openssl-dev openssl lua-check
+            mandoc libcurl4-openssl-dev openssl lua-check clang-format
 PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 
 CC      ?= cc
@@ -41,7 +42,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps check-deps test demo bench clean lint install uninstall config-doc
+.PHONY: all deps check-deps test demo bench clean lint format install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -115,10 +116,18 @@ config-doc: $(BUILD)/test_config_doc
 	  /^<!-- config-keys: end -->/ { skip = 0 } !skip' README.md >$(BUILD)/README.md && mv $(BUILD)/README.md README.md
 
 # ---- lint ---------------------------------------------------------------------
+# The C house style is .clang-format (Debian's clang-format 14); `make format`
+# applies it, `make lint` fails on any file that differs from it.
+C_STYLE_FILES := $(wildcard src/*.c src/*.h spec/c/*.c spec/c/*.h spec/fuzz/*.c spec/fuzz/*.h spec/tools/*.c \
+                   bench/*.c examples/flaky-handler/*.c)
+format:
+	clang-format -i --style=file $(C_STYLE_FILES)
+
 # luacheck reads .luacheckrc (which files, and the sandbox's globals for policies).
 # The unit is checked as installed (ExecStart pointing at the built binary).
 # systemd-analyze needs systemd; where it is missing the check is skipped, said.
 lint: $(BUILD)/errgate
+	clang-format --dry-run --Werror --style=file $(C_STYLE_FILES)
 	luacheck --no-color -q .
 	mandoc -T lint man/errgate.1
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
