@@ -44,15 +44,15 @@ typedef struct conn conn;
 struct eg_admin {
     struct event_base *base;
     struct evconnlistener *lis;
-    struct event *resume_ev;  /* re-enables the listener after EMFILE */
+    struct event *resume_ev; /* re-enables the listener after EMFILE */
     eg_admin_ops ops;
     void *arg;
     char token[TOKEN_MAX + 1];
-    size_t token_len;  /* 0: mutating endpoints off */
+    size_t token_len; /* 0: mutating endpoints off */
     int max_conns;
     int nconns;
-    conn *conns;       /* open connections, freed with the server */
-    uint64_t refused;  /* connections closed at once at the cap */
+    conn *conns;      /* open connections, freed with the server */
+    uint64_t refused; /* connections closed at once at the cap */
 };
 
 /* One client connection: its bufferevent and the deadline of the request
@@ -61,7 +61,7 @@ struct conn {
     eg_admin *a;
     struct bufferevent *bev;
     struct event *deadline;
-    int answered;      /* the answer is queued; close once it is written */
+    int answered;                  /* the answer is queued; close once it is written */
     struct pending_reload *reload; /* a POST /reload waiting for its reload, or NULL */
     conn *prev, *next;
 };
@@ -71,7 +71,7 @@ typedef struct answer {
     int code;
     const char *reason;
     const char *ctype;
-    char extra[160];   /* "Name: value\r\n" lines (Allow, WWW-Authenticate) */
+    char extra[160]; /* "Name: value\r\n" lines (Allow, WWW-Authenticate) */
     struct evbuffer *body;
 } answer;
 
@@ -221,13 +221,15 @@ static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
 static const struct {
     int code;
     const char *reason;
-} refusals[] = {{400, "Bad Request"}, {411, "Length Required"}, {413, "Content Too Large"},
-                {431, "Request Header Fields Too Large"}, {505, "HTTP Version Not Supported"}, {0, NULL}};
+} refusals[] = {{400, "Bad Request"},
+                {411, "Length Required"},
+                {413, "Content Too Large"},
+                {431, "Request Header Fields Too Large"},
+                {505, "HTTP Version Not Supported"},
+                {0, NULL}};
 
 /* tchar of RFC 9110 (header names and methods). */
-static int tchar(unsigned char c) {
-    return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
+static int tchar(unsigned char c) { return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c)); }
 
 /* Case-insensitive: does the n-byte name equal lit? */
 static int name_is(const char *name, size_t n, const char *lit) {
@@ -249,9 +251,10 @@ int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq) {
     for (const char *q = p; q < sp1; q++)
         if (!tchar((unsigned char)*q)) return -400;
     size_t mlen = (size_t)(sp1 - p);
-    rq->method = mlen == 3 && !strncmp(p, "GET", 3) ? EG_ADMIN_GET
-               : mlen == 4 && !strncmp(p, "HEAD", 4) ? EG_ADMIN_HEAD
-               : mlen == 4 && !strncmp(p, "POST", 4) ? EG_ADMIN_POST : EG_ADMIN_OTHER;
+    rq->method = mlen == 3 && !strncmp(p, "GET", 3)    ? EG_ADMIN_GET
+                 : mlen == 4 && !strncmp(p, "HEAD", 4) ? EG_ADMIN_HEAD
+                 : mlen == 4 && !strncmp(p, "POST", 4) ? EG_ADMIN_POST
+                                                       : EG_ADMIN_OTHER;
     const char *tgt = sp1 + 1, *sp2 = memchr(tgt, ' ', (size_t)(eol - tgt));
     if (!sp2 || sp2 == tgt || (size_t)(sp2 - tgt) >= sizeof rq->target) return -400;
     for (const char *q = tgt; q < sp2; q++)
@@ -326,7 +329,8 @@ static void arm_deadline(conn *c) {
 static void send_answer(conn *c, const eg_admin_req *rq, answer *an) {
     struct evbuffer *out = bufferevent_get_output(c->bev);
     size_t blen = evbuffer_get_length(an->body);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n%s"
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n%s"
                         "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                         an->code, an->reason, an->ctype, an->extra, blen);
     if (rq && rq->method == EG_ADMIN_HEAD) evbuffer_drain(an->body, blen);
@@ -343,8 +347,10 @@ static void send_refusal(conn *c, int code) {
     const char *reason = "Bad Request";
     for (int i = 0; refusals[i].code; i++)
         if (refusals[i].code == code) reason = refusals[i].reason;
-    reply_error(&an, code, reason, code == 431 || code == 413 ? "request too large" :
-                code == 411 ? "chunked bodies are not accepted; send Content-Length" : reason);
+    reply_error(&an, code, reason,
+                code == 431 || code == 413 ? "request too large"
+                : code == 411              ? "chunked bodies are not accepted; send Content-Length"
+                                           : reason);
     send_answer(c, NULL, &an);
     evbuffer_free(an.body);
 }
@@ -385,9 +391,7 @@ static void on_conn_event(struct bufferevent *bev, short what, void *arg) {
 }
 
 /* The connection's deadline passed before it was answered: dropped. */
-static void on_deadline(evutil_socket_t fd, short what, void *arg) {
-    conn_free(arg);
-}
+static void on_deadline(evutil_socket_t fd, short what, void *arg) { conn_free(arg); }
 
 /* evconnlistener callback: adopts a new connection (owned by a->conns), or
  * closes it at once, counted and logged, beyond admin.max_connections. */
@@ -396,8 +400,10 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     if (a->nconns >= a->max_conns) {
         close(fd);
         a->refused++;
-        eg_log_msg(EG_WARN, "admin_connection_refused", "%d connections open (admin.max_connections); "
-                   "closed a new one (%llu so far)", a->nconns, (unsigned long long)a->refused);
+        eg_log_msg(EG_WARN, "admin_connection_refused",
+                   "%d connections open (admin.max_connections); "
+                   "closed a new one (%llu so far)",
+                   a->nconns, (unsigned long long)a->refused);
         return;
     }
     conn *c = eg_xcalloc(1, sizeof *c);
@@ -494,8 +500,8 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
     }
     char portstr[8];
     snprintf(portstr, sizeof portstr, "%ld", port);
-    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                    .ai_flags = EVUTIL_AI_PASSIVE}, *ai = NULL;
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = EVUTIL_AI_PASSIVE},
+                           *ai = NULL;
     if (host[0] == '[' && host[strlen(host) - 1] == ']') {
         memmove(host, host + 1, strlen(host));
         host[strlen(host) - 1] = '\0';
@@ -506,9 +512,9 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
         eg_admin_free(a);
         return NULL;
     }
-    a->lis = evconnlistener_new_bind(base, on_accept, a,
-                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
-                                     ai->ai_addr, (int)ai->ai_addrlen);
+    a->lis =
+        evconnlistener_new_bind(base, on_accept, a, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                128, ai->ai_addr, (int)ai->ai_addrlen);
     evutil_freeaddrinfo(ai);
     if (!a->lis) {
         snprintf(err, errlen, "admin.listen: cannot listen on %s: %s", listen, strerror(errno));

@@ -59,12 +59,12 @@ typedef enum { EG_ADMIN_GET = 1, EG_ADMIN_HEAD, EG_ADMIN_POST, EG_ADMIN_OTHER } 
 /* A parsed request head. authorization points into the parsed buffer. */
 typedef struct eg_admin_req {
     eg_admin_method method;
-    char target[2048];        /* the request target as sent */
-    char path[2048];          /* its path ("/" when empty), not decoded */
+    char target[2048];         /* the request target as sent */
+    char path[2048];           /* its path ("/" when empty), not decoded */
     const char *authorization; /* the Authorization value (trimmed), or NULL */
     size_t authorization_len;
-    size_t content_length;    /* 0 without Content-Length */
-    size_t header_len;        /* bytes up to and including the blank line */
+    size_t content_length; /* 0 without Content-Length */
+    size_t header_len;     /* bytes up to and including the blank line */
 } eg_admin_req;
 
 /* Parses the request head at buf (len bytes received so far). Returns 1

@@ -12,30 +12,26 @@
 #include <string.h>
 
 void eg_breaker_cfg_defaults(eg_breaker_cfg *c) {
-    *c = (eg_breaker_cfg){.enabled = 1, .window = 50, .min_calls = 20, .failure_ratio = 0.5,
-                          .open_ms = 5000, .half_open_probes = 2};
+    *c = (eg_breaker_cfg){
+        .enabled = 1, .window = 50, .min_calls = 20, .failure_ratio = 0.5, .open_ms = 5000, .half_open_probes = 2};
 }
 
 int eg_breaker_cfg_check(const eg_breaker_cfg *c, char *err, size_t errlen) {
     if (!c->enabled) return 0;
-    if (c->window < 1)
-        snprintf(err, errlen, "breaker window must be >= 1 (got %d)", c->window);
+    if (c->window < 1) snprintf(err, errlen, "breaker window must be >= 1 (got %d)", c->window);
     else if (c->min_calls < 1 || c->min_calls > c->window)
-        snprintf(err, errlen, "breaker min_calls must be between 1 and window %d (got %d)",
-                 c->window, c->min_calls);
+        snprintf(err, errlen, "breaker min_calls must be between 1 and window %d (got %d)", c->window, c->min_calls);
     else if (!(c->failure_ratio > 0 && c->failure_ratio <= 1))
         snprintf(err, errlen, "breaker failure_ratio must be in (0, 1] (got %g)", c->failure_ratio);
-    else if (c->open_ms < 0)
-        snprintf(err, errlen, "breaker open_ms must be >= 0 (got %d)", c->open_ms);
+    else if (c->open_ms < 0) snprintf(err, errlen, "breaker open_ms must be >= 0 (got %d)", c->open_ms);
     else if (c->half_open_probes < 1)
         snprintf(err, errlen, "breaker half_open_probes must be >= 1 (got %d)", c->half_open_probes);
-    else
-        return 0;
+    else return 0;
     return -1;
 }
 
-int eg_breaker_init(eg_breaker *b, const eg_breaker_cfg *cfg, eg_breaker_hook hook, void *ud,
-                    char *err, size_t errlen) {
+int eg_breaker_init(eg_breaker *b, const eg_breaker_cfg *cfg, eg_breaker_hook hook, void *ud, char *err,
+                    size_t errlen) {
     if (eg_breaker_cfg_check(cfg, err, errlen) != 0) return -1;
     memset(b, 0, sizeof *b);
     b->cfg = *cfg;
@@ -70,8 +66,7 @@ static void transition(eg_breaker *b, eg_breaker_state to, int64_t now_ms) {
 }
 
 eg_breaker_state eg_breaker_poll(eg_breaker *b, int64_t now_ms) {
-    if (b->state == EG_BR_OPEN && now_ms - b->opened_ms >= b->cfg.open_ms)
-        transition(b, EG_BR_HALF_OPEN, now_ms);
+    if (b->state == EG_BR_OPEN && now_ms - b->opened_ms >= b->cfg.open_ms) transition(b, EG_BR_HALF_OPEN, now_ms);
     return b->state;
 }
 
@@ -97,8 +92,7 @@ static void record_closed(eg_breaker *b, int failed, int64_t now_ms) {
     b->ring[b->head] = f;
     b->failures += f;
     if (++b->head == b->cfg.window) b->head = 0;
-    if (b->outcomes >= b->cfg.min_calls &&
-        (double)b->failures / b->outcomes >= b->cfg.failure_ratio)
+    if (b->outcomes >= b->cfg.min_calls && (double)b->failures / b->outcomes >= b->cfg.failure_ratio)
         transition(b, EG_BR_OPEN, now_ms);
 }
 
@@ -119,8 +113,7 @@ int eg_breaker_record(eg_breaker *b, uint32_t pass, int failed, int64_t now_ms) 
 }
 
 void eg_breaker_release(eg_breaker *b, uint32_t pass) {
-    if (b->cfg.enabled && b->state == EG_BR_HALF_OPEN && pass == b->epoch && b->probes_out > 0)
-        b->probes_out--;
+    if (b->cfg.enabled && b->state == EG_BR_HALF_OPEN && pass == b->epoch && b->probes_out > 0) b->probes_out--;
 }
 
 eg_breaker_state eg_breaker_state_of(const eg_breaker *b) { return b->state; }

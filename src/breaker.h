@@ -29,35 +29,35 @@
 typedef enum { EG_BR_CLOSED = 0, EG_BR_OPEN = 1, EG_BR_HALF_OPEN = 2 } eg_breaker_state;
 
 typedef struct eg_breaker_cfg {
-    int enabled;           /* 0: always closed, allow everything */
-    int window;            /* sliding window of the last N outcomes (count-based), default 50 */
-    int min_calls;         /* no opening before this many outcomes in the window, default 20 */
-    double failure_ratio;  /* open when failures/outcomes >= this, default 0.5 */
-    int open_ms;           /* how long to stay open before half-open, default 5000 */
-    int half_open_probes;  /* concurrent probe requests allowed in half-open, default 2 */
+    int enabled;          /* 0: always closed, allow everything */
+    int window;           /* sliding window of the last N outcomes (count-based), default 50 */
+    int min_calls;        /* no opening before this many outcomes in the window, default 20 */
+    double failure_ratio; /* open when failures/outcomes >= this, default 0.5 */
+    int open_ms;          /* how long to stay open before half-open, default 5000 */
+    int half_open_probes; /* concurrent probe requests allowed in half-open, default 2 */
 } eg_breaker_cfg;
 
 struct eg_breaker;
 /* Called after every transition; b->state is already `to`. On closed -> open
  * the window (b->failures, b->outcomes) still shows what opened it. */
-typedef void (*eg_breaker_hook)(void *ud, const struct eg_breaker *b, eg_breaker_state from,
-                                eg_breaker_state to, int64_t now_ms);
+typedef void (*eg_breaker_hook)(void *ud, const struct eg_breaker *b, eg_breaker_state from, eg_breaker_state to,
+                                int64_t now_ms);
 
 typedef struct eg_breaker {
     eg_breaker_cfg cfg;
-    eg_breaker_hook hook;       /* may be NULL */
+    eg_breaker_hook hook; /* may be NULL */
     void *ud;
-    unsigned char *ring;        /* cfg.window outcomes, 1 = failure */
-    int head;                   /* next slot to write */
-    int outcomes;               /* outcomes in the window (<= cfg.window) */
-    int failures;               /* failures among them */
+    unsigned char *ring; /* cfg.window outcomes, 1 = failure */
+    int head;            /* next slot to write */
+    int outcomes;        /* outcomes in the window (<= cfg.window) */
+    int failures;        /* failures among them */
     eg_breaker_state state;
-    uint32_t epoch;             /* current state period, never 0 */
-    int64_t opened_ms;          /* when it last opened */
-    int probes_out;             /* half-open: probes allowed and not yet recorded */
-    int probe_ok;               /* half-open: probe successes this period */
-    uint64_t transitions[3];    /* transitions counted by target state */
-    uint64_t stale;             /* outcomes ignored as late (see above) */
+    uint32_t epoch;          /* current state period, never 0 */
+    int64_t opened_ms;       /* when it last opened */
+    int probes_out;          /* half-open: probes allowed and not yet recorded */
+    int probe_ok;            /* half-open: probe successes this period */
+    uint64_t transitions[3]; /* transitions counted by target state */
+    uint64_t stale;          /* outcomes ignored as late (see above) */
 } eg_breaker;
 
 /* Fills c with the defaults (enabled, 50, 20, 0.5, 5000, 2). */
@@ -70,8 +70,7 @@ int eg_breaker_cfg_check(const eg_breaker_cfg *c, char *err, size_t errlen);
 
 /* Initialises b closed with an empty window (copying cfg). hook/ud may be
  * NULL. Returns -1 (b untouched, message in err) when cfg fails the check. */
-int eg_breaker_init(eg_breaker *b, const eg_breaker_cfg *cfg, eg_breaker_hook hook, void *ud,
-                    char *err, size_t errlen);
+int eg_breaker_init(eg_breaker *b, const eg_breaker_cfg *cfg, eg_breaker_hook hook, void *ud, char *err, size_t errlen);
 void eg_breaker_free(eg_breaker *b);
 
 /* May a request be sent now? Applies the open -> half-open transition when

@@ -5,18 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
-void eg_budget_cfg_defaults(eg_budget_cfg *c) {
-    *c = (eg_budget_cfg){.enabled = 1, .percent = 20, .min = 3};
-}
+void eg_budget_cfg_defaults(eg_budget_cfg *c) { *c = (eg_budget_cfg){.enabled = 1, .percent = 20, .min = 3}; }
 
 int eg_budget_cfg_check(const eg_budget_cfg *c, char *err, size_t errlen) {
     if (!c->enabled) return 0;
     if (!(c->percent >= 0 && c->percent <= 100))
         snprintf(err, errlen, "retry budget percent must be in [0, 100] (got %g)", c->percent);
-    else if (c->min < 0)
-        snprintf(err, errlen, "retry budget min must be >= 0 (got %d)", c->min);
-    else
-        return 0;
+    else if (c->min < 0) snprintf(err, errlen, "retry budget min must be >= 0 (got %d)", c->min);
+    else return 0;
     return -1;
 }
 
@@ -41,9 +37,7 @@ int64_t eg_budget_limit(const eg_budget *b) {
     return share > b->cfg.min ? share : b->cfg.min;
 }
 
-int eg_budget_allows_retry(const eg_budget *b) {
-    return !b->cfg.enabled || b->retries + 1 <= eg_budget_limit(b);
-}
+int eg_budget_allows_retry(const eg_budget *b) { return !b->cfg.enabled || b->retries + 1 <= eg_budget_limit(b); }
 
 int eg_budget_retry_take(eg_budget *b) {
     if (!eg_budget_allows_retry(b)) {

@@ -12,18 +12,18 @@
 #define EG_VERSION "0.1.0"
 
 /* Process exit codes, the same for every command (man errgate, EXIT STATUS). */
-#define EG_EXIT_OK 0       /* success; `run`: stopped by SIGTERM/SIGINT */
-#define EG_EXIT_FAIL 1     /* runtime failure (Kafka, a check or test that failed) */
-#define EG_EXIT_USAGE 2    /* usage, config, policy or target file error: nothing was consumed */
-#define EG_EXIT_STOP 3     /* `run`: the policy decided stop */
+#define EG_EXIT_OK 0    /* success; `run`: stopped by SIGTERM/SIGINT */
+#define EG_EXIT_FAIL 1  /* runtime failure (Kafka, a check or test that failed) */
+#define EG_EXIT_USAGE 2 /* usage, config, policy or target file error: nothing was consumed */
+#define EG_EXIT_STOP 3  /* `run`: the policy decided stop */
 
-int eg_cmd_broker(int argc, char **argv);   /* cmd_broker.c */
-int eg_cmd_run(int argc, char **argv);      /* gw_run.c */
-int eg_cmd_offsets(int argc, char **argv);  /* cmd_offsets.c */
-int eg_cmd_policy(int argc, char **argv);   /* cmd_policy.c */
-int eg_cmd_replay(int argc, char **argv);   /* cmd_replay.c */
-int eg_cmd_dlq(int argc, char **argv);      /* cmd_dlq.c */
-int eg_cmd_spill(int argc, char **argv);    /* cmd_spill.c */
+int eg_cmd_broker(int argc, char **argv);  /* cmd_broker.c */
+int eg_cmd_run(int argc, char **argv);     /* gw_run.c */
+int eg_cmd_offsets(int argc, char **argv); /* cmd_offsets.c */
+int eg_cmd_policy(int argc, char **argv);  /* cmd_policy.c */
+int eg_cmd_replay(int argc, char **argv);  /* cmd_replay.c */
+int eg_cmd_dlq(int argc, char **argv);     /* cmd_dlq.c */
+int eg_cmd_spill(int argc, char **argv);   /* cmd_spill.c */
 
 /* 1 when arg asks for help (-h or --help), else 0. */
 int eg_is_help(const char *arg);

@@ -41,9 +41,11 @@
 
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
-    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] [--since DUR]\n"
+    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] "
+           "[--since DUR]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
-           "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed [--reason TEXT]\n"
+           "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
+           "[--reason TEXT]\n"
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"
            "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value\n"
@@ -80,8 +82,14 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
             return -1;
         }
         int tail = !strcmp(sub, "tail"), stats = !strcmp(sub, "stats"), res = !strcmp(sub, "resolve");
-        if (tail && (!strcmp(o, "-f") || !strcmp(o, "--follow"))) { a->follow = 1; continue; }
-        if (tail && !strcmp(o, "--payload")) { a->payload = 1; continue; }
+        if (tail && (!strcmp(o, "-f") || !strcmp(o, "--follow"))) {
+            a->follow = 1;
+            continue;
+        }
+        if (tail && !strcmp(o, "--payload")) {
+            a->payload = 1;
+            continue;
+        }
         const char **slot = NULL;
         if (stats && !strcmp(o, "--by")) slot = &a->by;
         else if (stats && !strcmp(o, "--since")) slot = &a->since;
@@ -152,9 +160,13 @@ static int cmp_rows(const void *x, const void *y) {
 /* `dlq stats`: counts the lane's records (open and resolved) per --by
  * field and prints them as a table. Returns the exit code. */
 static int cmd_stats(const args *a) {
-    static const struct { const char *by, *header; } fields[] = {
-        {"class", EG_H_CLASS}, {"code", EG_H_CODE}, {"reason", EG_H_REASON},
-        {"original.topic", EG_H_ORIG_TOPIC}, {"policy", EG_H_POLICY}};
+    static const struct {
+        const char *by, *header;
+    } fields[] = {{"class", EG_H_CLASS},
+                  {"code", EG_H_CODE},
+                  {"reason", EG_H_REASON},
+                  {"original.topic", EG_H_ORIG_TOPIC},
+                  {"policy", EG_H_POLICY}};
     const char *by = a->by ? a->by : "class", *header = NULL;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (!strcmp(by, fields[i].by)) header = fields[i].header;
@@ -298,8 +310,8 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     hval(m, EG_H_MESSAGE, msg, sizeof msg);
     size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 64 : 0);
     char *line = eg_xmalloc(cap);
-    int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s message=\"%s\"", time, ot,
-                     op, oo, klass, code, reason, rc, msg);
+    int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s message=\"%s\"", time, ot, op,
+                     oo, klass, code, reason, rc, msg);
     if (payload && n > 0 && (size_t)n < cap) {
         size_t kcap = 4 * m->key_len + 8, vcap = 4 * m->len + 8;
         char *k = eg_xmalloc(kcap), *v = eg_xmalloc(vcap);
@@ -322,8 +334,7 @@ static int cmd_tail(const args *a) {
     eg_lread r;
     int rc = open_lane(a, &r, "tail");
     if (rc) return rc;
-    for (int i = 0; i < r.n; i++)
-        r.start[i] = r.hi[i] - a->n > r.lo[i] ? r.hi[i] - a->n : r.lo[i];
+    for (int i = 0; i < r.n; i++) r.start[i] = r.hi[i] - a->n > r.lo[i] ? r.hi[i] - a->n : r.lo[i];
     char err[1024];
     if (eg_lread_start(&r, a->follow, err, sizeof err) < 0) {
         fprintf(stderr, "errgate dlq tail: %s\n", err);
@@ -394,7 +405,8 @@ static int cmd_resolve(const args *a) {
     }
     int blank = 1;
     for (const char *p = a->reason ? a->reason : ""; *p; p++) blank &= isspace((unsigned char)*p) != 0;
-    if (st == EG_DLQ_ACCEPTED_LOSS && blank) return usage_error("resolve: accepted-loss needs --reason TEXT (why the loss is accepted)");
+    if (st == EG_DLQ_ACCEPTED_LOSS && blank)
+        return usage_error("resolve: accepted-loss needs --reason TEXT (why the loss is accepted)");
     if (a->reason && strlen(a->reason) > 1000) return usage_error("resolve: --reason is longer than 1000 bytes");
 
     /* the id must name an item of this lane */

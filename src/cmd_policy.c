@@ -39,31 +39,29 @@
 /* Per-decision budget, as the gateway's default. */
 #define POLICY_TIMEOUT_MS 50
 
-static const char SYNOPSIS[] =
-    "usage: errgate policy check FILE [--ordering partition|key|none]\n"
-    "       errgate policy test FILE CASES.jsonl\n"
-    "       errgate policy test FILE --from-topic LANE (-b BOOTSTRAP | -c CONFIG)\n"
-    "                          [--limit N] [--since DURATION]\n";
-static const char OPTIONS[] =
-    "\n"
-    "  check         load FILE as the gateway would (sandbox, examples, lint)\n"
-    "  --ordering    lint for a source with this ordering (a ladder under\n"
-    "                `partition` is an error)\n"
-    "  test CASES    replay JSON-lines cases, compare with their `expect`\n"
-    "  --from-topic  replay the failures recorded on a lane topic (errgate,\n"
-    "                Spring Kafka DLT or Kafka Connect DLQ headers) and show\n"
-    "                decided-then against would-decide-now; exit 1 if any changed\n"
-    "  -b, -c        broker address, or a gateway config to take the kafka\n"
-    "                settings from (else $ERRGATE_BOOTSTRAP)\n"
-    "  --limit N     read at most N records (default 10000, at most 50000)\n"
-    "  --since D     only records written in the last D (90s, 15m, 2h, 7d)\n";
+static const char SYNOPSIS[] = "usage: errgate policy check FILE [--ordering partition|key|none]\n"
+                               "       errgate policy test FILE CASES.jsonl\n"
+                               "       errgate policy test FILE --from-topic LANE (-b BOOTSTRAP | -c CONFIG)\n"
+                               "                          [--limit N] [--since DURATION]\n";
+static const char OPTIONS[] = "\n"
+                              "  check         load FILE as the gateway would (sandbox, examples, lint)\n"
+                              "  --ordering    lint for a source with this ordering (a ladder under\n"
+                              "                `partition` is an error)\n"
+                              "  test CASES    replay JSON-lines cases, compare with their `expect`\n"
+                              "  --from-topic  replay the failures recorded on a lane topic (errgate,\n"
+                              "                Spring Kafka DLT or Kafka Connect DLQ headers) and show\n"
+                              "                decided-then against would-decide-now; exit 1 if any changed\n"
+                              "  -b, -c        broker address, or a gateway config to take the kafka\n"
+                              "                settings from (else $ERRGATE_BOOTSTRAP)\n"
+                              "  --limit N     read at most N records (default 10000, at most 50000)\n"
+                              "  --since D     only records written in the last D (90s, 15m, 2h, 7d)\n";
 
 typedef struct args {
     int check, test, help;
     const char *file;
-    const char *cases;     /* test CASES.jsonl */
-    const char *topic;     /* test --from-topic */
-    const char *ordering;  /* check --ordering */
+    const char *cases;    /* test CASES.jsonl */
+    const char *topic;    /* test --from-topic */
+    const char *ordering; /* check --ordering */
     eg_kcli kcli;
     long limit;
     int64_t since_ms;
@@ -106,8 +104,7 @@ static int parse(int argc, char **argv, args *a) {
         if (i + 1 >= argc) return usage_error("option %s needs a value", o);
         *slot = argv[++i];
     }
-    if (a->ordering && strcmp(a->ordering, "partition") && strcmp(a->ordering, "key") &&
-        strcmp(a->ordering, "none"))
+    if (a->ordering && strcmp(a->ordering, "partition") && strcmp(a->ordering, "key") && strcmp(a->ordering, "none"))
         return usage_error("--ordering must be partition, key or none, got '%s'", a->ordering);
     if (a->test && !a->cases == !a->topic)
         return usage_error("%s", a->cases ? "give CASES.jsonl or --from-topic LANE, not both"
@@ -162,8 +159,7 @@ static int test_from_topic(const args *a) {
         return 1;
     }
     printf("%s\n", text);
-    if (cases.limited)
-        printf("(read stopped at --limit %ld: %s may hold more records)\n", a->limit, a->topic);
+    if (cases.limited) printf("(read stopped at --limit %ld: %s may hold more records)\n", a->limit, a->topic);
     free(text);
     eg_policy_free(p);
     eg_lane_cases_free(&cases);

@@ -77,11 +77,11 @@ typedef struct opts {
 
 /* One produce in flight: a replayed record or its state write. */
 typedef struct pending {
-    int state;          /* 1: a state write */
-    int pidx;           /* lane partition index */
-    uint64_t seq;       /* tracker sequence */
+    int state;    /* 1: a state write */
+    int pidx;     /* lane partition index */
+    uint64_t seq; /* tracker sequence */
     int64_t lane_off;
-    char id[];          /* item id */
+    char id[]; /* item id */
 } pending;
 
 /* A --dry-run table row, kept until the end to be printed in lane order. */
@@ -95,22 +95,22 @@ typedef struct replay {
     const opts *o;
     eg_lread r;
     rd_kafka_t *prod;
-    eg_tracker *trk;          /* per lane partition */
-    int64_t *committed;       /* per partition: the offset last sent in a commit (or the start) */
-    unsigned char **verdict;  /* --where results per partition, bit (offset - start) */
-    int64_t *start0;          /* the starts the verdicts are indexed from */
+    eg_tracker *trk;         /* per lane partition */
+    int64_t *committed;      /* per partition: the offset last sent in a commit (or the start) */
+    unsigned char **verdict; /* --where results per partition, bit (offset - start) */
+    int64_t *start0;         /* the starts the verdicts are indexed from */
     int target_parts;
     char state_topic[512];
     char by[300];
     long read, matched, replayed, refused, failed, state_failed, commit_failed;
     long inflight, state_inflight;
-    int abort;                /* a delivery failed: read no further */
-    int closing;              /* teardown: purged deliveries are not counted */
+    int abort;   /* a delivery failed: read no further */
+    int closing; /* teardown: purged deliveries are not counted */
     int64_t last_commit_ms;
-    double next_due;          /* --rate: when the next record may go, ms */
-    drow *rows;               /* --dry-run */
+    double next_due; /* --rate: when the next record may go, ms */
+    drow *rows;      /* --dry-run */
     size_t nrows;
-    eg_where *where;          /* --where */
+    eg_where *where; /* --where */
 } replay;
 
 /* Prints the usage text of `errgate replay` on stdout. */
@@ -158,11 +158,17 @@ static int parse(int argc, char **argv, opts *o) {
             usage();
             return -1;
         }
-        if (!strcmp(a, "--dry-run")) { o->dry = 1; continue; }
-        if (!strcmp(a, "--force")) { o->force = 1; continue; }
-        static const char *const valued[] = {"--from", "--to", "--since", "--until", "--class", "--code",
-                                             "--key", "--where", "--rate", "--limit", "--max-replays",
-                                             "--group", NULL};
+        if (!strcmp(a, "--dry-run")) {
+            o->dry = 1;
+            continue;
+        }
+        if (!strcmp(a, "--force")) {
+            o->force = 1;
+            continue;
+        }
+        static const char *const valued[] = {"--from",        "--to",    "--since", "--until", "--class",
+                                             "--code",        "--key",   "--where", "--rate",  "--limit",
+                                             "--max-replays", "--group", NULL};
         int known = 0;
         for (const char *const *v = valued; *v; v++) known |= !strcmp(a, *v);
         if (!known) {
@@ -214,7 +220,8 @@ static int parse(int argc, char **argv, opts *o) {
     }
     if (!o->from) return usage_error("--from LANE is required");
     if (!o->to) return usage_error("--to TOPIC is required");
-    if (!strcmp(o->from, o->to)) return usage_error("--to must differ from --from (that would replay the lane into itself)");
+    if (!strcmp(o->from, o->to))
+        return usage_error("--to must differ from --from (that would replay the lane into itself)");
     if (o->where && !*o->where) return usage_error("--where: the expression is empty");
     if (o->f.klass && !*o->f.klass) return usage_error("--class is empty");
     if (o->f.code && !*o->f.code) return usage_error("--code is empty");
@@ -231,8 +238,7 @@ static void default_group(const opts *o, char *out, size_t outlen) {
         if (n < 0 || (size_t)n >= sizeof buf - len) break;
         len += (size_t)n;
     }
-    snprintf(out, outlen, "errgate-replay.%s.%s.%08x", o->from, o->to,
-             (unsigned)(eg_hash64(buf, len) & 0xffffffffu));
+    snprintf(out, outlen, "errgate-replay.%s.%s.%08x", o->from, o->to, (unsigned)(eg_hash64(buf, len) & 0xffffffffu));
 }
 
 /* ---- per record ----------------------------------------------------------- */
@@ -273,8 +279,8 @@ static int where_pass(replay *rp, char *err, size_t errlen) {
         int i = eg_lread_index(r, m->partition), v = 0;
         if (passes(rp, m)) v = eg_where_eval(rp->where, m, e, sizeof e);
         if (v < 0) {
-            snprintf(err, errlen, "--where failed on %s/%d/%lld: %s", r->topic, (int)m->partition,
-                     (long long)m->offset, e);
+            snprintf(err, errlen, "--where failed on %s/%d/%lld: %s", r->topic, (int)m->partition, (long long)m->offset,
+                     e);
             rd_kafka_message_destroy(m);
             return -1;
         }
@@ -333,19 +339,19 @@ static void maybe_commit(replay *rp) {
 /* Queues the `replayed` state write of an item. */
 static void mark_replayed(replay *rp, const pending *pd) {
     char reason[1200], json[4096];
-    snprintf(reason, sizeof reason, "replayed to %s from %s/%d/%lld", rp->o->to, rp->o->from,
-             (int)rp->r.part[pd->pidx], (long long)pd->lane_off);
+    snprintf(reason, sizeof reason, "replayed to %s from %s/%d/%lld", rp->o->to, rp->o->from, (int)rp->r.part[pd->pidx],
+             (long long)pd->lane_off);
     int64_t now = eg_wall_ms();
     int n = eg_dlq_state_json(EG_DLQ_REPLAYED, reason, now, rp->by, json, sizeof json);
     size_t idlen = strlen(pd->id);
     pending *sp = eg_xmalloc(sizeof *sp + idlen + 1);
     *sp = (pending){.state = 1, .pidx = pd->pidx, .lane_off = pd->lane_off};
     memcpy(sp->id, pd->id, idlen + 1);
-    rd_kafka_resp_err_t e = n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
-        : rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(rp->state_topic),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(sp->id, idlen),
-                            RD_KAFKA_V_VALUE(json, (size_t)n), RD_KAFKA_V_TIMESTAMP(now),
-                            RD_KAFKA_V_OPAQUE(sp), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e =
+        n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+              : rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(rp->state_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_KEY(sp->id, idlen), RD_KAFKA_V_VALUE(json, (size_t)n),
+                                  RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_OPAQUE(sp), RD_KAFKA_V_END);
     if (e) {
         fprintf(stderr, "errgate replay: %s: marking %s replayed failed: %s\n", rp->state_topic, sp->id,
                 rd_kafka_err2str(e));
@@ -412,8 +418,8 @@ static int32_t target_partition(const replay *rp, const rd_kafka_message_t *m) {
     char topic[512], part[32];
     long p;
     if (eg_header_str(m, EG_H_ORIG_TOPIC, topic, sizeof topic) == 0 && !strcmp(topic, rp->o->to) &&
-        eg_header_str(m, EG_H_ORIG_PARTITION, part, sizeof part) == 0 &&
-        eg_parse_count(part, &p) == 0 && p < rp->target_parts)
+        eg_header_str(m, EG_H_ORIG_PARTITION, part, sizeof part) == 0 && eg_parse_count(part, &p) == 0 &&
+        p < rp->target_parts)
         return (int32_t)p;
     return RD_KAFKA_PARTITION_UA;
 }
@@ -471,8 +477,10 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
         rp->refused++;
         eg_tracker_finish(&rp->trk[i], seq);
         if (!o->dry)
-            fprintf(stderr, "errgate replay: refused %s (errgate.id %s): errgate.replays is %s, "
-                    "--max-replays %ld (--force overrides)\n", lane, id, nrep, o->max_replays);
+            fprintf(stderr,
+                    "errgate replay: refused %s (errgate.id %s): errgate.replays is %s, "
+                    "--max-replays %ld (--force overrides)\n",
+                    lane, id, nrep, o->max_replays);
     }
     int32_t p = target_partition(rp, m);
     if (o->dry) {
@@ -491,10 +499,10 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     rd_kafka_headers_t *src = NULL;
     rd_kafka_message_headers(m, &src);
     rd_kafka_headers_t *h = eg_replay_headers(src, lane, eg_wall_ms(), (replays < 0 ? 0 : replays) + 1);
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        rp->prod, RD_KAFKA_V_TOPIC(o->to), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_HEADERS(h),
-        RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e = rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(o->to), RD_KAFKA_V_PARTITION(p),
+                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                              RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len),
+                                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
     if (e) {
         fprintf(stderr, "errgate replay: %s -> %s: cannot produce: %s\n", lane, o->to, rd_kafka_err2str(e));
         rd_kafka_headers_destroy(h);
@@ -519,18 +527,16 @@ static void print_summary(const replay *rp, int interrupted) {
         for (size_t i = 0; i < rp->nrows; i++) eg_table_add(&t, (const char *const *)rp->rows[i].cell);
         eg_table_print(&t, 1u << 4, stdout);
         eg_table_free(&t);
-        printf("dry run, nothing written: read %ld  matched %ld  would replay %ld  refused %ld\n",
-               rp->read, rp->matched, rp->replayed, rp->refused);
+        printf("dry run, nothing written: read %ld  matched %ld  would replay %ld  refused %ld\n", rp->read,
+               rp->matched, rp->replayed, rp->refused);
     } else {
-        printf("read %ld  matched %ld  replayed %ld  refused %ld  failed %ld", rp->read, rp->matched,
-               rp->replayed, rp->refused, rp->failed);
+        printf("read %ld  matched %ld  replayed %ld  refused %ld  failed %ld", rp->read, rp->matched, rp->replayed,
+               rp->refused, rp->failed);
         if (rp->state_failed) printf("  state-writes-failed %ld", rp->state_failed);
         printf("\n");
     }
-    if (interrupted)
-        printf("interrupted: run the same command (group kept) to resume\n");
-    else if (rp->abort)
-        printf("stopped after a failed delivery: nothing past it was committed; run again to retry\n");
+    if (interrupted) printf("interrupted: run the same command (group kept) to resume\n");
+    else if (rp->abort) printf("stopped after a failed delivery: nothing past it was committed; run again to retry\n");
     fflush(stdout);
 }
 
@@ -592,7 +598,8 @@ static int run(replay *rp, const opts *o) {
     }
     rp->target_parts = eg_topic_partitions(rp->r.rk, o->to, err, sizeof err);
     if (rp->target_parts <= 0) {
-        if (rp->target_parts == 0) fprintf(stderr, "errgate replay: --to: topic %s does not exist (create it first)\n", o->to);
+        if (rp->target_parts == 0)
+            fprintf(stderr, "errgate replay: --to: topic %s does not exist (create it first)\n", o->to);
         else fprintf(stderr, "errgate replay: %s\n", err);
         return rp->target_parts == 0 ? 2 : 1;
     }

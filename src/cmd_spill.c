@@ -75,10 +75,10 @@ static int need_dir(const char *cmd, const char *dir) {
 
 /* What a scan of one segment file found. */
 typedef struct scan_sum {
-    uint64_t frames;       /* intact frames */
-    uint64_t damaged;      /* damaged regions */
-    uint64_t lost;         /* their bytes */
-    char ranges[512];      /* "A..B: why; C..D: why", cut short with "; ..." */
+    uint64_t frames;  /* intact frames */
+    uint64_t damaged; /* damaged regions */
+    uint64_t lost;    /* their bytes */
+    char ranges[512]; /* "A..B: why; C..D: why", cut short with "; ..." */
 } scan_sum;
 
 /* Scans one segment file to its end, past damage. Returns 0, or -1 when it
@@ -144,12 +144,9 @@ static int cmd_ls(int argc, char **argv) {
         else if (v[i].corrupt)
             snprintf(status, sizeof status, "corrupt (its intact frames were delivered), lost %s",
                      sum.damaged ? sum.ranges : "nothing");
-        else if (locked && strcmp(v[i].name, active) == 0)
-            snprintf(status, sizeof status, "active");
-        else if (sum.damaged)
-            snprintf(status, sizeof status, "damaged, lost %s", sum.ranges);
-        else
-            snprintf(status, sizeof status, "ok");
+        else if (locked && strcmp(v[i].name, active) == 0) snprintf(status, sizeof status, "active");
+        else if (sum.damaged) snprintf(status, sizeof status, "damaged, lost %s", sum.ranges);
+        else snprintf(status, sizeof status, "ok");
         if (sum.damaged || v[i].corrupt) tc++;
         if (v[i].refused) tr += sum.frames;
         else if (!v[i].corrupt) tf += sum.frames;
@@ -158,8 +155,8 @@ static int cmd_ls(int argc, char **argv) {
                status);
         tb += v[i].bytes;
     }
-    printf("total %zu segment%s, %llu frame%s, %llu bytes, %llu corrupt, %llu byte%s lost, %llu refused frame%s\n",
-           n, plural(n), (unsigned long long)tf, plural(tf), (unsigned long long)tb, (unsigned long long)tc,
+    printf("total %zu segment%s, %llu frame%s, %llu bytes, %llu corrupt, %llu byte%s lost, %llu refused frame%s\n", n,
+           plural(n), (unsigned long long)tf, plural(tf), (unsigned long long)tb, (unsigned long long)tc,
            (unsigned long long)tl, plural(tl), (unsigned long long)tr, plural(tr));
     if (locked) printf("locked by %s\n", owner);
     free(v);
@@ -186,8 +183,8 @@ static size_t report_left(const char *dir, size_t *nkept) {
             printf("unreadable %s: %s\n", v[i].name, sum.ranges);
         } else if (v[i].corrupt) {
             (*nkept)++;
-            printf("corrupt %s: %llu intact frame%s (delivered); lost %s\n", v[i].name,
-                   (unsigned long long)sum.frames, plural(sum.frames), sum.damaged ? sum.ranges : "nothing");
+            printf("corrupt %s: %llu intact frame%s (delivered); lost %s\n", v[i].name, (unsigned long long)sum.frames,
+                   plural(sum.frames), sum.damaged ? sum.ranges : "nothing");
         } else if (v[i].refused) {
             (*nkept)++;
             printf("refused %s: %llu frame%s Kafka refused for good, set aside\n", v[i].name,
@@ -296,8 +293,7 @@ static int cmd_drain(int argc, char **argv) {
         printf("journal empty\n");
         return 0;
     }
-    if (fatal)
-        fprintf(stderr, "errgate spill drain: %s: stopped: %s\n", dir, last);
+    if (fatal) fprintf(stderr, "errgate spill drain: %s: stopped: %s\n", dir, last);
     else if (left > ncorrupt)
         fprintf(stderr, "errgate spill drain: %s: %zu segment%s not drained%s%s%s\n", dir, left - ncorrupt,
                 plural(left - ncorrupt), timed_out ? " within the time-out" : "", last[0] ? "; last error: " : "",

@@ -29,7 +29,7 @@
 typedef struct loadctx {
     lua_State *L;
     eg_config *cfg;
-    char *dir;      /* directory of the config file */
+    char *dir; /* directory of the config file */
     char *err;
     size_t errlen;
 } loadctx;
@@ -47,23 +47,32 @@ static const char *const log_formats[] = {"json", "text", NULL};
 #define F(field) offsetof(eg_config, field)
 #define STR_(x) #x
 #define STR(x) STR_(x)
-#define K_TABLE(k, fl, h) {.key = k, .type = EG_CK_TABLE, .flags = fl, .off = EG_CK_NOFIELD, .help = h}
-#define K_STR(k, fl, d, field, h) {.key = k, .type = EG_CK_STRING, .flags = fl, .def_str = d, .off = F(field), .help = h}
+#define K_TABLE(k, fl, h) \
+    { .key = k, .type = EG_CK_TABLE, .flags = fl, .off = EG_CK_NOFIELD, .help = h }
+#define K_STR(k, fl, d, field, h) \
+    { .key = k, .type = EG_CK_STRING, .flags = fl, .def_str = d, .off = F(field), .help = h }
 #define K_INT(k, d, lo, hi, field, h) \
-    {.key = k, .type = EG_CK_INT, .def = d, .min = lo, .max = hi, .off = F(field), .help = h}
+    { .key = k, .type = EG_CK_INT, .def = d, .min = lo, .max = hi, .off = F(field), .help = h }
 #define K_NUM(k, d, lo, hi, field, h) \
-    {.key = k, .type = EG_CK_NUMBER, .def = d, .min = lo, .max = hi, .off = F(field), .help = h}
-#define K_BOOL(k, fl, d, field, h) {.key = k, .type = EG_CK_BOOL, .flags = fl, .def = d, .off = F(field), .help = h}
+    { .key = k, .type = EG_CK_NUMBER, .def = d, .min = lo, .max = hi, .off = F(field), .help = h }
+#define K_BOOL(k, fl, d, field, h) \
+    { .key = k, .type = EG_CK_BOOL, .flags = fl, .def = d, .off = F(field), .help = h }
 #define K_ENUM(k, d, ch, vals, field, h) \
-    {.key = k, .type = EG_CK_ENUM, .def_str = d, .choices = ch, .values = vals, .off = F(field), .help = h}
+    { .key = k, .type = EG_CK_ENUM, .def_str = d, .choices = ch, .values = vals, .off = F(field), .help = h }
 
 const eg_config_key eg_config_keys[] = {
-    {.key = "kafka", .type = EG_CK_MAP, .flags = EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
+    {.key = "kafka",
+     .type = EG_CK_MAP,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
      .help = "librdkafka properties for the consumer and the lane producer (strings, numbers or booleans); "
              "bootstrap.servers may come from $ERRGATE_BOOTSTRAP"},
     K_STR("group", EG_CK_REQUIRED, NULL, group, "the consumer group"),
     K_TABLE("source", EG_CK_REQUIRED, "what is consumed"),
-    {.key = "source.topics", .type = EG_CK_LIST, .flags = EG_CK_REQUIRED | EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
+    {.key = "source.topics",
+     .type = EG_CK_LIST,
+     .flags = EG_CK_REQUIRED | EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
      .help = "topic names; one starting with ^ is a regular expression (see Source topics)"},
     K_ENUM("source.ordering", EG_DEF_ORDERING, orderings, ordering_values, ordering,
            "what waits behind a failing record (see Ordering)"),
@@ -71,8 +80,13 @@ const eg_config_key eg_config_keys[] = {
           "unfinished records per partition before it is no longer read"),
     K_INT("source.max_inflight_total", EG_DEF_MAX_INFLIGHT_TOTAL, 1, 10000000, max_inflight_total,
           "unfinished records across partitions"),
-    {.key = "source.max_tracked", .type = EG_CK_INT, .def = 0, .def_str = STR(EG_DEF_MAX_TRACKED) ", or max_inflight when larger",
-     .min = 1, .max = 100000000, .off = F(max_tracked),
+    {.key = "source.max_tracked",
+     .type = EG_CK_INT,
+     .def = 0,
+     .def_str = STR(EG_DEF_MAX_TRACKED) ", or max_inflight when larger",
+     .min = 1,
+     .max = 100000000,
+     .off = F(max_tracked),
      .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
     K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,
           "errgate.not-before is honoured at most this long past a rung record's timestamp"),
@@ -92,9 +106,14 @@ const eg_config_key eg_config_keys[] = {
     K_BOOL("target.http.tls.verify", 0, 1, http_verify, "false: certificates are not checked (warned at start)"),
     K_STR("target.http.tls.server_name", 0, NULL, http_server_name,
           "the DNS name verified and sent as SNI; absent: the URL's host"),
-    {.key = "target.http.headers", .type = EG_CK_MAP, .flags = EG_CK_CUSTOM, .off = EG_CK_NOFIELD,
+    {.key = "target.http.headers",
+     .type = EG_CK_MAP,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
      .help = "static request headers: name = \"value\" or name = { file = \"path\" }"},
-    {.key = "target.http.headers.*.file", .type = EG_CK_STRING, .flags = EG_CK_REQUIRED | EG_CK_FILE | EG_CK_CUSTOM,
+    {.key = "target.http.headers.*.file",
+     .type = EG_CK_STRING,
+     .flags = EG_CK_REQUIRED | EG_CK_FILE | EG_CK_CUSTOM,
      .off = EG_CK_NOFIELD,
      .help = "a file whose content (trailing white space trimmed) is the value, read at start and on every reload"},
     K_STR("target.lua", EG_CK_FILE | EG_CK_CUSTOM, NULL, lua_target, "a Lua handler file (see Targets)"),
@@ -191,8 +210,7 @@ static void set_defaults(eg_config *cfg) {
     }
 }
 
-static const char *const type_names[] = {"table", "string", "integer", "number", "boolean", "string", "list",
-                                         "table"};
+static const char *const type_names[] = {"table", "string", "integer", "number", "boolean", "string", "list", "table"};
 
 void eg_config_write_reference(FILE *out) {
     fputs("| key | type | default | range | meaning |\n|---|---|---|---|---|\n", out);
@@ -335,7 +353,6 @@ static int push_table(loadctx *c, const char *key, const char *name) {
     return fail(c, "%s: expected a table, got %s", name, lua_typename(c->L, t));
 }
 
-
 /* Longest source regex, and largest {n,m} count, accepted (a topic name is
  * at most 249 characters; a pattern over many of them is far longer than
  * any real one). */
@@ -355,7 +372,7 @@ static int regex_too_costly(const char *t, char *why, size_t whylen) {
         snprintf(why, whylen, "longer than %d characters", REGEX_MAX_LEN);
         return 1;
     }
-    int prev_quant = 0;      /* the previous token was a quantifier */
+    int prev_quant = 0;          /* the previous token was a quantifier */
     unsigned long expansion = 1; /* product of the {n,m} upper counts so far */
     for (size_t i = 0; i < n; i++) {
         char ch = t[i];
@@ -383,8 +400,8 @@ static int regex_too_costly(const char *t, char *why, size_t whylen) {
                 }
                 expansion *= hi > lo ? (hi ? hi : 1) : (lo ? lo : 1);
                 if (expansion > REGEX_MAX_EXPANSION) {
-                    snprintf(why, whylen, "repetition counts multiplying to over %d at offset %zu",
-                             REGEX_MAX_EXPANSION, i);
+                    snprintf(why, whylen, "repetition counts multiplying to over %d at offset %zu", REGEX_MAX_EXPANSION,
+                             i);
                     return 1;
                 }
                 while (i < n && t[i] != '}') i++;
@@ -423,7 +440,10 @@ static int get_enum(loadctx *c, const eg_config_key *e, const char *key, const c
         char want[128] = "";
         size_t n = 0;
         for (int k = 0; e->choices[k] && n < sizeof want; k++)
-            n += (size_t)snprintf(want + n, sizeof want - n, "%s\"%s\"", k == 0 ? "" : e->choices[k + 1] ? ", " : " or ",
+            n += (size_t)snprintf(want + n, sizeof want - n, "%s\"%s\"",
+                                  k == 0              ? ""
+                                  : e->choices[k + 1] ? ", "
+                                                      : " or ",
                                   e->choices[k]);
         fail(c, "%s: expected %s, got \"%s\"", name, want, v);
         free(v);
@@ -513,15 +533,19 @@ static int load_kafka(loadctx *c) {
         if (strcmp(k, "partition.assignment.strategy") == 0 && strstr(v, "cooperative")) {
             /* incremental assignment is not implemented: the rebalance
              * callback assigns and revokes whole sets (eager protocol) */
-            int rr = fail(c, "kafka.partition.assignment.strategy: \"%s\" is a cooperative (incremental) "
-                             "strategy, which errgate does not support; use an eager one: range or roundrobin", v);
+            int rr = fail(c,
+                          "kafka.partition.assignment.strategy: \"%s\" is a cooperative (incremental) "
+                          "strategy, which errgate does not support; use an eager one: range or roundrobin",
+                          v);
             lua_pop(L, 3);
             return rr;
         }
         if (strcmp(k, "enable.auto.commit") == 0 || strcmp(k, "enable.auto.offset.store") == 0 ||
             strcmp(k, "group.id") == 0) {
-            int rr = fail(c, "kafka.%s: set by errgate itself (offsets are committed only after a "
-                             "durable outcome; the group comes from 'group')", k);
+            int rr = fail(c,
+                          "kafka.%s: set by errgate itself (offsets are committed only after a "
+                          "durable outcome; the group comes from 'group')",
+                          k);
             lua_pop(L, 3);
             return rr;
         }
@@ -583,8 +607,7 @@ static int load_source(loadctx *c) {
     if (cfg->max_tracked == 0) /* not set: the default, or the in-flight cap when that is larger */
         cfg->max_tracked = cfg->max_inflight > EG_DEF_MAX_TRACKED ? cfg->max_inflight : EG_DEF_MAX_TRACKED;
     if (cfg->max_tracked < cfg->max_inflight)
-        return fail(c, "source.max_tracked: %d is below source.max_inflight (%d)", cfg->max_tracked,
-                    cfg->max_inflight);
+        return fail(c, "source.max_tracked: %d is below source.max_inflight (%d)", cfg->max_tracked, cfg->max_inflight);
     return 0;
 }
 
@@ -637,8 +660,8 @@ static int load_http_tls(loadctx *c) {
     if (sn) {
         int okname = *sn != '\0' && strlen(sn) <= 253;
         for (const char *p = sn; okname && *p; p++)
-            okname = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                     *p == '-' || *p == '.';
+            okname = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                     *p == '.';
         if (!okname) return fail(c, "target.http.tls.server_name: expected a DNS name, got \"%s\"", sn);
     }
     return 0;
@@ -659,9 +682,11 @@ static int load_http_headers(loadctx *c) {
         if (lua_type(L, -2) != LUA_TSTRING) return lua_pop(L, 3), fail(c, "target.http.headers: names must be strings");
         const char *name = lua_tostring(L, -2);
         if (!eg_http_header_sendable(name))
-            return lua_pop(L, 3), fail(c, "target.http.headers: \"%s\" is not a header name errgate can send "
-                                          "(an HTTP token; not Errgate-*, Host, Content-*, Connection, "
-                                          "Transfer-Encoding, Expect, TE, Upgrade)", name);
+            return lua_pop(L, 3), fail(c,
+                                       "target.http.headers: \"%s\" is not a header name errgate can send "
+                                       "(an HTTP token; not Errgate-*, Host, Content-*, Connection, "
+                                       "Transfer-Encoding, Expect, TE, Upgrade)",
+                                       name);
         for (int i = 0; i < cfg->nhttp_headers; i++)
             if (strcasecmp(cfg->http_headers[i].name, name) == 0)
                 return lua_pop(L, 3), fail(c, "target.http.headers: \"%s\" is given twice", name);
@@ -673,8 +698,10 @@ static int load_http_headers(loadctx *c) {
             int okv = len > 0;
             for (size_t i = 0; okv && i < len; i++) okv = (v[i] >= 0x20 && v[i] < 0x7f) || v[i] == '\t';
             if (!okv)
-                return lua_pop(L, 3), fail(c, "target.http.headers.%s: the value must be non-empty printable "
-                                              "text on one line", name);
+                return lua_pop(L, 3), fail(c,
+                                           "target.http.headers.%s: the value must be non-empty printable "
+                                           "text on one line",
+                                           name);
             h->value = eg_xstrdup(v);
         } else if (lua_type(L, -1) == LUA_TTABLE) {
             char where[300];
@@ -694,8 +721,7 @@ static int load_http_headers(loadctx *c) {
 
 static int load_http(loadctx *c) {
     eg_config *cfg = c->cfg;
-    if (only_keys(c, "target.http", "target.http") < 0 || load_fields(c, "target.http", "target.http") < 0)
-        return -1;
+    if (only_keys(c, "target.http", "target.http") < 0 || load_fields(c, "target.http", "target.http") < 0) return -1;
     if (strncmp(cfg->http_url, "http://", 7) != 0 && strncmp(cfg->http_url, "https://", 8) != 0)
         return fail(c, "target.http.url: expected an http:// or https:// URL, got \"%s\"", cfg->http_url);
     return load_http_tls(c) < 0 || load_http_headers(c) < 0 ? -1 : 0;
@@ -741,8 +767,7 @@ static int check_template(loadctx *c, const char *name, const char *t, int rung)
         int is_rung = strncmp(p, "{rung}", 6) == 0 || strncmp(p, "{delay}", 7) == 0;
         has_rung |= is_rung;
         if (strncmp(p, "{topic}", 7) != 0 && !(rung && is_rung))
-            return fail(c, "%s: unknown placeholder in \"%s\" (known: {topic}%s)", name, t,
-                        rung ? ", {rung}" : "");
+            return fail(c, "%s: unknown placeholder in \"%s\" (known: {topic}%s)", name, t, rung ? ", {rung}" : "");
     }
     if (!*t) return fail(c, "%s: empty topic template", name);
     if (rung && !has_rung) return fail(c, "%s: \"%s\" must contain {rung}", name, t);
@@ -794,7 +819,7 @@ static int check_regex_lanes(loadctx *c) {
     lane_templates(cfg, tmpl);
     int n = cfg->ntopics, rc = 0;
     regex_t *re = eg_xcalloc((size_t)n, sizeof *re);
-    char (*samples)[256] = eg_xcalloc((size_t)n * 4, sizeof *samples);
+    char(*samples)[256] = eg_xcalloc((size_t)n * 4, sizeof *samples);
     int ns = 0;
     for (int i = 0; i < n; i++) {
         if (!eg_topic_is_regex(cfg->topics[i])) {
@@ -814,9 +839,10 @@ static int check_regex_lanes(loadctx *c) {
             char *lane = eg_lane_topic(tmpl[j], samples[s], "30s");
             for (int i = 0; i < n && rc == 0; i++)
                 if (eg_topic_is_regex(cfg->topics[i]) && regexec(&re[i], lane, 0, NULL, 0) == 0)
-                    rc = fail(c, "source.topics[%d]: the pattern \"%s\" also matches the lane topic \"%s\" "
-                                 "(lanes.%s of \"%s\"): the gateway would consume its own lanes; narrow the "
-                                 "pattern (e.g. end it with $)",
+                    rc = fail(c,
+                              "source.topics[%d]: the pattern \"%s\" also matches the lane topic \"%s\" "
+                              "(lanes.%s of \"%s\"): the gateway would consume its own lanes; narrow the "
+                              "pattern (e.g. end it with $)",
                               i + 1, cfg->topics[i], lane, lane_names[j], samples[s]);
             free(lane);
         }
@@ -892,8 +918,7 @@ static int load_all(loadctx *c) {
     if (load_admin(c) < 0) return -1;
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {
         const char *env = getenv("ERRGATE_BOOTSTRAP");
-        if (!env || !*env)
-            return fail(c, "kafka.bootstrap.servers is not set and ERRGATE_BOOTSTRAP is empty");
+        if (!env || !*env) return fail(c, "kafka.bootstrap.servers is not set and ERRGATE_BOOTSTRAP is empty");
         cfg->kafka = eg_xrealloc(cfg->kafka, (size_t)(cfg->nkafka + 1) * sizeof(eg_kv));
         cfg->kafka[cfg->nkafka].key = eg_xstrdup("bootstrap.servers");
         cfg->kafka[cfg->nkafka].val = eg_xstrdup(env);
@@ -912,8 +937,7 @@ int eg_config_from_table(lua_State *L, const char *path, eg_config *cfg, char *e
     int top = lua_gettop(L), rc;
     if (lua_type(L, -1) != LUA_TTABLE)
         rc = fail(&c, "the file must return a table (got %s)", lua_typename(L, lua_type(L, -1)));
-    else
-        rc = load_all(&c);
+    else rc = load_all(&c);
     lua_settop(L, top);
     free(c.dir);
     if (rc != 0) eg_config_free(cfg);
@@ -993,13 +1017,21 @@ char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung) {
     size_t n = 1, k;
     const char *v;
     for (const char *p = tmpl; *p;) {
-        if ((k = placeholder(p, topic, rung, &v))) { n += strlen(v); p += k; }
-        else { n++; p++; }
+        if ((k = placeholder(p, topic, rung, &v))) {
+            n += strlen(v);
+            p += k;
+        } else {
+            n++;
+            p++;
+        }
     }
     char *out = eg_xmalloc(n), *o = out;
     for (const char *p = tmpl; *p;) {
-        if ((k = placeholder(p, topic, rung, &v))) { memcpy(o, v, strlen(v)); o += strlen(v); p += k; }
-        else *o++ = *p++;
+        if ((k = placeholder(p, topic, rung, &v))) {
+            memcpy(o, v, strlen(v));
+            o += strlen(v);
+            p += k;
+        } else *o++ = *p++;
     }
     *o = '\0';
     return out;

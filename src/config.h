@@ -20,7 +20,7 @@
 #define EG_DEF_ORDERING "partition"
 #define EG_DEF_MAX_INFLIGHT 1000
 #define EG_DEF_MAX_INFLIGHT_TOTAL 5000
-#define EG_DEF_MAX_TRACKED 100000 /* or max_inflight when that is larger */
+#define EG_DEF_MAX_TRACKED 100000         /* or max_inflight when that is larger */
 #define EG_DEF_NOT_BEFORE_MAX_MS 86400000 /* 24 h */
 #define EG_DEF_HTTP_TIMEOUT_MS 5000
 #define EG_DEF_HTTP_CONCURRENCY 64
@@ -49,14 +49,14 @@
 
 /* The kinds of value a config key takes. */
 typedef enum {
-    EG_CK_TABLE,  /* a table of further keys */
+    EG_CK_TABLE, /* a table of further keys */
     EG_CK_STRING,
     EG_CK_INT,    /* an integral number within [min, max], into an int */
     EG_CK_NUMBER, /* a number within [min, max], into a double */
     EG_CK_BOOL,
-    EG_CK_ENUM,   /* one of `choices`: its value into an int, or the string into a char * */
-    EG_CK_LIST,   /* a list of strings */
-    EG_CK_MAP     /* string keys chosen by the user (kafka properties, header names) */
+    EG_CK_ENUM, /* one of `choices`: its value into an int, or the string into a char * */
+    EG_CK_LIST, /* a list of strings */
+    EG_CK_MAP   /* string keys chosen by the user (kafka properties, header names) */
 } eg_ck_type;
 
 /* Flags of a config key. */
@@ -69,16 +69,16 @@ typedef enum {
 /* One config key. A key's parent is the key before its last dot; "*" in a
  * key stands for any one name the user chooses (a header name). */
 typedef struct eg_config_key {
-    const char *key;         /* dotted path, e.g. "source.max_inflight" */
+    const char *key; /* dotted path, e.g. "source.max_inflight" */
     eg_ck_type type;
-    int flags;               /* EG_CK_* */
-    double def;              /* default of an INT, NUMBER or BOOL */
-    const char *def_str;     /* default of a STRING or ENUM; for others, the default as documented */
-    double min, max;         /* bounds of an INT or NUMBER */
+    int flags;                  /* EG_CK_* */
+    double def;                 /* default of an INT, NUMBER or BOOL */
+    const char *def_str;        /* default of a STRING or ENUM; for others, the default as documented */
+    double min, max;            /* bounds of an INT or NUMBER */
     const char *const *choices; /* ENUM: the accepted strings, NULL-ended */
-    const int *values;       /* ENUM: the int stored for each choice; NULL: the string is stored */
-    size_t off;              /* the field in eg_config, or EG_CK_NOFIELD */
-    const char *help;        /* one line for the reference */
+    const int *values;          /* ENUM: the int stored for each choice; NULL: the string is stored */
+    size_t off;                 /* the field in eg_config, or EG_CK_NOFIELD */
+    const char *help;           /* one line for the reference */
 } eg_config_key;
 
 extern const eg_config_key eg_config_keys[];
@@ -100,13 +100,13 @@ typedef struct eg_kv {
  * every reload. */
 typedef struct eg_http_header {
     char *name;
-    char *value;            /* the literal, or NULL when file is set */
-    char *file;             /* resolved path, or NULL */
+    char *value; /* the literal, or NULL when file is set */
+    char *file;  /* resolved path, or NULL */
 } eg_http_header;
 
 typedef struct eg_config {
-    char *path;             /* the config file */
-    eg_kv *kafka;           /* librdkafka properties, in file order */
+    char *path;   /* the config file */
+    eg_kv *kafka; /* librdkafka properties, in file order */
     int nkafka;
     char *group;
     char **topics;
@@ -121,40 +121,40 @@ typedef struct eg_config {
     char *http_url;
     int http_timeout_ms;
     int http_concurrency;
-    int http_version;       /* 11 (HTTP/1.1) or 2 (HTTP/2 where TLS offers it) */
+    int http_version;            /* 11 (HTTP/1.1) or 2 (HTTP/2 where TLS offers it) */
     int http_max_response_bytes; /* body bytes read per response, beyond: discarded */
-    char *http_ca_file;     /* target.http.tls: resolved paths, or NULL */
+    char *http_ca_file;          /* target.http.tls: resolved paths, or NULL */
     char *http_cert_file;
     char *http_key_file;
-    char *http_server_name; /* name verified and sent as SNI, or NULL: the URL's host */
-    int http_verify;        /* 0: certificates are not checked (warned at start) */
+    char *http_server_name;       /* name verified and sent as SNI, or NULL: the URL's host */
+    int http_verify;              /* 0: certificates are not checked (warned at start) */
     eg_http_header *http_headers; /* target.http.headers, in file order */
     int nhttp_headers;
-    char *lua_target;       /* absolute or config-relative path resolved */
-    char *policy;           /* path of the policy file */
-    char *lane_dlq;         /* topic templates, "{topic}" expands to the source topic */
+    char *lua_target; /* absolute or config-relative path resolved */
+    char *policy;     /* path of the policy file */
+    char *lane_dlq;   /* topic templates, "{topic}" expands to the source topic */
     char *lane_quarantine;
-    char *lane_retry;       /* rung topics: {topic} and {rung} (alias {delay}) */
-    char *spill_dir;        /* lanes.spill.dir, resolved; NULL: no spill journal */
-    int spill_after_ms;     /* spill a lane write not acknowledged after this long */
-    int breaker_enabled;    /* 1 when target.breaker is present */
-    int breaker_window;     /* outcomes in the sliding window */
+    char *lane_retry;    /* rung topics: {topic} and {rung} (alias {delay}) */
+    char *spill_dir;     /* lanes.spill.dir, resolved; NULL: no spill journal */
+    int spill_after_ms;  /* spill a lane write not acknowledged after this long */
+    int breaker_enabled; /* 1 when target.breaker is present */
+    int breaker_window;  /* outcomes in the sliding window */
     int breaker_min_calls;
     double breaker_failure_ratio;
     int breaker_open_ms;
-    int breaker_probes;     /* concurrent half-open probes */
-    int budget_enabled;     /* 1 when target.retry_budget is present */
+    int breaker_probes; /* concurrent half-open probes */
+    int budget_enabled; /* 1 when target.retry_budget is present */
     double budget_percent;
     int budget_min;
-    int policy_memory_mb;   /* memory cap of the policy's Lua state */
+    int policy_memory_mb; /* memory cap of the policy's Lua state */
     int commit_interval_ms;
     int shutdown_timeout_ms;
-    int policy_timeout_ms;  /* wall-clock budget of one policy call */
-    char *log_level;        /* debug|info|warn|error */
-    char *log_format;       /* json|text */
-    int admin_enabled;      /* 1 when the file has an `admin` table */
-    char *admin_listen;     /* "host:port" (port 0: any free port) */
-    char *admin_token_file; /* resolved path, or NULL: mutating endpoints off */
+    int policy_timeout_ms;     /* wall-clock budget of one policy call */
+    char *log_level;           /* debug|info|warn|error */
+    char *log_format;          /* json|text */
+    int admin_enabled;         /* 1 when the file has an `admin` table */
+    char *admin_listen;        /* "host:port" (port 0: any free port) */
+    char *admin_token_file;    /* resolved path, or NULL: mutating endpoints off */
     int admin_max_connections; /* open admin connections; more are closed at once */
     int ready_lane_failure_ms; /* /readyz turns false past this much lane failure */
 } eg_config;

@@ -46,28 +46,28 @@ int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t
  * message.timeout.ms 30 s unless the config sets it, delivery reports to dr
  * with opaque. Returns NULL with err. */
 rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
-                            void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *),
-                            void *opaque, char *err, size_t errlen);
+                            void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
+                            size_t errlen);
 
 /* ---- one replayed record (replay_record.c) ----------------------------- */
 
 /* What the replay filters look at, borrowed from one lane record. NULL
  * strings are absent headers. */
 typedef struct eg_lane_view {
-    int64_t ts;          /* the lane record's timestamp, ms since the epoch */
+    int64_t ts; /* the lane record's timestamp, ms since the epoch */
     const void *key;
-    size_t keylen;       /* key may be NULL (no key) */
-    const char *klass;   /* error.class */
-    const char *code;    /* error.code */
+    size_t keylen;     /* key may be NULL (no key) */
+    const char *klass; /* error.class */
+    const char *code;  /* error.code */
 } eg_lane_view;
 
 /* The C filters of `errgate replay`; an unset field selects everything. */
 typedef struct eg_replay_filter {
-    int64_t since_ms;    /* > 0: ts >= since_ms */
-    int64_t until_ms;    /* > 0: ts <= until_ms */
-    const char *klass;   /* exact error.class */
-    const char *code;    /* exact error.code */
-    const char *key;     /* exact key bytes (a record without a key never matches) */
+    int64_t since_ms;  /* > 0: ts >= since_ms */
+    int64_t until_ms;  /* > 0: ts <= until_ms */
+    const char *klass; /* exact error.class */
+    const char *code;  /* exact error.code */
+    const char *key;   /* exact key bytes (a record without a key never matches) */
 } eg_replay_filter;
 
 /* 1 when the record passes every set filter, else 0. */
@@ -83,8 +83,7 @@ long eg_replays_parse(const void *val, size_t len);
  * the RFC 3339 form of now_ms, and replays. original.*, errgate.id,
  * errgate.history and the error headers survive unchanged. The caller owns
  * the result (rd_kafka_producev takes it on success). */
-rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from,
-                                      int64_t now_ms, long replays);
+rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays);
 
 /* ---- --where (where.c) --------------------------------------------------- */
 
@@ -105,9 +104,7 @@ void eg_where_free(eg_where *w);
 
 /* ---- lifecycle state (dlq_state.c) -------------------------------------- */
 
-typedef enum {
-    EG_DLQ_OPEN = 0, EG_DLQ_REPLAYED, EG_DLQ_ACCEPTED_LOSS, EG_DLQ_CLOSED, EG_DLQ__N
-} eg_dlq_status;
+typedef enum { EG_DLQ_OPEN = 0, EG_DLQ_REPLAYED, EG_DLQ_ACCEPTED_LOSS, EG_DLQ_CLOSED, EG_DLQ__N } eg_dlq_status;
 
 const char *eg_dlq_status_name(eg_dlq_status s);
 /* The resolution status named s (open is not one), or -1. */
@@ -118,8 +115,7 @@ void eg_dlq_state_topic(const char *lane, char *out, size_t outlen);
 
 /* The JSON value of a state record. Returns its length, or -1 when it does
  * not fit in outlen. reason may be NULL (written as ""). */
-int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by,
-                      char *out, size_t outlen);
+int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, char *out, size_t outlen);
 
 /* "user@host" of the operator, into out. */
 void eg_dlq_whoami(char *out, size_t outlen);
@@ -135,26 +131,24 @@ void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen);
  * saying so is written into note and 0 is returned: the first write
  * auto-creates it without compaction where the cluster allows that. Returns
  * -1 with err only when the cluster cannot be asked at all. */
-int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note,
-                        size_t notelen, char *err, size_t errlen);
+int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
+                        size_t errlen);
 
 /* The latest status of every id in a state topic. */
 typedef struct eg_dlq_states {
-    eg_strmap ids;        /* id -> index into st/ts */
-    unsigned char *st;    /* eg_dlq_status */
-    int64_t *ts;          /* when that status was written (state record timestamp) */
+    eg_strmap ids;     /* id -> index into st/ts */
+    unsigned char *st; /* eg_dlq_status */
+    int64_t *ts;       /* when that status was written (state record timestamp) */
     size_t n, cap;
 } eg_dlq_states;
 
 /* Applies one state record: value NULL is a tombstone (open again); a value
  * without a known status counts as open. Later calls win. */
-void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val,
-                         size_t vallen, int64_t ts);
+void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts);
 
 /* Reads the whole state topic of lane (no topic: no statuses). Returns 0 or
  * -1 with err. */
-int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err,
-                       size_t errlen);
+int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen);
 
 /* The status that resolves a lane record with this id and timestamp, or
  * EG_DLQ_OPEN (see the lifecycle rule above). */

@@ -40,8 +40,8 @@ int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t
 }
 
 rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
-                            void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *),
-                            void *opaque, char *err, size_t errlen) {
+                            void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
+                            size_t errlen) {
     rd_kafka_conf_t *conf = eg_kcli_conf(k, client_id, err, errlen);
     if (!conf) return NULL;
     char e[512], v[64];
@@ -50,8 +50,7 @@ rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
               rd_kafka_conf_set(conf, "acks", "all", e, sizeof e) ||
               rd_kafka_conf_set(conf, "partitioner", "murmur2_random", e, sizeof e);
     /* librdkafka waits 300 s by default; a command should say sooner */
-    if (!bad && rd_kafka_conf_get(conf, "message.timeout.ms", v, &vlen) == RD_KAFKA_CONF_OK &&
-        !strcmp(v, "300000"))
+    if (!bad && rd_kafka_conf_get(conf, "message.timeout.ms", v, &vlen) == RD_KAFKA_CONF_OK && !strcmp(v, "300000"))
         bad = rd_kafka_conf_set(conf, "message.timeout.ms", "30000", e, sizeof e);
     if (bad) {
         snprintf(err, errlen, "producer: %s", e);

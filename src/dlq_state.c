@@ -25,9 +25,7 @@
 
 static const char *const status_names[EG_DLQ__N] = {"open", "replayed", "accepted-loss", "closed"};
 
-const char *eg_dlq_status_name(eg_dlq_status s) {
-    return s >= 0 && s < EG_DLQ__N ? status_names[s] : "?";
-}
+const char *eg_dlq_status_name(eg_dlq_status s) { return s >= 0 && s < EG_DLQ__N ? status_names[s] : "?"; }
 
 int eg_dlq_status_parse(const char *s) {
     for (int i = EG_DLQ_REPLAYED; i < EG_DLQ__N; i++)
@@ -35,9 +33,7 @@ int eg_dlq_status_parse(const char *s) {
     return -1;
 }
 
-void eg_dlq_state_topic(const char *lane, char *out, size_t outlen) {
-    snprintf(out, outlen, "%s.state", lane);
-}
+void eg_dlq_state_topic(const char *lane, char *out, size_t outlen) { snprintf(out, outlen, "%s.state", lane); }
 
 /* Appends the literal lit at out + *len (NUL-terminated). Returns 0 or -1. */
 static int put_lit(char *out, size_t outlen, size_t *len, const char *lit) {
@@ -48,21 +44,16 @@ static int put_lit(char *out, size_t outlen, size_t *len, const char *lit) {
     return 0;
 }
 
-int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by,
-                      char *out, size_t outlen) {
+int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, char *out, size_t outlen) {
     char at[40];
     size_t len = 0;
     eg_rfc3339(at_ms, at, sizeof at);
     const char *st = eg_dlq_status_name(s);
     reason = reason ? reason : "";
-    if (put_lit(out, outlen, &len, "{\"status\":") ||
-        eg_json_put_str(out, outlen, &len, st, strlen(st)) ||
-        put_lit(out, outlen, &len, ",\"reason\":") ||
-        eg_json_put_str(out, outlen, &len, reason, strlen(reason)) ||
-        put_lit(out, outlen, &len, ",\"at\":") ||
-        eg_json_put_str(out, outlen, &len, at, strlen(at)) ||
-        put_lit(out, outlen, &len, ",\"by\":") ||
-        eg_json_put_str(out, outlen, &len, by, strlen(by)) ||
+    if (put_lit(out, outlen, &len, "{\"status\":") || eg_json_put_str(out, outlen, &len, st, strlen(st)) ||
+        put_lit(out, outlen, &len, ",\"reason\":") || eg_json_put_str(out, outlen, &len, reason, strlen(reason)) ||
+        put_lit(out, outlen, &len, ",\"at\":") || eg_json_put_str(out, outlen, &len, at, strlen(at)) ||
+        put_lit(out, outlen, &len, ",\"by\":") || eg_json_put_str(out, outlen, &len, by, strlen(by)) ||
         put_lit(out, outlen, &len, "}"))
         return -1;
     return (int)len;
@@ -82,8 +73,7 @@ void eg_dlq_whoami(char *out, size_t outlen) {
 
 void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen) {
     if (eg_header_str(m, EG_H_ID, out, outlen) == 0 && *out) return;
-    snprintf(out, outlen, "%s/%d/%lld", rd_kafka_topic_name(m->rkt), (int)m->partition,
-             (long long)m->offset);
+    snprintf(out, outlen, "%s/%d/%lld", rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
 }
 
 /* 1 when the cluster names a controller among its brokers (Admin requests
@@ -102,8 +92,8 @@ static int has_controller(rd_kafka_t *rk, char *err, size_t errlen) {
     return found;
 }
 
-int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note,
-                        size_t notelen, char *err, size_t errlen) {
+int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
+                        size_t errlen) {
     note[0] = '\0';
     int n = eg_topic_partitions(rk, topic, err, errlen);
     if (n != 0) return n < 0 ? -1 : 0;
@@ -143,8 +133,10 @@ int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char 
         }
     }
     if (x)
-        snprintf(note, notelen, "cannot create %s with cleanup.policy=compact: %s; it will be "
-                 "auto-created without compaction where the cluster allows that", topic, why);
+        snprintf(note, notelen,
+                 "cannot create %s with cleanup.policy=compact: %s; it will be "
+                 "auto-created without compaction where the cluster allows that",
+                 topic, why);
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(q);
     rd_kafka_AdminOptions_destroy(o);
@@ -152,8 +144,7 @@ int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char 
     return 0;
 }
 
-void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val,
-                         size_t vallen, int64_t ts) {
+void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts) {
     eg_dlq_status st = EG_DLQ_OPEN;
     char name[32];
     if (val && eg_json_get_str(val, vallen, "status", name, sizeof name) == 0) {
@@ -174,8 +165,7 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
     s->ts[i] = ts;
 }
 
-int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err,
-                       size_t errlen) {
+int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen) {
     char topic[512];
     eg_dlq_state_topic(lane, topic, sizeof topic);
     rd_kafka_conf_t *conf = eg_kcli_conf(k, "errgate-dlq-state", err, errlen);

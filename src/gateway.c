@@ -135,20 +135,18 @@ static void log_pause(eg_part *p, const char *event, unsigned reasons) {
 static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
     unsigned m = (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
-                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0) |
-                 (p->due_wait ? PAUSE_DUE : 0);
+                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0) | (p->due_wait ? PAUSE_DUE : 0);
     int want = m != 0;
     unsigned old = p->pause;
     p->pause = m;
     if (want == p->paused) return;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
-    rd_kafka_resp_err_t err = want ? rd_kafka_pause_partitions(gw->rk, l)
-                                   : rd_kafka_resume_partitions(gw->rk, l);
+    rd_kafka_resp_err_t err = want ? rd_kafka_pause_partitions(gw->rk, l) : rd_kafka_resume_partitions(gw->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {
-        eg_log_msg(EG_WARN, want ? "pause_failed" : "resume_failed", "%s[%d]: %s", p->topic,
-                   (int)p->partition, rd_kafka_err2str(err));
+        eg_log_msg(EG_WARN, want ? "pause_failed" : "resume_failed", "%s[%d]: %s", p->topic, (int)p->partition,
+                   rd_kafka_err2str(err));
         return;
     }
     p->paused = want;
@@ -186,9 +184,11 @@ static void check_tracker(eg_gw *gw, eg_part *p) {
     if (p->tracker_full || eg_tracker_pending(&p->trk) < (uint64_t)gw->cfg->max_tracked) return;
     p->tracker_full = 1;
     (*gw->m.tracker_full)++;
-    eg_log_msg(EG_WARN, "tracker_full", "%s[%d]: %llu offsets tracked since the oldest unfinished one (@%lld); "
-               "not reading until half are finished", p->topic, (int)p->partition,
-               (unsigned long long)eg_tracker_pending(&p->trk), (long long)eg_tracker_commit_point(&p->trk));
+    eg_log_msg(EG_WARN, "tracker_full",
+               "%s[%d]: %llu offsets tracked since the oldest unfinished one (@%lld); "
+               "not reading until half are finished",
+               p->topic, (int)p->partition, (unsigned long long)eg_tracker_pending(&p->trk),
+               (long long)eg_tracker_commit_point(&p->trk));
 }
 
 /* --------------------------------------------------------------- records */
@@ -415,8 +415,7 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     eg_log_str(&l, "id", id);
     if (r->msg->key) {
         char kh[20];
-        snprintf(kh, sizeof kh, "%016llx",
-                 (unsigned long long)eg_hash64(r->msg->key, r->msg->key_len));
+        snprintf(kh, sizeof kh, "%016llx", (unsigned long long)eg_hash64(r->msg->key, r->msg->key_len));
         eg_log_str(&l, "key_hash", kh);
     } else {
         eg_log_null(&l, "key_hash");
@@ -481,8 +480,8 @@ static void shape_ladder(eg_gw *gw, eg_record *r, eg_decision *d) {
     for (int i = 0; i < gw->nrts && k < 0; i++)
         if (strcmp(gw->rts[i].rung, d->rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
     if (gw->cfg->ordering == EG_ORDER_PARTITION) {
-        eg_log_msg(EG_INFO, "ladder_in_place", "%s[%d]@%lld: rung %s waits in place (ordering=partition)",
-                   r->topic, (int)r->partition, (long long)r->offset, d->rung);
+        eg_log_msg(EG_INFO, "ladder_in_place", "%s[%d]@%lld: rung %s waits in place (ordering=partition)", r->topic,
+                   (int)r->partition, (long long)r->offset, d->rung);
         d->action = EG_ACT_RETRY;
         r->fail->virtual_rungs++;
         return;
@@ -549,15 +548,10 @@ static void count(eg_gw *gw, const eg_decision *d) {
         break;
     case EG_ACT_DLQ:
     case EG_ACT_QUARANTINE:
-    case EG_ACT_LADDER:
-        break;
-    case EG_ACT_IGNORE:
-        (*gw->m.ignored)++;
-        break;
+    case EG_ACT_LADDER: break;
+    case EG_ACT_IGNORE: (*gw->m.ignored)++; break;
     case EG_ACT_STOP:
-    default:
-        (*gw->m.stops)++;
-        break;
+    default: (*gw->m.stops)++; break;
     }
 }
 
@@ -721,8 +715,13 @@ static int spill_record(eg_gw *gw, eg_record *r) {
     const char *topic;
     rd_kafka_headers_t *h = eg_lanes_record(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy), &topic);
     const rd_kafka_message_t *m = r->msg;
-    eg_spill_rec sr = {.topic = topic, .partition = r->partition, .timestamp_ms = eg_wall_ms(),
-                       .key = m->key, .key_len = m->key_len, .value = m->payload, .value_len = m->len,
+    eg_spill_rec sr = {.topic = topic,
+                       .partition = r->partition,
+                       .timestamp_ms = eg_wall_ms(),
+                       .key = m->key,
+                       .key_len = m->key_len,
+                       .value = m->payload,
+                       .value_len = m->len,
                        .kheaders = h};
     char err[512];
     int rc = eg_spill_append(gw->spill, &sr, err, sizeof err);
@@ -834,8 +833,9 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     eg_gw *gw = arg;
     if (r->fail->spilled) {
         /* its outcome is the journal's; only the record is left to free */
-        if (!err) eg_log_msg(EG_INFO, "lane_written_after_spill", "%s[%d]@%lld is in the lane and the journal",
-                             r->topic, (int)r->partition, (long long)r->offset);
+        if (!err)
+            eg_log_msg(EG_INFO, "lane_written_after_spill", "%s[%d]@%lld is in the lane and the journal", r->topic,
+                       (int)r->partition, (long long)r->offset);
         abandon_record(gw, r);
         dispatch(gw);
         return;
@@ -850,8 +850,8 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     }
     const eg_decision *d = &r->fail->decision;
     if (r->lane_failing) {
-        eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts",
-                   r->topic, (int)r->partition, (long long)r->offset, r->fail->lane_attempts);
+        eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts", r->topic,
+                   (int)r->partition, (long long)r->offset, r->fail->lane_attempts);
     }
     if (r->fail->lane_stub) {
         const char *sv[1] = {lane_topic_of(gw, r)};
@@ -863,8 +863,9 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
             eg_log_int(&l, "offset", r->offset);
             eg_log_str(&l, "lane", sv[0]);
             eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
-            eg_log_str(&l, "msg", "written as a stub without value and source headers: fetch the record from "
-                                  "the source by its coordinates while the source retains it");
+            eg_log_str(&l, "msg",
+                       "written as a stub without value and source headers: fetch the record from "
+                       "the source by its coordinates while the source retains it");
             eg_log_end(&l);
         }
     }
@@ -957,8 +958,7 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
                 if (e->err)
                     eg_log_msg(EG_WARN, "commit_failed", "%s[%d]@%lld: %s", e->topic, (int)e->partition,
                                (long long)e->offset, rd_kafka_err2str(e->err));
-                else if (p && e->offset > p->committed)
-                    p->committed = e->offset;
+                else if (p && e->offset > p->committed) p->committed = e->offset;
             }
             (*gw->m.commits)++;
         }
@@ -969,8 +969,8 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                            rd_kafka_topic_partition_list_t *offsets, void *opaque) {
+void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
+                            void *opaque) {
     eg_gw *gw = opaque;
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
     if (err) {
@@ -1014,7 +1014,8 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
         }
         (*gw->m.excluded_topics)++;
         eg_log_msg(EG_WARN, "excluded_partition",
-                   "%s[%d]: a source regex matched this %s lane of a source topic; not consumed", all->elems[i].topic, (int)all->elems[i].partition, lane);
+                   "%s[%d]: a source regex matched this %s lane of a source topic; not consumed", all->elems[i].topic,
+                   (int)all->elems[i].partition, lane);
     }
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
@@ -1067,20 +1068,18 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
     commit_offsets(gw, parts, 1);
     for (int i = 0; i < parts->cnt; i++) {
         eg_part **pp = &gw->parts;
-        while (*pp && !((*pp)->partition == parts->elems[i].partition &&
-                        strcmp((*pp)->topic, parts->elems[i].topic) == 0))
+        while (*pp &&
+               !((*pp)->partition == parts->elems[i].partition && strcmp((*pp)->topic, parts->elems[i].topic) == 0))
             pp = &(*pp)->next;
         eg_part *p = *pp;
         if (!p) continue;
         *pp = p->next;
         p->revoked = 1;
-        eg_log_msg(EG_INFO, "revoke", "%s[%d] committed=%lld", p->topic, (int)p->partition,
-                   (long long)p->committed);
+        eg_log_msg(EG_INFO, "revoke", "%s[%d] committed=%lld", p->topic, (int)p->partition, (long long)p->committed);
         eg_record *r = gw->all;
         while (r) {
             eg_record *next = r->anext;
-            if (r->part == p && r->state != EG_RS_IN_TARGET && r->state != EG_RS_LANE_WRITE)
-                free_record(gw, r);
+            if (r->part == p && r->state != EG_RS_IN_TARGET && r->state != EG_RS_LANE_WRITE) free_record(gw, r);
             r = next;
         }
         part_release_queue(p);
@@ -1089,8 +1088,7 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
     rd_kafka_assign(gw->rk, NULL);
 }
 
-void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                        rd_kafka_topic_partition_list_t *parts, void *opaque) {
+void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque) {
     eg_gw *gw = opaque;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && !gw->closed) assign_parts(gw, parts);
     else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || gw->closed) revoke_parts(gw, parts);
@@ -1107,8 +1105,8 @@ void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     if (m->err) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-            eg_log_msg(EG_WARN, "consumer_error", "%s%s%s", rd_kafka_err2str(m->err),
-                       m->rkt ? " topic " : "", m->rkt ? rd_kafka_topic_name(m->rkt) : "");
+            eg_log_msg(EG_WARN, "consumer_error", "%s%s%s", rd_kafka_err2str(m->err), m->rkt ? " topic " : "",
+                       m->rkt ? rd_kafka_topic_name(m->rkt) : "");
         rd_kafka_message_destroy(m);
         return;
     }
@@ -1129,8 +1127,10 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     r->seq = seq;
     if (eg_record_has_bad_id(r)) {
         (*gw->m.bad_ids)++;
-        eg_log_msg(EG_WARN, "bad_id", "%s[%d]@%lld: malformed %s header ignored; the record's id is its own "
-                   "coordinates", p->topic, (int)p->partition, (long long)m->offset, EG_H_ID);
+        eg_log_msg(EG_WARN, "bad_id",
+                   "%s[%d]@%lld: malformed %s header ignored; the record's id is its own "
+                   "coordinates",
+                   p->topic, (int)p->partition, (long long)m->offset, EG_H_ID);
     }
     check_tracker(gw, p);
     if (gw->cfg->ordering == EG_ORDER_KEY && p->rung < 0 && m->key) r->key_hash = eg_hash64(m->key, m->key_len);
@@ -1192,9 +1192,7 @@ void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
 /* The lane producer hit a fatal error (idempotence broken: its writes can
  * no longer be trusted to be exactly the acknowledged ones): never
  * recovered; stop, commit only what is finished, exit 1. */
-void eg_gw_on_lane_fatal(const char *reason, void *arg) {
-    eg_gw_begin_stop(arg, EG_EXIT_FAIL, reason);
-}
+void eg_gw_on_lane_fatal(const char *reason, void *arg) { eg_gw_begin_stop(arg, EG_EXIT_FAIL, reason); }
 
 void eg_gw_on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     eg_gw *gw = opaque;
@@ -1239,8 +1237,7 @@ void eg_gw_begin_stop(eg_gw *gw, int code, const char *why) {
     if (code > gw->exit_code) gw->exit_code = code;
     if (gw->stopping) return;
     gw->stopping = 1;
-    eg_log_msg(code ? EG_ERROR : EG_INFO, "stop", "%s; draining for at most %d ms", why,
-               gw->cfg->shutdown_timeout_ms);
+    eg_log_msg(code ? EG_ERROR : EG_INFO, "stop", "%s; draining for at most %d ms", why, gw->cfg->shutdown_timeout_ms);
     for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
     gw->drain_deadline_ms = eg_now_ms() + gw->cfg->shutdown_timeout_ms;
     gw->drain_ev = evtimer_new(gw->base, on_drain_tick, gw);

@@ -34,25 +34,25 @@
  * librdkafka's prefetch stays and fetching resumes without a round trip. */
 enum {
     PAUSE_HOLD = 1 << 0,
-    PAUSE_RETRY = 1 << 1,  /* in-place retry under partition ordering */
-    PAUSE_LANE = 1 << 2,   /* a lane write is failing */
+    PAUSE_RETRY = 1 << 1, /* in-place retry under partition ordering */
+    PAUSE_LANE = 1 << 2,  /* a lane write is failing */
     PAUSE_STOP = 1 << 3,
-    PAUSE_DUE = 1 << 4,    /* a rung partition's head record is not due yet */
+    PAUSE_DUE = 1 << 4, /* a rung partition's head record is not due yet */
 };
 
 /* The loop's ticks, budgets and waits. */
-#define POLL_BUDGET 1000        /* messages taken per loop pass, over all partitions */
-#define POLL_SHARE_MIN 64       /* ... but at least this many per partition */
-#define POLL_TICK_MS 1000       /* keep polling (group membership) even when idle */
-#define LANE_BACKOFF_MIN_MS 100 /* a failed lane write's first back-off, doubling ... */
+#define POLL_BUDGET 1000         /* messages taken per loop pass, over all partitions */
+#define POLL_SHARE_MIN 64        /* ... but at least this many per partition */
+#define POLL_TICK_MS 1000        /* keep polling (group membership) even when idle */
+#define LANE_BACKOFF_MIN_MS 100  /* a failed lane write's first back-off, doubling ... */
 #define LANE_BACKOFF_MAX_MS 5000 /* ... up to this; also how often an unspillable write is checked */
 #define LANE_BACKOFF_MAX_SHIFT 6 /* doublings counted (the shift stays in range) */
-#define DEFAULT_HOLD_MS 1000    /* a hold the C core decides, when no delay was given */
-#define STOP_DRAIN_TICK_MS 20   /* while stopping: how often in-flight work is checked */
-#define STOP_PURGE_WAIT_MS 2000 /* at the stop: wait for the lanes' queued writes */
+#define DEFAULT_HOLD_MS 1000     /* a hold the C core decides, when no delay was given */
+#define STOP_DRAIN_TICK_MS 20    /* while stopping: how often in-flight work is checked */
+#define STOP_PURGE_WAIT_MS 2000  /* at the stop: wait for the lanes' queued writes */
 #define SPILL_DRAIN_IDLE_MS 1000 /* the spill drainer's step when idle (eg_spill_drain_attach) */
-#define SPILL_STOP_WAIT_MS 2000 /* at teardown: wait for the drainer's deliveries */
-#define POLICY_WATCH_MS 1000    /* how often the policy file is checked for a change */
+#define SPILL_STOP_WAIT_MS 2000  /* at teardown: wait for the drainer's deliveries */
+#define POLICY_WATCH_MS 1000     /* how often the policy file is checked for a change */
 
 /* ms as a libevent timeout. */
 static inline struct timeval eg_gw_tv(int64_t ms) {
@@ -68,27 +68,27 @@ typedef struct eg_gw_reloader eg_gw_reloader; /* gw_reload.c */
  * in a rung a reload removed); a rung the policy no longer names keeps its
  * last delay. */
 typedef struct eg_rungtopic {
-    char *topic;         /* e.g. "payments.retry.30s" */
-    char *origin;        /* the source topic, e.g. "payments" */
-    char rung[40];       /* the rung's name */
-    int64_t delay_ms;    /* current delay */
+    char *topic;      /* e.g. "payments.retry.30s" */
+    char *origin;     /* the source topic, e.g. "payments" */
+    char rung[40];    /* the rung's name */
+    int64_t delay_ms; /* current delay */
 } eg_rungtopic;
 
 typedef struct eg_part {
     char *topic;
     int32_t partition;
-    int rung;            /* index into gw->rts for a rung partition, -1 for a source */
-    const char *origin;  /* the source topic lanes expand with (owned by gw or = topic) */
-    int due_wait;        /* paused until the head record is due */
+    int rung;           /* index into gw->rts for a rung partition, -1 for a source */
+    const char *origin; /* the source topic lanes expand with (owned by gw or = topic) */
+    int due_wait;       /* paused until the head record is due */
     struct event *due_ev;
-    int refs;            /* the assignment + each record */
+    int refs; /* the assignment + each record */
     int revoked;
     eg_tracker trk;
     eg_record *pend_head, *pend_tail;
-    int active;          /* records RUNNABLE, IN_TARGET or WAIT_RETRY */
-    int unfinished;      /* records alive */
+    int active;     /* records RUNNABLE, IN_TARGET or WAIT_RETRY */
+    int unfinished; /* records alive */
     int holding;
-    int retry_wait;      /* in-place retries waiting under partition ordering */
+    int retry_wait; /* in-place retries waiting under partition ordering */
     int lane_failing;
     unsigned pause;      /* reasons applied */
     int paused;          /* state applied to the consumer */
@@ -100,7 +100,7 @@ typedef struct eg_part {
     uint64_t *received;  /* metric counters of the topic (registry-owned) */
     uint64_t *processed;
     int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
-    struct eg_gw *gw;    /* the owner, for timer callbacks */
+    struct eg_gw *gw;     /* the owner, for timer callbacks */
     struct eg_part *next;
 } eg_part;
 
@@ -124,16 +124,16 @@ typedef struct eg_gw {
     struct event *cev, *commit_ev, *drain_ev, *sig_ev[3];
     eg_lanes *lanes;
     eg_target *target;
-    eg_spill *spill;         /* the spill journal (lanes.spill), or NULL */
-    eg_spill_drain *drain;   /* its drainer */
-    eg_breaker breaker;      /* the target's circuit breaker */
-    eg_budget budget;        /* the target's retry budget */
+    eg_spill *spill;       /* the spill journal (lanes.spill), or NULL */
+    eg_spill_drain *drain; /* its drainer */
+    eg_breaker breaker;    /* the target's circuit breaker */
+    eg_budget budget;      /* the target's retry budget */
     eg_policy *policy;
     eg_part *parts;
     eg_record *runq_head, *runq_tail;
-    eg_record *all;          /* every live record */
+    eg_record *all; /* every live record */
     int unfinished;
-    int blocked;             /* draining stopped at the total cap */
+    int blocked;                     /* draining stopped at the total cap */
     int dispatching, dispatch_again; /* dispatch() trampoline */
     struct event *poll_ev;
     int stopping;
@@ -147,17 +147,17 @@ typedef struct eg_gw {
     eg_gw_metrics m;
     eg_admin *admin;
     pthread_t loop_thread;
-    int assigned_once;       /* the group gave us an assignment (maybe empty) */
-    int lane_failing;        /* records whose lane write is failing */
+    int assigned_once;             /* the group gave us an assignment (maybe empty) */
+    int lane_failing;              /* records whose lane write is failing */
     int64_t lane_failing_since_ms; /* when lane_failing went above 0, 0 when 0 */
-    eg_rungtopic *rts;       /* rung topics consumed (see eg_rungtopic) */
+    eg_rungtopic *rts;             /* rung topics consumed (see eg_rungtopic) */
     int nrts;
     struct event *watch_ev;  /* policy file watch */
     int64_t policy_mtime_ns; /* last seen modification time and size of the file */
     int64_t policy_size;
-    char last_reload_error[512];   /* "" after a good reload or none */
-    int64_t last_reload_ms;        /* wall-clock ms of the last attempt, 0 none */
-    eg_gw_reloader *reloader;      /* policy builds off the loop, NULL before the first */
+    char last_reload_error[512]; /* "" after a good reload or none */
+    int64_t last_reload_ms;      /* wall-clock ms of the last attempt, 0 none */
+    eg_gw_reloader *reloader;    /* policy builds off the loop, NULL before the first */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -174,8 +174,7 @@ void eg_gw_on_lane_fatal(const char *reason, void *arg);
  * (fd -1): serve group events, then take messages. */
 void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg);
 /* librdkafka callbacks of the consumer (opaque: the gateway). */
-void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-                        void *opaque);
+void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque);
 void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
                             void *opaque);
 void eg_gw_on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque);

@@ -115,8 +115,8 @@ typedef struct target_gauge {
 
 typedef struct spill_gauge {
     const char *name, *type, *help;
-    int drainer;  /* 1: a field of eg_spill_drain_stats, 0: of eg_spill_stats */
-    size_t off;   /* of that uint64_t field */
+    int drainer; /* 1: a field of eg_spill_drain_stats, 0: of eg_spill_stats */
+    size_t off;  /* of that uint64_t field */
 } spill_gauge;
 
 static double committed_offset_lag(eg_gw *gw, const eg_part *p) {
@@ -133,8 +133,7 @@ static const part_gauge part_gauges[] = {
      committed_offset_lag},
     {"errgate_tracked_offsets", "gauge", "Offsets tracked per assigned partition (oldest unfinished to newest read).",
      tracked_offsets},
-    {"errgate_consumer_lag", "gauge", "Consumer lag per assigned partition, from librdkafka statistics.",
-     consumer_lag},
+    {"errgate_consumer_lag", "gauge", "Consumer lag per assigned partition, from librdkafka statistics.", consumer_lag},
 };
 
 static double breaker_state(eg_gw *gw) { return eg_breaker_poll(&gw->breaker, eg_now_ms()); }
@@ -145,8 +144,8 @@ static double retry_budget_refused(eg_gw *gw) { return (double)gw->budget.refuse
 static const target_gauge target_gauges[] = {
     {"errgate_breaker_state", "gauge",
      "Circuit breaker state per target: 0 closed, 1 open, 2 half-open (always 0 when disabled).", breaker_state},
-    {"errgate_retries_active", "gauge",
-     "In-place retries waiting or in the target (counted against the retry budget).", retries_active},
+    {"errgate_retries_active", "gauge", "In-place retries waiting or in the target (counted against the retry budget).",
+     retries_active},
     {"errgate_retry_budget_limit", "gauge", "In-place retries the budget allows now (-1: no budget).",
      retry_budget_limit},
     {"errgate_retry_budget_refused_total", "counter",
@@ -269,8 +268,8 @@ static void gw_lanes_json(void *arg, struct evbuffer *out) {
         evbuffer_add_printf(out, "%s{\"topic\":", i ? "," : "");
         eg_json_str(out, ls.topic);
         evbuffer_add_printf(out, ",\"lane\":\"%s\",\"written\":%llu,\"failed\":%llu,\"pending\":%d}",
-                            eg_lane_name(ls.lane), (unsigned long long)ls.written,
-                            (unsigned long long)ls.failed, lane_pending(gw, ls.topic));
+                            eg_lane_name(ls.lane), (unsigned long long)ls.written, (unsigned long long)ls.failed,
+                            lane_pending(gw, ls.topic));
     }
     evbuffer_add_printf(out, "]}");
 }
@@ -287,8 +286,8 @@ typedef struct family_def {
     const char *const *labels;
     const double *bounds;
     int nbounds;
-    size_t off;   /* offsetof(eg_gw_metrics, field) */
-    int counter;  /* 1: the field is a uint64_t *, 0: an eg_family * */
+    size_t off;  /* offsetof(eg_gw_metrics, field) */
+    int counter; /* 1: the field is a uint64_t *, 0: an eg_family * */
 } family_def;
 
 #define LABELS(a) NELEM(a), a
@@ -307,69 +306,65 @@ static const char *const l_status[] = {"status_class"};
 static const char *const l_result[] = {"result"};
 static const char *const l_to[] = {"to"};
 static const double dec_b[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
-                               0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
-static const double tgt_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                               0.5, 1, 2.5, 5, 10, 30};
+                               0.0025,  0.005,    0.01,    0.025,  0.05,    0.1};
+static const double tgt_b[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 
 static const family_def families[] = {
-    {"errgate_records_received_total", EG_MT_COUNTER, "Records consumed, by source topic.",
-     LABELS(l_topic), NO_BOUNDS, FAM(received)},
+    {"errgate_records_received_total", EG_MT_COUNTER, "Records consumed, by source topic.", LABELS(l_topic), NO_BOUNDS,
+     FAM(received)},
     {"errgate_records_processed_total", EG_MT_COUNTER,
-     "Records finished with a durable outcome (success, lane write, ignore), by source topic.",
-     LABELS(l_topic), NO_BOUNDS, FAM(processed)},
-    {"errgate_records_succeeded_total", EG_MT_COUNTER, "Records the target accepted.",
-     NO_LABELS, NO_BOUNDS, CTR(succeeded)},
+     "Records finished with a durable outcome (success, lane write, ignore), by source topic.", LABELS(l_topic),
+     NO_BOUNDS, FAM(processed)},
+    {"errgate_records_succeeded_total", EG_MT_COUNTER, "Records the target accepted.", NO_LABELS, NO_BOUNDS,
+     CTR(succeeded)},
     {"errgate_records_failed_total", EG_MT_COUNTER, "Failed target attempts, by the class and code the policy gave.",
      LABELS(l_cc), NO_BOUNDS, FAM(failed)},
-    {"errgate_records_retried_total", EG_MT_COUNTER, "In-place retries decided.",
-     NO_LABELS, NO_BOUNDS, CTR(retried)},
+    {"errgate_records_retried_total", EG_MT_COUNTER, "In-place retries decided.", NO_LABELS, NO_BOUNDS, CTR(retried)},
     {"errgate_records_retry_exhausted_total", EG_MT_COUNTER, "Decisions taken because the retries were exhausted.",
      NO_LABELS, NO_BOUNDS, CTR(exhausted)},
     {"errgate_records_dead_lettered_total", EG_MT_COUNTER,
-     "Records written to a DLQ lane (acknowledged), by lane topic and reason.",
-     LABELS(l_lr), NO_BOUNDS, FAM(dead)},
+     "Records written to a DLQ lane (acknowledged), by lane topic and reason.", LABELS(l_lr), NO_BOUNDS, FAM(dead)},
     {"errgate_records_quarantined_total", EG_MT_COUNTER,
-     "Records written to a quarantine lane (acknowledged), by lane topic and reason.",
-     LABELS(l_lr), NO_BOUNDS, FAM(quarantined)},
+     "Records written to a quarantine lane (acknowledged), by lane topic and reason.", LABELS(l_lr), NO_BOUNDS,
+     FAM(quarantined)},
     {"errgate_records_laddered_total", EG_MT_COUNTER,
-     "Records written to a retry rung (acknowledged), by rung topic and reason.",
-     LABELS(l_lr), NO_BOUNDS, FAM(laddered)},
+     "Records written to a retry rung (acknowledged), by rung topic and reason.", LABELS(l_lr), NO_BOUNDS,
+     FAM(laddered)},
     {"errgate_records_spilled_total", EG_MT_COUNTER,
-     "Lane records written to the spill journal instead (durable; drained later), by lane topic.",
-     LABELS(l_lane), NO_BOUNDS, FAM(spilled)},
-    {"errgate_records_ignored_total", EG_MT_COUNTER, "Records ignored by decision.",
-     NO_LABELS, NO_BOUNDS, CTR(ignored)},
+     "Lane records written to the spill journal instead (durable; drained later), by lane topic.", LABELS(l_lane),
+     NO_BOUNDS, FAM(spilled)},
+    {"errgate_records_ignored_total", EG_MT_COUNTER, "Records ignored by decision.", NO_LABELS, NO_BOUNDS,
+     CTR(ignored)},
     {"errgate_records_held_total", EG_MT_COUNTER, "Hold decisions.", NO_LABELS, NO_BOUNDS, CTR(held)},
     {"errgate_stop_decisions_total", EG_MT_COUNTER, "Stop decisions.", NO_LABELS, NO_BOUNDS, CTR(stops)},
     {"errgate_policy_fallbacks_total", EG_MT_COUNTER, "Decisions where the policy failed and the fallback applied.",
      NO_LABELS, NO_BOUNDS, CTR(fallbacks)},
-    {"errgate_lane_write_failures_total", EG_MT_COUNTER, "Failed lane writes, by lane topic.",
-     LABELS(l_lane), NO_BOUNDS, FAM(lane_failures)},
+    {"errgate_lane_write_failures_total", EG_MT_COUNTER, "Failed lane writes, by lane topic.", LABELS(l_lane),
+     NO_BOUNDS, FAM(lane_failures)},
     {"errgate_lane_refusals_total", EG_MT_COUNTER,
-     "Lane writes Kafka refused for good (never spilled), by lane topic and error.",
-     LABELS(l_lane_err), NO_BOUNDS, FAM(lane_refusals)},
+     "Lane writes Kafka refused for good (never spilled), by lane topic and error.", LABELS(l_lane_err), NO_BOUNDS,
+     FAM(lane_refusals)},
     {"errgate_lane_values_omitted_total", EG_MT_COUNTER,
-     "Records too large for their lane written as stubs (errgate.value-omitted).",
-     LABELS(l_lane), NO_BOUNDS, FAM(lane_stubs)},
+     "Records too large for their lane written as stubs (errgate.value-omitted).", LABELS(l_lane), NO_BOUNDS,
+     FAM(lane_stubs)},
     {"errgate_commits_total", EG_MT_COUNTER, "Successful offset commits.", NO_LABELS, NO_BOUNDS, CTR(commits)},
-    {"errgate_commit_failures_total", EG_MT_COUNTER, "Failed offset commits.",
-     NO_LABELS, NO_BOUNDS, CTR(commit_failures)},
+    {"errgate_commit_failures_total", EG_MT_COUNTER, "Failed offset commits.", NO_LABELS, NO_BOUNDS,
+     CTR(commit_failures)},
     {"errgate_bad_ids_total", EG_MT_COUNTER, "Source records whose errgate.id header was malformed (ignored).",
      NO_LABELS, NO_BOUNDS, CTR(bad_ids)},
     {"errgate_tracker_full_total", EG_MT_COUNTER, "Times a partition stopped being read at source.max_tracked.",
      NO_LABELS, NO_BOUNDS, CTR(tracker_full)},
     {"errgate_excluded_partitions_total", EG_MT_COUNTER,
-     "Assigned partitions of lane-shaped topics not consumed as source.",
-     NO_LABELS, NO_BOUNDS, CTR(excluded_topics)},
-    {"errgate_policy_reloads_total", EG_MT_COUNTER, "Policy reload attempts, by result.",
-     LABELS(l_result), NO_BOUNDS, FAM(reloads)},
+     "Assigned partitions of lane-shaped topics not consumed as source.", NO_LABELS, NO_BOUNDS, CTR(excluded_topics)},
+    {"errgate_policy_reloads_total", EG_MT_COUNTER, "Policy reload attempts, by result.", LABELS(l_result), NO_BOUNDS,
+     FAM(reloads)},
     {"errgate_breaker_transitions_total", EG_MT_COUNTER, "Circuit breaker transitions, by the state entered.",
      LABELS(l_to), NO_BOUNDS, FAM(breaker_transitions)},
-    {"errgate_decision_duration_seconds", EG_MT_HISTOGRAM, "Time the policy took to decide on one failure.",
-     NO_LABELS, BOUNDS(dec_b), FAM(decision_seconds)},
+    {"errgate_decision_duration_seconds", EG_MT_HISTOGRAM, "Time the policy took to decide on one failure.", NO_LABELS,
+     BOUNDS(dec_b), FAM(decision_seconds)},
     {"errgate_target_request_duration_seconds", EG_MT_HISTOGRAM,
-     "Target attempt latency, by status class (2xx..5xx, timeout, connect).",
-     LABELS(l_status), BOUNDS(tgt_b), FAM(target_seconds)},
+     "Target attempt latency, by status class (2xx..5xx, timeout, connect).", LABELS(l_status), BOUNDS(tgt_b),
+     FAM(target_seconds)},
 };
 
 /* Builds the registry and the families the loop updates (families[]). */
@@ -396,8 +391,7 @@ void eg_gw_metrics_new(eg_gw *gw) {
     eg_metrics_install_target_latency(m->target_seconds);
 }
 
-void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to,
-                      int64_t now_ms) {
+void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to, int64_t now_ms) {
     eg_gw *gw = arg;
     const char *v[1] = {eg_breaker_state_name(to)};
     (*eg_counter(gw->m.breaker_transitions, v))++;
@@ -415,8 +409,8 @@ void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
     static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload_request};
-    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file,
-                             gw->cfg->admin_max_connections, &ops, gw, err, errlen);
+    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, gw->cfg->admin_max_connections,
+                             &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;
 }
 
@@ -443,7 +437,8 @@ void eg_gw_log_summary(eg_gw *gw) {
     eg_log_int(&l, "commits", (int64_t)*m->commits);
     eg_log_int(&l, "commit_failures", (int64_t)*m->commit_failures);
     int64_t done = succeeded + dlq + quarantined + (int64_t)*m->ignored;
-    double secs = gw->last_finish_ms > gw->first_receive_ms ? (double)(gw->last_finish_ms - gw->first_receive_ms) / 1000.0 : 0;
+    double secs =
+        gw->last_finish_ms > gw->first_receive_ms ? (double)(gw->last_finish_ms - gw->first_receive_ms) / 1000.0 : 0;
     eg_log_dbl(&l, "active_seconds", secs);
     eg_log_dbl(&l, "records_per_second", secs > 0 ? (double)done / secs : 0);
     eg_log_int(&l, "exit_code", gw->exit_code);

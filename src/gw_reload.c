@@ -49,20 +49,20 @@ typedef struct build {
     char *path;
     int timeout_ms;
     size_t mem_limit;
-    eg_policy *fresh;       /* the new policy, NULL when refused */
+    eg_policy *fresh; /* the new policy, NULL when refused */
     char err[1024];
-    char trigger[16];       /* of the first request it serves */
+    char trigger[16]; /* of the first request it serves */
     int64_t t0_ms;
     waiter *w;
     int nw, capw;
 } build;
 
 struct eg_gw_reloader {
-    int pipe[2];            /* the worker's "done" byte */
+    int pipe[2]; /* the worker's "done" byte */
     struct event *ev;
     pthread_t thread;
-    build *cur;             /* the build running (a worker exists), else NULL */
-    build *next;            /* requests that came meanwhile, else NULL */
+    build *cur;  /* the build running (a worker exists), else NULL */
+    build *next; /* requests that came meanwhile, else NULL */
 };
 
 static void build_free(build *b) {
@@ -101,8 +101,7 @@ static void *worker_main(void *arg) {
     build *b = wa.b;
     b->fresh = eg_policy_load_capped(b->path, b->timeout_ms, b->mem_limit, b->err, sizeof b->err);
     char c = 1;
-    while (write(wa.fd, &c, 1) < 0 && errno == EINTR) {
-    }
+    while (write(wa.fd, &c, 1) < 0 && errno == EINTR) {}
     return NULL;
 }
 
@@ -168,8 +167,7 @@ static void on_built(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     eg_gw_reloader *rl = gw->reloader;
     char buf[16];
-    while (read(fd, buf, sizeof buf) > 0) {
-    }
+    while (read(fd, buf, sizeof buf) > 0) {}
     if (!rl->cur) return;
     pthread_join(rl->thread, NULL);
     build *b = rl->cur;
@@ -299,6 +297,4 @@ void eg_gw_watch_start(eg_gw *gw) {
     event_add(gw->watch_ev, &tv);
 }
 
-void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg) {
-    eg_gw_reload_request(arg, "sighup", NULL, NULL);
-}
+void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg) { eg_gw_reload_request(arg, "sighup", NULL, NULL); }

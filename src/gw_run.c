@@ -24,9 +24,7 @@
 
 /* The poll tick: serve the consumer as if its queue had signalled, so group
  * membership is kept while nothing else wakes the loop. */
-static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
-    eg_gw_on_consumer_queue(-1, 0, arg);
-}
+static void on_poll_tick(evutil_socket_t fd, short what, void *arg) { eg_gw_on_consumer_queue(-1, 0, arg); }
 
 /* SIGTERM, SIGINT: stop gracefully (exit 0); a second one stops now. */
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
@@ -47,10 +45,9 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     char e[512];
     /* prefetch per partition: librdkafka's defaults (100,000 messages, 64 MiB)
      * would dwarf the in-flight caps; statistics feed the consumer-lag metric */
-    static const char *const defaults[][2] = {
-        {"auto.offset.reset", "earliest"},      {"queued.min.messages", "20000"},
-        {"queued.max.messages.kbytes", "4096"}, {"client.id", "errgate"},
-        {"statistics.interval.ms", "5000"},     {NULL, NULL}};
+    static const char *const defaults[][2] = {{"auto.offset.reset", "earliest"},      {"queued.min.messages", "20000"},
+                                              {"queued.max.messages.kbytes", "4096"}, {"client.id", "errgate"},
+                                              {"statistics.interval.ms", "5000"},     {NULL, NULL}};
     const char *const fixed[][2] = {{"group.id", cfg->group},
                                     {"enable.auto.commit", "false"},
                                     {"enable.auto.offset.store", "false"},
@@ -167,8 +164,10 @@ int eg_cmd_run(int argc, char **argv) {
         fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
         return EG_EXIT_USAGE;
     }
-    eg_level lv = strcmp(cfg.log_level, "debug") == 0 ? EG_DEBUG : strcmp(cfg.log_level, "warn") == 0 ? EG_WARN
-                  : strcmp(cfg.log_level, "error") == 0 ? EG_ERROR : EG_INFO;
+    eg_level lv = strcmp(cfg.log_level, "debug") == 0   ? EG_DEBUG
+                  : strcmp(cfg.log_level, "warn") == 0  ? EG_WARN
+                  : strcmp(cfg.log_level, "error") == 0 ? EG_ERROR
+                                                        : EG_INFO;
     eg_log_setup(lv, strcmp(cfg.log_format, "text") == 0);
     signal(SIGPIPE, SIG_IGN);
 
@@ -179,20 +178,24 @@ int eg_cmd_run(int argc, char **argv) {
     gw.base = event_base_new();
     gw.loop_thread = pthread_self();
     eg_gw_metrics_new(&gw);
-    eg_breaker_cfg bc = {.enabled = cfg.breaker_enabled, .window = cfg.breaker_window,
-                         .min_calls = cfg.breaker_min_calls, .failure_ratio = cfg.breaker_failure_ratio,
-                         .open_ms = cfg.breaker_open_ms, .half_open_probes = cfg.breaker_probes};
+    eg_breaker_cfg bc = {.enabled = cfg.breaker_enabled,
+                         .window = cfg.breaker_window,
+                         .min_calls = cfg.breaker_min_calls,
+                         .failure_ratio = cfg.breaker_failure_ratio,
+                         .open_ms = cfg.breaker_open_ms,
+                         .half_open_probes = cfg.breaker_probes};
     eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
     if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
         eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
         goto out;
     }
-    if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
-                                            err, sizeof err)) ||
+    if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20, err,
+                                            sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, eg_gw_on_target_done, &gw, err, sizeof err)) ||
-        !(gw.lanes = eg_lanes_new(&cfg, gw.base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, &gw, err, sizeof err)) || spill_start(&gw, err, sizeof err) != 0 ||
-        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
+        !(gw.lanes = eg_lanes_new(&cfg, gw.base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, &gw, err, sizeof err)) ||
+        spill_start(&gw, err, sizeof err) != 0 || eg_gw_admin_start(&gw, err, sizeof err) != 0 ||
+        consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
     }

@@ -45,8 +45,8 @@ int eg_gw_rungs_sync(eg_gw *gw) {
             int k = eg_gw_rung_of(gw, name);
             if (k >= 0) {
                 if (gw->rts[k].delay_ms != rungs[i].delay_ms)
-                    eg_log_msg(EG_INFO, "rung_delay", "%s: %lld ms -> %lld ms", name,
-                               (long long)gw->rts[k].delay_ms, (long long)rungs[i].delay_ms);
+                    eg_log_msg(EG_INFO, "rung_delay", "%s: %lld ms -> %lld ms", name, (long long)gw->rts[k].delay_ms,
+                               (long long)rungs[i].delay_ms);
                 gw->rts[k].delay_ms = rungs[i].delay_ms;
                 free(name);
                 continue;
@@ -86,16 +86,19 @@ int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r, in
     if (ts < 0) ts = 0; /* no timestamp: due at once */
     if (ts > now + cap) {
         /* a timestamp this far ahead was not written by a sane clock */
-        eg_log_msg(EG_WARN, "rung_timestamp_ignored", "%s[%d]@%lld: timestamp %lld is more than %lld ms ahead; "
-                   "due now", r->topic, (int)r->partition, (long long)r->offset, (long long)ts, (long long)cap);
+        eg_log_msg(EG_WARN, "rung_timestamp_ignored",
+                   "%s[%d]@%lld: timestamp %lld is more than %lld ms ahead; "
+                   "due now",
+                   r->topic, (int)r->partition, (long long)r->offset, (long long)ts, (long long)cap);
         ts = 0;
     }
     int64_t due = ts + gw->rts[p->rung].delay_ms;
     int64_t nb = eg_header_uint(r->msg, EG_H_NOT_BEFORE);
     if (nb > ts + cap) {
-        eg_log_msg(EG_WARN, "not_before_capped", "%s[%d]@%lld: %s %lld is more than %lld ms past the record's "
-                   "timestamp; capped", r->topic, (int)r->partition, (long long)r->offset, EG_H_NOT_BEFORE,
-                   (long long)nb, (long long)cap);
+        eg_log_msg(EG_WARN, "not_before_capped",
+                   "%s[%d]@%lld: %s %lld is more than %lld ms past the record's "
+                   "timestamp; capped",
+                   r->topic, (int)r->partition, (long long)r->offset, EG_H_NOT_BEFORE, (long long)nb, (long long)cap);
         nb = ts + cap;
     }
     return nb > due ? nb : due;

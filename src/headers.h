@@ -12,26 +12,26 @@
 #define EG_H_CLASS "error.class"
 #define EG_H_CODE "error.code"
 #define EG_H_MESSAGE "error.message"
-#define EG_H_TIMESTAMP "error.timestamp"     /* RFC 3339, UTC */
-#define EG_H_KIND "error.kind"               /* http|timeout|connect|lua|circuit_open */
-#define EG_H_STATUS "error.status"           /* HTTP status, only when there was one */
-#define EG_H_CLASS_HINT "error.class-hint"   /* the service's own Error-Class, when it sent one */
+#define EG_H_TIMESTAMP "error.timestamp"        /* RFC 3339, UTC */
+#define EG_H_KIND "error.kind"                  /* http|timeout|connect|lua|circuit_open */
+#define EG_H_STATUS "error.status"              /* HTTP status, only when there was one */
+#define EG_H_CLASS_HINT "error.class-hint"      /* the service's own Error-Class, when it sent one */
 #define EG_H_RETRY_AFTER "error.retry-after-ms" /* only when the target sent one */
-#define EG_H_RETRY_COUNT "retry.count"       /* rungs climbed */
+#define EG_H_RETRY_COUNT "retry.count"          /* rungs climbed */
 #define EG_H_PREVIOUS "previous.topic"
 #define EG_H_ORIG_TOPIC "original.topic"
 #define EG_H_ORIG_PARTITION "original.partition"
 #define EG_H_ORIG_OFFSET "original.offset"
 #define EG_H_ORIG_TIMESTAMP "original.timestamp"
 #define EG_H_ORIG_GROUP "original.consumer.group"
-#define EG_H_ID "errgate.id"                 /* topic/partition/offset of the original */
-#define EG_H_POLICY "errgate.policy"         /* name@version+sha8 that decided */
-#define EG_H_ACTION "errgate.action"         /* dlq|quarantine|ladder */
+#define EG_H_ID "errgate.id"         /* topic/partition/offset of the original */
+#define EG_H_POLICY "errgate.policy" /* name@version+sha8 that decided */
+#define EG_H_ACTION "errgate.action" /* dlq|quarantine|ladder */
 #define EG_H_REASON "errgate.reason"
 #define EG_H_HISTORY "errgate.history"       /* msgpack array of attempts */
 #define EG_H_NOT_BEFORE "errgate.not-before" /* rung records: earliest due time, ms since the epoch */
 #define EG_H_REPLAY_FROM "replay.from-dlq"   /* lane/partition/offset */
 #define EG_H_REPLAY_TS "replay.timestamp"
-#define EG_H_REPLAYS "errgate.replays"       /* how many times replayed */
+#define EG_H_REPLAYS "errgate.replays" /* how many times replayed */
 
 #endif

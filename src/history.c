@@ -52,8 +52,8 @@ static void pack_attempt(msgpack_packer *pk, const eg_attempt *a, const char *la
     }
 }
 
-size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att, int n, const char *lane,
-                         char *out, size_t outcap, int *prev_bad) {
+size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att, int n, const char *lane, char *out,
+                         size_t outcap, int *prev_bad) {
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
     const msgpack_object *old = NULL;
@@ -61,9 +61,8 @@ size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att
     *prev_bad = 0;
     if (prev && prevlen) {
         size_t off = 0;
-        if (eg_mp_plausible(prev, prevlen) &&
-            msgpack_unpack_next(&up, prev, prevlen, &off) == MSGPACK_UNPACK_SUCCESS && off == prevlen &&
-            up.data.type == MSGPACK_OBJECT_ARRAY) {
+        if (eg_mp_plausible(prev, prevlen) && msgpack_unpack_next(&up, prev, prevlen, &off) == MSGPACK_UNPACK_SUCCESS &&
+            off == prevlen && up.data.type == MSGPACK_OBJECT_ARRAY) {
             old = up.data.via.array.ptr;
             nold = (int)up.data.via.array.size;
         } else {

@@ -23,7 +23,7 @@
  * "lane" = lane when lane is not NULL, into out (capacity outcap, at least
  * EG_HISTORY_MAX_BYTES). Returns the encoded length, or 0 when nothing fits.
  * *prev_bad is set to 1 when prev was present but unreadable. */
-size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att, int n, const char *lane,
-                         char *out, size_t outcap, int *prev_bad);
+size_t eg_history_encode(const void *prev, size_t prevlen, const eg_attempt *att, int n, const char *lane, char *out,
+                         size_t outcap, int *prev_bad);
 
 #endif

@@ -126,7 +126,8 @@ static const char *jstring(const char *p, const char *end, char *out, size_t out
                 if (end - p < 5) return NULL;
                 for (int i = 1; i <= 4; i++) {
                     if (!isxdigit((unsigned char)p[i])) return NULL;
-                    v = v * 16 + (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0' : (tolower((unsigned char)p[i]) - 'a' + 10));
+                    v = v * 16 + (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0'
+                                                                         : (tolower((unsigned char)p[i]) - 'a' + 10));
                 }
                 p += 4;
                 c = v < 0x80 ? (char)v : '?';
@@ -159,7 +160,10 @@ static const char *jcontainer(const char *p, const char *end, int depth) {
         p = jvalue(p, end, depth + 1);
         if (!p) return NULL;
         p = ws(p, end);
-        if (p < end && *p == ',') { p = ws(p + 1, end); continue; }
+        if (p < end && *p == ',') {
+            p = ws(p + 1, end);
+            continue;
+        }
         if (p < end && *p == close) return p + 1;
         return NULL;
     }
@@ -196,7 +200,10 @@ int eg_json_get_str(const char *json, size_t len, const char *field, char *out, 
         }
         if (!p) return -1;
         p = ws(p, end);
-        if (p < end && *p == ',') { p = ws(p + 1, end); continue; }
+        if (p < end && *p == ',') {
+            p = ws(p + 1, end);
+            continue;
+        }
         if (p < end && *p == '}') return found;
         return -1;
     }

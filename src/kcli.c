@@ -32,9 +32,8 @@ rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err
         return NULL;
     }
     /* -b wins over the file; without a file, -b or $ERRGATE_BOOTSTRAP */
-    const char *const fixed[][2] = {{"client.id", client_id},
-                                    {k->bootstrap || !k->config ? "bootstrap.servers" : NULL, bootstrap},
-                                    {NULL, NULL}};
+    const char *const fixed[][2] = {
+        {"client.id", client_id}, {k->bootstrap || !k->config ? "bootstrap.servers" : NULL, bootstrap}, {NULL, NULL}};
     rd_kafka_conf_t *conf = eg_kconf_build(&cfg, NULL, fixed, err, errlen);
     if (k->config) eg_config_free(&cfg);
     return conf;

@@ -17,8 +17,8 @@
 #include "config.h"
 
 typedef struct eg_kcli {
-    const char *bootstrap;  /* borrowed from argv, or NULL */
-    const char *config;     /* path borrowed from argv, or NULL */
+    const char *bootstrap; /* borrowed from argv, or NULL */
+    const char *config;    /* path borrowed from argv, or NULL */
 } eg_kcli;
 
 /* Consumes a connection option at argv[*i] (-b/--bootstrap B, -c/--config F).
@@ -40,15 +40,15 @@ rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err
 typedef struct eg_lread {
     rd_kafka_t *rk;
     char *topic;
-    int n;               /* partitions, in id order */
+    int n; /* partitions, in id order */
     int32_t *part;
-    int64_t *lo, *hi;    /* watermarks when opened */
-    int64_t *start;      /* where each partition starts; lo until changed */
-    unsigned char *caught_up;  /* the partition reached hi */
-    int remaining;       /* partitions not caught up */
+    int64_t *lo, *hi;         /* watermarks when opened */
+    int64_t *start;           /* where each partition starts; lo until changed */
+    unsigned char *caught_up; /* the partition reached hi */
+    int remaining;            /* partitions not caught up */
     int follow;
-    int64_t idle_ms;     /* time polled without any message */
-    int timeout_ms;      /* bounded reads fail after this long idle */
+    int64_t idle_ms; /* time polled without any message */
+    int timeout_ms;  /* bounded reads fail after this long idle */
 } eg_lread;
 
 /* Partition count of topic (via a metadata request for every topic, which
@@ -60,8 +60,7 @@ int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t err
  * its partitions and watermarks. group may be NULL (a throw-away id).
  * Returns 0; -2 when the topic does not exist, -1 on other errors, both
  * with err filled and r closed. */
-int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic,
-                  char *err, size_t errlen);
+int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic, char *err, size_t errlen);
 
 /* Moves each start forward to the group's committed offset, when it has
  * one (clamped to [lo, hi]). Returns 0 or -1 with err. */

@@ -30,13 +30,14 @@ int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err,
     return 0;
 }
 
-rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
-                                const char *const (*fixed)[2], char *err, size_t errlen) {
+rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2], const char *const (*fixed)[2],
+                                char *err, size_t errlen) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     for (int i = 0; i < cfg->nkafka; i++)
         if (eg_kconf_set(conf, cfg->kafka[i].key, cfg->kafka[i].val, err, errlen) < 0) goto bad;
     for (int i = 0; defaults && defaults[i][0]; i++)
-        if (!eg_config_kafka(cfg, defaults[i][0]) && eg_kconf_set(conf, defaults[i][0], defaults[i][1], err, errlen) < 0)
+        if (!eg_config_kafka(cfg, defaults[i][0]) &&
+            eg_kconf_set(conf, defaults[i][0], defaults[i][1], err, errlen) < 0)
             goto bad;
     for (int i = 0; fixed && fixed[i][0]; i++)
         if (eg_kconf_set(conf, fixed[i][0], fixed[i][1], err, errlen) < 0) goto bad;
@@ -52,7 +53,10 @@ rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client
     /* sticky partitioning off: otherwise librdkafka gives records without a
      * key to its sticky partitioner and never calls lanes.c's partitioner
      * for them */
-    const char *const fixed[][2] = {{"sticky.partitioning.linger.ms", "0"}, {"enable.idempotence", "true"},
-                                    {"acks", "all"}, {"client.id", client_id}, {NULL, NULL}};
+    const char *const fixed[][2] = {{"sticky.partitioning.linger.ms", "0"},
+                                    {"enable.idempotence", "true"},
+                                    {"acks", "all"},
+                                    {"client.id", client_id},
+                                    {NULL, NULL}};
     return eg_kconf_build(cfg, defaults, fixed, err, errlen);
 }

@@ -26,8 +26,8 @@ int eg_kconf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err,
  * config does not set, then every one of fixed (same form), and errgate's
  * log callback. Returns NULL with err ("kafka.KEY: why") on a bad property.
  * The caller owns it. */
-rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2],
-                                const char *const (*fixed)[2], char *err, size_t errlen);
+rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaults)[2], const char *const (*fixed)[2],
+                                char *err, size_t errlen);
 
 /* The lane producer's configuration (lanes.c; the spill drain uses the same
  * for its own producer): the config's kafka properties, idempotent,

@@ -6,9 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t slot_of(const eg_keyset *s, uint64_t h) {
-    return (uint32_t)(h ^ (h >> 29)) & (s->cap - 1);
-}
+static uint32_t slot_of(const eg_keyset *s, uint64_t h) { return (uint32_t)(h ^ (h >> 29)) & (s->cap - 1); }
 
 static uint32_t find(const eg_keyset *s, uint64_t h) {
     uint32_t i = slot_of(s, h);

@@ -11,7 +11,7 @@
 typedef struct eg_keyset {
     uint64_t *keys;
     uint32_t *counts;
-    uint32_t cap;    /* power of two, 0 before first use */
+    uint32_t cap; /* power of two, 0 before first use */
     uint32_t used;
 } eg_keyset;
 

@@ -37,13 +37,14 @@ int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t err
     return n;
 }
 
-int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic,
-                  char *err, size_t errlen) {
+int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic, char *err, size_t errlen) {
     char e[512];
     memset(r, 0, sizeof *r);
     r->timeout_ms = META_TIMEOUT_MS;
-    const char *props[][2] = {{"group.id", group ? group : "errgate-reader"}, {"enable.auto.commit", "false"},
-                              {"enable.auto.offset.store", "false"}, {"enable.partition.eof", "true"}};
+    const char *props[][2] = {{"group.id", group ? group : "errgate-reader"},
+                              {"enable.auto.commit", "false"},
+                              {"enable.auto.offset.store", "false"},
+                              {"enable.partition.eof", "true"}};
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
         if (eg_kconf_set(conf, props[i][0], props[i][1], err, errlen) != 0) {
             rd_kafka_conf_destroy(conf);

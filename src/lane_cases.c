@@ -26,53 +26,56 @@
 typedef struct field {
     const char *header;
     const char *key;
-    int is_int;          /* 1: a partition/offset, binary big-endian or text */
+    int is_int; /* 1: a partition/offset, binary big-endian or text */
 } field;
 
-static const field errgate_fields[] = {
-    {EG_H_CLASS, "class", 0},         {EG_H_CODE, "code", 0},
-    {EG_H_MESSAGE, "message", 0},     {EG_H_KIND, "kind", 0},
-    {EG_H_STATUS, "status", 0},       {EG_H_RETRY_AFTER, "retry_after_ms", 0},
-    {EG_H_CLASS_HINT, "class_hint", 0},
-    {EG_H_RETRY_COUNT, "retry_count", 0}, {EG_H_ID, "id", 0},
-    {EG_H_POLICY, "policy", 0},       {EG_H_ACTION, "action", 0},
-    {EG_H_REASON, "reason", 0},       {EG_H_TIMESTAMP, "timestamp", 0},
-    {EG_H_ORIG_TOPIC, "original_topic", 0},
-    {EG_H_ORIG_PARTITION, "original_partition", 0},
-    {EG_H_ORIG_OFFSET, "original_offset", 0},
-    {NULL, NULL, 0}};
+static const field errgate_fields[] = {{EG_H_CLASS, "class", 0},
+                                       {EG_H_CODE, "code", 0},
+                                       {EG_H_MESSAGE, "message", 0},
+                                       {EG_H_KIND, "kind", 0},
+                                       {EG_H_STATUS, "status", 0},
+                                       {EG_H_RETRY_AFTER, "retry_after_ms", 0},
+                                       {EG_H_CLASS_HINT, "class_hint", 0},
+                                       {EG_H_RETRY_COUNT, "retry_count", 0},
+                                       {EG_H_ID, "id", 0},
+                                       {EG_H_POLICY, "policy", 0},
+                                       {EG_H_ACTION, "action", 0},
+                                       {EG_H_REASON, "reason", 0},
+                                       {EG_H_TIMESTAMP, "timestamp", 0},
+                                       {EG_H_ORIG_TOPIC, "original_topic", 0},
+                                       {EG_H_ORIG_PARTITION, "original_partition", 0},
+                                       {EG_H_ORIG_OFFSET, "original_offset", 0},
+                                       {NULL, NULL, 0}};
 
 /* errgate's lane headers that are not copied into the case at all (they
  * describe the lane journey, not the failure). */
-static const char *const errgate_other[] = {
-    EG_H_PREVIOUS, EG_H_ORIG_TIMESTAMP, EG_H_ORIG_GROUP, EG_H_HISTORY, EG_H_NOT_BEFORE,
-    EG_H_REPLAY_FROM, EG_H_REPLAY_TS, EG_H_REPLAYS, NULL};
+static const char *const errgate_other[] = {EG_H_PREVIOUS,  EG_H_ORIG_TIMESTAMP, EG_H_ORIG_GROUP,
+                                            EG_H_HISTORY,   EG_H_NOT_BEFORE,     EG_H_REPLAY_FROM,
+                                            EG_H_REPLAY_TS, EG_H_REPLAYS,        NULL};
 
 /* Spring Kafka, org.springframework.kafka.support.KafkaHeaders (PREFIX "kafka_"). */
 #define SPRING_PREFIX "kafka_dlt-"
-static const field spring_fields[] = {
-    {"kafka_dlt-exception-fqcn", "exception", 0},
-    {"kafka_dlt-exception-cause-fqcn", "cause", 0},
-    {"kafka_dlt-exception-message", "message", 0},
-    {"kafka_dlt-original-topic", "original_topic", 0},
-    {"kafka_dlt-original-partition", "original_partition", 1},
-    {"kafka_dlt-original-offset", "original_offset", 1},
-    {"kafka_dlt-original-consumer-group", "group", 0},
-    {NULL, NULL, 0}};
+static const field spring_fields[] = {{"kafka_dlt-exception-fqcn", "exception", 0},
+                                      {"kafka_dlt-exception-cause-fqcn", "cause", 0},
+                                      {"kafka_dlt-exception-message", "message", 0},
+                                      {"kafka_dlt-original-topic", "original_topic", 0},
+                                      {"kafka_dlt-original-partition", "original_partition", 1},
+                                      {"kafka_dlt-original-offset", "original_offset", 1},
+                                      {"kafka_dlt-original-consumer-group", "group", 0},
+                                      {NULL, NULL, 0}};
 
 /* Kafka Connect, org.apache.kafka.connect.runtime.errors.DeadLetterQueueReporter. */
 #define CONNECT_PREFIX "__connect.errors."
-static const field connect_fields[] = {
-    {"__connect.errors.exception.class.name", "exception", 0},
-    {"__connect.errors.exception.message", "message", 0},
-    {"__connect.errors.topic", "original_topic", 0},
-    {"__connect.errors.partition", "original_partition", 1},
-    {"__connect.errors.offset", "original_offset", 1},
-    {"__connect.errors.connector.name", "connector", 0},
-    {"__connect.errors.task.id", "task", 0},
-    {"__connect.errors.stage", "stage", 0},
-    {"__connect.errors.class.name", "class", 0},
-    {NULL, NULL, 0}};
+static const field connect_fields[] = {{"__connect.errors.exception.class.name", "exception", 0},
+                                       {"__connect.errors.exception.message", "message", 0},
+                                       {"__connect.errors.topic", "original_topic", 0},
+                                       {"__connect.errors.partition", "original_partition", 1},
+                                       {"__connect.errors.offset", "original_offset", 1},
+                                       {"__connect.errors.connector.name", "connector", 0},
+                                       {"__connect.errors.task.id", "task", 0},
+                                       {"__connect.errors.stage", "stage", 0},
+                                       {"__connect.errors.class.name", "class", 0},
+                                       {NULL, NULL, 0}};
 
 /* Appends v[0..n) as a JSON string when it is UTF-8 text, as {"hex": ".."}
  * otherwise, or null when v is NULL. Values longer than
@@ -129,8 +132,7 @@ static int int_value(const unsigned char *v, size_t n, long long *out) {
 
 /* Appends ,"name":{...} with the fields of one profile that m carries;
  * nothing when it carries none. */
-static void put_profile(struct evbuffer *b, const char *name, const field *fields,
-                        const rd_kafka_headers_t *h) {
+static void put_profile(struct evbuffer *b, const char *name, const field *fields, const rd_kafka_headers_t *h) {
     int n = 0;
     for (const field *f = fields; f->header; f++) {
         size_t len = 0;
@@ -225,8 +227,8 @@ static int on_record(const rd_kafka_message_t *m, void *arg) {
     return 0;
 }
 
-int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_cases_opts *opts,
-                       eg_lane_cases *out, char *err, size_t errlen) {
+int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_cases_opts *opts, eg_lane_cases *out,
+                       char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     reader r = {.buf = evbuffer_new(), .limit = opts->limit};
     eg_lread lr;

@@ -34,15 +34,15 @@
 #define EG_LANE_CASES_VALUE_MAX 4096
 
 typedef struct eg_lane_cases_opts {
-    int64_t since_ms;  /* > 0: only records at or after this wall time (ms) */
-    long limit;        /* > 0: stop after this many records */
+    int64_t since_ms; /* > 0: only records at or after this wall time (ms) */
+    long limit;       /* > 0: stop after this many records */
 } eg_lane_cases_opts;
 
 typedef struct eg_lane_cases {
-    char *text;        /* JSON lines ('\n'-terminated), NUL-terminated; owned */
+    char *text; /* JSON lines ('\n'-terminated), NUL-terminated; owned */
     size_t len;
-    long records;      /* lines in text */
-    int limited;       /* 1: the read stopped at opts->limit */
+    long records; /* lines in text */
+    int limited;  /* 1: the read stopped at opts->limit */
 } eg_lane_cases;
 
 /* Reads lane topic `topic` (bounded: what it held when the read began, see
@@ -50,8 +50,8 @@ typedef struct eg_lane_cases {
  * takes ownership of it) and fills *out. Returns 0, or -1 with a one-line
  * message in err (unknown topic, unreachable broker, a fetch error); on
  * error *out is empty. The caller frees *out with eg_lane_cases_free. */
-int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_cases_opts *opts,
-                       eg_lane_cases *out, char *err, size_t errlen);
+int eg_lane_cases_read(rd_kafka_conf_t *conf, const char *topic, const eg_lane_cases_opts *opts, eg_lane_cases *out,
+                       char *err, size_t errlen);
 
 void eg_lane_cases_free(eg_lane_cases *c);
 

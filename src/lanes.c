@@ -21,9 +21,9 @@
 
 typedef struct lane_topic {
     eg_lane lane;
-    char *src;               /* source topic */
-    char *rung;              /* rung name (EG_LANE_RETRY), else NULL */
-    char *name;              /* lane topic */
+    char *src;  /* source topic */
+    char *rung; /* rung name (EG_LANE_RETRY), else NULL */
+    char *name; /* lane topic */
     rd_kafka_topic_t *rkt;
     uint64_t written, failed;
     int inflight;
@@ -34,7 +34,7 @@ struct eg_lanes {
     rd_kafka_queue_t *mainq;
     int pipefd[2];
     struct event *ev;
-    const char *tmpl[EG_LANE__N];  /* borrowed from the config */
+    const char *tmpl[EG_LANE__N]; /* borrowed from the config */
     char *group;
     lane_topic *topics;
     int ntopics;
@@ -45,8 +45,10 @@ struct eg_lanes {
 };
 
 int eg_lane_of(eg_action a) {
-    return a == EG_ACT_DLQ ? EG_LANE_DLQ : a == EG_ACT_QUARANTINE ? EG_LANE_QUARANTINE
-         : a == EG_ACT_LADDER ? EG_LANE_RETRY : -1;
+    return a == EG_ACT_DLQ          ? EG_LANE_DLQ
+           : a == EG_ACT_QUARANTINE ? EG_LANE_QUARANTINE
+           : a == EG_ACT_LADDER     ? EG_LANE_RETRY
+                                    : -1;
 }
 
 const char *eg_lane_name(eg_lane lane) {
@@ -100,15 +102,15 @@ static void on_queue(evutil_socket_t fd, short what, void *arg) {
 
 /* Partitioner: the source partition number when the lane has it. Runs on
  * librdkafka's threads too; it only reads the record's immutable partition. */
-static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size_t keylen,
-                              int32_t partition_cnt, void *rkt_opaque, void *msg_opaque) {
+static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size_t keylen, int32_t partition_cnt,
+                              void *rkt_opaque, void *msg_opaque) {
     const eg_record *rec = msg_opaque;
     if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
     return rec->partition < partition_cnt ? rec->partition : rec->partition % partition_cnt;
 }
 
-eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
-                       eg_lane_done_fn done, eg_lane_fatal_fn fatal, void *arg, char *err, size_t errlen) {
+eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_done_fn done, eg_lane_fatal_fn fatal,
+                       void *arg, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = eg_lanes_producer_conf(cfg, "errgate-lanes", err, errlen);
     char e[512];
     if (!conf) return NULL;
@@ -183,19 +185,17 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
-    static const char *const names[] = {EG_H_CLASS, EG_H_CODE, EG_H_MESSAGE, EG_H_TIMESTAMP, EG_H_KIND,
-                                        EG_H_STATUS, EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,
-                                        EG_H_POLICY, EG_H_ACTION, EG_H_REASON, EG_H_HISTORY,
-                                        EG_H_NOT_BEFORE, NULL};
+    static const char *const names[] = {EG_H_CLASS,       EG_H_CODE,     EG_H_MESSAGE,    EG_H_TIMESTAMP,
+                                        EG_H_KIND,        EG_H_STATUS,   EG_H_CLASS_HINT, EG_H_RETRY_AFTER,
+                                        EG_H_RETRY_COUNT, EG_H_PREVIOUS, EG_H_POLICY,     EG_H_ACTION,
+                                        EG_H_REASON,      EG_H_HISTORY,  EG_H_NOT_BEFORE, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
     return 0;
 }
 
 /* Adds a NUL-terminated header value. */
-static void add(rd_kafka_headers_t *h, const char *name, const char *val) {
-    rd_kafka_header_add(h, name, -1, val, -1);
-}
+static void add(rd_kafka_headers_t *h, const char *name, const char *val) { rd_kafka_header_add(h, name, -1, val, -1); }
 
 /* Builds the lane headers for rec, bound for lane topic `lane_topic` (see
  * DESIGN §4 and headers.h). */
@@ -275,8 +275,9 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     for (int i = 0; i < n; i++) att[i] = fl->hist[(first + i) % EG_HIST_MAX];
     int bad = 0;
     size_t hl = eg_history_encode(prev_hist, prev_hist_len, att, n, lane_topic, hist, sizeof hist, &bad);
-    if (bad) eg_log_msg(EG_WARN, "history_unreadable", "%s[%d]@%lld: previous errgate.history dropped", rec->topic,
-                        (int)rec->partition, (long long)rec->offset);
+    if (bad)
+        eg_log_msg(EG_WARN, "history_unreadable", "%s[%d]@%lld: previous errgate.history dropped", rec->topic,
+                   (int)rec->partition, (long long)rec->offset);
     if (hl) rd_kafka_header_add(h, EG_H_HISTORY, -1, hist, (ssize_t)hl);
     return h;
 }
@@ -317,11 +318,10 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
     }
     /* No copy flag: key and value stay owned by rec->msg, which outlives the
      * write (the gateway frees the record only after the delivery report). */
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(value, vlen),
-        RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec),
-        RD_KAFKA_V_END);
+    rd_kafka_resp_err_t err =
+        rd_kafka_producev(l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+                          RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(value, vlen), RD_KAFKA_V_KEY(key, klen),
+                          RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec), RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);
         t->failed++;

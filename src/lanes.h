@@ -37,8 +37,8 @@ typedef struct eg_lanes eg_lanes;
 
 /* Creates the producer. done and fatal (both given arg) are called on the
  * loop thread. Returns NULL with a message in err on bad config. */
-eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base,
-                       eg_lane_done_fn done, eg_lane_fatal_fn fatal, void *arg, char *err, size_t errlen);
+eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_done_fn done, eg_lane_fatal_fn fatal,
+                       void *arg, char *err, size_t errlen);
 
 /* Queues the write of rec (which has failed: rec->fail is set) to the lane
  * its decision names (for a ladder, the decision's rung), with the deciding
@@ -64,7 +64,7 @@ const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *origin, const 
  * (refused at once or reported failed; purges at shutdown are not failures),
  * writes queued or in flight now. */
 typedef struct eg_lane_stats {
-    const char *topic;   /* borrowed, valid until the next eg_lanes call */
+    const char *topic; /* borrowed, valid until the next eg_lanes call */
     eg_lane lane;
     uint64_t written, failed;
     int inflight;

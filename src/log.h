@@ -17,8 +17,8 @@ typedef enum { EG_DEBUG = 0, EG_INFO, EG_WARN, EG_ERROR } eg_level;
 typedef struct eg_logline {
     char buf[2048];
     size_t len;
-    int full;        /* a field did not fit */
-    int text;        /* text format instead of JSON */
+    int full; /* a field did not fit */
+    int text; /* text format instead of JSON */
 } eg_logline;
 
 /* Global settings, set once at start-up (not thread-safe to change later). */
@@ -32,7 +32,7 @@ void eg_log_setup(eg_level min_level, int text_format);
 /* Starts a line with ts, level and event. Returns 0 if the level is filtered
  * out or the event is over its rate: the caller may then skip building the
  * line (the other calls are safe no-ops on a filtered line either way). */
-int  eg_log_begin(eg_logline *l, eg_level level, const char *event);
+int eg_log_begin(eg_logline *l, eg_level level, const char *event);
 void eg_log_str(eg_logline *l, const char *key, const char *val);
 /* Like eg_log_str for a byte string that may be unterminated or binary. */
 void eg_log_strn(eg_logline *l, const char *key, const char *val, size_t n);
@@ -47,7 +47,6 @@ void eg_log_end(eg_logline *l);
 void eg_log_flush_suppressed(void);
 
 /* Convenience: one line {event, msg} at a level. printf-style message. */
-void eg_log_msg(eg_level level, const char *event, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void eg_log_msg(eg_level level, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

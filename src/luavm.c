@@ -351,15 +351,13 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     g_running = vm;
     /* after a timeout the hook fires at every instruction: back to every
      * HOOK_COUNT (a hook of someone else's is replaced the same way) */
-    if (lua_gethookcount(L) != HOOK_COUNT || lua_gethook(L) != deadline_hook ||
-        lua_gethookmask(L) != LUA_MASKCOUNT)
+    if (lua_gethookcount(L) != HOOK_COUNT || lua_gethook(L) != deadline_hook || lua_gethookmask(L) != LUA_MASKCOUNT)
         lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
     pthread_t self = pthread_self();
     if (!pthread_equal(vm->thread, self)) vm->thread = self; /* the watchdog reads it */
     vm->alloc_overdue = 0;
     vm->calls++;
-    atomic_store_explicit(&vm->deadline_ns, eg_now_ns() + (int64_t)vm->timeout_ms * 1000000,
-                          memory_order_release);
+    atomic_store_explicit(&vm->deadline_ns, eg_now_ns() + (int64_t)vm->timeout_ms * 1000000, memory_order_release);
     int rc = lua_pcall(L, nargs, nresults, base);
     atomic_store_explicit(&vm->deadline_ns, 0, memory_order_relaxed);
     g_running = prev;
@@ -415,4 +413,3 @@ void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap
     }
     lua_setfield(L, -2, "headers");
 }
-

@@ -26,7 +26,7 @@
  * policy call allocates and frees dozens of small tables and strings; the
  * system allocator's cost dominated the decision). */
 #define EG_VM_SMALL_MAX 256
-#define EG_VM_SMALL_KEEP 1024  /* blocks kept per class */
+#define EG_VM_SMALL_KEEP 1024 /* blocks kept per class */
 
 /* The signal the watchdog sends to the thread of an overdue call. A thread
  * that runs VM calls must leave it unblocked (a worker that blocks every
@@ -36,19 +36,19 @@
 
 typedef struct eg_vm {
     lua_State *L;
-    size_t mem_used;      /* bytes allocated by the state */
-    size_t mem_limit;     /* allocations beyond this fail (LUA_ERRMEM) */
-    void *small[EG_VM_SMALL_MAX / 16];  /* free lists, linked through the blocks */
+    size_t mem_used;                   /* bytes allocated by the state */
+    size_t mem_limit;                  /* allocations beyond this fail (LUA_ERRMEM) */
+    void *small[EG_VM_SMALL_MAX / 16]; /* free lists, linked through the blocks */
     int nsmall[EG_VM_SMALL_MAX / 16];
-    int runtime_ref;      /* registry ref of the errgate.runtime module */
-    int traceback_ref;    /* registry ref of the pcall message handler */
+    int runtime_ref;   /* registry ref of the errgate.runtime module */
+    int traceback_ref; /* registry ref of the pcall message handler */
     int timeout_ms;
-    _Atomic int64_t deadline_ns;  /* 0 when no call is running (read by the watchdog) */
-    pthread_t thread;     /* the thread of the running call */
-    size_t alloc_since_check;  /* bytes grown since the allocator last read the clock */
-    int alloc_overdue;    /* the allocator refused growth past the deadline */
-    uint64_t calls;       /* eg_vm_pcall calls so far (the sandbox's call epoch) */
-    struct eg_vm *wd_next, *wd_prev;  /* the watchdog's list of VMs */
+    _Atomic int64_t deadline_ns;     /* 0 when no call is running (read by the watchdog) */
+    pthread_t thread;                /* the thread of the running call */
+    size_t alloc_since_check;        /* bytes grown since the allocator last read the clock */
+    int alloc_overdue;               /* the allocator refused growth past the deadline */
+    uint64_t calls;                  /* eg_vm_pcall calls so far (the sandbox's call epoch) */
+    struct eg_vm *wd_next, *wd_prev; /* the watchdog's list of VMs */
 } eg_vm;
 
 /* The directory holding errgate/runtime.lua: $ERRGATE_LUA_DIR, else

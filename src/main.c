@@ -27,10 +27,14 @@ static const struct {
     {"run", eg_cmd_run, "run -c CONFIG            run the gateway"},
     {"broker", eg_cmd_broker, "broker [--brokers N] [--topic NAME:PARTITIONS]...  embedded Kafka-protocol broker"},
     {"offsets", eg_cmd_offsets, "offsets -b BOOTSTRAP -g GROUP TOPIC...  committed vs end offsets"},
-    {"policy", eg_cmd_policy, "policy check FILE [--ordering O] | policy test FILE (CASES.jsonl | --from-topic LANE)  check or replay a policy"},
-    {"replay", eg_cmd_replay, "replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG) [filters] [--dry-run]  lane records back to a topic"},
-    {"dlq", eg_cmd_dlq, "dlq stats|tail|resolve LANE (-b BOOTSTRAP | -c CONFIG) ...  inspect a lane, record what became of its items"},
-    {"spill", eg_cmd_spill, "spill ls DIR | spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]  the spill journal"},
+    {"policy", eg_cmd_policy,
+     "policy check FILE [--ordering O] | policy test FILE (CASES.jsonl | --from-topic LANE)  check or replay a policy"},
+    {"replay", eg_cmd_replay,
+     "replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG) [filters] [--dry-run]  lane records back to a topic"},
+    {"dlq", eg_cmd_dlq,
+     "dlq stats|tail|resolve LANE (-b BOOTSTRAP | -c CONFIG) ...  inspect a lane, record what became of its items"},
+    {"spill", eg_cmd_spill,
+     "spill ls DIR | spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]  the spill journal"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -63,8 +63,8 @@ void eg_registry_free(eg_registry *r) {
     free(r);
 }
 
-eg_family *eg_family_new(eg_registry *r, const char *name, const char *help, eg_metric_type type,
-                         int nlabels, const char *const *label_names, const double *bounds, int nbounds) {
+eg_family *eg_family_new(eg_registry *r, const char *name, const char *help, eg_metric_type type, int nlabels,
+                         const char *const *label_names, const double *bounds, int nbounds) {
     eg_family *f = eg_xcalloc(1, sizeof *f);
     f->name = name;
     f->help = help;
@@ -85,8 +85,7 @@ static eg_series *series(eg_family *f, const char *const *values) {
     for (int pass = 0; pass < 2; pass++) {
         for (eg_series *s = f->head; s; s = s->next) {
             int same = 1;
-            for (int i = 0; i < f->nlabels && same; i++)
-                same = strcmp(s->values[i], values[i] ? values[i] : "") == 0;
+            for (int i = 0; i < f->nlabels && same; i++) same = strcmp(s->values[i], values[i] ? values[i] : "") == 0;
             if (same) return s;
         }
         if (f->nseries < EG_METRICS_MAX_SERIES - 1 || (pass == 1 && f->nseries < EG_METRICS_MAX_SERIES)) break;

@@ -33,7 +33,7 @@ typedef struct eg_hist {
     uint64_t buckets[EG_METRICS_MAX_BUCKETS]; /* non-cumulative counts per bound */
     uint64_t count;
     double sum;
-    const double *bounds;   /* the family's upper bounds (borrowed) */
+    const double *bounds; /* the family's upper bounds (borrowed) */
     int nbounds;
 } eg_hist;
 
@@ -44,8 +44,8 @@ void eg_registry_free(eg_registry *r);
  * bounds (ascending, at most EG_METRICS_MAX_BUCKETS) only for histograms.
  * name, help, label names and bounds must outlive the registry (literals).
  * Returns the family, owned by the registry. */
-eg_family *eg_family_new(eg_registry *r, const char *name, const char *help, eg_metric_type type,
-                         int nlabels, const char *const *label_names, const double *bounds, int nbounds);
+eg_family *eg_family_new(eg_registry *r, const char *name, const char *help, eg_metric_type type, int nlabels,
+                         const char *const *label_names, const double *bounds, int nbounds);
 
 /* The counter of a counter family for the label values (nlabels strings;
  * NULL for an unlabelled family). Never NULL; stable for the registry's life. */

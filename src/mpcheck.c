@@ -24,16 +24,16 @@ int eg_mp_plausible(const void *buf, size_t len) {
         else if (b <= 0x9f) count = b & 0x0f;
         else if (b <= 0xbf) skip = b & 0x1f;
         else if (b == 0xc1) return 0;
-        else if (b >= 0xc4 && b <= 0xc6) w = 1 << (b - 0xc4);              /* bin 8/16/32 */
-        else if (b >= 0xc7 && b <= 0xc9) w = 1 << (b - 0xc7), skip = 1;    /* ext 8/16/32: + type */
+        else if (b >= 0xc4 && b <= 0xc6) w = 1 << (b - 0xc4);           /* bin 8/16/32 */
+        else if (b >= 0xc7 && b <= 0xc9) w = 1 << (b - 0xc7), skip = 1; /* ext 8/16/32: + type */
         else if (b == 0xca) skip = 4;
         else if (b == 0xcb) skip = 8;
-        else if (b >= 0xcc && b <= 0xcf) skip = 1u << (b - 0xcc);           /* uint 8..64 */
-        else if (b >= 0xd0 && b <= 0xd3) skip = 1u << (b - 0xd0);           /* int 8..64 */
-        else if (b >= 0xd4 && b <= 0xd8) skip = 1 + (1u << (b - 0xd4));     /* fixext: type + data */
-        else if (b >= 0xd9 && b <= 0xdb) w = 1 << (b - 0xd9);              /* str 8/16/32 */
-        else if (b == 0xdc || b == 0xdd) w = b == 0xdc ? 2 : 4;            /* array 16/32 */
-        else w = b == 0xde ? 2 : 4;                                        /* map 16/32 */
+        else if (b >= 0xcc && b <= 0xcf) skip = 1u << (b - 0xcc);       /* uint 8..64 */
+        else if (b >= 0xd0 && b <= 0xd3) skip = 1u << (b - 0xd0);       /* int 8..64 */
+        else if (b >= 0xd4 && b <= 0xd8) skip = 1 + (1u << (b - 0xd4)); /* fixext: type + data */
+        else if (b >= 0xd9 && b <= 0xdb) w = 1 << (b - 0xd9);           /* str 8/16/32 */
+        else if (b == 0xdc || b == 0xdd) w = b == 0xdc ? 2 : 4;         /* array 16/32 */
+        else w = b == 0xde ? 2 : 4;                                     /* map 16/32 */
         if (w) {
             if (len - pos < (size_t)w) return 0;
             uint64_t v = be(p + pos, w);

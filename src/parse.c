@@ -33,9 +33,9 @@ int eg_parse_time_ms(const char *s, int64_t *ms) {
     }
     p = s;
     int Y, M, D, h, m, sec, frac_ms = 0;
-    if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' ||
-        digits(&p, 2, &D) || (*p != 'T' && *p != 't' && *p != ' ') || !*p++ ||
-        digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' || digits(&p, 2, &sec))
+    if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' || digits(&p, 2, &D) ||
+        (*p != 'T' && *p != 't' && *p != ' ') || !*p++ || digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) ||
+        *p++ != ':' || digits(&p, 2, &sec))
         return -1;
     if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
     if (*p == '.') {
@@ -82,8 +82,10 @@ int eg_parse_count(const char *s, long *out) {
 }
 
 int eg_parse_duration_ms(const char *s, int64_t *ms) {
-    static const struct { const char *unit; int64_t mult; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1}};
+    static const struct {
+        const char *unit;
+        int64_t mult;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1}};
     char *end = NULL;
     if (!s || !isdigit((unsigned char)*s)) return -1; /* strtoull would take a sign or spaces */
     unsigned long long v = strtoull(s, &end, 10);

@@ -48,14 +48,14 @@
 struct eg_policy {
     eg_vm *vm;
     int pol_ref;
-    int decide_ref;      /* rt.decider(pol): the decision function */
-    int reads_record;    /* its second result: push the record, else nil */
-    int kind_ref[N_KINDS];          /* interned names, pushed without hashing */
+    int decide_ref;        /* rt.decider(pol): the decision function */
+    int reads_record;      /* its second result: push the record, else nil */
+    int kind_ref[N_KINDS]; /* interned names, pushed without hashing */
     int ordering_ref[N_ORDERINGS];
     int breaker_ref[N_BREAKER_STATES];
     int timeout_ms;
     size_t mem_limit;
-    eg_rung *rungs;      /* rt.ladder_rungs(pol), read once at load */
+    eg_rung *rungs; /* rt.ladder_rungs(pol), read once at load */
     int nrungs;
     char *path;
     int64_t loaded_at;
@@ -167,7 +167,7 @@ eg_policy *eg_policy_load(const char *path, int timeout_ms, char *err, size_t er
 
 /* load_protected's argument block. */
 typedef struct load_call {
-    eg_policy *p;       /* vm, path, limits set; the rest filled here */
+    eg_policy *p; /* vm, path, limits set; the rest filled here */
     const char *sha;
     char *err;
     size_t errlen;
@@ -230,8 +230,7 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
     memcpy(p->sha256, sha, sizeof sha);
     load_call c = {.p = p, .sha = sha, .err = err, .errlen = errlen, .rc = -1};
     char perr[256];
-    if (protected(vm, load_protected, &c, perr, sizeof perr) != 0)
-        snprintf(err, errlen, "policy %s: %s", path, perr);
+    if (protected(vm, load_protected, &c, perr, sizeof perr) != 0) snprintf(err, errlen, "policy %s: %s", path, perr);
     if (c.rc != 0) {
         eg_policy_free(p);
         return NULL;
@@ -294,8 +293,7 @@ static int call_protected(lua_State *L) {
     return 0;
 }
 
-int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code,
-                   char *err, size_t errlen) {
+int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code, char *err, size_t errlen) {
     cli_call c = {.p = p, .fn = fn, .arg = arg, .text = text, .code = code, .err = err, .errlen = errlen, .rc = -1};
     if (protected(p->vm, call_protected, &c, err, errlen) != 0) return -1;
     return c.rc;
@@ -426,8 +424,7 @@ static int decide_protected(lua_State *L) {
     return 0;
 }
 
-void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
-                      const eg_ctx *ctx, eg_decision *out) {
+void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r, const eg_ctx *ctx, eg_decision *out) {
     decide_call c = {.p = p, .f = f, .r = r, .ctx = ctx, .out = out};
     char err[256], why[320];
     fallback(out, "policy VM: no decision");

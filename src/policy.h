@@ -63,14 +63,12 @@ size_t eg_policy_mem_limit(const eg_policy *p);
  * text and an exit code (the `errgate policy` commands). On success returns
  * 0, stores a malloc'ed copy of the text in *text (the caller frees it) and
  * the code in *code; on a Lua error returns -1 with err filled. */
-int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code,
-                   char *err, size_t errlen);
+int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, int *code, char *err, size_t errlen);
 
 /* Asks the policy what to do with a failed record. Always fills *out: a
  * policy that raises, overruns its budget, runs out of memory (even while
  * the record's table is being built) or answers nonsense gives the fallback
  * hold with the reason as its message. */
-void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r,
-                      const eg_ctx *ctx, eg_decision *out);
+void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r, const eg_ctx *ctx, eg_decision *out);
 
 #endif

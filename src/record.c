@@ -6,12 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const action_names[EG_ACT__N] = {
-    "retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop"};
+static const char *const action_names[EG_ACT__N] = {"retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop"};
 
-const char *eg_action_name(eg_action a) {
-    return (unsigned)a < EG_ACT__N ? action_names[a] : "?";
-}
+const char *eg_action_name(eg_action a) { return (unsigned)a < EG_ACT__N ? action_names[a] : "?"; }
 
 int eg_action_parse(const char *s) {
     for (int i = 0; i < EG_ACT__N; i++)

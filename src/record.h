@@ -19,13 +19,13 @@ typedef enum { EG_FK_HTTP = 0, EG_FK_TIMEOUT, EG_FK_CONNECT, EG_FK_LUA, EG_FK_CI
 
 typedef struct eg_failure {
     eg_failure_kind kind;
-    int status;              /* HTTP status, 0 when none */
-    char *code;              /* Error-Code, or NULL */
-    char *class_hint;        /* Error-Class, or NULL */
-    char *message;           /* or NULL */
-    char *body;              /* response body, capped (EG_BODY_CAP), or NULL */
+    int status;       /* HTTP status, 0 when none */
+    char *code;       /* Error-Code, or NULL */
+    char *class_hint; /* Error-Class, or NULL */
+    char *message;    /* or NULL */
+    char *body;       /* response body, capped (EG_BODY_CAP), or NULL */
     size_t body_len;
-    int64_t retry_after_ms;  /* -1 when absent */
+    int64_t retry_after_ms; /* -1 when absent */
     int64_t latency_ms;
 } eg_failure;
 
@@ -35,8 +35,14 @@ void eg_failure_clear(eg_failure *f);
 const char *eg_failure_kind_name(eg_failure_kind k);
 
 typedef enum {
-    EG_ACT_RETRY = 0, EG_ACT_LADDER, EG_ACT_DLQ, EG_ACT_QUARANTINE,
-    EG_ACT_IGNORE, EG_ACT_HOLD, EG_ACT_STOP, EG_ACT__N
+    EG_ACT_RETRY = 0,
+    EG_ACT_LADDER,
+    EG_ACT_DLQ,
+    EG_ACT_QUARANTINE,
+    EG_ACT_IGNORE,
+    EG_ACT_HOLD,
+    EG_ACT_STOP,
+    EG_ACT__N
 } eg_action;
 
 const char *eg_action_name(eg_action a);
@@ -50,42 +56,42 @@ typedef struct eg_decision {
     char reason[64];
     char message[512];
     int64_t delay_ms;
-    int fallback;        /* 1: the policy failed and the fallback applied */
-    char rung[40];       /* ladder: the rung's name ("30s"), "" otherwise */
-    int rung_index;      /* ladder: 1-based rung number */
+    int fallback;          /* 1: the policy failed and the fallback applied */
+    char rung[40];         /* ladder: the rung's name ("30s"), "" otherwise */
+    int rung_index;        /* ladder: 1-based rung number */
     int64_t not_before_ms; /* ladder: earliest due time (wall ms) when Retry-After
                               pushed it past the rung's delay, else 0 */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */
 typedef struct eg_ctx {
-    int attempt;             /* attempts so far, including the failed one */
-    const char *last_class;  /* class of the previous decision, or NULL */
-    int class_attempts;      /* consecutive failures with last_class */
+    int attempt;            /* attempts so far, including the failed one */
+    const char *last_class; /* class of the previous decision, or NULL */
+    int class_attempts;     /* consecutive failures with last_class */
     eg_ordering ordering;
     int64_t now_ms;
     int64_t first_failure_ms;
-    int64_t last_delay_ms;   /* delay of the previous retry/hold, 0 if none */
-    int retry_count;         /* rungs climbed (retry.count header + in-place ladder steps) */
-    const char *rung;        /* the rung the record came from, or NULL */
-    const char *breaker;     /* "closed", "open" or "half_open" */
-    int retry_budget;        /* 1: one more in-place retry fits the target's budget */
+    int64_t last_delay_ms; /* delay of the previous retry/hold, 0 if none */
+    int retry_count;       /* rungs climbed (retry.count header + in-place ladder steps) */
+    const char *rung;      /* the rung the record came from, or NULL */
+    const char *breaker;   /* "closed", "open" or "half_open" */
+    int retry_budget;      /* 1: one more in-place retry fits the target's budget */
 } eg_ctx;
 
 typedef enum {
-    EG_RS_PENDING = 0,   /* waiting in its partition's queue */
-    EG_RS_RUNNABLE,      /* eligible, waiting for target capacity */
+    EG_RS_PENDING = 0, /* waiting in its partition's queue */
+    EG_RS_RUNNABLE,    /* eligible, waiting for target capacity */
     EG_RS_IN_TARGET,
-    EG_RS_WAIT_RETRY,    /* retry or hold timer armed */
-    EG_RS_LANE_WRITE,    /* produce in flight */
-    EG_RS_LANE_BACKOFF,  /* lane write failed; re-produce timer armed */
-    EG_RS_STOPPED        /* the policy decided stop on it: not active, never
+    EG_RS_WAIT_RETRY,   /* retry or hold timer armed */
+    EG_RS_LANE_WRITE,   /* produce in flight */
+    EG_RS_LANE_BACKOFF, /* lane write failed; re-produce timer armed */
+    EG_RS_STOPPED       /* the policy decided stop on it: not active, never
                             finished (consumed again by the next owner) */
 } eg_rstate;
 
 /* One failed attempt, as errgate.history keeps it. */
 typedef struct eg_attempt {
-    int64_t t_ms;            /* wall clock */
+    int64_t t_ms; /* wall clock */
     eg_action action;
     char klass[32];
     char code[48];
@@ -96,19 +102,19 @@ typedef struct eg_attempt {
 /* What a record carries once it has failed; allocated at its first failure
  * (the happy path never pays for it) and freed with the record. */
 typedef struct eg_fail {
-    eg_failure failure;      /* the last failure */
-    eg_decision decision;    /* the last decision */
+    eg_failure failure;   /* the last failure */
+    eg_decision decision; /* the last decision */
     int64_t first_failure_ms;
-    int class_attempts;      /* consecutive failures with decision.klass */
+    int class_attempts; /* consecutive failures with decision.klass */
     int lane_attempts;
-    int64_t lane_first_ms;   /* monotonic ms of the first lane write attempt, 0 before */
-    int spilled;             /* in the spill journal: durable, offset finished */
-    int lane_stub;           /* the lane refused its size: write the stub (refusal.h) */
-    int lane_refused;        /* the last lane error was a permanent refusal: never spill */
-    int virtual_rungs;       /* ladder steps taken in place (ordering = partition) */
-    int retrying;            /* counted as an active retry in the target's budget */
-    int64_t budget_limit;    /* the budget's limit when the last retry was admitted */
-    int nhist;               /* attempts so far; the last EG_HIST_MAX are kept */
+    int64_t lane_first_ms; /* monotonic ms of the first lane write attempt, 0 before */
+    int spilled;           /* in the spill journal: durable, offset finished */
+    int lane_stub;         /* the lane refused its size: write the stub (refusal.h) */
+    int lane_refused;      /* the last lane error was a permanent refusal: never spill */
+    int virtual_rungs;     /* ladder steps taken in place (ordering = partition) */
+    int retrying;          /* counted as an active retry in the target's budget */
+    int64_t budget_limit;  /* the budget's limit when the last retry was admitted */
+    int nhist;             /* attempts so far; the last EG_HIST_MAX are kept */
     eg_attempt hist[EG_HIST_MAX];
 } eg_fail;
 
@@ -116,23 +122,23 @@ struct eg_part;
 struct event;
 
 typedef struct eg_record {
-    rd_kafka_message_t *msg;   /* owned: key, value and headers live here */
-    struct eg_part *part;      /* counted reference */
-    const char *topic;         /* the partition's topic name (lives as long as part) */
+    rd_kafka_message_t *msg; /* owned: key, value and headers live here */
+    struct eg_part *part;    /* counted reference */
+    const char *topic;       /* the partition's topic name (lives as long as part) */
     int32_t partition;
     int64_t offset;
-    uint64_t seq;              /* tracker sequence number */
-    uint64_t key_hash;         /* 0 when the record has no key */
+    uint64_t seq;      /* tracker sequence number */
+    uint64_t key_hash; /* 0 when the record has no key */
     eg_rstate state;
-    int attempt;               /* target attempts so far */
-    int holding;               /* counted in the partition's hold count */
-    int lane_failing;          /* counted in the partition's lane-failure count */
-    int budget_req;            /* an attempt counted as a request in the retry budget */
-    uint32_t breaker_pass;     /* the breaker's pass for the attempt in the target */
-    eg_fail *fail;             /* owned; NULL until the first failure */
-    struct event *timer;       /* retry, hold or lane back-off */
-    struct eg_record *qprev, *qnext;  /* pending or runnable queue */
-    struct eg_record *aprev, *anext;  /* the gateway's list of all records */
+    int attempt;                     /* target attempts so far */
+    int holding;                     /* counted in the partition's hold count */
+    int lane_failing;                /* counted in the partition's lane-failure count */
+    int budget_req;                  /* an attempt counted as a request in the retry budget */
+    uint32_t breaker_pass;           /* the breaker's pass for the attempt in the target */
+    eg_fail *fail;                   /* owned; NULL until the first failure */
+    struct event *timer;             /* retry, hold or lane back-off */
+    struct eg_record *qprev, *qnext; /* pending or runnable queue */
+    struct eg_record *aprev, *anext; /* the gateway's list of all records */
 } eg_record;
 
 /* The last header called name on m: its value and length, or NULL when

@@ -35,7 +35,8 @@ typedef struct word {
     const char *w;
     size_t n;
 } word;
-#define W(s) {s, sizeof s - 1}
+#define W(s) \
+    { s, sizeof s - 1 }
 
 /* Case-insensitive prefix test of word (w bytes) at s (n bytes available). */
 static int starts_ci(const char *s, size_t n, const char *word, size_t w) {
@@ -52,8 +53,8 @@ static size_t value_len(const char *s, size_t n) {
     if (n >= m && memcmp(s, EG_REDACTED, m) == 0) return m; /* already redacted */
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        if (isspace(c) || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' || c == '}' ||
-            c == ')' || c == ']' || c == '<' || c == '>')
+        if (isspace(c) || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' || c == '}' || c == ')' ||
+            c == ']' || c == '<' || c == '>')
             break;
         i++;
     }

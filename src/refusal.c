@@ -13,8 +13,7 @@
 eg_refusal eg_refusal_of(rd_kafka_resp_err_t err) {
     switch (err) {
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
-        return EG_REFUSAL_SIZE;
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE: return EG_REFUSAL_SIZE;
     case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
@@ -25,22 +24,20 @@ eg_refusal eg_refusal_of(rd_kafka_resp_err_t err) {
     case RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT:
     case RD_KAFKA_RESP_ERR_UNSUPPORTED_COMPRESSION_TYPE:
     case RD_KAFKA_RESP_ERR__INVALID_ARG:
-    case RD_KAFKA_RESP_ERR__BAD_MSG:
-        return EG_REFUSAL_PERMANENT;
-    default:
-        return EG_REFUSAL_NONE;
+    case RD_KAFKA_RESP_ERR__BAD_MSG: return EG_REFUSAL_PERMANENT;
+    default: return EG_REFUSAL_NONE;
     }
 }
 
 int eg_stub_keeps_key(size_t key_len) { return key_len <= EG_STUB_KEY_MAX; }
 
-rd_kafka_headers_t *eg_stub_headers(const rd_kafka_headers_t *full, size_t value_len, size_t key_len,
-                                    size_t *dropped) {
+rd_kafka_headers_t *eg_stub_headers(const rd_kafka_headers_t *full, size_t value_len, size_t key_len, size_t *dropped) {
     static const char *const keep[] = {
-        EG_H_CLASS, EG_H_CODE, EG_H_MESSAGE, EG_H_TIMESTAMP, EG_H_KIND, EG_H_STATUS, EG_H_CLASS_HINT,
-        EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS, EG_H_ORIG_TOPIC, EG_H_ORIG_PARTITION,
-        EG_H_ORIG_OFFSET, EG_H_ORIG_TIMESTAMP, EG_H_ORIG_GROUP, EG_H_ID, EG_H_POLICY, EG_H_ACTION,
-        EG_H_REASON, EG_H_HISTORY, EG_H_NOT_BEFORE, EG_H_REPLAY_FROM, EG_H_REPLAY_TS, EG_H_REPLAYS, NULL};
+        EG_H_CLASS,      EG_H_CODE,           EG_H_MESSAGE,     EG_H_TIMESTAMP,      EG_H_KIND,
+        EG_H_STATUS,     EG_H_CLASS_HINT,     EG_H_RETRY_AFTER, EG_H_RETRY_COUNT,    EG_H_PREVIOUS,
+        EG_H_ORIG_TOPIC, EG_H_ORIG_PARTITION, EG_H_ORIG_OFFSET, EG_H_ORIG_TIMESTAMP, EG_H_ORIG_GROUP,
+        EG_H_ID,         EG_H_POLICY,         EG_H_ACTION,      EG_H_REASON,         EG_H_HISTORY,
+        EG_H_NOT_BEFORE, EG_H_REPLAY_FROM,    EG_H_REPLAY_TS,   EG_H_REPLAYS,        NULL};
     size_t n = sizeof keep / sizeof keep[0] + 3;
     rd_kafka_headers_t *h = rd_kafka_headers_new(n);
     size_t total = full ? rd_kafka_header_cnt(full) : 0, kept = 0;

@@ -49,7 +49,6 @@ int eg_stub_keeps_key(size_t key_len);
  * key_len bytes. *dropped (may be NULL) gets the count of headers left out.
  * The caller owns the result (rd_kafka_headers_destroy, or hand it to a
  * produce call that succeeds). */
-rd_kafka_headers_t *eg_stub_headers(const rd_kafka_headers_t *full, size_t value_len, size_t key_len,
-                                    size_t *dropped);
+rd_kafka_headers_t *eg_stub_headers(const rd_kafka_headers_t *full, size_t value_len, size_t key_len, size_t *dropped);
 
 #endif

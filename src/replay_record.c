@@ -15,8 +15,7 @@ int eg_replay_filter_match(const eg_replay_filter *f, const eg_lane_view *v) {
     if (f->until_ms > 0 && v->ts > f->until_ms) return 0;
     if (f->klass && (!v->klass || strcmp(f->klass, v->klass) != 0)) return 0;
     if (f->code && (!v->code || strcmp(f->code, v->code) != 0)) return 0;
-    if (f->key && (!v->key || v->keylen != strlen(f->key) || memcmp(v->key, f->key, v->keylen) != 0))
-        return 0;
+    if (f->key && (!v->key || v->keylen != strlen(f->key) || memcmp(v->key, f->key, v->keylen) != 0)) return 0;
     return 1;
 }
 
@@ -33,12 +32,11 @@ long eg_replays_parse(const void *val, size_t len) {
 
 /* True for the headers a replay sets afresh. */
 static int rewritten(const char *name) {
-    return !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) ||
-           !strcmp(name, EG_H_REPLAY_TS) || !strcmp(name, EG_H_REPLAYS);
+    return !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) || !strcmp(name, EG_H_REPLAY_TS) ||
+           !strcmp(name, EG_H_REPLAYS);
 }
 
-rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from,
-                                      int64_t now_ms, long replays) {
+rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays) {
     size_t cnt = src ? rd_kafka_header_cnt(src) : 0;
     rd_kafka_headers_t *h = rd_kafka_headers_new(cnt + 4);
     const char *name;

@@ -9,7 +9,7 @@
 
 typedef struct eg_sha256 {
     uint32_t h[8];
-    uint64_t len;          /* bytes hashed so far */
+    uint64_t len; /* bytes hashed so far */
     unsigned char buf[64];
     size_t nbuf;
 } eg_sha256;

@@ -132,16 +132,16 @@ typedef struct eg_spill_header {
  * headers: headers[0..nheaders) first, then (append only) every header of
  * kheaders, in order; a scan fills headers and sets kheaders to NULL. */
 typedef struct eg_spill_rec {
-    const char *topic;                   /* NUL-terminated, 1..255 bytes */
+    const char *topic; /* NUL-terminated, 1..255 bytes */
     int32_t partition;
-    int64_t timestamp_ms;                /* -1: none; the drainer lets librdkafka stamp -1 and 0 */
+    int64_t timestamp_ms; /* -1: none; the drainer lets librdkafka stamp -1 and 0 */
     const void *key;
     size_t key_len;
     const void *value;
     size_t value_len;
     const eg_spill_header *headers;
     size_t nheaders;
-    const rd_kafka_headers_t *kheaders;  /* append only; may be NULL */
+    const rd_kafka_headers_t *kheaders; /* append only; may be NULL */
 } eg_spill_rec;
 
 /* ------------------------------------------------------------------ journal */
@@ -206,15 +206,15 @@ int eg_spill_set_aside(eg_spill *j, uint64_t seq, const eg_spill_rec *rec, char 
 
 /* Journal counters, for /metrics. */
 typedef struct eg_spill_stats {
-    uint64_t frames_appended;   /* appends that returned 0, this process */
-    uint64_t bytes_appended;    /* their frame bytes */
-    uint64_t append_errors;     /* appends that returned -1 */
-    uint64_t segments;          /* spill-*.eg files now (sealed and active) */
-    uint64_t bytes_pending;     /* their total size */
-    uint64_t segments_corrupt;  /* *.eg.corrupt files now */
-    uint64_t segments_sealed;   /* segments sealed by this process (rotation, seal, error) */
-    uint64_t segments_refused;  /* *.eg.refused files now */
-    uint64_t frames_refused;    /* frames set aside by this process */
+    uint64_t frames_appended;  /* appends that returned 0, this process */
+    uint64_t bytes_appended;   /* their frame bytes */
+    uint64_t append_errors;    /* appends that returned -1 */
+    uint64_t segments;         /* spill-*.eg files now (sealed and active) */
+    uint64_t bytes_pending;    /* their total size */
+    uint64_t segments_corrupt; /* *.eg.corrupt files now */
+    uint64_t segments_sealed;  /* segments sealed by this process (rotation, seal, error) */
+    uint64_t segments_refused; /* *.eg.refused files now */
+    uint64_t frames_refused;   /* frames set aside by this process */
 } eg_spill_stats;
 
 void eg_spill_stats_get(const eg_spill *j, eg_spill_stats *out);
@@ -227,10 +227,10 @@ void eg_spill_close(eg_spill *j);
 
 typedef struct eg_spill_seg {
     uint64_t seq;
-    int corrupt;      /* a *.eg.corrupt file */
-    uint64_t bytes;   /* file size */
-    char name[48];    /* file name inside the directory */
-    int refused;      /* a *.eg.refused side file (see the format) */
+    int corrupt;    /* a *.eg.corrupt file */
+    uint64_t bytes; /* file size */
+    char name[48];  /* file name inside the directory */
+    int refused;    /* a *.eg.refused side file (see the format) */
 } eg_spill_seg;
 
 /* Lists the segments of dir (all three kinds), sorted by sequence number. Needs
@@ -292,8 +292,7 @@ int eg_spill_scan_next(eg_spill_scan *s, eg_spill_rec *rec);
  * or until fn returns non-zero. rec is valid during the call only. Returns
  * 0, or fn's non-zero value. The parser of outside bytes, callable as is by
  * a fuzzer. */
-typedef int (*eg_spill_scan_fn)(void *arg, const eg_spill_rec *rec, uint64_t off, uint64_t len,
-                                const char *reason);
+typedef int (*eg_spill_scan_fn)(void *arg, const eg_spill_rec *rec, uint64_t off, uint64_t len, const char *reason);
 int eg_spill_scan_buf(const void *buf, size_t n, eg_spill_scan_fn fn, void *arg);
 
 /* Reads the frame at byte offset off (from an earlier scan) into *rec
@@ -313,12 +312,12 @@ void eg_spill_scan_close(eg_spill_scan *s);
 typedef struct eg_spill_drain eg_spill_drain;
 
 typedef struct eg_spill_drain_opts {
-    int seal_after_ms;      /* seal the journal's active segment when nothing
+    int seal_after_ms;         /* seal the journal's active segment when nothing
                              * sealed is left to drain and its first frame is
                              * this old; 0: 1000; -1: never */
-    int backoff_min_ms;     /* after a failed delivery: 0: 500 */
-    int backoff_max_ms;     /* doubling up to this: 0: 30000 */
-    size_t max_inflight;    /* frames produced and not yet reported; 0: 10000 */
+    int backoff_min_ms;        /* after a failed delivery: 0: 500 */
+    int backoff_max_ms;        /* doubling up to this: 0: 30000 */
+    size_t max_inflight;       /* frames produced and not yet reported; 0: 10000 */
     size_t max_inflight_bytes; /* their frame bytes; 0: 32 MiB */
 } eg_spill_drain_opts;
 
@@ -328,8 +327,8 @@ typedef struct eg_spill_drain_opts {
  * error. The drainer forces enable.idempotence=true and acks=all and sets
  * its own delivery-report callback and opaque. opts may be NULL. Returns
  * NULL with a message on error. */
-eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_spill_drain_opts *opts,
-                                   char *err, size_t errlen);
+eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_spill_drain_opts *opts, char *err,
+                                   size_t errlen);
 
 /* One non-blocking step: serves delivery reports (rd_kafka_poll(rk, 0)),
  * retires segments whose frames are all delivered (deleted, or renamed
@@ -377,18 +376,18 @@ const char *eg_spill_drain_error(const eg_spill_drain *d);
 
 /* Drainer counters, for /metrics and the command's summary. */
 typedef struct eg_spill_drain_stats {
-    uint64_t frames_produced;   /* produce calls accepted, retries included */
-    uint64_t frames_drained;    /* successful delivery reports */
-    uint64_t frames_failed;     /* failed reports and refused produces (each retried) */
-    uint64_t segments_drained;  /* deleted after full delivery */
-    uint64_t segments_corrupt;  /* renamed *.corrupt after all their intact frames */
-    uint64_t corrupt_frames;    /* damaged regions skipped (each may span several frames) */
-    uint64_t inflight;          /* produced, not yet reported */
-    int64_t backoff_ms;         /* the current back-off, 0 when none */
-    uint64_t damaged_bytes;     /* bytes of the damaged regions skipped */
-    uint64_t frames_refused;    /* permanent refusals met (refusal.h), stubs included */
-    uint64_t frames_stubbed;    /* frames delivered as stubs (errgate.value-omitted) */
-    uint64_t frames_set_aside;  /* frames whose stub was refused too: in *.eg.refused */
+    uint64_t frames_produced;  /* produce calls accepted, retries included */
+    uint64_t frames_drained;   /* successful delivery reports */
+    uint64_t frames_failed;    /* failed reports and refused produces (each retried) */
+    uint64_t segments_drained; /* deleted after full delivery */
+    uint64_t segments_corrupt; /* renamed *.corrupt after all their intact frames */
+    uint64_t corrupt_frames;   /* damaged regions skipped (each may span several frames) */
+    uint64_t inflight;         /* produced, not yet reported */
+    int64_t backoff_ms;        /* the current back-off, 0 when none */
+    uint64_t damaged_bytes;    /* bytes of the damaged regions skipped */
+    uint64_t frames_refused;   /* permanent refusals met (refusal.h), stubs included */
+    uint64_t frames_stubbed;   /* frames delivered as stubs (errgate.value-omitted) */
+    uint64_t frames_set_aside; /* frames whose stub was refused too: in *.eg.refused */
 } eg_spill_drain_stats;
 
 void eg_spill_drain_stats_get(const eg_spill_drain *d, eg_spill_drain_stats *out);

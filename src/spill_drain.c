@@ -60,11 +60,11 @@ enum { F_WAIT = 0, F_INFLIGHT, F_DONE };
 
 typedef struct dframe {
     uint64_t off;
-    uint32_t bytes;           /* frame size, for the in-flight byte cap */
+    uint32_t bytes; /* frame size, for the in-flight byte cap */
     uint8_t state;
-    uint8_t remap;            /* its topic lacks its partition: let the partitioner map it */
-    uint8_t stub;             /* refused for good: produced as a stub (refusal.h) */
-    uint8_t aside;            /* the stub was refused too: set it aside, never produce it */
+    uint8_t remap; /* its topic lacks its partition: let the partitioner map it */
+    uint8_t stub;  /* refused for good: produced as a stub (refusal.h) */
+    uint8_t aside; /* the stub was refused too: set it aside, never produce it */
 } dframe;
 
 typedef struct dseg {
@@ -74,11 +74,11 @@ typedef struct dseg {
     dframe *f;
     size_t n, cap;
     size_t ndone, nwait;
-    size_t wait_lo;           /* no waiting frame below this index */
-    int eof;                  /* read to its end (or to a read error) */
-    int corrupt;              /* damaged regions were skipped */
-    char reason[160];         /* the first damage: why */
-    char lost[160];           /* the damaged byte ranges, "A..B,C..D" (cut short: "...") */
+    size_t wait_lo;   /* no waiting frame below this index */
+    int eof;          /* read to its end (or to a read error) */
+    int corrupt;      /* damaged regions were skipped */
+    char reason[160]; /* the first damage: why */
+    char lost[160];   /* the damaged byte ranges, "A..B,C..D" (cut short: "...") */
     struct dseg *next;
 } dseg;
 
@@ -98,13 +98,13 @@ struct eg_spill_drain {
     eg_spill *j;
     rd_kafka_t *rk;
     eg_spill_drain_opts o;
-    dseg *segs, *tail;        /* open segments, in sequence order */
+    dseg *segs, *tail; /* open segments, in sequence order */
     int nsegs;
-    uint64_t last_seq;        /* highest sequence number opened */
-    uint64_t *queue;          /* sealed segments not yet opened, ascending */
+    uint64_t last_seq; /* highest sequence number opened */
+    uint64_t *queue;   /* sealed segments not yet opened, ascending */
     size_t nqueue, qhead;
-    int listed;               /* the directory was listed at least once */
-    uint64_t listed_seals;    /* the journal's seal count at that listing */
+    int listed;            /* the directory was listed at least once */
+    uint64_t listed_seals; /* the journal's seal count at that listing */
     dtopic *topics;
     size_t ntopics;
     size_t inflight, inflight_bytes;
@@ -123,8 +123,8 @@ struct eg_spill_drain {
 
 /* ------------------------------------------------------------- callbacks */
 
-static int32_t partitioner(const rd_kafka_topic_t *rkt, const void *key, size_t keylen, int32_t cnt,
-                           void *rkt_opaque, void *msg_opaque) {
+static int32_t partitioner(const rd_kafka_topic_t *rkt, const void *key, size_t keylen, int32_t cnt, void *rkt_opaque,
+                           void *msg_opaque) {
     const token *t = msg_opaque;
     if (cnt <= 0) return RD_KAFKA_PARTITION_UA;
     if (t->partition < 0)
@@ -264,8 +264,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 
 /* ------------------------------------------------------------------ create */
 
-eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_spill_drain_opts *opts,
-                                   char *err, size_t errlen) {
+eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_spill_drain_opts *opts, char *err,
+                                   size_t errlen) {
     static const char *const forced[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}};
     char e[512];
     for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
@@ -325,7 +325,8 @@ static int relist(eg_spill_drain *d) {
     d->queue = eg_xmalloc((n ? n : 1) * sizeof *d->queue);
     d->nqueue = d->qhead = 0;
     for (size_t i = 0; i < n; i++)
-        if (!v[i].corrupt && !v[i].refused && v[i].seq > d->last_seq && v[i].seq != active) d->queue[d->nqueue++] = v[i].seq;
+        if (!v[i].corrupt && !v[i].refused && v[i].seq > d->last_seq && v[i].seq != active)
+            d->queue[d->nqueue++] = v[i].seq;
     free(v);
     d->listed = 1;
     d->listed_seals = js.segments_sealed;
@@ -339,8 +340,7 @@ static int open_next(eg_spill_drain *d) {
     eg_spill_stats_get(d->j, &js);
     /* the queue holds what the last listing found; a segment sealed since
      * has a higher number, so listing again can wait until it is empty */
-    if (d->qhead == d->nqueue && (!d->listed || js.segments_sealed != d->listed_seals) && relist(d) != 0)
-        return -1;
+    if (d->qhead == d->nqueue && (!d->listed || js.segments_sealed != d->listed_seals) && relist(d) != 0) return -1;
     if (d->qhead == d->nqueue) return 0;
     uint64_t seq = d->queue[d->qhead++];
     dseg *s = eg_xcalloc(1, sizeof *s);
@@ -475,8 +475,7 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
     }
     rd_kafka_headers_t *h = rd_kafka_headers_new(rec->nheaders ? rec->nheaders : 1);
     for (size_t i = 0; i < rec->nheaders; i++)
-        rd_kafka_header_add(h, rec->headers[i].name, -1, rec->headers[i].value,
-                            (ssize_t)rec->headers[i].value_len);
+        rd_kafka_header_add(h, rec->headers[i].name, -1, rec->headers[i].value, (ssize_t)rec->headers[i].value_len);
     const void *value = rec->value, *key = rec->key;
     size_t vlen = rec->value_len, klen = rec->key_len;
     int64_t ts = rec->timestamp_ms > 0 ? rec->timestamp_ms : 0;
@@ -497,11 +496,9 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
     t->partition = rec->partition;
     int32_t part = rec->partition >= 0 && !f->remap ? rec->partition : RD_KAFKA_PARTITION_UA;
     rd_kafka_resp_err_t err = rd_kafka_producev(
-        d->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(part),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE((void *)value, vlen),
-        RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(h),
-        RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_OPAQUE(t),
-        RD_KAFKA_V_END);
+        d->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE((void *)value, vlen), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);
         free(t);
@@ -569,8 +566,7 @@ static int produce_new(eg_spill_drain *d, int budget) {
             if (frames && d->o.seal_after_ms >= 0 &&
                 eg_now_ms() - eg_spill_active_since_ms(d->j) >= d->o.seal_after_ms) {
                 char e[256];
-                if (eg_spill_seal(d->j, e, sizeof e) != 0)
-                    eg_log_msg(EG_WARN, "spill_seal_failed", "%s", e);
+                if (eg_spill_seal(d->j, e, sizeof e) != 0) eg_log_msg(EG_WARN, "spill_seal_failed", "%s", e);
                 continue;
             }
             break;

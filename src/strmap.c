@@ -12,8 +12,7 @@
  * and at least one slot empty). */
 static size_t slot_of(const eg_strmap *m, const char *key, size_t n) {
     size_t i = (size_t)eg_hash64(key, n) & (m->cap - 1);
-    while (m->keys[i] && !(m->lens[i] == n && memcmp(m->keys[i], key, n) == 0))
-        i = (i + 1) & (m->cap - 1);
+    while (m->keys[i] && !(m->lens[i] == n && memcmp(m->keys[i], key, n) == 0)) i = (i + 1) & (m->cap - 1);
     return i;
 }
 

@@ -9,7 +9,7 @@
 /* Open addressing, grows as needed; owns copies of its keys.
  * Zero-initialise before use. */
 typedef struct eg_strmap {
-    char **keys;         /* NUL-terminated copies; NULL slots are empty */
+    char **keys; /* NUL-terminated copies; NULL slots are empty */
     size_t *lens;
     int64_t *vals;
     size_t cap, used;

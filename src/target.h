@@ -45,8 +45,8 @@ struct eg_target {
 };
 
 /* Builds the configured target. Returns NULL with a message in err. */
-eg_target *eg_target_new(const eg_config *cfg, struct event_base *base,
-                         eg_target_done_fn done, void *arg, char *err, size_t errlen);
+eg_target *eg_target_new(const eg_config *cfg, struct event_base *base, eg_target_done_fn done, void *arg, char *err,
+                         size_t errlen);
 
 /* Whether errgate may send a header of this name: an HTTP token (RFC 9110)
  * that is none of the headers errgate sets itself (Errgate-*, Host,

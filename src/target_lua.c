@@ -43,7 +43,7 @@ typedef struct lua_target {
     eg_target base;
     eg_vm *vm;
     int fn_ref;
-    result *q;           /* results waiting for delivery */
+    result *q; /* results waiting for delivery */
     int nq, capq;
 } lua_target;
 
@@ -190,15 +190,18 @@ static void lt_destroy(eg_target *t) {
     free(lt);
 }
 
-static const eg_target_ops lua_ops = {.submit = lt_submit, .available = lt_available,
-                                      .cancel_all = lt_cancel_all, .flush = lt_flush, .destroy = lt_destroy};
+static const eg_target_ops lua_ops = {.submit = lt_submit,
+                                      .available = lt_available,
+                                      .cancel_all = lt_cancel_all,
+                                      .flush = lt_flush,
+                                      .destroy = lt_destroy};
 
 typedef struct load {
     eg_vm *vm;
     const char *path;
     char *err;
     size_t errlen;
-    int fn_ref;         /* LUA_NOREF until the handler is loaded */
+    int fn_ref; /* LUA_NOREF until the handler is loaded */
 } load;
 
 /* rt.load_target(path), and a ref to the function it returned. */

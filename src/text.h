@@ -17,7 +17,7 @@ void eg_printable(const void *bytes, size_t n, char *out, size_t outlen);
  * right_mask are right-aligned (numbers). Owns copies of its cells. */
 typedef struct eg_table {
     int ncols;
-    char **cells;        /* nrows * ncols */
+    char **cells; /* nrows * ncols */
     size_t nrows, cap;
 } eg_table;
 

@@ -16,11 +16,11 @@
 #include <stdint.h>
 
 typedef struct eg_tracker {
-    int64_t *offs;      /* slot -> offset, for seq in [head, tail) */
+    int64_t *offs; /* slot -> offset, for seq in [head, tail) */
     unsigned char *done;
-    uint64_t cap;       /* power of two */
-    uint64_t head;      /* seq of the oldest unfinished slot */
-    uint64_t tail;      /* next seq to hand out */
+    uint64_t cap;        /* power of two */
+    uint64_t head;       /* seq of the oldest unfinished slot */
+    uint64_t tail;       /* next seq to hand out */
     int64_t next_offset; /* one past the last added offset; -1 before the first add */
 } eg_tracker;
 

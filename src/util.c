@@ -29,8 +29,8 @@ void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen) {
         time_t t = (time_t)sec;
         struct tm tm;
         gmtime_r(&t, &tm);
-        snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec);
         cached_sec = sec;
     }
     int ms = (int)(wall_ms % 1000);

@@ -22,7 +22,7 @@
 
 struct eg_where {
     eg_vm *vm;
-    int ref;   /* registry ref of the predicate */
+    int ref; /* registry ref of the predicate */
 };
 
 eg_where *eg_where_new(const char *expr, int budget_ms, char *err, size_t errlen) {

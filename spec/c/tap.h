@@ -5,13 +5,19 @@
 #define EG_TAP_H
 #include <stdio.h>
 static int tap_n, tap_failed;
-#define CHECK(cond, ...) do { \
-    int tap_ok_ = !!(cond); /* evaluated once: conditions may have effects */ \
-    tap_n++; \
-    if (tap_ok_) { printf("ok %d - ", tap_n); } \
-    else { tap_failed++; printf("not ok %d - ", tap_n); } \
-    printf(__VA_ARGS__); \
-    if (!tap_ok_) printf(" (%s:%d)", __FILE__, __LINE__); \
-    printf("\n"); } while (0)
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        int tap_ok_ = !!(cond); /* evaluated once: conditions may have effects */ \
+        tap_n++;                                                                  \
+        if (tap_ok_) {                                                            \
+            printf("ok %d - ", tap_n);                                            \
+        } else {                                                                  \
+            tap_failed++;                                                         \
+            printf("not ok %d - ", tap_n);                                        \
+        }                                                                         \
+        printf(__VA_ARGS__);                                                      \
+        if (!tap_ok_) printf(" (%s:%d)", __FILE__, __LINE__);                     \
+        printf("\n");                                                             \
+    } while (0)
 #define TAP_DONE() (printf("1..%d\n", tap_n), tap_failed ? 1 : 0)
 #endif

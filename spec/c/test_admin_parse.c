@@ -31,7 +31,8 @@ static void parser_table(void) {
         {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", -400, "a space in a field name is 400"},
         {"GET / HTTP/1.1\r\nA: b\nc\r\n\r\n", -400, "a bare LF inside a field is 400"},
         {"POST /reload HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -400, "a non-numeric Content-Length is 400"},
-        {"POST /reload HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", -400, "two Content-Lengths are 400"},
+        {"POST /reload HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", -400,
+         "two Content-Lengths are 400"},
         {"POST /reload HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", -400, "a huge Content-Length is 400"},
         {"POST /reload HTTP/1.1\r\nContent-Length: 70000\r\n\r\n", -413, "a body over the limit is 413"},
         {"POST /reload HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", -411, "chunked is 411"},
@@ -72,15 +73,28 @@ static void id_table(void) {
         const char *id;
         int ok;
     } cases[] = {
-        {"payments/0/0", 1}, {"a.b_c-D/12/9223372036854775807", 1}, {"orders/3/42", 1},
-        {"", 0}, {"payments", 0}, {"payments/0", 0}, {"payments/0/", 0}, {"/0/0", 0},
-        {"payments/-1/0", 0}, {"payments/0/1x", 0}, {"pay ments/0/0", 0}, {"payments/0/0\r\nX: y", 0},
-        {"payments/0/0\n", 0}, {"pay/ments/0/0", 0}, {"payments/12345678901/0", 0},
-        {"payments/0/12345678901234567890", 0}, {"p\xc3\xa9/0/0", 0},
+        {"payments/0/0", 1},
+        {"a.b_c-D/12/9223372036854775807", 1},
+        {"orders/3/42", 1},
+        {"", 0},
+        {"payments", 0},
+        {"payments/0", 0},
+        {"payments/0/", 0},
+        {"/0/0", 0},
+        {"payments/-1/0", 0},
+        {"payments/0/1x", 0},
+        {"pay ments/0/0", 0},
+        {"payments/0/0\r\nX: y", 0},
+        {"payments/0/0\n", 0},
+        {"pay/ments/0/0", 0},
+        {"payments/12345678901/0", 0},
+        {"payments/0/12345678901234567890", 0},
+        {"p\xc3\xa9/0/0", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK(eg_id_valid(cases[i].id, strlen(cases[i].id)) == cases[i].ok, "errgate.id case %zu (%.12s...) is %s", i,
-              cases[i].ok || !strpbrk(cases[i].id, "\r\n") ? cases[i].id : "with CR/LF", cases[i].ok ? "valid" : "refused");
+              cases[i].ok || !strpbrk(cases[i].id, "\r\n") ? cases[i].id : "with CR/LF",
+              cases[i].ok ? "valid" : "refused");
     char t[300];
     memset(t, 'a', 249);
     strcpy(t + 249, "/0/0");

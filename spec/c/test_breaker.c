@@ -13,13 +13,15 @@
 
 static char trail[256]; /* "c>o o>h ..." from the hook */
 
-static void hook(void *ud, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to,
-                 int64_t now_ms) {
+static void hook(void *ud, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to, int64_t now_ms) {
     static const char abbr[] = "coh";
     size_t n = strlen(trail);
     if (n + 5 < sizeof trail) {
-        trail[n] = abbr[from]; trail[n + 1] = '>'; trail[n + 2] = abbr[to];
-        trail[n + 3] = ' '; trail[n + 4] = 0;
+        trail[n] = abbr[from];
+        trail[n + 1] = '>';
+        trail[n + 2] = abbr[to];
+        trail[n + 3] = ' ';
+        trail[n + 4] = 0;
     }
     (*(int *)ud)++;
 }
@@ -27,8 +29,12 @@ static void hook(void *ud, const eg_breaker *b, eg_breaker_state from, eg_breake
 static int calls;
 
 static void mk(eg_breaker *b, int window, int min_calls, double ratio, int open_ms, int probes) {
-    eg_breaker_cfg c = {.enabled = 1, .window = window, .min_calls = min_calls,
-                        .failure_ratio = ratio, .open_ms = open_ms, .half_open_probes = probes};
+    eg_breaker_cfg c = {.enabled = 1,
+                        .window = window,
+                        .min_calls = min_calls,
+                        .failure_ratio = ratio,
+                        .open_ms = open_ms,
+                        .half_open_probes = probes};
     char err[128];
     trail[0] = 0;
     calls = 0;
@@ -50,14 +56,14 @@ static void config_checks(void) {
     eg_breaker_cfg d;
     char err[128] = "", want[64];
     eg_breaker_cfg_defaults(&d);
-    CHECK(d.enabled == 1 && d.window == 50 && d.min_calls == 20 && d.failure_ratio == 0.5 &&
-          d.open_ms == 5000 && d.half_open_probes == 2, "defaults are 50/20/0.5/5000/2");
+    CHECK(d.enabled == 1 && d.window == 50 && d.min_calls == 20 && d.failure_ratio == 0.5 && d.open_ms == 5000 &&
+              d.half_open_probes == 2,
+          "defaults are 50/20/0.5/5000/2");
     int rc = eg_breaker_cfg_check(&d, err, sizeof err);
     CHECK(rc == 0, "defaults pass the check");
     enum { NBAD = 6 };
     eg_breaker_cfg bad[NBAD] = {d, d, d, d, d, d};
-    const char *field[NBAD] = {"window", "min_calls", "failure_ratio", "failure_ratio", "open_ms",
-                               "half_open_probes"};
+    const char *field[NBAD] = {"window", "min_calls", "failure_ratio", "failure_ratio", "open_ms", "half_open_probes"};
     bad[0].window = 0;
     bad[1].min_calls = 51;
     bad[2].failure_ratio = 0;
@@ -78,14 +84,17 @@ static void min_calls_and_ratio(void) {
     eg_breaker b;
     mk(&b, 10, 5, 0.5, 1000, 2);
     feed(&b, 4, 1, 0);
-    CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED && b.failures == 4,
-          "4 failures of 4 stay closed under min_calls 5");
+    CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED && b.failures == 4, "4 failures of 4 stay closed under min_calls 5");
     CHECK(eg_breaker_allow(&b, 0) != 0, "closed allows");
     eg_breaker_free(&b);
 
     /* ok successes then bad failures stay closed; one more failure opens
      * at exactly the ratio (in the 2nd case by sliding a success out). */
-    static const struct { int window, min_calls; double ratio; int ok, bad; } t[] = {
+    static const struct {
+        int window, min_calls;
+        double ratio;
+        int ok, bad;
+    } t[] = {
         {20, 20, 0.5, 10, 9}, /* 9 of 19, under min_calls; then 10 of 20 */
         {10, 10, 0.3, 8, 2},  /* 2 of 10; then 3 of 10 */
     };
@@ -93,12 +102,11 @@ static void min_calls_and_ratio(void) {
         mk(&b, t[i].window, t[i].min_calls, t[i].ratio, 1000, 2);
         feed(&b, t[i].ok, 0, 0);
         feed(&b, t[i].bad, 1, 0);
-        CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED, "%d ok, %d failed at ratio %g: closed",
-              t[i].ok, t[i].bad, t[i].ratio);
+        CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED, "%d ok, %d failed at ratio %g: closed", t[i].ok, t[i].bad,
+              t[i].ratio);
         feed(&b, 1, 1, 0);
-        CHECK(eg_breaker_state_of(&b) == EG_BR_OPEN && b.failures == t[i].bad + 1 &&
-              b.outcomes == t[i].window, "one more failure: %d of %d opens at exactly %g",
-              b.failures, b.outcomes, t[i].ratio);
+        CHECK(eg_breaker_state_of(&b) == EG_BR_OPEN && b.failures == t[i].bad + 1 && b.outcomes == t[i].window,
+              "one more failure: %d of %d opens at exactly %g", b.failures, b.outcomes, t[i].ratio);
         CHECK(strcmp(trail, "c>o ") == 0 && eg_breaker_transitions(&b, EG_BR_OPEN) == 1,
               "hook saw closed->open once, counted (%s)", trail);
         eg_breaker_free(&b);
@@ -112,8 +120,8 @@ static void window_slides(void) {
     feed(&b, 4, 1, 0);
     CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED && b.failures == 4, "6 ok then 4 failed: closed, 4/10");
     feed(&b, 10, 0, 0);
-    CHECK(b.failures == 0 && b.outcomes == 10, "10 successes push every old failure out (%d/%d)",
-          b.failures, b.outcomes);
+    CHECK(b.failures == 0 && b.outcomes == 10, "10 successes push every old failure out (%d/%d)", b.failures,
+          b.outcomes);
     feed(&b, 4, 1, 0);
     CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED, "4 new failures: 4/10, still closed");
     feed(&b, 1, 1, 0);
@@ -135,8 +143,7 @@ static void open_and_half_open(void) {
 
     int r1 = eg_breaker_record(&b, early, 1, 700), r2 = eg_breaker_record(&b, early2, 0, 700);
     CHECK(r1 == 0 && r2 == 0, "late outcomes while open are ignored");
-    CHECK(b.stale == 2 && eg_breaker_state_of(&b) == EG_BR_OPEN &&
-          eg_breaker_open_remaining_ms(&b, 700) == 400,
+    CHECK(b.stale == 2 && eg_breaker_state_of(&b) == EG_BR_OPEN && eg_breaker_open_remaining_ms(&b, 700) == 400,
           "late outcomes neither re-open nor restart the open period");
 
     CHECK(eg_breaker_poll(&b, 1099) == EG_BR_OPEN, "poll at t=1099: still open");
@@ -157,8 +164,7 @@ static void open_and_half_open(void) {
     uint32_t p3 = eg_breaker_allow(&b, 1200);
     CHECK(p3 != 0, "its slot is free again: probe 3 goes");
     r1 = eg_breaker_record(&b, p3, 1, 1300);
-    CHECK(r1 == 1 && eg_breaker_state_of(&b) == EG_BR_OPEN,
-          "probe 3 fails: open again at once");
+    CHECK(r1 == 1 && eg_breaker_state_of(&b) == EG_BR_OPEN, "probe 3 fails: open again at once");
     CHECK(eg_breaker_open_remaining_ms(&b, 1300) == 1000 && eg_breaker_allow(&b, 2299) == 0,
           "the open period restarts from the failure (1000 ms)");
     r1 = eg_breaker_record(&b, p2, 0, 1400);
@@ -179,7 +185,8 @@ static void open_and_half_open(void) {
     CHECK(eg_breaker_state_of(&b) == EG_BR_CLOSED, "1 failure after closing: under min_calls, closed");
     CHECK(strcmp(trail, "c>o o>h h>o o>h h>c ") == 0 && calls == 5, "hook trail: %s", trail);
     CHECK(eg_breaker_transitions(&b, EG_BR_OPEN) == 2 && eg_breaker_transitions(&b, EG_BR_HALF_OPEN) == 2 &&
-          eg_breaker_transitions(&b, EG_BR_CLOSED) == 1, "transitions counted by target state");
+              eg_breaker_transitions(&b, EG_BR_CLOSED) == 1,
+          "transitions counted by target state");
     CHECK(strcmp(eg_breaker_state_name(EG_BR_HALF_OPEN), "half_open") == 0, "state names");
     eg_breaker_free(&b);
 }
@@ -211,7 +218,10 @@ static void random_model(void) {
     srand(7);
     for (int i = 0; i < N; i++) {
         uint32_t p = eg_breaker_allow(&b, i);
-        if (!p) { mismatches++; continue; } /* open_ms 0: never refuses here */
+        if (!p) {
+            mismatches++;
+            continue;
+        } /* open_ms 0: never refuses here */
         int f = rand() % 100 < (i / 2000 % 2 ? 45 : 25);
         eg_breaker_state before = eg_breaker_state_of(&b);
         eg_breaker_record(&b, p, f, i);
@@ -224,11 +234,16 @@ static void random_model(void) {
         int k = n < W ? n : W, fails = 0;
         for (int j = n - k; j < n; j++) fails += hist[j];
         int want_open = k >= MIN && fails * 8 >= 3 * k;
-        if (want_open) { opens++; n = 0; }
+        if (want_open) {
+            opens++;
+            n = 0;
+        }
         if (eg_breaker_state_of(&b) != (want_open ? EG_BR_OPEN : EG_BR_CLOSED)) mismatches++;
     }
-    CHECK(mismatches == 0 && opens > 50, "20000 random outcomes: state equals the model after each "
-          "(%d mismatches, %d opens)", mismatches, opens);
+    CHECK(mismatches == 0 && opens > 50,
+          "20000 random outcomes: state equals the model after each "
+          "(%d mismatches, %d opens)",
+          mismatches, opens);
     free(hist);
     eg_breaker_free(&b);
 }

@@ -35,8 +35,7 @@ static void config_checks(void) {
           "percent 101 is refused, naming percent: %s", err);
     eg_budget_cfg_defaults(&c);
     c.min = -1;
-    CHECK(eg_budget_cfg_check(&c, err, sizeof err) == -1 && strstr(err, "min"),
-          "negative min is refused: %s", err);
+    CHECK(eg_budget_cfg_check(&c, err, sizeof err) == -1 && strstr(err, "min"), "negative min is refused: %s", err);
 }
 
 static void low_traffic_floor(void) {
@@ -86,8 +85,7 @@ static void never_negative(void) {
     int rc = eg_budget_retry_take(&b);
     CHECK(eg_budget_limit(&b) == 0 && rc == 0, "min 0, idle: no retry fits");
     int r1 = eg_budget_request_end(&b), r2 = eg_budget_retry_end(&b);
-    CHECK(r1 == -1 && r2 == -1,
-          "unmatched ends are refused");
+    CHECK(r1 == -1 && r2 == -1, "unmatched ends are refused");
     CHECK(b.requests == 0 && b.retries == 0 && eg_budget_limit(&b) == 0, "counts stay at 0");
     eg_budget_request_start(&b);
     r1 = eg_budget_request_end(&b);

@@ -17,11 +17,10 @@
 
 /* Every optional table present (with its required keys), so that each key
  * can be set alone. */
-static const char *BASE =
-    "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g',"
-    " source = { topics = { 'src' } },"
-    " target = { http = { url = 'https://h/', tls = {} }, breaker = {}, retry_budget = {} },"
-    " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {} }";
+static const char *BASE = "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g',"
+                          " source = { topics = { 'src' } },"
+                          " target = { http = { url = 'https://h/', tls = {} }, breaker = {}, retry_budget = {} },"
+                          " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {} }";
 
 static char dir[64], path[128], err[512];
 
@@ -40,8 +39,9 @@ static int load_with(const char *key, const char *val, eg_config *cfg) {
         while (seg) {
             char *next = strtok_r(NULL, ".", &save);
             const char *name = strcmp(seg, "*") == 0 ? "X-A" : seg;
-            if (next) n += snprintf(code + n, sizeof code - (size_t)n, "t['%s'] = t['%s'] or {}; t = t['%s']\n",
-                                    name, name, name);
+            if (next)
+                n += snprintf(code + n, sizeof code - (size_t)n, "t['%s'] = t['%s'] or {}; t = t['%s']\n", name, name,
+                              name);
             else n += snprintf(code + n, sizeof code - (size_t)n, "t['%s'] = %s\n", name, val);
             seg = next;
         }
@@ -115,8 +115,8 @@ int main(void) {
         }
     }
     CHECK(defaults_ok, "a config without a key gets its default, within its bounds");
-    CHECK(cfg.max_inflight == EG_DEF_MAX_INFLIGHT && cfg.max_tracked == EG_DEF_MAX_TRACKED &&
-              cfg.http_version == 11 && cfg.ordering == EG_ORDER_PARTITION && !strcmp(cfg.log_level, "info") &&
+    CHECK(cfg.max_inflight == EG_DEF_MAX_INFLIGHT && cfg.max_tracked == EG_DEF_MAX_TRACKED && cfg.http_version == 11 &&
+              cfg.ordering == EG_ORDER_PARTITION && !strcmp(cfg.log_level, "info") &&
               !strcmp(cfg.lane_retry, EG_DEF_LANE_RETRY) && !strcmp(cfg.admin_listen, EG_DEF_ADMIN_LISTEN),
           "the named defaults: max_inflight, max_tracked, version, ordering, log.level, lanes.retry, admin.listen");
     CHECK(cfg.breaker_enabled && cfg.budget_enabled && cfg.admin_enabled,

@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
             size_t i = 0, line = 1;
             while (i < glen && i < wlen && b[i] == want[i]) line += b[i++] == '\n';
             printf("# README.md's key reference differs from src/config.c's table at its line %zu; "
-                   "run `make config-doc`\n", line);
+                   "run `make config-doc`\n",
+                   line);
         }
         CHECK(same, "README.md's key reference is the rendering of the config key table (%zu keys)", eg_config_nkeys);
         int listed = 1;

@@ -43,9 +43,17 @@ int main(void) {
     CHECK(eg_parse_time_ms("2026-01-02T05:04:05+02:00", &ms) == 0 && ms == 1767323045000LL, "numeric offset");
     CHECK(eg_parse_time_ms("2026-01-02T00:04:05-03:00", &ms) == 0 && ms == 1767323045000LL, "negative offset");
     CHECK(eg_parse_time_ms("1767323045000", &ms) == 0 && ms == 1767323045000LL, "ms since the epoch");
-    const char *bad_times[] = {"", "yesterday", "2026-01-02", "2026-01-02T03:04:05", "2026-13-02T03:04:05Z",
-                               "2026-01-02T03:04:05Zx", "2026-01-02T03:04:05.Z", "2026-1-2T03:04:05Z",
-                               "-5", "12345678901234567890", NULL};
+    const char *bad_times[] = {"",
+                               "yesterday",
+                               "2026-01-02",
+                               "2026-01-02T03:04:05",
+                               "2026-13-02T03:04:05Z",
+                               "2026-01-02T03:04:05Zx",
+                               "2026-01-02T03:04:05.Z",
+                               "2026-1-2T03:04:05Z",
+                               "-5",
+                               "12345678901234567890",
+                               NULL};
     int bad = 0;
     for (const char **p = bad_times; *p; p++) bad += eg_parse_time_ms(*p, &ms) == 0;
     CHECK(bad == 0, "malformed times are refused (%d accepted)", bad);
@@ -85,18 +93,29 @@ int main(void) {
     CHECK(eg_json_get_str(json, (size_t)len, "status", out, sizeof out) == 0 && strcmp(out, "accepted-loss") == 0,
           "status read back");
     CHECK(eg_dlq_state_json(EG_DLQ_CLOSED, "r", 0, "b", json, 20) < 0, "a value that does not fit is refused");
-    const char *doc = " { \"a\": [1, {\"status\": \"x\"}], \"n\": -1.5e3, \"t\": true, \"status\" : \"clo\\u0073ed\" } ";
+    const char *doc =
+        " { \"a\": [1, {\"status\": \"x\"}], \"n\": -1.5e3, \"t\": true, \"status\" : \"clo\\u0073ed\" } ";
     CHECK(eg_json_get_str(doc, strlen(doc), "status", out, sizeof out) == 0 && strcmp(out, "closed") == 0,
           "only a top-level member counts; \\u escapes");
-    const char *hostile[] = {"", "[]", "{", "{\"status\"", "{\"status\":}", "{\"status\":\"open",
-                             "{\"status\":1}", "{\"a\":1,}", "null", "{\"a\":\"\\u12\"}", NULL};
+    const char *hostile[] = {"",
+                             "[]",
+                             "{",
+                             "{\"status\"",
+                             "{\"status\":}",
+                             "{\"status\":\"open",
+                             "{\"status\":1}",
+                             "{\"a\":1,}",
+                             "null",
+                             "{\"a\":\"\\u12\"}",
+                             NULL};
     bad = 0;
     for (const char **p = hostile; *p; p++) bad += eg_json_get_str(*p, strlen(*p), "status", out, sizeof out) == 0;
     CHECK(bad == 0, "malformed or status-less values are not read as a status (%d were)", bad);
     char deep[300];
     memset(deep, '[', sizeof deep);
     memcpy(deep, "{\"a\":", 5);
-    CHECK(eg_json_get_str(deep, sizeof deep, "status", out, sizeof out) < 0, "deep nesting is refused, not recursed into");
+    CHECK(eg_json_get_str(deep, sizeof deep, "status", out, sizeof out) < 0,
+          "deep nesting is refused, not recursed into");
     CHECK(eg_json_get_str("{\"status\":\"abcdefghij\"}", 23, "status", out, 5) == 0 && strcmp(out, "abcd") == 0,
           "long values are truncated");
 
@@ -219,7 +238,8 @@ int main(void) {
     FILE *mem = open_memstream(&buf, &blen);
     eg_table_print(&t, 1u << 1, mem);
     fclose(mem);
-    CHECK(!strcmp(buf, "NAME        N  X\ntransient  12  -\np           3  long\n"), "aligned table, right-aligned numbers, - for NULL");
+    CHECK(!strcmp(buf, "NAME        N  X\ntransient  12  -\np           3  long\n"),
+          "aligned table, right-aligned numbers, - for NULL");
     free(buf);
     eg_table_free(&t);
     return TAP_DONE();

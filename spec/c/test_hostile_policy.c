@@ -116,8 +116,12 @@ static void attack(const char *path, eg_record *rec) {
     if (!p) return;
     for (int i = 0; i < 2; i++) {
         eg_failure f = {.kind = EG_FK_HTTP, .status = 500, .retry_after_ms = -1, .latency_ms = 3};
-        eg_ctx c = {.attempt = 1, .ordering = EG_ORDER_PARTITION, .now_ms = 1700000000000,
-                    .first_failure_ms = 1700000000000, .breaker = "closed", .retry_budget = 1};
+        eg_ctx c = {.attempt = 1,
+                    .ordering = EG_ORDER_PARTITION,
+                    .now_ms = 1700000000000,
+                    .first_failure_ms = 1700000000000,
+                    .breaker = "closed",
+                    .retry_budget = 1};
         eg_decision d;
         t0 = eg_now_ns();
         eg_policy_decide(p, &f, rec, &c, &d);

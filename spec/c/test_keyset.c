@@ -28,8 +28,13 @@ int main(void) {
         int k = rand() % K;
         /* keys spaced by 128 collide in the low bits of the probe slot */
         uint64_t h = (uint64_t)(k + 1) * 128;
-        if (rand() % 2) { eg_keyset_inc(&s, h); model[k]++; }
-        else if (model[k]) { eg_keyset_dec(&s, h); model[k]--; }
+        if (rand() % 2) {
+            eg_keyset_inc(&s, h);
+            model[k]++;
+        } else if (model[k]) {
+            eg_keyset_dec(&s, h);
+            model[k]--;
+        }
         int probe = rand() % K;
         if (eg_keyset_get(&s, (uint64_t)(probe + 1) * 128) != model[probe]) bad++;
     }

@@ -57,8 +57,7 @@ int main(void) {
     char big[3000];
     for (size_t i = 0; i + 1 < sizeof big; i += 2) memcpy(big + i, "\xc3\xa9", 2);
     l = line_of(0, big, sizeof big - 1);
-    CHECK(strstr(l, "\"truncated\":true") && !strstr(l, "\"msg\"") &&
-              eg_utf8_valid(l, strlen(l)),
+    CHECK(strstr(l, "\"truncated\":true") && !strstr(l, "\"msg\"") && eg_utf8_valid(l, strlen(l)),
           "a value too long for the line is dropped whole (and the fields after it), the line stays UTF-8: %.80s", l);
     return TAP_DONE();
 }

@@ -111,12 +111,16 @@ static int real_messages(rd_kafka_t **prod, rd_kafka_t **cons, rd_kafka_message_
 static eg_record g_rec[3];
 
 static eg_failure http(int status) {
-    return (eg_failure){ .kind = EG_FK_HTTP, .status = status, .retry_after_ms = -1, .latency_ms = 3 };
+    return (eg_failure){.kind = EG_FK_HTTP, .status = status, .retry_after_ms = -1, .latency_ms = 3};
 }
 
 static eg_ctx first_attempt(void) {
-    return (eg_ctx){ .attempt = 1, .ordering = EG_ORDER_PARTITION, .now_ms = 1700000000000,
-                     .first_failure_ms = 1700000000000, .breaker = "closed", .retry_budget = 1 };
+    return (eg_ctx){.attempt = 1,
+                    .ordering = EG_ORDER_PARTITION,
+                    .now_ms = 1700000000000,
+                    .first_failure_ms = 1700000000000,
+                    .breaker = "closed",
+                    .retry_budget = 1};
 }
 
 static eg_decision decide(eg_policy *p, eg_failure f, int rec, eg_ctx c) {
@@ -144,22 +148,22 @@ static void shipped_default(void) {
     d = decide(p, http(503), 1, first_attempt());
     CHECK(d.action == EG_ACT_RETRY && !strcmp(d.klass, "transient") && !strcmp(d.code, "http_503") &&
               !strcmp(d.reason, "transient") && d.delay_ms >= 0 && d.delay_ms <= 100,
-          "503: retry, transient, first delay within 100 ms of full jitter (got %s %s %lld)",
-          eg_action_name(d.action), d.klass, (long long)d.delay_ms);
+          "503: retry, transient, first delay within 100 ms of full jitter (got %s %s %lld)", eg_action_name(d.action),
+          d.klass, (long long)d.delay_ms);
 
     eg_ctx c = first_attempt();
     c.retry_budget = 0;
     d = decide(p, http(503), 1, c);
     CHECK(d.action == EG_ACT_HOLD && !strcmp(d.reason, "retry_budget"),
-          "503 with no room in the retry budget: hold, reason retry_budget (got %s %s)",
-          eg_action_name(d.action), d.reason);
+          "503 with no room in the retry budget: hold, reason retry_budget (got %s %s)", eg_action_name(d.action),
+          d.reason);
 
     c = first_attempt();
     c.attempt = 5;
     c.last_class = "transient";
     c.class_attempts = 4;
     c.last_delay_ms = 800;
-    eg_failure t = { .kind = EG_FK_TIMEOUT, .retry_after_ms = -1, .latency_ms = 5000 };
+    eg_failure t = {.kind = EG_FK_TIMEOUT, .retry_after_ms = -1, .latency_ms = 5000};
     d = decide(p, t, 1, c);
     CHECK(d.action == EG_ACT_DLQ && !strcmp(d.reason, "exhausted") && !strcmp(d.code, "timeout") &&
               !strcmp(d.message, "timeout after 5000 ms"),
@@ -184,12 +188,12 @@ static void shipped_default(void) {
 
     c = first_attempt();
     c.breaker = "open";
-    eg_failure co = { .kind = EG_FK_CIRCUIT_OPEN, .retry_after_ms = -1 };
+    eg_failure co = {.kind = EG_FK_CIRCUIT_OPEN, .retry_after_ms = -1};
     d = decide(p, co, 1, c);
     CHECK(d.action == EG_ACT_HOLD && !strcmp(d.klass, "unavailable") && !strcmp(d.code, "circuit_open") &&
               d.delay_ms == 1000,
-          "an open breaker: hold 1 s, unavailable, circuit_open (got %s %s %s %lld)", eg_action_name(d.action),
-          d.klass, d.code, (long long)d.delay_ms);
+          "an open breaker: hold 1 s, unavailable, circuit_open (got %s %s %s %lld)", eg_action_name(d.action), d.klass,
+          d.code, (long long)d.delay_ms);
     eg_policy_free(p);
 }
 
@@ -203,8 +207,8 @@ static void shipped_payments_pipeline(void) {
         eg_decision d = decide(p, http(503), 1, c);
         CHECK(d.action == EG_ACT_LADDER && !strcmp(d.rung, "5m") && d.rung_index == 2 && d.delay_ms == 300000 &&
                   !strcmp(d.klass, "transient"),
-              "503 from rung 1: ladder to rung 2 '5m', 300000 ms (got %s %s %d %lld)", eg_action_name(d.action),
-              d.rung, d.rung_index, (long long)d.delay_ms);
+              "503 from rung 1: ladder to rung 2 '5m', 300000 ms (got %s %s %d %lld)", eg_action_name(d.action), d.rung,
+              d.rung_index, (long long)d.delay_ms);
         eg_failure f = http(429);
         f.retry_after_ms = 7200000;
         d = decide(p, f, 1, first_attempt());
@@ -215,8 +219,8 @@ static void shipped_payments_pipeline(void) {
         c.retry_count = 3;
         d = decide(p, http(503), 1, c);
         CHECK(d.action == EG_ACT_DLQ && !strcmp(d.reason, "exhausted") && d.rung[0] == '\0' && d.rung_index == 0,
-              "past the last rung: dlq, exhausted, no rung (got %s %s '%s' %d)", eg_action_name(d.action),
-              d.reason, d.rung, d.rung_index);
+              "past the last rung: dlq, exhausted, no rung (got %s %s '%s' %d)", eg_action_name(d.action), d.reason,
+              d.rung, d.rung_index);
         eg_policy_free(p);
     }
 
@@ -237,7 +241,8 @@ static void shipped_payments_pipeline(void) {
 }
 
 static void record_when_read(void) {
-    const char *path = write_policy("header.lua",
+    const char *path = write_policy(
+        "header.lua",
         "local policy = require \"errgate.policy\"\n"
         "return policy.define { name = \"hdr\", version = \"1\",\n"
         "  classify = { { header = { \"x-tenant\", \"vip\" }, class = \"vip\" }, { class = \"other\" } },\n"
@@ -255,26 +260,34 @@ static void record_when_read(void) {
     }
 
     path = write_policy("ctx.lua",
-        "local policy = require \"errgate.policy\"\n"
-        "return policy.define { name = \"ctx\", version = \"1\",\n"
-        "  classify = { { class = \"c\" } },\n"
-        "  route = function(f, record, ctx)\n"
-        "    local ok = ctx.attempt == 3 and ctx.last_class == \"c\" and ctx.class_attempts == 2\n"
-        "      and ctx.streak == 3 and ctx.ordering == \"key\" and ctx.breaker == \"half_open\"\n"
-        "      and ctx.rung == \"30s\" and ctx.retry_count == 2 and ctx.retry_budget == false\n"
-        "      and ctx.now_ms == 1700000000000 and ctx.first_failure_ms == 1699999999000\n"
-        "      and ctx.last_delay_ms == 250 and ctx.class == \"c\" and ctx.code == \"http_502\"\n"
-        "      and record.topic == \"t\" and record.partition == 0 and record.key == \"k1\"\n"
-        "      and record.id == \"t/0/\" .. record.offset and record.headers[\"x-tenant\"] == \"vip\"\n"
-        "      and f.kind == \"http\" and f.status == 502 and f.latency_ms == 3\n"
-        "    return ok and \"ignore\" or \"dlq\"\n"
-        "  end }\n");
+                        "local policy = require \"errgate.policy\"\n"
+                        "return policy.define { name = \"ctx\", version = \"1\",\n"
+                        "  classify = { { class = \"c\" } },\n"
+                        "  route = function(f, record, ctx)\n"
+                        "    local ok = ctx.attempt == 3 and ctx.last_class == \"c\" and ctx.class_attempts == 2\n"
+                        "      and ctx.streak == 3 and ctx.ordering == \"key\" and ctx.breaker == \"half_open\"\n"
+                        "      and ctx.rung == \"30s\" and ctx.retry_count == 2 and ctx.retry_budget == false\n"
+                        "      and ctx.now_ms == 1700000000000 and ctx.first_failure_ms == 1699999999000\n"
+                        "      and ctx.last_delay_ms == 250 and ctx.class == \"c\" and ctx.code == \"http_502\"\n"
+                        "      and record.topic == \"t\" and record.partition == 0 and record.key == \"k1\"\n"
+                        "      and record.id == \"t/0/\" .. record.offset and record.headers[\"x-tenant\"] == \"vip\"\n"
+                        "      and f.kind == \"http\" and f.status == 502 and f.latency_ms == 3\n"
+                        "    return ok and \"ignore\" or \"dlq\"\n"
+                        "  end }\n");
     p = load(path, 0);
     CHECK(p != NULL, "a policy with a route function loads");
     if (p) {
-        eg_ctx c = { .attempt = 3, .last_class = "c", .class_attempts = 2, .ordering = EG_ORDER_KEY,
-                     .now_ms = 1700000000000, .first_failure_ms = 1699999999000, .last_delay_ms = 250,
-                     .retry_count = 2, .rung = "30s", .breaker = "half_open", .retry_budget = 0 };
+        eg_ctx c = {.attempt = 3,
+                    .last_class = "c",
+                    .class_attempts = 2,
+                    .ordering = EG_ORDER_KEY,
+                    .now_ms = 1700000000000,
+                    .first_failure_ms = 1699999999000,
+                    .last_delay_ms = 250,
+                    .retry_count = 2,
+                    .rung = "30s",
+                    .breaker = "half_open",
+                    .retry_budget = 0};
         eg_decision d = decide(p, http(502), 0, c);
         CHECK(d.action == EG_ACT_IGNORE && !d.fallback,
               "a route function sees every ctx field, the failure and the record (got %s: %s)",
@@ -284,17 +297,17 @@ static void record_when_read(void) {
 }
 
 static void bounded(void) {
-    const char *path = write_policy("loop.lua",
-        "local policy = require \"errgate.policy\"\n"
-        "return policy.define { name = \"loop\", version = \"1\",\n"
-        "  classify = function(f)\n"
-        "    if f.status == 599 then while true do end end\n"
-        "    if f.status == 598 then local ok = pcall(function() while true do end end) end\n"
-        "    if f.status == 597 then error(\"boom\") end\n"
-        "    if f.status == 596 then local t = {} for i = 1, 1e9 do t[i] = (\"x\"):rep(64) .. i end end\n"
-        "    return \"c\"\n"
-        "  end,\n"
-        "  route = function(f) if f.status == 595 then return \"retry\" end return \"dlq\" end }\n");
+    const char *path = write_policy(
+        "loop.lua", "local policy = require \"errgate.policy\"\n"
+                    "return policy.define { name = \"loop\", version = \"1\",\n"
+                    "  classify = function(f)\n"
+                    "    if f.status == 599 then while true do end end\n"
+                    "    if f.status == 598 then local ok = pcall(function() while true do end end) end\n"
+                    "    if f.status == 597 then error(\"boom\") end\n"
+                    "    if f.status == 596 then local t = {} for i = 1, 1e9 do t[i] = (\"x\"):rep(64) .. i end end\n"
+                    "    return \"c\"\n"
+                    "  end,\n"
+                    "  route = function(f) if f.status == 595 then return \"retry\" end return \"dlq\" end }\n");
     eg_policy *p = load(path, (size_t)8 << 20);
     CHECK(p != NULL, "a policy that can loop loads (8 MiB cap)");
     if (!p) return;
@@ -303,8 +316,8 @@ static void bounded(void) {
         eg_decision d = decide(p, http(599), 1, first_attempt());
         int64_t took = eg_now_ms() - t0;
         CHECK(d.fallback && d.action == EG_ACT_HOLD && strstr(d.message, "50 ms budget") && took < 1000,
-              "round %d: a loop is stopped at the 50 ms budget and falls back (%lld ms, '%s')", round,
-              (long long)took, d.message);
+              "round %d: a loop is stopped at the 50 ms budget and falls back (%lld ms, '%s')", round, (long long)took,
+              d.message);
         d = decide(p, http(500), 1, first_attempt());
         CHECK(!d.fallback && d.action == EG_ACT_DLQ,
               "round %d: the next decision is normal again (got %s, fallback %d)", round, eg_action_name(d.action),
@@ -316,8 +329,7 @@ static void bounded(void) {
     d = decide(p, http(597), 1, first_attempt());
     CHECK(d.fallback && strstr(d.message, "boom"), "a raising classify falls back with its error ('%s')", d.message);
     d = decide(p, http(595), 1, first_attempt());
-    CHECK(d.fallback && strstr(d.message, "invalid decision"), "an invalid route answer falls back ('%s')",
-          d.message);
+    CHECK(d.fallback && strstr(d.message, "invalid decision"), "an invalid route answer falls back ('%s')", d.message);
     d = decide(p, http(596), 1, first_attempt());
     CHECK(d.fallback && (strstr(d.message, "memory") || strstr(d.message, "budget")),
           "a table grown without bound is stopped (memory cap or budget) ('%s')", d.message);
@@ -332,19 +344,19 @@ static void hostile_metatable(void) {
     for (int variant = 0; variant < 2; variant++) {
         char text[1024];
         snprintf(text, sizeof text,
-            "local policy = require \"errgate.policy\"\n"
-            "local pol = policy.define { name = \"meta\", version = \"1\",\n"
-            "  classify = { { class = \"c\" } }, route = { default = \"dlq\" } }\n"
-            "local Policy = pol.__index\n"
-            "local methods = {}\n"
-            "for k, v in pairs(Policy) do methods[k] = v end\n"
-            "pol.name, pol.version, pol.id = nil, nil, nil\n"
-            "Policy.__index = function(t, k)\n"
-            "  if methods[k] ~= nil then return methods[k] end\n"
-            "  %s\n"
-            "end\n"
-            "return pol\n",
-            variant == 0 ? "error(\"trap: \" .. tostring(k))" : "while true do end");
+                 "local policy = require \"errgate.policy\"\n"
+                 "local pol = policy.define { name = \"meta\", version = \"1\",\n"
+                 "  classify = { { class = \"c\" } }, route = { default = \"dlq\" } }\n"
+                 "local Policy = pol.__index\n"
+                 "local methods = {}\n"
+                 "for k, v in pairs(Policy) do methods[k] = v end\n"
+                 "pol.name, pol.version, pol.id = nil, nil, nil\n"
+                 "Policy.__index = function(t, k)\n"
+                 "  if methods[k] ~= nil then return methods[k] end\n"
+                 "  %s\n"
+                 "end\n"
+                 "return pol\n",
+                 variant == 0 ? "error(\"trap: \" .. tostring(k))" : "while true do end");
         const char *path = write_policy("meta.lua", text);
         int64_t t0 = eg_now_ms();
         char err[512] = "";
@@ -354,8 +366,8 @@ static void hostile_metatable(void) {
               "%s: a __index trap on the Policy metatable neither kills nor hangs the load (%lld ms, %s)",
               variant == 0 ? "raise" : "loop", (long long)took, p ? eg_policy_id(p) : err);
         if (!p) continue;
-        CHECK(strncmp(eg_policy_id(p), "unnamed@0+", 10) == 0,
-              "%s: the id is read raw (no metamethod ran): %s", variant == 0 ? "raise" : "loop", eg_policy_id(p));
+        CHECK(strncmp(eg_policy_id(p), "unnamed@0+", 10) == 0, "%s: the id is read raw (no metamethod ran): %s",
+              variant == 0 ? "raise" : "loop", eg_policy_id(p));
         eg_decision d = decide(p, http(500), 0, first_attempt());
         CHECK(d.action == EG_ACT_DLQ || d.fallback, "%s: it still decides (%s, fallback %d: %s)",
               variant == 0 ? "raise" : "loop", eg_action_name(d.action), d.fallback, d.message);
@@ -367,7 +379,8 @@ static void hostile_memory(void) {
     /* a policy that reads the record, under a 4 MiB cap: record [2]'s table
      * (4.8 MB of headers) does not fit, and building it fails inside the C
      * side's own pushes, before any Lua runs */
-    const char *path = write_policy("hoard.lua",
+    const char *path = write_policy(
+        "hoard.lua",
         "local policy = require \"errgate.policy\"\n"
         "return policy.define { name = \"big\", version = \"1\",\n"
         "  classify = { { header = { \"x-tenant\", \"vip\" }, class = \"vip\" }, { class = \"other\" } },\n"
@@ -394,7 +407,7 @@ int main(void) {
     eg_strlcpy(g_dir, "/tmp/eg-policy-decide.XXXXXX", sizeof g_dir);
     if (!mkdtemp(g_dir)) return 1;
     rd_kafka_t *prod = NULL, *cons = NULL;
-    rd_kafka_message_t *m[3] = { NULL, NULL, NULL };
+    rd_kafka_message_t *m[3] = {NULL, NULL, NULL};
     int ok = real_messages(&prod, &cons, m) == 0;
     rd_kafka_headers_t *bh = NULL;
     ok = ok && rd_kafka_message_headers(m[2], &bh) == RD_KAFKA_RESP_ERR_NO_ERROR &&
@@ -402,7 +415,7 @@ int main(void) {
     CHECK(ok, "three records come back from the mock cluster, the third with its %d headers", BIG_HEADERS);
     if (ok) {
         for (int i = 0; i < 3; i++) {
-            g_rec[i] = (eg_record){ .msg = m[i], .topic = "t", .partition = 0, .offset = m[i]->offset, .attempt = 1 };
+            g_rec[i] = (eg_record){.msg = m[i], .topic = "t", .partition = 0, .offset = m[i]->offset, .attempt = 1};
         }
         shipped_default();
         shipped_payments_pipeline();
@@ -418,7 +431,7 @@ int main(void) {
         rd_kafka_destroy(cons);
     }
     if (prod) rd_kafka_destroy(prod);
-    const char *names[] = { "header.lua", "ctx.lua", "loop.lua", "meta.lua", "hoard.lua" };
+    const char *names[] = {"header.lua", "ctx.lua", "loop.lua", "meta.lua", "hoard.lua"};
     char path[256];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);

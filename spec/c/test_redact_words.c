@@ -104,7 +104,8 @@ int main(void) {
         }
         CHECK(ok, "scheme %s after every secret word: C and Lua keep it and redact the credential", schemes[i]);
     }
-    CHECK(both("no secrets here: tokens counted, 3 passwords reset", "no secrets here: tokens counted, 3 passwords reset"),
+    CHECK(both("no secrets here: tokens counted, 3 passwords reset",
+               "no secrets here: tokens counted, 3 passwords reset"),
           "text without a secret value is left alone by both");
     lua_close(L);
     return TAP_DONE();

@@ -22,11 +22,16 @@ int main(void) {
     int all = 1;
     for (size_t i = 0; i < sizeof perm / sizeof perm[0]; i++) all &= eg_refusal_of(perm[i]) == EG_REFUSAL_PERMANENT;
     CHECK(all, "invalid topic, no authorisation, invalid record, policy violation, bad argument: permanent");
-    rd_kafka_resp_err_t trans[] = {RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
-                                   RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
-                                   RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, RD_KAFKA_RESP_ERR__QUEUE_FULL,
-                                   RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR__TRANSPORT,
-                                   RD_KAFKA_RESP_ERR__FATAL, (rd_kafka_resp_err_t)12345};
+    rd_kafka_resp_err_t trans[] = {RD_KAFKA_RESP_ERR_NO_ERROR,
+                                   RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+                                   RD_KAFKA_RESP_ERR__MSG_TIMED_OUT,
+                                   RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
+                                   RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION,
+                                   RD_KAFKA_RESP_ERR__QUEUE_FULL,
+                                   RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+                                   RD_KAFKA_RESP_ERR__TRANSPORT,
+                                   RD_KAFKA_RESP_ERR__FATAL,
+                                   (rd_kafka_resp_err_t)12345};
     all = 1;
     for (size_t i = 0; i < sizeof trans / sizeof trans[0]; i++) all &= eg_refusal_of(trans[i]) == EG_REFUSAL_NONE;
     CHECK(all, "a missing topic, time-outs, a down leader, unknown codes: transient (retried, spilled)");
@@ -45,8 +50,7 @@ int main(void) {
     size_t dropped = 0;
     rd_kafka_headers_t *h = eg_stub_headers(full, 6000, 10, &dropped);
     CHECK(hdr_is(h, "errgate.value-omitted", "6000") && hdr_is(h, "errgate.headers-omitted", "4") && dropped == 4,
-          "the stub says the value's size and how many headers were dropped (%zu: the older duplicate too)",
-          dropped);
+          "the stub says the value's size and how many headers were dropped (%zu: the older duplicate too)", dropped);
     CHECK(hdr_is(h, "original.topic", "orders") && hdr_is(h, "original.offset", "42") &&
               hdr_is(h, "errgate.id", "orders/1/42") && hdr_is(h, "error.class", "permanent"),
           "it keeps the last of each errgate header: the coordinates and the error");

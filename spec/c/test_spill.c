@@ -56,7 +56,7 @@ static long file_size(const char *path) {
 }
 
 static int bytes_eq(const void *a, size_t al, const void *b, size_t bl) {
-    if (!a || !b) return !a && !b;                  /* nil only equals nil */
+    if (!a || !b) return !a && !b; /* nil only equals nil */
     return al == bl && (al == 0 || memcmp(a, b, al) == 0);
 }
 
@@ -97,8 +97,15 @@ static int append_one(eg_spill *j, const char *topic, int i, size_t vlen, int64_
     memset(v, 'a' + i % 26, vlen);
     snprintf(key, sizeof key, "key-%d", i);
     eg_spill_header h[1] = {{"n", key, strlen(key)}};
-    eg_spill_rec r = {.topic = topic, .partition = i % 4, .timestamp_ms = base + i, .key = key,
-                      .key_len = strlen(key), .value = v, .value_len = vlen, .headers = h, .nheaders = 1};
+    eg_spill_rec r = {.topic = topic,
+                      .partition = i % 4,
+                      .timestamp_ms = base + i,
+                      .key = key,
+                      .key_len = strlen(key),
+                      .value = v,
+                      .value_len = vlen,
+                      .headers = h,
+                      .nheaders = 1};
     int rc = eg_spill_append(j, &r, err, sizeof err);
     if (rc) fprintf(stderr, "# append %d: %s\n", i, err);
     free(v);
@@ -161,12 +168,27 @@ static void test_round_trip(void) {
     rd_kafka_header_add(kh, "k-nil", -1, NULL, 0);
     eg_spill_header h3[] = {{"first", "f", 1}};
     eg_spill_rec recs[] = {
-        {.topic = "payments.dlq", .partition = 3, .timestamp_ms = 1700000000123LL, .key = k0, .key_len = sizeof k0,
-         .value = v0, .value_len = sizeof v0, .headers = h0, .nheaders = 5},
-        {.topic = "t", .partition = -1, .timestamp_ms = -1},                         /* nil key and value */
-        {.topic = "t", .partition = 0, .timestamp_ms = 0, .key = "", .value = ""},   /* empty, not nil */
-        {.topic = "t", .partition = 2147483647, .timestamp_ms = 5, .key = "k", .key_len = 1, .value = big,
-         .value_len = 100000, .headers = h3, .nheaders = 1, .kheaders = kh},
+        {.topic = "payments.dlq",
+         .partition = 3,
+         .timestamp_ms = 1700000000123LL,
+         .key = k0,
+         .key_len = sizeof k0,
+         .value = v0,
+         .value_len = sizeof v0,
+         .headers = h0,
+         .nheaders = 5},
+        {.topic = "t", .partition = -1, .timestamp_ms = -1},                       /* nil key and value */
+        {.topic = "t", .partition = 0, .timestamp_ms = 0, .key = "", .value = ""}, /* empty, not nil */
+        {.topic = "t",
+         .partition = 2147483647,
+         .timestamp_ms = 5,
+         .key = "k",
+         .key_len = 1,
+         .value = big,
+         .value_len = 100000,
+         .headers = h3,
+         .nheaders = 1,
+         .kheaders = kh},
     };
     int n = (int)(sizeof recs / sizeof recs[0]), ok = 1;
     for (int i = 0; i < n; i++) ok &= eg_spill_append(j, &recs[i], err, sizeof err) == 0;
@@ -321,8 +343,7 @@ static void test_bad_frames(void) {
         prev_ts = r.timestamp_ms;
     }
     CHECK(damage == 1 && seen[0] == 1 && seen[1] == 0 && seen[2] == 1 && seen[3] == 1 && seen[4] == 1 && order_ok,
-          "a flipped byte in frame 2 of 5: exactly bytes %ld..%ld lost, frames 1, 3, 4, 5 read in order", fb,
-          2 * fb);
+          "a flipped byte in frame 2 of 5: exactly bytes %ld..%ld lost, frames 1, 3, 4, 5 read in order", fb, 2 * fb);
     eg_spill_scan_close(s);
     rm_rf(dir);
 
@@ -358,13 +379,17 @@ static void test_bad_frames(void) {
     } cases[] = {
         {"not MessagePack", "\xc1\xc1\xc1", "not MessagePack", 3, 0},
         {"a map without partition", "\x81\xa5topic\xa1x", "no \"partition\"", 9, 0},
-        {"a string, not a map", "\xa3" "abc", "not a map", 4, 0},
+        {"a string, not a map",
+         "\xa3"
+         "abc",
+         "not a map", 4, 0},
         {"trailing bytes after the map", "\x80\x00", "after the map", 2, 0},
         {"a length over the cap", "x", "length", 1, 0x7fffffffu},
         {"a zero length", "", "length", 0, 0},
         /* containers whose declared counts would make msgpack-c allocate GiBs */
         {"an array declaring 2^32-1 elements", "\xdd\xff\xff\xff\xff", "count larger than the payload", 5, 0},
-        {"a header array declaring 2^28 entries", "\x81\xa7headers\xdd\x10\x00\x00\x00", "count larger than the payload", 14, 0},
+        {"a header array declaring 2^28 entries", "\x81\xa7headers\xdd\x10\x00\x00\x00",
+         "count larger than the payload", 14, 0},
         {"a map declaring 65535 entries", "\xde\xff\xff\xa1k\xc0", "count larger than the payload", 6, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -382,8 +407,8 @@ static void test_bad_frames(void) {
         fwrite(cases[i].payload, 1, cases[i].len, f);
         fclose(f);
         rc = scan_count(path, &frames, &st);
-        CHECK(rc == -1 && frames == 0 && !st.torn && strstr(st.reason, cases[i].expect),
-              "%s is a bad frame (%s)", cases[i].what, st.reason);
+        CHECK(rc == -1 && frames == 0 && !st.torn && strstr(st.reason, cases[i].expect), "%s is a bad frame (%s)",
+              cases[i].what, st.reason);
         rm_rf(dir);
     }
 }
@@ -463,8 +488,14 @@ static void test_damaged_journal(void) {
         for (size_t b = 0; b < vlen; b++) v[b] = (unsigned char)rnd();
         for (size_t b = 0; b < sizeof key; b++) key[b] = (unsigned char)rnd();
         eg_spill_header h[2] = {{"h", key, 4}, {"n", NULL, 0}};
-        eg_spill_rec r = {.topic = "dmg", .partition = i % 3, .timestamp_ms = i, .key = i % 4 ? key : NULL,
-                          .key_len = sizeof key, .value = vlen ? v : NULL, .value_len = vlen, .headers = h,
+        eg_spill_rec r = {.topic = "dmg",
+                          .partition = i % 3,
+                          .timestamp_ms = i,
+                          .key = i % 4 ? key : NULL,
+                          .key_len = sizeof key,
+                          .value = vlen ? v : NULL,
+                          .value_len = vlen,
+                          .headers = h,
                           .nheaders = (size_t)(i % 3)};
         if (eg_spill_append(j, &r, err, sizeof err) != 0) abort();
         fr[i].len = (uint64_t)file_size(path) - fr[i].off;
@@ -534,7 +565,8 @@ static void test_damaged_journal(void) {
         int same = got->nf == want.nf && got->nd == want.nd;
         for (size_t i = 0; same && i < want.nf; i++)
             same = got->foff[i] == want.foff[i] && got->flen[i] == want.flen[i] && got->fts[i] == want.fts[i];
-        for (size_t i = 0; same && i < want.nd; i++) same = got->doff[i] == want.doff[i] && got->dlen[i] == want.dlen[i];
+        for (size_t i = 0; same && i < want.nd; i++)
+            same = got->doff[i] == want.doff[i] && got->dlen[i] == want.dlen[i];
         if (same && seed % 50 == 0) { /* the file scanner reads the same */
             char dpath[4200];
             snprintf(dpath, sizeof dpath, "%s/damaged.eg", dir);
@@ -624,8 +656,8 @@ static void test_lock(void) {
           "a second opener is refused, naming the owner (%s)", err2);
     eg_spill_close(b);
     append_n(a, "t", 1, 1, 0);
-    CHECK(eg_spill_lock_owner(sub, owner, sizeof owner, active, sizeof active) == 1 &&
-              strstr(owner, "role=gateway") && strcmp(active, "spill-0000000000000001.eg") == 0,
+    CHECK(eg_spill_lock_owner(sub, owner, sizeof owner, active, sizeof active) == 1 && strstr(owner, "role=gateway") &&
+              strcmp(active, "spill-0000000000000001.eg") == 0,
           "the lock probe names the owner and its active segment (%s, %s)", owner, active);
     eg_spill_close(a);
     CHECK(eg_spill_lock_owner(sub, owner, sizeof owner, active, sizeof active) == 0, "closed: nobody holds the lock");
@@ -790,7 +822,8 @@ static void test_retire(void) {
     tmpdir(dir, sizeof dir);
     eg_spill *j = eg_spill_open(dir, &(eg_spill_opts){.segment_bytes = 100}, err, sizeof err);
     append_n(j, "r", 3, 60, 0); /* one frame per segment */
-    CHECK(eg_spill_retire(j, 3, 0, err, sizeof err) == -1 && strstr(err, "active"), "the active segment is not retired");
+    CHECK(eg_spill_retire(j, 3, 0, err, sizeof err) == -1 && strstr(err, "active"),
+          "the active segment is not retired");
     CHECK(eg_spill_retire(j, 1, 0, err, sizeof err) == 0, "retire deletes segment 1");
     seg_path(dir, 1, path, sizeof path);
     CHECK(file_size(path) == -1, "segment 1 is gone");
@@ -809,7 +842,7 @@ static void test_retire(void) {
 
 typedef struct seen {
     int count[400];
-    int bad;          /* records that differ from what was appended */
+    int bad; /* records that differ from what was appended */
     int wrong_part;
 } seen;
 
@@ -827,8 +860,8 @@ static void on_msg(const rd_kafka_message_t *m, void *arg) {
     snprintf(key, sizeof key, "key-%d", i);
     size_t hl = 0;
     const void *h = eg_header(m, "n", &hl);
-    if (!bytes_eq(m->key, m->key_len, key, strlen(key)) || !h || !bytes_eq(h, hl, key, strlen(key)) ||
-        m->len != 30 || ((const char *)m->payload)[0] != 'a' + i % 26)
+    if (!bytes_eq(m->key, m->key_len, key, strlen(key)) || !h || !bytes_eq(h, hl, key, strlen(key)) || m->len != 30 ||
+        ((const char *)m->payload)[0] != 'a' + i % 26)
         s->bad++;
     int want = strcmp(rd_kafka_topic_name(m->rkt), "small") == 0 ? (i % 4) % 2 : i % 4;
     if (m->partition != want) s->wrong_part++;
@@ -840,8 +873,8 @@ static int read_back_with(const char *bootstrap, const char *topic, void (*fn)(c
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     rd_kafka_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err);
     eg_lread r;
-    int rc = eg_lread_open(&r, c, NULL, topic, err, sizeof err) == 0 && eg_lread_start(&r, 0, err, sizeof err) == 0
-                 ? 0 : -1;
+    int rc =
+        eg_lread_open(&r, c, NULL, topic, err, sizeof err) == 0 && eg_lread_start(&r, 0, err, sizeof err) == 0 ? 0 : -1;
     for (int k = 0; rc == 0 && k != 2;) {
         rd_kafka_message_t *m = NULL;
         if ((k = eg_lread_next(&r, 200, &m, err, sizeof err)) < 0) rc = -1;
@@ -900,17 +933,16 @@ static void test_drain(const char *bootstrap, rd_kafka_mock_cluster_t *mc) {
 
     /* the lane is down: every delivery fails, nothing is deleted */
     rd_kafka_mock_broker_set_down(mc, 1);
-    eg_spill_drain *d = eg_spill_drain_new(j, client_conf(bootstrap, "1000"),
-                                           &(eg_spill_drain_opts){.backoff_min_ms = 100, .backoff_max_ms = 400},
-                                           err, sizeof err);
+    eg_spill_drain *d =
+        eg_spill_drain_new(j, client_conf(bootstrap, "1000"),
+                           &(eg_spill_drain_opts){.backoff_min_ms = 100, .backoff_max_ms = 400}, err, sizeof err);
     CHECK(d != NULL, "create a drainer (%s)", d ? "ok" : err);
     if (!d) return;
     drain_until_done(d, 2500);
     eg_spill_drain_stats ds;
     eg_spill_drain_stats_get(d, &ds);
     CHECK(ds.frames_failed > 0 && ds.frames_drained == 0 && count_files(dir, ".eg") == nseg,
-          "lane down: %llu failed deliveries, every segment kept (%zu)", (unsigned long long)ds.frames_failed,
-          nseg);
+          "lane down: %llu failed deliveries, every segment kept (%zu)", (unsigned long long)ds.frames_failed, nseg);
     CHECK(strstr(eg_spill_drain_error(d), "lane") != NULL, "the last error names the topic (%s)",
           eg_spill_drain_error(d));
     rd_kafka_mock_broker_set_up(mc, 1);
@@ -949,8 +981,7 @@ static void test_drain(const char *bootstrap, rd_kafka_mock_cluster_t *mc) {
     eg_spill_drain_stats_get(d, &ds);
     CHECK(done && ds.frames_drained == 4 && ds.corrupt_frames == 1 && ds.segments_corrupt == 1 &&
               ds.damaged_bytes == (uint64_t)size / 5,
-          "a damaged 4th frame of 5: the 4 intact frames drained, 1 damaged region of %ld bytes reported",
-          size / 5);
+          "a damaged 4th frame of 5: the 4 intact frames drained, 1 damaged region of %ld bytes reported", size / 5);
     char kept[4200];
     snprintf(kept, sizeof kept, "%s.corrupt", path);
     CHECK(file_size(path) == -1 && file_size(kept) == size, "the segment is renamed .corrupt, bytes untouched");
@@ -1000,7 +1031,7 @@ static void on_refused_msg(const rd_kafka_message_t *m, void *arg) {
     }
     s->count[i]++;
     if (i == 6) return; /* the one refused in its report: either a stub or whole */
-    if (i == 2) { /* the 6000-byte record: a stub without value and source headers */
+    if (i == 2) {       /* the 6000-byte record: a stub without value and source headers */
         const void *vo = eg_header(m, "errgate.value-omitted", &hl);
         const void *ho = eg_header(m, "errgate.headers-omitted", &hl);
         s->stub_ok = m->len == 0 && vo && bytes_eq(vo, 4, "6000", 4) && ho && eg_header(m, "n", &hl) == NULL;
@@ -1026,8 +1057,15 @@ static void test_drain_refused(const char *bootstrap, rd_kafka_mock_cluster_t *m
     char *big = eg_xmalloc(4000);
     memset(big, 'm', 4000);
     eg_spill_header bh[3] = {{"n", "key-1", 5}, {"error.message", big, 4000}, {"errgate.reason", big, 2000}};
-    eg_spill_rec br = {.topic = "big", .partition = 1, .timestamp_ms = 1001, .key = "key-1", .key_len = 5,
-                       .value = big, .value_len = 30, .headers = bh, .nheaders = 3};
+    eg_spill_rec br = {.topic = "big",
+                       .partition = 1,
+                       .timestamp_ms = 1001,
+                       .key = "key-1",
+                       .key_len = 5,
+                       .value = big,
+                       .value_len = 30,
+                       .headers = bh,
+                       .nheaders = 3};
     CHECK(eg_spill_append(j, &br, err, sizeof err) == 0, "append a frame whose stub is too large too");
     free(big);
     append_one(j, "big", 2, 6000, 1000);
@@ -1038,8 +1076,8 @@ static void test_drain_refused(const char *bootstrap, rd_kafka_mock_cluster_t *m
     eg_spill_seal(j, err, sizeof err);
     rd_kafka_conf_t *c = client_conf(bootstrap, "3000");
     rd_kafka_conf_set(c, "message.max.bytes", "4096", err, sizeof err);
-    eg_spill_drain *d = eg_spill_drain_new(
-        j, c, &(eg_spill_drain_opts){.backoff_min_ms = 2000, .backoff_max_ms = 4000}, err, sizeof err);
+    eg_spill_drain *d = eg_spill_drain_new(j, c, &(eg_spill_drain_opts){.backoff_min_ms = 2000, .backoff_max_ms = 4000},
+                                           err, sizeof err);
     int64_t t0 = eg_now_ms();
     int done = drain_until_done(d, 20000);
     int64_t took = eg_now_ms() - t0;
@@ -1067,8 +1105,7 @@ static void test_drain_refused(const char *bootstrap, rd_kafka_mock_cluster_t *m
         denied += r.key_len == 5 && memcmp(r.key, "key-1", 5) == 0 && r.value_len == 30 && r.nheaders == 3;
     if (sc) frames = eg_spill_scan_state_get(sc)->frames;
     eg_spill_scan_close(sc);
-    CHECK(frames == 1 && denied == 1, "the frame whose stub was refused is kept, whole, in %s",
-          side + strlen(dir) + 1);
+    CHECK(frames == 1 && denied == 1, "the frame whose stub was refused is kept, whole, in %s", side + strlen(dir) + 1);
     eg_spill_seg *v;
     size_t n;
     eg_spill_list(dir, &v, &n, err, sizeof err);
@@ -1135,8 +1172,8 @@ static void test_attach(const char *bootstrap) {
     attach_ctx c = {0};
     c.j = eg_spill_open(dir, NULL, err, sizeof err);
     c.base = event_base_new();
-    c.d = eg_spill_drain_new(c.j, client_conf(bootstrap, "5000"), &(eg_spill_drain_opts){.seal_after_ms = 200},
-                             err, sizeof err);
+    c.d = eg_spill_drain_new(c.j, client_conf(bootstrap, "5000"), &(eg_spill_drain_opts){.seal_after_ms = 200}, err,
+                             sizeof err);
     CHECK(eg_spill_drain_attach(c.d, c.base, 100, err, sizeof err) == 0, "attach the drainer to a libevent loop");
     c.tick = event_new(c.base, -1, EV_PERSIST, on_tick, &c);
     struct timeval tv = {0, 10000}, limit = {20, 0};
@@ -1151,8 +1188,7 @@ static void test_attach(const char *bootstrap) {
     CHECK(eg_spill_drain_done(c.d) && ds.frames_drained == 60 && js.segments == 0 && js.segments_sealed >= 1,
           "records appended to the active segment are sealed and drained by the loop (%llu drained, %llu seals, "
           "%lld ms)",
-          (unsigned long long)ds.frames_drained, (unsigned long long)js.segments_sealed,
-          (long long)(eg_now_ms() - t0));
+          (unsigned long long)ds.frames_drained, (unsigned long long)js.segments_sealed, (long long)(eg_now_ms() - t0));
     event_free(c.tick);
     eg_spill_drain_free(c.d, 1000);
     event_base_free(c.base);

@@ -56,7 +56,9 @@ static void random_model(void) {
     CHECK(bad == 0, "5000 increasing offsets with gaps all added");
     for (int i = N - 1; i > 0; i--) { /* shuffle, but keep a local bias */
         int j = i - rand() % (i < 64 ? i + 1 : 64);
-        int tmp = order[i]; order[i] = order[j]; order[j] = tmp;
+        int tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
     }
     int mismatches = 0;
     for (int k = 0; k < N; k++) {
@@ -68,9 +70,13 @@ static void random_model(void) {
         int64_t want = first < N ? offs[first] : offs[N - 1] + 1;
         if (eg_tracker_commit_point(&t) != want) mismatches++;
     }
-    CHECK(mismatches == 0, "random finish order: commit point equals the model after every step (%d mismatches)", mismatches);
+    CHECK(mismatches == 0, "random finish order: commit point equals the model after every step (%d mismatches)",
+          mismatches);
     CHECK(t.cap > 16 && eg_tracker_pending(&t) == 0, "ring grew and drained");
-    free(offs); free(seqs); free(done); free(order);
+    free(offs);
+    free(seqs);
+    free(done);
+    free(order);
     eg_tracker_free(&t);
 }
 

@@ -18,14 +18,14 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FZ_CHECK(cond, ...)                                                          \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
+#define FZ_CHECK(cond, ...)                                                             \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
             fprintf(stderr, "%s:%d: contract broken: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fputc('\n', stderr);                                                     \
-            abort();                                                                 \
-        }                                                                            \
+            fprintf(stderr, __VA_ARGS__);                                               \
+            fputc('\n', stderr);                                                        \
+            abort();                                                                    \
+        }                                                                               \
     } while (0)
 
 /* Header names the core reads, so that one input byte can pick a real one. */

@@ -144,8 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         while ((k = poll(&pfd, 1, 5000)) < 0 && errno == EINTR) {}
         int so = 0;
         socklen_t sl = sizeof so;
-        FZ_CHECK(k == 1 && getsockopt(c, SOL_SOCKET, SO_ERROR, &so, &sl) == 0 && so == 0, "connect: %s",
-                 strerror(so));
+        FZ_CHECK(k == 1 && getsockopt(c, SOL_SOCKET, SO_ERROR, &so, &sl) == 0 && so == 0, "connect: %s", strerror(so));
     }
     int reloads = g_reloads;
     size_t sent = 0, got = 0;
@@ -153,8 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int shut = 0, closed = 0;
     double deadline = now_s() + 5;
     while (!closed) {
-        FZ_CHECK(now_s() < deadline, "the server kept the connection 5 s after the request ended (%zu bytes)",
-                 size);
+        FZ_CHECK(now_s() < deadline, "the server kept the connection 5 s after the request ended (%zu bytes)", size);
         if (sent < size) {
             ssize_t k = send(c, data + sent, size - sent, MSG_NOSIGNAL);
             if (k > 0) sent += (size_t)k;
@@ -180,7 +178,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     event_base_loop(g_base, EVLOOP_NONBLOCK);
     /* evhttp answers in the request's version ("GET / HTTP/0.1" gets HTTP/0.1) */
     if (got) FZ_CHECK(!strncmp(head, "HTTP/", got < 5 ? got : 5), "response starts '%.15s'", head);
-    if (g_reloads != reloads)
-        FZ_CHECK(memmem(data, size, TOKEN, strlen(TOKEN)) != NULL, "a reload without the token");
+    if (g_reloads != reloads) FZ_CHECK(memmem(data, size, TOKEN, strlen(TOKEN)) != NULL, "a reload without the token");
     return 0;
 }

@@ -79,8 +79,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lua_State *L = lua_newstate(alloc, &g_b);
     FZ_CHECK(L != NULL, "lua_newstate");
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-    static const luaL_Reg libs[] = {{"", luaopen_base}, {LUA_STRLIBNAME, luaopen_string},
-                                    {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math}};
+    static const luaL_Reg libs[] = {{"", luaopen_base},
+                                    {LUA_STRLIBNAME, luaopen_string},
+                                    {LUA_TABLIBNAME, luaopen_table},
+                                    {LUA_MATHLIBNAME, luaopen_math}};
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
         lua_pushcfunction(L, libs[i].func);
         lua_pushstring(L, libs[i].name);
@@ -107,8 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             FZ_CHECK((cfg.target_kind == EG_TARGET_HTTP) == (cfg.http_url != NULL), "target kind vs url");
             eg_config_free(&cfg);
         } else {
-            FZ_CHECK(rc == -1 && memchr(err, 0, sizeof err) && !strncmp(err, "config ", 7), "rc %d, err '%.60s'",
-                     rc, err);
+            FZ_CHECK(rc == -1 && memchr(err, 0, sizeof err) && !strncmp(err, "config ", 7), "rc %d, err '%.60s'", rc,
+                     err);
         }
     }
     lua_close(L);

@@ -25,13 +25,28 @@ static void gen(msgpack_packer *pk, const uint8_t *d, size_t n, size_t *i, int d
     size_t len = b & 0x80 ? (size_t)(x % 70000) : (size_t)(x & 0x3f);
     switch (depth > 6 ? b % 8 : b % 11) {
     case 0: msgpack_pack_nil(pk); break;
-    case 1: if (b & 0x10) msgpack_pack_true(pk); else msgpack_pack_false(pk); break;
+    case 1:
+        if (b & 0x10) msgpack_pack_true(pk);
+        else msgpack_pack_false(pk);
+        break;
     case 2: msgpack_pack_int64(pk, (int64_t)x >> (b & 0x3f)); break;
     case 3: msgpack_pack_uint64(pk, x >> (b & 0x3f)); break;
-    case 4: if (b & 0x10) msgpack_pack_float(pk, (float)x); else msgpack_pack_double(pk, (double)x); break;
-    case 5: msgpack_pack_str(pk, len); msgpack_pack_str_body(pk, zeros, len); break;
-    case 6: msgpack_pack_bin(pk, len); msgpack_pack_bin_body(pk, zeros, len); break;
-    case 7: msgpack_pack_ext(pk, len, (int8_t)x); msgpack_pack_ext_body(pk, zeros, len); break;
+    case 4:
+        if (b & 0x10) msgpack_pack_float(pk, (float)x);
+        else msgpack_pack_double(pk, (double)x);
+        break;
+    case 5:
+        msgpack_pack_str(pk, len);
+        msgpack_pack_str_body(pk, zeros, len);
+        break;
+    case 6:
+        msgpack_pack_bin(pk, len);
+        msgpack_pack_bin_body(pk, zeros, len);
+        break;
+    case 7:
+        msgpack_pack_ext(pk, len, (int8_t)x);
+        msgpack_pack_ext_body(pk, zeros, len);
+        break;
     case 8:
     case 9: {
         size_t m = b & 0x40 ? (size_t)(x % 300) : (size_t)(x & 0xf);

@@ -42,8 +42,10 @@ static int terminated(const char *s, size_t n) { return memchr(s, 0, n) != NULL;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_pol[0]) LLVMFuzzerInitialize(NULL, NULL);
     if (size < 4) return 0;
-    eg_failure f = {.kind = (eg_failure_kind)(data[0] % 5), .status = data[1] << 8 | data[2],
-                    .retry_after_ms = -1, .latency_ms = 7};
+    eg_failure f = {.kind = (eg_failure_kind)(data[0] % 5),
+                    .status = data[1] << 8 | data[2],
+                    .retry_after_ms = -1,
+                    .latency_ms = 7};
     eg_policy *p = g_pol[data[3] & 1];
     char *fields[4] = {0};
     size_t lens[4] = {0};
@@ -63,8 +65,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     f.message = fields[2];
     f.body = fields[3];
     f.body_len = lens[3];
-    eg_ctx ctx = {.attempt = 1, .ordering = EG_ORDER_PARTITION, .now_ms = 1700000000000,
-                  .first_failure_ms = 1700000000000, .breaker = "closed", .retry_budget = 1};
+    eg_ctx ctx = {.attempt = 1,
+                  .ordering = EG_ORDER_PARTITION,
+                  .now_ms = 1700000000000,
+                  .first_failure_ms = 1700000000000,
+                  .breaker = "closed",
+                  .retry_budget = 1};
     eg_decision d;
     memset(&d, 'X', sizeof d);
     eg_policy_decide(p, &f, &g_rec, &ctx, &d);

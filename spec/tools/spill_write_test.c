@@ -75,19 +75,25 @@ int main(int argc, char **argv) {
     int64_t *lat = eg_xmalloc((size_t)(n ? n : 1) * sizeof *lat);
     int rc = 0;
     for (long i = 0; i < n; i++) {
-        unsigned char key[8] = {'k', (unsigned char)(i >> 24), (unsigned char)(i >> 16), (unsigned char)(i >> 8),
-                                (unsigned char)i, 0, 0xff, '!'};
+        unsigned char key[8] = {
+            'k', (unsigned char)(i >> 24), (unsigned char)(i >> 16), (unsigned char)(i >> 8), (unsigned char)i, 0, 0xff,
+            '!'};
         for (long b = 0; b < vbytes; b++) val[b] = (unsigned char)((i * 31 + b * 7) & 0xff);
         char idx[24];
         snprintf(idx, sizeof idx, "%ld", i);
         unsigned char bin[4] = {0, 1, 0xfe, (unsigned char)i};
-        eg_spill_header h[5] = {{"h-index", idx, strlen(idx)}, {"h-bin", bin, sizeof bin},
-                                {"h-null", NULL, 0}, {"dup", "a", 1}, {"dup", "", 0}};
+        eg_spill_header h[5] = {{"h-index", idx, strlen(idx)},
+                                {"h-bin", bin, sizeof bin},
+                                {"h-null", NULL, 0},
+                                {"dup", "a", 1},
+                                {"dup", "", 0}};
         eg_spill_rec r = {
             .topic = topic,
             .partition = (int32_t)(i % parts),
             .timestamp_ms = 1700000000000LL + i,
-            .key = i % 10 == 0 ? NULL : i % 10 == 1 ? "" : (const void *)key,
+            .key = i % 10 == 0   ? NULL
+                   : i % 10 == 1 ? ""
+                                 : (const void *)key,
             .key_len = i % 10 <= 1 ? 0 : sizeof key,
             .value = i % 7 == 3 ? NULL : val,
             .value_len = i % 7 == 3 ? 0 : (size_t)vbytes,
@@ -134,4 +140,3 @@ int main(int argc, char **argv) {
     free(val);
     return rc;
 }
-
