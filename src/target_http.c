@@ -106,7 +106,7 @@ typedef struct http_target {
     const eg_config *cfg;         /* borrowed: the gateway's config outlives the target */
     CURLM *multi;
     struct event *timer;
-    char *url;                    /* with the host replaced by tls.server_name, if set */
+    CURLU *url;                   /* parsed once; its host replaced by tls.server_name, if set */
     struct curl_slist *connect_to;
     int https;
     char **static_lines;          /* "Name: value" per configured header */
@@ -453,28 +453,72 @@ static void base64(const unsigned char *in, size_t n, char *out) {
     out[o] = '\0';
 }
 
-/* Appends one formatted line to h. */
-static void hl_add(hdrlist *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void hl_add(hdrlist *h, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n >= h->size - h->len) {
-        h->size = (h->len + (size_t)n + 1) * 2;
-        h->buf = eg_xrealloc(h->buf, h->size);
-        va_start(ap, fmt);
-        vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
-        va_end(ap);
-    }
+/* Makes room for n more bytes in h's text. */
+static void hl_reserve(hdrlist *h, size_t n) {
+    if (h->size - h->len >= n) return;
+    h->size = (h->len + n) * 2;
+    h->buf = eg_xrealloc(h->buf, h->size);
+}
+
+/* Appends p[0..n) to the line being built (no formatting: curl's own
+ * per-byte formatter already costs enough per request). */
+static void hl_put(hdrlist *h, const char *p, size_t n) {
+    hl_reserve(h, n);
+    memcpy(h->buf + h->len, p, n);
+    h->len += n;
+}
+
+static void hl_str(hdrlist *h, const char *p) { hl_put(h, p, strlen(p)); }
+
+/* Appends v in decimal. */
+static void hl_num(hdrlist *h, long long v) {
+    char d[24];
+    int i = sizeof d;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do d[--i] = (char)('0' + u % 10); while ((u /= 10));
+    if (v < 0) d[--i] = '-';
+    hl_put(h, d + i, sizeof d - (size_t)i);
+}
+
+/* Ends the line begun at offset `start` (NUL-terminates it, records it). */
+static void hl_end(hdrlist *h, size_t start) {
+    hl_put(h, "", 1);
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 16;
         h->nodes = eg_xrealloc(h->nodes, (size_t)h->cap * sizeof *h->nodes);
         h->off = eg_xrealloc(h->off, (size_t)h->cap * sizeof *h->off);
     }
-    h->off[h->n++] = h->len;
-    h->len += (size_t)n + 1;
+    h->off[h->n++] = start;
+}
+
+/* Appends the line `line` as it is. */
+static void hl_raw(hdrlist *h, const char *line) {
+    size_t start = h->len;
+    hl_str(h, line);
+    hl_end(h, start);
+}
+
+/* Appends the line "name: value" ("name;" for an empty value: curl's way
+ * of sending one). */
+static void hl_line(hdrlist *h, const char *name, const char *v, size_t n) {
+    size_t start = h->len;
+    hl_str(h, name);
+    if (n) {
+        hl_put(h, ": ", 2);
+        hl_put(h, v, n);
+    } else {
+        hl_put(h, ";", 1);
+    }
+    hl_end(h, start);
+}
+
+/* Appends the line "name: v" with v in decimal. */
+static void hl_line_num(hdrlist *h, const char *name, long long v) {
+    size_t start = h->len;
+    hl_str(h, name);
+    hl_put(h, ": ", 2);
+    hl_num(h, v);
+    hl_end(h, start);
 }
 
 /* The request's header lines: fixed ones, Errgate-*, static, forwarded. */
@@ -485,26 +529,24 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
     char id[320];
     h->n = 0;
     h->len = 0;
-    hl_add(h, "Content-Type: application/octet-stream");
-    hl_add(h, "Expect:"); /* no 100-continue round trip */
-    hl_add(h, "Accept:");
+    hl_line(h, "Content-Type", "application/octet-stream", 24);
+    hl_raw(h, "Expect:"); /* "Name:" removes curl's own header: no 100-continue round trip */
+    hl_raw(h, "Accept:");
     eg_record_id(rec, id, sizeof id);
-    hl_add(h, "Errgate-Id: %s", id);
-    if (printable(rec->topic, strlen(rec->topic))) hl_add(h, "Errgate-Topic: %s", rec->topic);
-    hl_add(h, "Errgate-Partition: %d", (int)rec->partition);
-    hl_add(h, "Errgate-Offset: %lld", (long long)rec->offset);
+    hl_line(h, "Errgate-Id", id, strlen(id));
+    if (printable(rec->topic, strlen(rec->topic))) hl_line(h, "Errgate-Topic", rec->topic, strlen(rec->topic));
+    hl_line_num(h, "Errgate-Partition", rec->partition);
+    hl_line_num(h, "Errgate-Offset", rec->offset);
     if (m->key && m->key_len <= 4096) {
-        if (!m->key_len) {
-            hl_add(h, "Errgate-Key;"); /* curl's way of sending an empty value */
-        } else if (printable(m->key, m->key_len)) {
-            hl_add(h, "Errgate-Key: %.*s", (int)m->key_len, (const char *)m->key);
+        if (!m->key_len || printable(m->key, m->key_len)) {
+            hl_line(h, "Errgate-Key", m->key, m->key_len);
         } else {
             char b64[4096 / 3 * 4 + 8];
             base64(m->key, m->key_len, b64);
-            hl_add(h, "Errgate-Key-Base64: %s", b64);
+            hl_line(h, "Errgate-Key-Base64", b64, strlen(b64));
         }
     }
-    for (int i = 0; i < ht->cfg->nhttp_headers; i++) hl_add(h, "%s", ht->static_lines[i]);
+    for (int i = 0; i < ht->cfg->nhttp_headers; i++) hl_raw(h, ht->static_lines[i]);
     rd_kafka_headers_t *hdrs = NULL;
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         const char *name;
@@ -514,9 +556,7 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
             int ok = strlen(name) <= 256 && val && size <= 8192 && printable(val, size) && eg_http_header_sendable(name);
             for (int k = 0; ok && k < ht->cfg->nhttp_headers; k++) /* configured headers win */
                 ok = strcasecmp(name, ht->cfg->http_headers[k].name) != 0;
-            if (!ok) continue;
-            if (size) hl_add(h, "%s: %.*s", name, (int)size, (const char *)val);
-            else hl_add(h, "%s;", name);
+            if (ok) hl_line(h, name, val, size);
         }
     }
     for (int i = 0; i < h->n; i++) {
@@ -652,7 +692,7 @@ static void ht_destroy(eg_target *t) {
     curl_slist_free_all(ht->connect_to);
     free_lines(ht->static_lines, ht->cfg->nhttp_headers);
     free(ht->slots);
-    free(ht->url);
+    curl_url_cleanup(ht->url);
     free(ht);
     curl_global_cleanup();
 }
@@ -666,7 +706,7 @@ static const eg_target_ops http_ops = {.submit = ht_submit, .available = ht_avai
 static int setup_url(http_target *ht, char *err, size_t errlen) {
     const eg_config *cfg = ht->cfg;
     CURLU *u = curl_url();
-    char *host = NULL, *port = NULL, *out = NULL;
+    char *host = NULL, *port = NULL;
     int rc = -1;
     if (!u || curl_url_set(u, CURLUPART_URL, cfg->http_url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
@@ -681,20 +721,17 @@ static int setup_url(http_target *ht, char *err, size_t errlen) {
             snprintf(err, errlen, "target.http: out of memory");
             goto out;
         }
-        if (curl_url_set(u, CURLUPART_HOST, cfg->http_server_name, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
+        if (curl_url_set(u, CURLUPART_HOST, cfg->http_server_name, 0) != CURLUE_OK) {
             snprintf(err, errlen, "target.http.tls.server_name: cannot use \"%s\"", cfg->http_server_name);
             goto out;
         }
-        ht->url = eg_xstrdup(out);
-    } else {
-        ht->url = eg_xstrdup(cfg->http_url);
     }
+    ht->url = u; /* curl copies it per transfer instead of parsing the URL again */
+    u = NULL;
     rc = 0;
 out:
     curl_free(host);
     curl_free(port);
-    curl_free(out);
     curl_url_cleanup(u);
     return rc;
 }
@@ -707,7 +744,7 @@ static int setup_easy(http_target *ht, slot *s) {
     CURLcode rc = CURLE_OK;
 #define SET(opt, val) \
     if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, val)
-    SET(CURLOPT_URL, ht->url);
+    SET(CURLOPT_CURLU, ht->url);
     SET(CURLOPT_PRIVATE, (void *)s);
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -722,6 +759,7 @@ static int setup_easy(http_target *ht, slot *s) {
     SET(CURLOPT_DEBUGDATA, (void *)s);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_PROXY, ""); /* the target is reached directly, whatever the environment says */
+    SET(CURLOPT_NOPROXY, "*"); /* (and curl need not read no_proxy from the environment per request) */
     SET(CURLOPT_HTTP_VERSION, cfg->http_version == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     if (cfg->http_version == 2) SET(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex rather than open more */
     if (ht->connect_to) SET(CURLOPT_CONNECT_TO, ht->connect_to);
