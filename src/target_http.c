@@ -60,7 +60,6 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,6 +472,7 @@ static void hl_reserve(hdrlist *h, size_t n) {
 /* Appends p[0..n) to the line being built (no formatting: curl's own
  * per-byte formatter already costs enough per request). */
 static void hl_put(hdrlist *h, const char *p, size_t n) {
+    if (!n) return;
     hl_reserve(h, n);
     memcpy(h->buf + h->len, p, n);
     h->len += n;
