@@ -66,6 +66,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HEADER_BYTES_MAX (64 * 1024) /* response header bytes, 1xx included */
 
@@ -102,10 +103,21 @@ typedef struct slot {
     struct slot *next_free;
 } slot;
 
-/* A socket curl asked us to watch; also on a list so that destroy frees
- * what curl did not remove. */
+/* A socket the loop watches for curl, on a list so that destroy frees what
+ * is left. A connection socket curl opened through open_socket (`owned`)
+ * keeps its watch from open to close: while its connection waits in curl's
+ * cache between requests curl stops watching it, and the watch is parked,
+ * left registered for reading, so that the next request on the connection
+ * costs no epoll_ctl; a parked socket that turns readable (the server
+ * closed it or sent bytes nobody asked for) is unregistered, and curl finds
+ * it dead before any reuse. Other sockets are watched only while curl asks. */
 typedef struct sockwatch {
+    struct http_target *ht;
     struct event *ev;
+    curl_socket_t fd;
+    short kind;                   /* the events registered, 0 when none */
+    int owned;                    /* opened by open_socket, closed by close_socket */
+    int parked;                   /* curl does not watch it now */
     struct sockwatch *prev, *next;
 } sockwatch;
 
@@ -142,10 +154,56 @@ static void release(slot *s) {
 
 /* ------------------------------------------------------------ loop glue */
 
+static void on_socket_ready(evutil_socket_t fd, short what, void *arg);
+
+static sockwatch *watch_find(http_target *ht, curl_socket_t fd) {
+    for (sockwatch *w = ht->watches; w; w = w->next)
+        if (w->fd == fd) return w;
+    return NULL;
+}
+
+/* A new watch of fd, registered for nothing yet. */
+static sockwatch *watch_new(http_target *ht, curl_socket_t fd, int owned) {
+    sockwatch *w = eg_xcalloc(1, sizeof *w);
+    w->ht = ht;
+    w->fd = fd;
+    w->owned = owned;
+    w->ev = event_new(ht->evbase, fd, 0, on_socket_ready, w);
+    w->next = ht->watches;
+    if (w->next) w->next->prev = w;
+    ht->watches = w;
+    return w;
+}
+
+/* Registers w for `kind` (EV_READ and/or EV_WRITE; 0: unregisters);
+ * nothing to do when it already is. */
+static void watch_set(sockwatch *w, short kind) {
+    if (w->kind == kind) return;
+    if (w->kind) event_del(w->ev);
+    w->kind = kind;
+    if (!kind) return;
+    event_assign(w->ev, w->ht->evbase, w->fd, kind | EV_PERSIST, on_socket_ready, w);
+    event_add(w->ev, NULL);
+}
+
+static void watch_free(sockwatch *w) {
+    http_target *ht = w->ht;
+    event_free(w->ev);
+    if (w->prev) w->prev->next = w->next;
+    else ht->watches = w->next;
+    if (w->next) w->next->prev = w->prev;
+    free(w);
+}
+
 static void on_socket_ready(evutil_socket_t fd, short what, void *arg) {
-    http_target *ht = arg;
+    sockwatch *w = arg;
+    http_target *ht = w->ht;
+    if (w->parked) { /* an idle connection turned readable: curl will find it dead */
+        watch_set(w, 0);
+        return;
+    }
     int running, flags = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
-    curl_multi_socket_action(ht->multi, fd, flags, &running);
+    curl_multi_socket_action(ht->multi, fd, flags, &running); /* may free w */
     check_done(ht);
 }
 
@@ -156,37 +214,49 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     check_done(ht);
 }
 
-/* CURLMOPT_SOCKETFUNCTION: watch fd for what curl asks, or stop watching. */
+/* CURLMOPT_SOCKETFUNCTION: watch fd for what curl asks, or stop watching
+ * (an owned socket's watch is parked). */
 static int curl_socket_cb(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp) {
     http_target *ht = arg;
-    sockwatch *w = sockp;
+    sockwatch *w = sockp ? sockp : watch_find(ht, fd);
     slot *s = NULL;
     if (e && what != CURL_POLL_REMOVE && curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s) == CURLE_OK && s)
         s->fd = fd;
     if (what == CURL_POLL_REMOVE) {
         if (!w) return 0;
-        event_free(w->ev);
-        if (w->prev) w->prev->next = w->next;
-        else ht->watches = w->next;
-        if (w->next) w->next->prev = w->prev;
-        free(w);
         curl_multi_assign(ht->multi, fd, NULL);
+        if (!w->owned) {
+            watch_free(w);
+        } else {
+            w->parked = 1;
+            if (w->kind & EV_WRITE) watch_set(w, EV_READ); /* an idle socket is always writable */
+        }
         return 0;
     }
-    short kind = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
-    if (!w) {
-        w = eg_xcalloc(1, sizeof *w);
-        w->ev = event_new(ht->evbase, fd, kind, on_socket_ready, ht);
-        w->next = ht->watches;
-        if (w->next) w->next->prev = w;
-        ht->watches = w;
-        curl_multi_assign(ht->multi, fd, w);
-    } else {
-        event_del(w->ev);
-        event_assign(w->ev, ht->evbase, fd, kind, on_socket_ready, ht);
-    }
-    event_add(w->ev, NULL);
+    if (!w) w = watch_new(ht, fd, 0);
+    if (!sockp) curl_multi_assign(ht->multi, fd, w);
+    w->parked = 0;
+    watch_set(w, (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0));
     return 0;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: a connection socket, with its watch (see
+ * sockwatch). A watch left on the same number is stale and goes first. */
+static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a) {
+    http_target *ht = arg;
+    curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
+    if (fd == CURL_SOCKET_BAD) return fd;
+    sockwatch *stale = watch_find(ht, fd);
+    if (stale) watch_free(stale);
+    if (purpose == CURLSOCKTYPE_IPCXN) watch_new(ht, fd, 1);
+    return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: the socket's watch ends before the socket. */
+static int close_socket(void *arg, curl_socket_t fd) {
+    sockwatch *w = watch_find(arg, fd);
+    if (w) watch_free(w);
+    return close(fd);
 }
 
 /* CURLMOPT_TIMERFUNCTION: one timer; -1 removes it. */
@@ -692,12 +762,7 @@ static void ht_destroy(eg_target *t) {
         free(s->hdrs.buf);
     }
     if (ht->multi) curl_multi_cleanup(ht->multi);
-    while (ht->watches) { /* sockets curl closed without telling */
-        sockwatch *w = ht->watches;
-        ht->watches = w->next;
-        event_free(w->ev);
-        free(w);
-    }
+    while (ht->watches) watch_free(ht->watches); /* sockets curl closed without telling */
     if (ht->timer) event_free(ht->timer);
     curl_slist_free_all(ht->connect_to);
     free_lines(ht->static_lines, ht->cfg->nhttp_headers);
@@ -756,6 +821,10 @@ static int setup_easy(http_target *ht, slot *s) {
     if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, val)
     SET(CURLOPT_CURLU, ht->url);
     SET(CURLOPT_PRIVATE, (void *)s);
+    SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)ht);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+    SET(CURLOPT_CLOSESOCKETDATA, (void *)ht);
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_POST, 1L);
