@@ -41,7 +41,17 @@
  *   failures are kind `connect`, code `tls`; other transport errors kind
  *   `connect`.
  * Every finished attempt is observed in the target latency histogram by
- * status class: 2xx..5xx, timeout, connect. */
+ * status class: 2xx..5xx, timeout, connect.
+ *
+ * Cost per request (bench/http_cost.sh measures it): the URL is parsed once
+ * and handed to curl as a CURLU; header lines are copied into per-slot
+ * arrays, never formatted. What remains is mostly curl 7.88's own: its
+ * printf engine appends every byte of the request head one at a time
+ * (about half of curl's share), its response header parsing and its
+ * connection-cache lookup. Verbose text is on only from the end of the
+ * final answer's headers to the end of a body with a length, so it is
+ * formatted on few requests (a bodyless or chunked answer keeps it on to
+ * the end: one line more). */
 #include "log.h"
 #include "metrics.h"
 #include "target.h"
@@ -50,13 +60,13 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HEADER_BYTES_MAX (64 * 1024) /* response header bytes, 1xx included */
 
@@ -93,10 +103,21 @@ typedef struct slot {
     struct slot *next_free;
 } slot;
 
-/* A socket curl asked us to watch; also on a list so that destroy frees
- * what curl did not remove. */
+/* A socket the loop watches for curl, on a list so that destroy frees what
+ * is left. A connection socket curl opened through open_socket (`owned`)
+ * keeps its watch from open to close: while its connection waits in curl's
+ * cache between requests curl stops watching it, and the watch is parked,
+ * left registered for reading, so that the next request on the connection
+ * costs no epoll_ctl; a parked socket that turns readable (the server
+ * closed it or sent bytes nobody asked for) is unregistered, and curl finds
+ * it dead before any reuse. Other sockets are watched only while curl asks. */
 typedef struct sockwatch {
+    struct http_target *ht;
     struct event *ev;
+    curl_socket_t fd;
+    short kind;                   /* the events registered, 0 when none */
+    int owned;                    /* opened by open_socket, closed by close_socket */
+    int parked;                   /* curl does not watch it now */
     struct sockwatch *prev, *next;
 } sockwatch;
 
@@ -106,7 +127,7 @@ typedef struct http_target {
     const eg_config *cfg;         /* borrowed: the gateway's config outlives the target */
     CURLM *multi;
     struct event *timer;
-    char *url;                    /* with the host replaced by tls.server_name, if set */
+    CURLU *url;                   /* parsed once; its host replaced by tls.server_name, if set */
     struct curl_slist *connect_to;
     int https;
     char **static_lines;          /* "Name: value" per configured header */
@@ -133,10 +154,56 @@ static void release(slot *s) {
 
 /* ------------------------------------------------------------ loop glue */
 
+static void on_socket_ready(evutil_socket_t fd, short what, void *arg);
+
+static sockwatch *watch_find(http_target *ht, curl_socket_t fd) {
+    for (sockwatch *w = ht->watches; w; w = w->next)
+        if (w->fd == fd) return w;
+    return NULL;
+}
+
+/* A new watch of fd, registered for nothing yet. */
+static sockwatch *watch_new(http_target *ht, curl_socket_t fd, int owned) {
+    sockwatch *w = eg_xcalloc(1, sizeof *w);
+    w->ht = ht;
+    w->fd = fd;
+    w->owned = owned;
+    w->ev = event_new(ht->evbase, fd, 0, on_socket_ready, w);
+    w->next = ht->watches;
+    if (w->next) w->next->prev = w;
+    ht->watches = w;
+    return w;
+}
+
+/* Registers w for `kind` (EV_READ and/or EV_WRITE; 0: unregisters);
+ * nothing to do when it already is. */
+static void watch_set(sockwatch *w, short kind) {
+    if (w->kind == kind) return;
+    if (w->kind) event_del(w->ev);
+    w->kind = kind;
+    if (!kind) return;
+    event_assign(w->ev, w->ht->evbase, w->fd, kind | EV_PERSIST, on_socket_ready, w);
+    event_add(w->ev, NULL);
+}
+
+static void watch_free(sockwatch *w) {
+    http_target *ht = w->ht;
+    event_free(w->ev);
+    if (w->prev) w->prev->next = w->next;
+    else ht->watches = w->next;
+    if (w->next) w->next->prev = w->prev;
+    free(w);
+}
+
 static void on_socket_ready(evutil_socket_t fd, short what, void *arg) {
-    http_target *ht = arg;
+    sockwatch *w = arg;
+    http_target *ht = w->ht;
+    if (w->parked) { /* an idle connection turned readable: curl will find it dead */
+        watch_set(w, 0);
+        return;
+    }
     int running, flags = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
-    curl_multi_socket_action(ht->multi, fd, flags, &running);
+    curl_multi_socket_action(ht->multi, fd, flags, &running); /* may free w */
     check_done(ht);
 }
 
@@ -147,37 +214,49 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     check_done(ht);
 }
 
-/* CURLMOPT_SOCKETFUNCTION: watch fd for what curl asks, or stop watching. */
+/* CURLMOPT_SOCKETFUNCTION: watch fd for what curl asks, or stop watching
+ * (an owned socket's watch is parked). */
 static int curl_socket_cb(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp) {
     http_target *ht = arg;
-    sockwatch *w = sockp;
+    sockwatch *w = sockp ? sockp : watch_find(ht, fd);
     slot *s = NULL;
     if (e && what != CURL_POLL_REMOVE && curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s) == CURLE_OK && s)
         s->fd = fd;
     if (what == CURL_POLL_REMOVE) {
         if (!w) return 0;
-        event_free(w->ev);
-        if (w->prev) w->prev->next = w->next;
-        else ht->watches = w->next;
-        if (w->next) w->next->prev = w->prev;
-        free(w);
         curl_multi_assign(ht->multi, fd, NULL);
+        if (!w->owned) {
+            watch_free(w);
+        } else {
+            w->parked = 1;
+            if (w->kind & EV_WRITE) watch_set(w, EV_READ); /* an idle socket is always writable */
+        }
         return 0;
     }
-    short kind = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
-    if (!w) {
-        w = eg_xcalloc(1, sizeof *w);
-        w->ev = event_new(ht->evbase, fd, kind, on_socket_ready, ht);
-        w->next = ht->watches;
-        if (w->next) w->next->prev = w;
-        ht->watches = w;
-        curl_multi_assign(ht->multi, fd, w);
-    } else {
-        event_del(w->ev);
-        event_assign(w->ev, ht->evbase, fd, kind, on_socket_ready, ht);
-    }
-    event_add(w->ev, NULL);
+    if (!w) w = watch_new(ht, fd, 0);
+    if (!sockp) curl_multi_assign(ht->multi, fd, w);
+    w->parked = 0;
+    watch_set(w, (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0));
     return 0;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: a connection socket, with its watch (see
+ * sockwatch). A watch left on the same number is stale and goes first. */
+static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a) {
+    http_target *ht = arg;
+    curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
+    if (fd == CURL_SOCKET_BAD) return fd;
+    sockwatch *stale = watch_find(ht, fd);
+    if (stale) watch_free(stale);
+    if (purpose == CURLSOCKTYPE_IPCXN) watch_new(ht, fd, 1);
+    return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: the socket's watch ends before the socket. */
+static int close_socket(void *arg, curl_socket_t fd) {
+    sockwatch *w = watch_find(arg, fd);
+    if (w) watch_free(w);
+    return close(fd);
 }
 
 /* CURLMOPT_TIMERFUNCTION: one timer; -1 removes it. */
@@ -453,28 +532,73 @@ static void base64(const unsigned char *in, size_t n, char *out) {
     out[o] = '\0';
 }
 
-/* Appends one formatted line to h. */
-static void hl_add(hdrlist *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void hl_add(hdrlist *h, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n >= h->size - h->len) {
-        h->size = (h->len + (size_t)n + 1) * 2;
-        h->buf = eg_xrealloc(h->buf, h->size);
-        va_start(ap, fmt);
-        vsnprintf(h->buf + h->len, h->size - h->len, fmt, ap);
-        va_end(ap);
-    }
+/* Makes room for n more bytes in h's text. */
+static void hl_reserve(hdrlist *h, size_t n) {
+    if (h->size - h->len >= n) return;
+    h->size = (h->len + n) * 2;
+    h->buf = eg_xrealloc(h->buf, h->size);
+}
+
+/* Appends p[0..n) to the line being built (no formatting: curl's own
+ * per-byte formatter already costs enough per request). */
+static void hl_put(hdrlist *h, const char *p, size_t n) {
+    if (!n) return;
+    hl_reserve(h, n);
+    memcpy(h->buf + h->len, p, n);
+    h->len += n;
+}
+
+static void hl_str(hdrlist *h, const char *p) { hl_put(h, p, strlen(p)); }
+
+/* Appends v in decimal. */
+static void hl_num(hdrlist *h, long long v) {
+    char d[24];
+    int i = sizeof d;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do d[--i] = (char)('0' + u % 10); while ((u /= 10));
+    if (v < 0) d[--i] = '-';
+    hl_put(h, d + i, sizeof d - (size_t)i);
+}
+
+/* Ends the line begun at offset `start` (NUL-terminates it, records it). */
+static void hl_end(hdrlist *h, size_t start) {
+    hl_put(h, "", 1);
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 16;
         h->nodes = eg_xrealloc(h->nodes, (size_t)h->cap * sizeof *h->nodes);
         h->off = eg_xrealloc(h->off, (size_t)h->cap * sizeof *h->off);
     }
-    h->off[h->n++] = h->len;
-    h->len += (size_t)n + 1;
+    h->off[h->n++] = start;
+}
+
+/* Appends the line `line` as it is. */
+static void hl_raw(hdrlist *h, const char *line) {
+    size_t start = h->len;
+    hl_str(h, line);
+    hl_end(h, start);
+}
+
+/* Appends the line "name: value" ("name;" for an empty value: curl's way
+ * of sending one). */
+static void hl_line(hdrlist *h, const char *name, const char *v, size_t n) {
+    size_t start = h->len;
+    hl_str(h, name);
+    if (n) {
+        hl_put(h, ": ", 2);
+        hl_put(h, v, n);
+    } else {
+        hl_put(h, ";", 1);
+    }
+    hl_end(h, start);
+}
+
+/* Appends the line "name: v" with v in decimal. */
+static void hl_line_num(hdrlist *h, const char *name, long long v) {
+    size_t start = h->len;
+    hl_str(h, name);
+    hl_put(h, ": ", 2);
+    hl_num(h, v);
+    hl_end(h, start);
 }
 
 /* The request's header lines: fixed ones, Errgate-*, static, forwarded. */
@@ -485,26 +609,24 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
     char id[320];
     h->n = 0;
     h->len = 0;
-    hl_add(h, "Content-Type: application/octet-stream");
-    hl_add(h, "Expect:"); /* no 100-continue round trip */
-    hl_add(h, "Accept:");
+    hl_line(h, "Content-Type", "application/octet-stream", 24);
+    hl_raw(h, "Expect:"); /* "Name:" removes curl's own header: no 100-continue round trip */
+    hl_raw(h, "Accept:");
     eg_record_id(rec, id, sizeof id);
-    hl_add(h, "Errgate-Id: %s", id);
-    if (printable(rec->topic, strlen(rec->topic))) hl_add(h, "Errgate-Topic: %s", rec->topic);
-    hl_add(h, "Errgate-Partition: %d", (int)rec->partition);
-    hl_add(h, "Errgate-Offset: %lld", (long long)rec->offset);
+    hl_line(h, "Errgate-Id", id, strlen(id));
+    if (printable(rec->topic, strlen(rec->topic))) hl_line(h, "Errgate-Topic", rec->topic, strlen(rec->topic));
+    hl_line_num(h, "Errgate-Partition", rec->partition);
+    hl_line_num(h, "Errgate-Offset", rec->offset);
     if (m->key && m->key_len <= 4096) {
-        if (!m->key_len) {
-            hl_add(h, "Errgate-Key;"); /* curl's way of sending an empty value */
-        } else if (printable(m->key, m->key_len)) {
-            hl_add(h, "Errgate-Key: %.*s", (int)m->key_len, (const char *)m->key);
+        if (!m->key_len || printable(m->key, m->key_len)) {
+            hl_line(h, "Errgate-Key", m->key, m->key_len);
         } else {
             char b64[4096 / 3 * 4 + 8];
             base64(m->key, m->key_len, b64);
-            hl_add(h, "Errgate-Key-Base64: %s", b64);
+            hl_line(h, "Errgate-Key-Base64", b64, strlen(b64));
         }
     }
-    for (int i = 0; i < ht->cfg->nhttp_headers; i++) hl_add(h, "%s", ht->static_lines[i]);
+    for (int i = 0; i < ht->cfg->nhttp_headers; i++) hl_raw(h, ht->static_lines[i]);
     rd_kafka_headers_t *hdrs = NULL;
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         const char *name;
@@ -514,9 +636,7 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
             int ok = strlen(name) <= 256 && val && size <= 8192 && printable(val, size) && eg_http_header_sendable(name);
             for (int k = 0; ok && k < ht->cfg->nhttp_headers; k++) /* configured headers win */
                 ok = strcasecmp(name, ht->cfg->http_headers[k].name) != 0;
-            if (!ok) continue;
-            if (size) hl_add(h, "%s: %.*s", name, (int)size, (const char *)val);
-            else hl_add(h, "%s;", name);
+            if (ok) hl_line(h, name, val, size);
         }
     }
     for (int i = 0; i < h->n; i++) {
@@ -642,17 +762,12 @@ static void ht_destroy(eg_target *t) {
         free(s->hdrs.buf);
     }
     if (ht->multi) curl_multi_cleanup(ht->multi);
-    while (ht->watches) { /* sockets curl closed without telling */
-        sockwatch *w = ht->watches;
-        ht->watches = w->next;
-        event_free(w->ev);
-        free(w);
-    }
+    while (ht->watches) watch_free(ht->watches); /* sockets curl closed without telling */
     if (ht->timer) event_free(ht->timer);
     curl_slist_free_all(ht->connect_to);
     free_lines(ht->static_lines, ht->cfg->nhttp_headers);
     free(ht->slots);
-    free(ht->url);
+    curl_url_cleanup(ht->url);
     free(ht);
     curl_global_cleanup();
 }
@@ -666,7 +781,7 @@ static const eg_target_ops http_ops = {.submit = ht_submit, .available = ht_avai
 static int setup_url(http_target *ht, char *err, size_t errlen) {
     const eg_config *cfg = ht->cfg;
     CURLU *u = curl_url();
-    char *host = NULL, *port = NULL, *out = NULL;
+    char *host = NULL, *port = NULL;
     int rc = -1;
     if (!u || curl_url_set(u, CURLUPART_URL, cfg->http_url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
@@ -681,20 +796,17 @@ static int setup_url(http_target *ht, char *err, size_t errlen) {
             snprintf(err, errlen, "target.http: out of memory");
             goto out;
         }
-        if (curl_url_set(u, CURLUPART_HOST, cfg->http_server_name, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
+        if (curl_url_set(u, CURLUPART_HOST, cfg->http_server_name, 0) != CURLUE_OK) {
             snprintf(err, errlen, "target.http.tls.server_name: cannot use \"%s\"", cfg->http_server_name);
             goto out;
         }
-        ht->url = eg_xstrdup(out);
-    } else {
-        ht->url = eg_xstrdup(cfg->http_url);
     }
+    ht->url = u; /* curl copies it per transfer instead of parsing the URL again */
+    u = NULL;
     rc = 0;
 out:
     curl_free(host);
     curl_free(port);
-    curl_free(out);
     curl_url_cleanup(u);
     return rc;
 }
@@ -707,8 +819,12 @@ static int setup_easy(http_target *ht, slot *s) {
     CURLcode rc = CURLE_OK;
 #define SET(opt, val) \
     if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, val)
-    SET(CURLOPT_URL, ht->url);
+    SET(CURLOPT_CURLU, ht->url);
     SET(CURLOPT_PRIVATE, (void *)s);
+    SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)ht);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+    SET(CURLOPT_CLOSESOCKETDATA, (void *)ht);
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_POST, 1L);
@@ -722,6 +838,7 @@ static int setup_easy(http_target *ht, slot *s) {
     SET(CURLOPT_DEBUGDATA, (void *)s);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_PROXY, ""); /* the target is reached directly, whatever the environment says */
+    SET(CURLOPT_NOPROXY, "*"); /* (and curl need not read no_proxy from the environment per request) */
     SET(CURLOPT_HTTP_VERSION, cfg->http_version == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     if (cfg->http_version == 2) SET(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex rather than open more */
     if (ht->connect_to) SET(CURLOPT_CONNECT_TO, ht->connect_to);
