@@ -61,15 +61,21 @@ static rd_kafka_message_t *real_message(rd_kafka_t **prod_out, rd_kafka_t **cons
         return NULL;
     }
     rd_kafka_t *prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
-    if (!prod) { fprintf(stderr, "decide_bench: producer: %s\n", err); return NULL; }
+    if (!prod) {
+        fprintf(stderr, "decide_bench: producer: %s\n", err);
+        return NULL;
+    }
     *prod_out = prod;
     const char *bootstrap = rd_kafka_mock_cluster_bootstraps(rd_kafka_handle_mock_cluster(prod));
     const char *value = "{\"id\":\"r1\",\"mode\":\"permanent\",\"amount\":1250}";
-    rd_kafka_resp_err_t e = rd_kafka_producev(prod, RD_KAFKA_V_TOPIC("bench"), RD_KAFKA_V_PARTITION(0),
-        RD_KAFKA_V_KEY("k42", 3), RD_KAFKA_V_VALUE((void *)value, strlen(value)),
-        RD_KAFKA_V_HEADER("traceparent", "00-4bf92f3577b34da6-00f067aa0ba902b7-01", -1),
-        RD_KAFKA_V_END);
-    if (e) { fprintf(stderr, "decide_bench: produce: %s\n", rd_kafka_err2str(e)); return NULL; }
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        prod, RD_KAFKA_V_TOPIC("bench"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY("k42", 3),
+        RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+        RD_KAFKA_V_HEADER("traceparent", "00-4bf92f3577b34da6-00f067aa0ba902b7-01", -1), RD_KAFKA_V_END);
+    if (e) {
+        fprintf(stderr, "decide_bench: produce: %s\n", rd_kafka_err2str(e));
+        return NULL;
+    }
     rd_kafka_flush(prod, 10000);
 
     rd_kafka_conf_t *cc = rd_kafka_conf_new();
@@ -80,7 +86,10 @@ static rd_kafka_message_t *real_message(rd_kafka_t **prod_out, rd_kafka_t **cons
         return NULL;
     }
     rd_kafka_t *cons = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
-    if (!cons) { fprintf(stderr, "decide_bench: consumer: %s\n", err); return NULL; }
+    if (!cons) {
+        fprintf(stderr, "decide_bench: consumer: %s\n", err);
+        return NULL;
+    }
     *cons_out = cons;
     rd_kafka_poll_set_consumer(cons);
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
@@ -123,14 +132,29 @@ int main(int argc, char **argv) {
 
     static char body400[] = "bad request: field amount must be positive";
     bench_case cases[] = {
-        { "http_400", { .kind = EG_FK_HTTP, .status = 400, .body = body400,
-                        .body_len = sizeof body400 - 1, .retry_after_ms = -1, .latency_ms = 3 },
-          { .attempt = 1, .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1 }, 0 },
-        { "http_503", { .kind = EG_FK_HTTP, .status = 503, .retry_after_ms = -1, .latency_ms = 2 },
-          { .attempt = 1, .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1 }, 0 },
-        { "timeout", { .kind = EG_FK_TIMEOUT, .retry_after_ms = -1, .latency_ms = 5000 },
-          { .attempt = 2, .last_class = "transient", .class_attempts = 1, .last_delay_ms = 100,
-            .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1 }, 150 },
+        {"http_400",
+         {.kind = EG_FK_HTTP,
+          .status = 400,
+          .body = body400,
+          .body_len = sizeof body400 - 1,
+          .retry_after_ms = -1,
+          .latency_ms = 3},
+         {.attempt = 1, .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1},
+         0},
+        {"http_503",
+         {.kind = EG_FK_HTTP, .status = 503, .retry_after_ms = -1, .latency_ms = 2},
+         {.attempt = 1, .ordering = EG_ORDER_PARTITION, .breaker = "closed", .retry_budget = 1},
+         0},
+        {"timeout",
+         {.kind = EG_FK_TIMEOUT, .retry_after_ms = -1, .latency_ms = 5000},
+         {.attempt = 2,
+          .last_class = "transient",
+          .class_attempts = 1,
+          .last_delay_ms = 100,
+          .ordering = EG_ORDER_PARTITION,
+          .breaker = "closed",
+          .retry_budget = 1},
+         150},
     };
     int rc = 0;
     for (int a = 1; a < argc; a++) {

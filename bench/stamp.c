@@ -40,7 +40,10 @@ static int write_all(const char *p, size_t n) {
 
 int main(int argc, char **argv) {
     int pass = 0, ai = 1;
-    if (ai < argc && strcmp(argv[ai], "-p") == 0) { pass = 1; ai++; }
+    if (ai < argc && strcmp(argv[ai], "-p") == 0) {
+        pass = 1;
+        ai++;
+    }
     if (ai >= argc) {
         fprintf(stderr, "usage: stamp [-p] N\n");
         return 2;

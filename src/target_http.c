@@ -75,7 +75,7 @@
  * line; curl only reads the list). */
 typedef struct hdrlist {
     struct curl_slist *nodes;
-    size_t *off;                  /* each line's offset in buf */
+    size_t *off; /* each line's offset in buf */
     int n, cap;
     char *buf;
     size_t len, size;
@@ -84,21 +84,21 @@ typedef struct hdrlist {
 typedef struct slot {
     struct http_target *ht;
     CURL *easy;
-    eg_record *rec;               /* NULL when the slot is free */
-    hdrlist hdrs;                 /* this request's header lines, reused */
-    curl_socket_t fd;             /* the socket curl last watched for this request */
+    eg_record *rec;   /* NULL when the slot is free */
+    hdrlist hdrs;     /* this request's header lines, reused */
+    curl_socket_t fd; /* the socket curl last watched for this request */
     int64_t started_ms;
-    int64_t started_ns;           /* for the latency histogram (metrics.h) */
-    char *body;                   /* the first EG_BODY_CAP bytes of the body */
+    int64_t started_ns; /* for the latency histogram (metrics.h) */
+    char *body;         /* the first EG_BODY_CAP bytes of the body */
     size_t body_len;
-    size_t body_seen;             /* body bytes read, kept or not */
+    size_t body_seen; /* body bytes read, kept or not */
     size_t header_seen;
-    int over_cap;                 /* stopped reading: body beyond max_response_bytes */
+    int over_cap; /* stopped reading: body beyond max_response_bytes */
     int headers_too_big;
-    int verbose;                  /* curl's verbose text is on for this transfer */
-    curl_off_t length;            /* the final answer's Content-Length, -1 none */
-    int excess;                   /* curl dropped bytes beyond the end of the answer */
-    char reason[64];              /* the last status line's reason phrase ("" on HTTP/2) */
+    int verbose;       /* curl's verbose text is on for this transfer */
+    curl_off_t length; /* the final answer's Content-Length, -1 none */
+    int excess;        /* curl dropped bytes beyond the end of the answer */
+    char reason[64];   /* the last status line's reason phrase ("" on HTTP/2) */
     char errbuf[CURL_ERROR_SIZE];
     struct slot *next_free;
 } slot;
@@ -115,22 +115,22 @@ typedef struct sockwatch {
     struct http_target *ht;
     struct event *ev;
     curl_socket_t fd;
-    short kind;                   /* the events registered, 0 when none */
-    int owned;                    /* opened by open_socket, closed by close_socket */
-    int parked;                   /* curl does not watch it now */
+    short kind; /* the events registered, 0 when none */
+    int owned;  /* opened by open_socket, closed by close_socket */
+    int parked; /* curl does not watch it now */
     struct sockwatch *prev, *next;
 } sockwatch;
 
 typedef struct http_target {
     eg_target base;
     struct event_base *evbase;
-    const eg_config *cfg;         /* borrowed: the gateway's config outlives the target */
+    const eg_config *cfg; /* borrowed: the gateway's config outlives the target */
     CURLM *multi;
     struct event *timer;
-    CURLU *url;                   /* parsed once; its host replaced by tls.server_name, if set */
+    CURLU *url; /* parsed once; its host replaced by tls.server_name, if set */
     struct curl_slist *connect_to;
     int https;
-    char **static_lines;          /* "Name: value" per configured header */
+    char **static_lines; /* "Name: value" per configured header */
     slot *slots;
     int nslots;
     slot *free_list;
@@ -300,7 +300,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
  * Unavailable\r\n") into out, printable ASCII only, "" when there is none. */
 static void status_reason(const char *p, size_t n, char *out, size_t outlen) {
     size_t i = 0, o = 0;
-    while (i < n && p[i] != ' ') i++;     /* the version */
+    while (i < n && p[i] != ' ') i++; /* the version */
     while (i < n && p[i] == ' ') i++;
     while (i < n && p[i] >= '0' && p[i] <= '9') i++; /* the code */
     while (i < n && p[i] == ' ') i++;
@@ -343,7 +343,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
 static int on_debug(CURL *e, curl_infotype type, char *text, size_t n, void *arg) {
     slot *s = arg;
     if (type == CURLINFO_TEXT && !s->excess &&
-        ((n >= 12 && memcmp(text, "Excess found", 12) == 0) || (n >= 24 && memcmp(text, "Leftovers after chunking", 24) == 0))) {
+        ((n >= 12 && memcmp(text, "Excess found", 12) == 0) ||
+         (n >= 24 && memcmp(text, "Leftovers after chunking", 24) == 0))) {
         s->excess = 1;
         curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
     }
@@ -413,16 +414,23 @@ static const char *framing_anomaly(slot *s) {
  * verification failure: kind connect, code tls. */
 static int tls_error(http_target *ht, CURLcode rc, const char *errbuf) {
     switch (rc) {
-    case CURLE_SSL_CONNECT_ERROR: case CURLE_PEER_FAILED_VERIFICATION: case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER: case CURLE_SSL_CACERT_BADFILE: case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH: case CURLE_SSL_INVALIDCERTSTATUS: case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ENGINE_NOTFOUND: case CURLE_SSL_ENGINE_SETFAILED: case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_USE_SSL_FAILED:
-        return 1;
-    case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: /* e.g. a TLS 1.3 alert: certificate required */
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED: return 1;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR: /* e.g. a TLS 1.3 alert: certificate required */
         return ht->https && (strstr(errbuf, "SSL") || strstr(errbuf, "TLS") || strstr(errbuf, "alert"));
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -508,8 +516,8 @@ static void check_done(http_target *ht) {
 /* -------------------------------------------------------------- request */
 
 int eg_http_header_sendable(const char *name) {
-    static const char *const reserved[] = {"host", "content-length", "content-type", "connection",
-                                           "transfer-encoding", "expect", "te", "upgrade", NULL};
+    static const char *const reserved[] = {
+        "host", "content-length", "content-type", "connection", "transfer-encoding", "expect", "te", "upgrade", NULL};
     if (!*name || strncasecmp(name, "errgate-", 8) == 0) return 0;
     for (const char *const *r = reserved; *r; r++)
         if (strcasecmp(name, *r) == 0) return 0;
@@ -522,8 +530,7 @@ static void base64(const unsigned char *in, size_t n, char *out) {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t o = 0;
     for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
         out[o++] = tbl[(v >> 18) & 63];
         out[o++] = tbl[(v >> 12) & 63];
         out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
@@ -555,7 +562,8 @@ static void hl_num(hdrlist *h, long long v) {
     char d[24];
     int i = sizeof d;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do d[--i] = (char)('0' + u % 10); while ((u /= 10));
+    do d[--i] = (char)('0' + u % 10);
+    while ((u /= 10));
     if (v < 0) d[--i] = '-';
     hl_put(h, d + i, sizeof d - (size_t)i);
 }
@@ -633,7 +641,8 @@ static struct curl_slist *request_headers(slot *s, eg_record *rec) {
         const void *val;
         size_t size;
         for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == 0; i++) {
-            int ok = strlen(name) <= 256 && val && size <= 8192 && printable(val, size) && eg_http_header_sendable(name);
+            int ok =
+                strlen(name) <= 256 && val && size <= 8192 && printable(val, size) && eg_http_header_sendable(name);
             for (int k = 0; ok && k < ht->cfg->nhttp_headers; k++) /* configured headers win */
                 ok = strcasecmp(name, ht->cfg->http_headers[k].name) != 0;
             if (ok) hl_line(h, name, val, size);
@@ -772,8 +781,11 @@ static void ht_destroy(eg_target *t) {
     curl_global_cleanup();
 }
 
-static const eg_target_ops http_ops = {.submit = ht_submit, .available = ht_available, .cancel_all = ht_cancel_all,
-                                       .reload = ht_reload, .destroy = ht_destroy};
+static const eg_target_ops http_ops = {.submit = ht_submit,
+                                       .available = ht_available,
+                                       .cancel_all = ht_cancel_all,
+                                       .reload = ht_reload,
+                                       .destroy = ht_destroy};
 
 /* Resolves the URL once: with tls.server_name, the request names (and
  * verifies, and sends as SNI) server_name while connecting to the URL's
@@ -837,7 +849,7 @@ static int setup_easy(http_target *ht, slot *s) {
     SET(CURLOPT_DEBUGFUNCTION, on_debug);
     SET(CURLOPT_DEBUGDATA, (void *)s);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
-    SET(CURLOPT_PROXY, ""); /* the target is reached directly, whatever the environment says */
+    SET(CURLOPT_PROXY, "");    /* the target is reached directly, whatever the environment says */
     SET(CURLOPT_NOPROXY, "*"); /* (and curl need not read no_proxy from the environment per request) */
     SET(CURLOPT_HTTP_VERSION, cfg->http_version == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     if (cfg->http_version == 2) SET(CURLOPT_PIPEWAIT, 1L); /* wait to multiplex rather than open more */
