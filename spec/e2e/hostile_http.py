@@ -13,6 +13,8 @@ is framed (later attempts are answered plainly):
     http10    HTTP/1.0, body delimited by closing the connection
     huge      Content-Length 400 MiB, body streamed until the client stops
     slow      status line and headers dribbled over ~1 s
+    idleclose the answer, then the connection closed 30 ms later while it
+              waits idle in the client's cache (a keep-alive timeout)
   framings that cannot belong to the request (the client must fail it and
   never reuse the connection):
     extra     the answer, then at once an unsolicited second response with
@@ -123,6 +125,11 @@ class Handler(socketserver.BaseRequestHandler):
             except OSError:
                 event(event="huge_stopped", sent=sent)
                 return "close"
+        elif framing == "idleclose":
+            sock.sendall(response(status, body))
+            time.sleep(0.03)
+            event(event="idle_closed")
+            return "close"
         elif framing == "slow":
             for b in response(status, body):
                 sock.sendall(bytes([b]))

@@ -2,7 +2,7 @@
 # test_http_hostile.sh — guarantee 9 against a hostile HTTP target
 # (spec/e2e/hostile_http.py), every framing at once at concurrency 8: interim
 # 1xx responses, chunked, HTTP/1.0 close-delimited, a 400 MiB body, slow
-# headers are answers; an unsolicited extra response, a body longer than its
+# headers, a connection closed while idle after its answer are answers; an unsolicited extra response, a body longer than its
 # Content-Length, bytes after the last chunk, a malformed status line, a 204
 # with a body and a reset mid-body fail their own request (kind connect) and their connection is
 # never used again. Accounting: every record the server rejected is
@@ -16,11 +16,11 @@ bg hostile $PY "$ROOT/spec/e2e/hostile_http.py" "$T/ok.log" "$T/events.jsonl"
 wait_for 10 grep -q '^listening=' "$T/hostile.out" || die "hostile server did not start"
 HANDLER_URL="http://$(sed -n 's/^listening=//p' "$T/hostile.out")/"
 
-# 11 framings x 2 verdicts x 6, plus 60 plain records, interleaved
+# 12 framings x 2 verdicts x 6, plus 60 plain records, interleaved
 $PY - >"$T/records.tsv" <<'PY'
 import random
 random.seed(7)
-modes = ["interim", "chunked", "http10", "huge", "slow", "extra", "overlong", "chunkextra", "garbage", "204body", "reset"]
+modes = ["interim", "chunked", "http10", "huge", "slow", "idleclose", "extra", "overlong", "chunkextra", "garbage", "204body", "reset"]
 recs = [(h, v) for h in modes for v in ("ok", "permanent") for _ in range(6)]
 recs += [("plain", "ok")] * 40 + [("plain", "permanent")] * 20
 random.shuffle(recs)
@@ -64,11 +64,13 @@ missed = [(v["id"], v["hostile"]) for v in illegal if failed_kinds.get(v["id"]) 
 check(not missed, "every framing that cannot belong to its request failed that request with kind connect "
       "(%d records; wrong: %s)" % (len(illegal), missed[:5]))
 spurious = [(v["id"], v["hostile"], sorted(failed_kinds[v["id"]])) for v in legal if v["id"] in failed_kinds]
-check(not spurious, "1xx, chunked, HTTP/1.0, huge and slow answers are taken as they are (%d records; failed: %s)"
+check(not spurious, "1xx, chunked, HTTP/1.0, huge, slow and idle-closed answers are taken as they are (%d records; failed: %s)"
       % (len(legal), spurious[:5]))
 events = [json.loads(l) for l in open(sys.argv[3])]
 reused = [e for e in events if e["event"] == "reused"]
 check(not reused, "no connection is used again after an answer that cannot belong to its request (%s)" % reused[:3])
+idle = [e for e in events if e["event"] == "idle_closed"]
+check(len(idle) == 12, "the server closed 12 idle connections after their answers (%d)" % len(idle))
 huge = [e for e in events if e["event"] == "huge_stopped"]
 check(len(huge) == 12 and max(e["sent"] for e in huge) < (8 << 20),
       "a 400 MiB body is not read to its end (%d stopped, at most %d bytes sent)" % (len(huge), max([e["sent"] for e in huge] or [0])))
