@@ -43,7 +43,9 @@ export ERRGATE_LUA_DIR="$ROOT/lua"
 # ---- tools compiled here: same flags as the Makefile -----------------------
 PCP="luajit rdkafka libevent msgpack libcurl"
 CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fno-strict-aliasing -O2 -g"
-LIB_OBJS=$(ls "$ROOT/$BUILD"/obj/*.o | grep -v '/main\.o$')
+# the objects of today's src/*.c only (a build dir may keep objects of
+# files since renamed, which would be linked twice)
+LIB_OBJS=$(for c in "$ROOT"/src/*.c; do n=$(basename "$c" .c); [ "$n" = main ] || echo "$ROOT/$BUILD/obj/$n.o"; done)
 mkdir -p "$ROOT/$BUILD/bench"
 cc $CFLAGS_B -o "$ROOT/$BUILD/bench/stamp" "$ROOT/bench/stamp.c" || die "cannot compile bench/stamp.c"
 # shellcheck disable=SC2086
