@@ -33,7 +33,10 @@ row "dlq    kcat -C | kcat -P (idempotent, all)" dlq.kcat
 fi
 r=$(ratio "$(median http.errgate.rps)" "$(median http.peer.rps)")
 r2=$(ratio "$(median http.errgate.rps)" "$(median http.ceiling.rps)")
-row "http   errgate -> handler (c=$CONC, $ORDERING)" http.errgate "$r" "$(goal "$r" '>=' 5 '>=5x peer'); x$r2 of ceiling: $(goal "$r2" '>=' 0.7 '>=0.7x')"
+# the peer goal is bounded by the handler: no client gets more than the
+# ceiling through it, so the ceiling's own multiple of the peer is printed
+r3=$(ratio "$(median http.ceiling.rps)" "$(median http.peer.rps)")
+row "http   errgate -> handler (c=$CONC, $ORDERING)" http.errgate "$r" "$(goal "$r" '>=' 5 '>=5x peer') (ceiling: ${r3}x peer); x$r2 of ceiling: $(goal "$r2" '>=' 0.7 '>=0.7x')"
 row "http   python peer -> handler" http.peer
 row "http   wrk -> handler (ceiling, c=$CONC)" http.ceiling
 r=$(ratio "$(median https.errgate.rps)" "$(median https.ceiling.rps)")
