@@ -20,4 +20,14 @@ static int tap_n, tap_failed;
         printf("\n");                                                             \
     } while (0)
 #define TAP_DONE() (printf("1..%d\n", tap_n), tap_failed ? 1 : 0)
+
+/* TAP_ASAN: 1 in an AddressSanitizer build (gcc defines __SANITIZE_ADDRESS__,
+ * clang answers __has_feature), else undefined. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TAP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAP_ASAN 1
+#endif
+#endif
 #endif

@@ -30,14 +30,7 @@
 /* Limits: generous bounds past the budgets (the measured overshoots are
  * printed); a sanitizer build's allocator makes each big allocation and
  * free several times slower, so there they are wider. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SLOW_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SLOW_BUILD 1
-#endif
-#endif
-#ifdef SLOW_BUILD
+#ifdef TAP_ASAN
 #define DECIDE_LIMIT_MS 3000
 #define LOAD_LIMIT_MS 10000
 #else

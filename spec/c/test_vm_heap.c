@@ -16,14 +16,7 @@
 #include <lua.h>
 #include <stdio.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ASAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ASAN_BUILD 1
-#endif
-#endif
-#ifdef ASAN_BUILD
+#ifdef TAP_ASAN
 /* ASan's allocator statistics (libasan; gcc ships no header declaring it) */
 size_t __sanitizer_get_current_allocated_bytes(void);
 static size_t heap_in_use(void) { return __sanitizer_get_current_allocated_bytes(); }
