@@ -155,6 +155,14 @@ const eg_config_key eg_config_keys[] = {
     K_TABLE("log", 0, "the log on stderr (see Logs)"),
     K_ENUM("log.level", EG_DEF_LOG_LEVEL, log_levels, NULL, log_level, "lines below this level are not written"),
     K_ENUM("log.format", EG_DEF_LOG_FORMAT, log_formats, NULL, log_format, "one JSON object or text per line"),
+    {.key = "log.decisions",
+     .type = EG_CK_TABLE,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "decision lines: `\"all\"` writes every one; a table samples them (see Decision-log sampling)"},
+    K_INT("log.decisions.per_second", EG_DEF_LOG_DECISIONS_PER_SECOND, 1, 1000000, log_decisions_per_second,
+          "decision lines written in full per (topic, class, action) and second; the rest are counted in one "
+          "decision_summary line"),
     K_TABLE("admin", 0, "the admin endpoint; absent: no endpoint (see Admin endpoint)"),
     K_STR("admin.listen", 0, EG_DEF_ADMIN_LISTEN, admin_listen,
           "host:port; port 0 picks a free port (logged admin_listening)"),
@@ -898,6 +906,26 @@ static int load_admin(loadctx *c) {
     return resolve_fields(c, "admin");
 }
 
+/* log.decisions = "all" | { per_second = N }, in the log table at the
+ * stack top. */
+static int load_log_decisions(loadctx *c) {
+    rawfield(c->L, "decisions");
+    int t = lua_type(c->L, -1);
+    const char *str = t == LUA_TSTRING ? lua_tostring(c->L, -1) : NULL;
+    lua_pop(c->L, 1);
+    if (t == LUA_TNIL) return 0;
+    if (str) {
+        if (strcmp(str, "all") != 0) return fail(c, "log.decisions: expected \"all\" or a table, got \"%s\"", str);
+        c->cfg->log_decisions_per_second = 0;
+        return 0;
+    }
+    int r = push_table(c, "decisions", "log.decisions");
+    if (r <= 0) return r < 0 ? -1 : fail(c, "log.decisions: expected \"all\" or a table");
+    r = only_keys(c, "log.decisions", "log.decisions") < 0 || load_fields(c, "log.decisions", "log.decisions") < 0;
+    lua_pop(c->L, 1);
+    return r ? -1 : 0;
+}
+
 static int load_all(loadctx *c) {
     eg_config *cfg = c->cfg;
     lua_State *L = c->L;
@@ -912,7 +940,8 @@ static int load_all(loadctx *c) {
     int r = push_table(c, "log", "log");
     if (r < 0) return -1;
     if (r == 1) {
-        if (only_keys(c, "log", "log") < 0 || load_fields(c, "log", "log") < 0) return lua_pop(L, 1), -1;
+        if (only_keys(c, "log", "log") < 0 || load_fields(c, "log", "log") < 0 || load_log_decisions(c) < 0)
+            return lua_pop(L, 1), -1;
         lua_pop(L, 1);
     }
     if (load_admin(c) < 0) return -1;

@@ -43,6 +43,7 @@
 #define EG_DEF_POLICY_TIMEOUT_MS 50
 #define EG_DEF_LOG_LEVEL "info"
 #define EG_DEF_LOG_FORMAT "json"
+#define EG_DEF_LOG_DECISIONS_PER_SECOND 1000
 #define EG_DEF_ADMIN_LISTEN "127.0.0.1:9464"
 #define EG_DEF_READY_LANE_FAILURE_MS 10000
 #define EG_DEF_ADMIN_MAX_CONNECTIONS 64
@@ -149,14 +150,15 @@ typedef struct eg_config {
     int policy_memory_mb; /* memory cap of the policy's Lua state */
     int commit_interval_ms;
     int shutdown_timeout_ms;
-    int policy_timeout_ms;     /* wall-clock budget of one policy call */
-    char *log_level;           /* debug|info|warn|error */
-    char *log_format;          /* json|text */
-    int admin_enabled;         /* 1 when the file has an `admin` table */
-    char *admin_listen;        /* "host:port" (port 0: any free port) */
-    char *admin_token_file;    /* resolved path, or NULL: mutating endpoints off */
-    int admin_max_connections; /* open admin connections; more are closed at once */
-    int ready_lane_failure_ms; /* /readyz turns false past this much lane failure */
+    int policy_timeout_ms;        /* wall-clock budget of one policy call */
+    char *log_level;              /* debug|info|warn|error */
+    char *log_format;             /* json|text */
+    int log_decisions_per_second; /* decision lines in full per (topic, class, action) and second; 0: all */
+    int admin_enabled;            /* 1 when the file has an `admin` table */
+    char *admin_listen;           /* "host:port" (port 0: any free port) */
+    char *admin_token_file;       /* resolved path, or NULL: mutating endpoints off */
+    int admin_max_connections;    /* open admin connections; more are closed at once */
+    int ready_lane_failure_ms;    /* /readyz turns false past this much lane failure */
 } eg_config;
 
 /* Loads and validates `path`. On success returns 0 and fills *cfg. On error

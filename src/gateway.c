@@ -405,8 +405,14 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     const eg_decision *d = &r->fail->decision;
     const eg_failure *f = &r->fail->failure;
     eg_level lv = d->fallback || d->action == EG_ACT_STOP ? EG_WARN : EG_INFO;
+    /* sampled per (topic, class, action) under a flood; an ignore's line is
+     * its only durable explanation (guarantee 1): never folded */
+    int64_t now = eg_wall_ms(); /* the line's ts is the second it was counted in */
+    if (!eg_log_enabled(lv) || (d->action != EG_ACT_IGNORE &&
+                                !eg_sampler_admit(&gw->declog, r->topic, d->klass, eg_action_name(d->action), lv, now)))
+        return;
     eg_logline l;
-    if (!eg_log_begin(&l, lv, "decision")) return;
+    if (!eg_log_begin_at(&l, lv, "decision", now)) return;
     char id[320];
     eg_record_id(r, id, sizeof id);
     eg_log_str(&l, "topic", r->topic);
@@ -414,8 +420,8 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     eg_log_int(&l, "offset", r->offset);
     eg_log_str(&l, "id", id);
     if (r->msg->key) {
-        char kh[20];
-        snprintf(kh, sizeof kh, "%016llx", (unsigned long long)eg_hash64(r->msg->key, r->msg->key_len));
+        char kh[17];
+        eg_fmt_hex64(eg_hash64(r->msg->key, r->msg->key_len), kh);
         eg_log_str(&l, "key_hash", kh);
     } else {
         eg_log_null(&l, "key_hash");

@@ -22,6 +22,7 @@
 #include "kconf.h"
 #include "keyset.h"
 #include "lanes.h"
+#include "log_sample.h"
 #include "metrics.h"
 #include "policy.h"
 #include "record.h"
@@ -158,6 +159,7 @@ typedef struct eg_gw {
     char last_reload_error[512]; /* "" after a good reload or none */
     int64_t last_reload_ms;      /* wall-clock ms of the last attempt, 0 none */
     eg_gw_reloader *reloader;    /* policy builds off the loop, NULL before the first */
+    eg_sampler declog;           /* decision-log sampling (log.decisions) */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */

@@ -24,7 +24,22 @@
 
 /* The poll tick: serve the consumer as if its queue had signalled, so group
  * membership is kept while nothing else wakes the loop. */
-static void on_poll_tick(evutil_socket_t fd, short what, void *arg) { eg_gw_on_consumer_queue(-1, 0, arg); }
+static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
+    eg_gw *gw = arg;
+    eg_sampler_flush(&gw->declog, eg_wall_ms()); /* the last second's decision_summary, even when idle now */
+    eg_gw_on_consumer_queue(-1, 0, gw);
+}
+
+/* Runs the loop one pass at a time and writes the log lines of each pass
+ * with one write(2) (log.h's buffer) after it, until the loop is broken
+ * or has nothing left to wait for. */
+static void run_loop(eg_gw *gw) {
+    for (;;) {
+        int r = event_base_loop(gw->base, EVLOOP_ONCE);
+        eg_log_flush();
+        if (r != 0 || event_base_got_break(gw->base) || event_base_got_exit(gw->base)) return;
+    }
+}
 
 /* SIGTERM, SIGINT: stop gracefully (exit 0); a second one stops now. */
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
@@ -174,6 +189,7 @@ int eg_cmd_run(int argc, char **argv) {
     eg_gw gw;
     memset(&gw, 0, sizeof gw);
     gw.cfg = &cfg;
+    eg_sampler_init(&gw.declog, cfg.log_decisions_per_second);
     int rc = EG_EXIT_USAGE;
     gw.base = event_base_new();
     gw.loop_thread = pthread_self();
@@ -220,10 +236,13 @@ int eg_cmd_run(int argc, char **argv) {
     event_add(gw.sig_ev[0], NULL);
     event_add(gw.sig_ev[1], NULL);
     event_add(gw.sig_ev[2], NULL);
-    event_base_dispatch(gw.base);
+    eg_log_buffer_start();
+    run_loop(&gw);
     rc = gw.exit_code;
+    eg_sampler_flush(&gw.declog, -1);
     eg_gw_log_summary(&gw);
     eg_log_flush_suppressed();
+    eg_log_buffer_stop();
 out:
     gateway_free(&gw);
     eg_config_free(&cfg);

@@ -13,7 +13,16 @@
  * and, once the second is over, one line {"event":"log_suppressed",
  * "suppressed_event":NAME,"suppressed":N} says how many were dropped.
  * The per-record audit trail (decision and spilled lines, one per record
- * outcome) is never limited. */
+ * outcome) is never limited here: decision lines are sampled per key by
+ * their caller instead (log_sample.h).
+ *
+ * Buffering: one thread (the gateway's loop) may own a buffer
+ * (eg_log_buffer_start); its lines are appended there and written with one
+ * write(2) per eg_log_flush (the loop flushes after each pass), when the
+ * buffer is full, and at once with any error line; at exit (atexit) and
+ * before a deliberate abort (util.c's out-of-memory path) the buffer is
+ * flushed too. Lines of other threads (librdkafka's) are written at once,
+ * each with its own write(2), so whole lines never interleave. */
 #include "log.h"
 #include "json.h"
 #include "redact.h"
@@ -21,6 +30,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +38,64 @@
 static eg_level g_min = EG_INFO;
 static int g_text = 0;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+#define LOG_BUF_SIZE (64 * 1024)
+
+/* The owning thread's buffer (NULL: none); only that thread touches it. */
+static char *g_buf;
+static size_t g_buf_len;
+static pthread_t g_buf_owner;
+
+/* Writes n bytes to stderr, whole (retrying short writes). */
+static void write_all(const char *p, size_t n) {
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(STDERR_FILENO, p + off, n - off);
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+}
+
+/* 1 when the calling thread owns the buffer. */
+static int buffered_here(void) { return g_buf && pthread_equal(pthread_self(), g_buf_owner); }
+
+void eg_log_flush(void) {
+    if (!buffered_here() || g_buf_len == 0) return;
+    write_all(g_buf, g_buf_len);
+    g_buf_len = 0;
+}
+
+static void flush_at_exit(void) { eg_log_flush(); }
+
+void eg_log_buffer_start(void) {
+    if (g_buf) return;
+    g_buf = eg_xmalloc(LOG_BUF_SIZE);
+    g_buf_len = 0;
+    g_buf_owner = pthread_self();
+    atexit(flush_at_exit);
+}
+
+void eg_log_buffer_stop(void) {
+    if (!buffered_here()) return;
+    eg_log_flush();
+    free(g_buf);
+    g_buf = NULL;
+}
+
+/* Writes a finished line: into the buffer on its owning thread (error
+ * lines, and a line that does not fit, flush it), else at once. */
+static void emit(const char *line, size_t n, eg_level level) {
+    if (!buffered_here()) {
+        write_all(line, n);
+        return;
+    }
+    if (g_buf_len + n > LOG_BUF_SIZE) eg_log_flush();
+    memcpy(g_buf + g_buf_len, line, n);
+    g_buf_len += n;
+    if (level >= EG_ERROR) eg_log_flush();
+}
+
+int eg_log_enabled(eg_level level) { return level >= g_min; }
 
 void eg_log_setup(eg_level min_level, int text_format) {
     g_min = min_level;
@@ -111,7 +179,7 @@ static void write_suppressed(const rl_note *notes, int n);
 
 /* Returns 1 when a line of `event` may be written now. */
 static int rate_ok(const char *event) {
-    static const char *const exempt[] = {"decision", "spilled", "log_suppressed", NULL};
+    static const char *const exempt[] = {"decision", "decision_summary", "spilled", "log_suppressed", NULL};
     for (const char *const *e = exempt; *e; e++)
         if (strcmp(event, *e) == 0) return 1;
     int64_t sec = eg_wall_ms() / 1000;
@@ -153,12 +221,17 @@ void eg_log_flush_suppressed(void) {
 }
 
 int eg_log_begin(eg_logline *l, eg_level level, const char *event) {
+    return eg_log_begin_at(l, level, event, eg_wall_ms());
+}
+
+int eg_log_begin_at(eg_logline *l, eg_level level, const char *event, int64_t wall_ms) {
     l->len = 0;
     l->full = 0;
     l->text = g_text;
+    l->level = level;
     if (level < g_min || !rate_ok(event)) return 0;
     char ts[32];
-    eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
+    eg_rfc3339(wall_ms, ts, sizeof ts);
     if (g_text) {
         put(l, ts, strlen(ts));
         put(l, " ", 1);
@@ -216,11 +289,11 @@ void eg_log_null(eg_logline *l, const char *key) {
 
 void eg_log_int(eg_logline *l, const char *key, int64_t val) {
     if (!line_active(l)) return;
-    char num[32];
-    int n = snprintf(num, sizeof num, "%lld", (long long)val);
+    char num[24];
+    size_t n = eg_fmt_i64(val, num, sizeof num);
     size_t mark = l->len;
     put_key(l, key);
-    put(l, num, (size_t)n);
+    put(l, num, n);
     if (l->full) l->len = mark;
 }
 
@@ -243,13 +316,27 @@ void eg_log_end(eg_logline *l) {
     }
     if (!g_text) l->buf[l->len++] = '}';
     l->buf[l->len++] = '\n';
-    ssize_t off = 0;
-    while ((size_t)off < l->len) {
-        ssize_t w = write(STDERR_FILENO, l->buf + off, l->len - (size_t)off);
-        if (w <= 0) break;
-        off += w;
-    }
+    emit(l->buf, l->len, l->level);
     l->len = 0;
+}
+
+void eg_log_raw(eg_logline *l, const char *key, const char *json, size_t n) {
+    if (!line_active(l)) return;
+    size_t mark = l->len;
+    put_key(l, key);
+    put(l, json, n);
+    if (l->full) l->len = mark;
+}
+
+size_t eg_log_quote(const char *s, size_t n, char *out, size_t outlen) {
+    char clean[512];
+    if (outlen < 3) return 0;
+    size_t cn = eg_redact(s, n, clean, sizeof clean), used;
+    out[0] = '"';
+    size_t len = 1 + eg_json_escape(clean, cn, out + 1, outlen - 2, &used);
+    if (used < cn) return 0;
+    out[len++] = '"';
+    return len;
 }
 
 void eg_log_msg(eg_level level, const char *event, const char *fmt, ...) {

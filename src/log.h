@@ -1,8 +1,9 @@
 /* log.h — structured log lines (JSON or text), one per event, on stderr.
  *
  * A line is built field by field into a fixed stack buffer and written with a
- * single write(2), so lines from librdkafka's threads never interleave with
- * the loop's. Values are escaped; a line that would overflow is truncated at a
+ * single write(2) (or, on the thread that owns the log buffer, appended to
+ * it and written with the buffer's next write(2)), so lines from
+ * librdkafka's threads never interleave with the loop's. Values are escaped; a line that would overflow is truncated at a
  * field boundary and marked "truncated":true. Payloads never go through here:
  * callers log coordinates, classes and codes only. Every string value is
  * redacted (redact.h) before it is written. */
@@ -19,6 +20,7 @@ typedef struct eg_logline {
     size_t len;
     int full; /* a field did not fit */
     int text; /* text format instead of JSON */
+    eg_level level;
 } eg_logline;
 
 /* Global settings, set once at start-up (not thread-safe to change later). */
@@ -33,6 +35,8 @@ void eg_log_setup(eg_level min_level, int text_format);
  * out or the event is over its rate: the caller may then skip building the
  * line (the other calls are safe no-ops on a filtered line either way). */
 int eg_log_begin(eg_logline *l, eg_level level, const char *event);
+/* Like eg_log_begin with the line's ts given (wall-clock ms). */
+int eg_log_begin_at(eg_logline *l, eg_level level, const char *event, int64_t wall_ms);
 void eg_log_str(eg_logline *l, const char *key, const char *val);
 /* Like eg_log_str for a byte string that may be unterminated or binary. */
 void eg_log_strn(eg_logline *l, const char *key, const char *val, size_t n);
@@ -42,6 +46,34 @@ void eg_log_null(eg_logline *l, const char *key);
 void eg_log_dbl(eg_logline *l, const char *key, double val);
 /* Ends the line and writes it. */
 void eg_log_end(eg_logline *l);
+
+/* Appends a field whose value is n bytes of ready JSON (an array, an
+ * object); the caller escaped and redacted what is inside. */
+void eg_log_raw(eg_logline *l, const char *key, const char *json, size_t n);
+
+/* Writes the n bytes of s, redacted, as a quoted JSON string into out.
+ * Returns its length (quotes included), or 0 when it does not fit outlen
+ * (s is at most 511 bytes after redaction: longer is cut). */
+size_t eg_log_quote(const char *s, size_t n, char *out, size_t outlen);
+
+/* 1 when lines of `level` are written at all (log.level). */
+int eg_log_enabled(eg_level level);
+
+/* Makes the calling thread the owner of a log buffer (the loop thread,
+ * once at start): its lines are then written by eg_log_flush, one write(2)
+ * for all of them, and at once when the buffer fills or a line has level
+ * error. The buffer is also flushed at exit(). Other threads' lines are
+ * never buffered. */
+void eg_log_buffer_start(void);
+
+/* Writes the owning thread's buffered lines now; a no-op on other threads
+ * or without a buffer. The loop calls it after every pass, and it is called
+ * before anything that may end the process on purpose. */
+void eg_log_flush(void);
+
+/* Flushes and frees the buffer (owning thread); later lines are written at
+ * once. */
+void eg_log_buffer_stop(void);
 
 /* Writes the log_suppressed lines still pending (at exit). */
 void eg_log_flush_suppressed(void);

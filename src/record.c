@@ -1,6 +1,7 @@
 /* record.c — helpers for the shared record, failure and decision types. */
 #include "record.h"
 #include "headers.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,5 +123,14 @@ void eg_record_id(const eg_record *r, char *out, size_t outlen) {
         out[n] = '\0';
         return;
     }
-    snprintf(out, outlen, "%s/%d/%lld", r->topic, (int)r->partition, (long long)r->offset);
+    /* topic/partition/offset, without printf (a decision line per record);
+     * cut to outlen as snprintf would */
+    char tmp[EG_TOPIC_NAME_MAX + 48];
+    size_t k = strnlen(r->topic, EG_TOPIC_NAME_MAX);
+    memcpy(tmp, r->topic, k);
+    tmp[k++] = '/';
+    k += eg_fmt_i64(r->partition, tmp + k, sizeof tmp - k);
+    tmp[k++] = '/';
+    eg_fmt_i64(r->offset, tmp + k, sizeof tmp - k);
+    eg_strlcpy(out, tmp, outlen);
 }

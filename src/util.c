@@ -1,5 +1,6 @@
 /* util.c — clocks, checked allocation and string helpers (see util.h). */
 #include "util.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,38 @@ void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen) {
         cached_sec = sec;
     }
     int ms = (int)(wall_ms % 1000);
-    snprintf(out, outlen, "%s.%c%c%cZ", prefix, '0' + ms / 100, '0' + ms / 10 % 10, '0' + ms % 10);
+    size_t n = strlen(prefix); /* no printf per call: every log line and lane header comes here */
+    if (outlen < n + 6) {
+        if (outlen) out[0] = '\0';
+        return;
+    }
+    memcpy(out, prefix, n);
+    char *p = out + n;
+    *p++ = '.', *p++ = (char)('0' + ms / 100), *p++ = (char)('0' + ms / 10 % 10), *p++ = (char)('0' + ms % 10);
+    *p++ = 'Z', *p = '\0';
+}
+
+size_t eg_fmt_i64(int64_t v, char *out, size_t outlen) {
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do tmp[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0) tmp[n++] = '-';
+    if (n >= outlen) return outlen ? (out[0] = '\0', 0) : 0;
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+void eg_fmt_hex64(uint64_t v, char out[17]) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; i--, v >>= 4) out[i] = hex[v & 15];
+    out[16] = '\0';
 }
 
 static void oom(size_t n) {
+    eg_log_flush(); /* the lines before it, buffered on the loop thread */
     fprintf(stderr, "{\"level\":\"error\",\"event\":\"oom\",\"bytes\":%zu}\n", n);
     abort();
 }

@@ -29,4 +29,11 @@ void eg_strlcpy(char *dst, const char *src, size_t dstlen);
 /* 64-bit FNV-1a hash of bytes; never returns 0 (0 means "no key"). */
 uint64_t eg_hash64(const void *data, size_t len);
 
+/* v in decimal into out (NUL-terminated); returns its length, 0 when it
+ * does not fit outlen. No printf: for the per-record paths. */
+size_t eg_fmt_i64(int64_t v, char *out, size_t outlen);
+
+/* v as 16 lowercase hex digits and a NUL. */
+void eg_fmt_hex64(uint64_t v, char out[17]);
+
 #endif

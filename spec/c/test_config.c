@@ -189,6 +189,21 @@ int main(void) {
     rc = load_with("log.format", "'text'", &cfg);
     CHECK(rc == 0 && !strcmp(cfg.log_format, "text"), "log.format = \"text\" is kept as the string");
     if (rc == 0) eg_config_free(&cfg);
+    rc = load_with(NULL, NULL, &cfg);
+    CHECK(rc == 0 && cfg.log_decisions_per_second == EG_DEF_LOG_DECISIONS_PER_SECOND,
+          "log.decisions: sampled at %d per key and second by default", EG_DEF_LOG_DECISIONS_PER_SECOND);
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("log.decisions", "'all'", &cfg);
+    CHECK(rc == 0 && cfg.log_decisions_per_second == 0, "log.decisions = \"all\" keeps every line (0)");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("log.decisions.per_second", "100", &cfg);
+    CHECK(rc == 0 && cfg.log_decisions_per_second == 100, "log.decisions = { per_second = 100 }");
+    if (rc == 0) eg_config_free(&cfg);
+    CHECK(refused("log.decisions", "'some'", "log.decisions: expected \"all\" or a table"),
+          "log.decisions: another string is refused");
+    CHECK(refused("log.decisions", "5", "log.decisions: expected a table"), "log.decisions: a number is refused");
+    CHECK(refused("log.decisions.per_second", "0", "log.decisions.per_second"), "per_second 0 is refused");
+    CHECK(refused("log.decisions.every", "1", "unknown key 'log.decisions.every'"), "an unknown key is refused");
     rc = load_with("lanes.spill.dir", "'j'", &cfg);
     char spill[200];
     snprintf(spill, sizeof spill, "%s/j", dir);
