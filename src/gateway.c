@@ -233,12 +233,12 @@ static void free_record(eg_gw *gw, eg_record *r) {
     if (r->fail) {
         if (r->fail->retrying) eg_budget_retry_end(&gw->budget);
         eg_failure_clear(&r->fail->failure);
-        free(r->fail);
+        eg_slab_put(&gw->fails, r->fail);
     }
     rd_kafka_message_destroy(r->msg);
     p->unfinished--;
     gw->unfinished--;
-    free(r);
+    eg_slab_put(&gw->records, r);
     part_update_pause(gw, p);
     maybe_unblock(gw, p);
     part_unref(p);
@@ -387,9 +387,9 @@ static void dispatch_round(eg_gw *gw) {
 /* ------------------------------------------------------------- decisions */
 
 /* The record's failure state, allocated at its first failure. */
-static eg_fail *fail_of(eg_record *r) {
+static eg_fail *fail_of(eg_gw *gw, eg_record *r) {
     if (!r->fail) {
-        r->fail = eg_xcalloc(1, sizeof *r->fail);
+        r->fail = eg_slab_get(&gw->fails);
         r->fail->failure.retry_after_ms = -1;
     }
     return r->fail;
@@ -651,7 +651,7 @@ static int target_trouble(const eg_failure *f) {
 
 /* The breaker refused r: the policy decides what an open circuit means. */
 static void circuit_open(eg_gw *gw, eg_record *r) {
-    eg_fail *fl = fail_of(r);
+    eg_fail *fl = fail_of(gw, r);
     eg_failure_clear(&fl->failure);
     fl->failure.kind = EG_FK_CIRCUIT_OPEN;
     fl->failure.message = eg_xstrdup("circuit open");
@@ -684,7 +684,7 @@ void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg)
         finish_record(gw, r);
         return;
     }
-    eg_fail *fl = fail_of(r);
+    eg_fail *fl = fail_of(gw, r);
     eg_failure_clear(&fl->failure);
     fl->failure = *f; /* takes the strings */
     decide(gw, r);
@@ -1123,7 +1123,7 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
         rd_kafka_message_destroy(m);
         return;
     }
-    eg_record *r = eg_xcalloc(1, sizeof *r);
+    eg_record *r = eg_slab_get(&gw->records);
     r->msg = m;
     r->part = p;
     p->refs++;
@@ -1131,6 +1131,7 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     r->partition = p->partition;
     r->offset = m->offset;
     r->seq = seq;
+    eg_record_read_headers(r);
     if (eg_record_has_bad_id(r)) {
         (*gw->m.bad_ids)++;
         eg_log_msg(EG_WARN, "bad_id",

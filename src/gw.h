@@ -23,6 +23,7 @@
 #include "keyset.h"
 #include "lanes.h"
 #include "log_sample.h"
+#include "slab.h"
 #include "metrics.h"
 #include "policy.h"
 #include "record.h"
@@ -160,6 +161,7 @@ typedef struct eg_gw {
     int64_t last_reload_ms;      /* wall-clock ms of the last attempt, 0 none */
     eg_gw_reloader *reloader;    /* policy builds off the loop, NULL before the first */
     eg_sampler declog;           /* decision-log sampling (log.decisions) */
+    eg_slab records, fails;      /* eg_record and eg_fail objects, reused */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */

@@ -110,6 +110,8 @@ static void gateway_free(eg_gw *gw) {
     gw->target = NULL;
     gw->lanes = NULL;
     eg_gw_drop_all(gw);
+    eg_slab_clear(&gw->records);
+    eg_slab_clear(&gw->fails);
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
     if (gw->rk) rd_kafka_destroy(gw->rk);
     eg_policy_free(gw->policy);
@@ -190,6 +192,9 @@ int eg_cmd_run(int argc, char **argv) {
     memset(&gw, 0, sizeof gw);
     gw.cfg = &cfg;
     eg_sampler_init(&gw.declog, cfg.log_decisions_per_second);
+    /* as many kept as can be in flight: the caps bound them */
+    eg_slab_init(&gw.records, sizeof(eg_record), cfg.max_inflight_total);
+    eg_slab_init(&gw.fails, sizeof(eg_fail), cfg.max_inflight_total);
     int rc = EG_EXIT_USAGE;
     gw.base = event_base_new();
     gw.loop_thread = pthread_self();

@@ -197,12 +197,22 @@ static int replaced_header(const char *name) {
 /* Adds a NUL-terminated header value. */
 static void add(rd_kafka_headers_t *h, const char *name, const char *val) { rd_kafka_header_add(h, name, -1, val, -1); }
 
+/* Adds a header value of n bytes (its length is known: no strlen). */
+static void add_n(rd_kafka_headers_t *h, const char *name, const char *val, size_t n) {
+    rd_kafka_header_add(h, name, -1, val, (ssize_t)n);
+}
+
+/* Adds v in decimal (no printf: a dead letter's headers are built per record). */
+static void add_int(rd_kafka_headers_t *h, const char *name, int64_t v) {
+    char num[24];
+    add_n(h, name, num, eg_fmt_i64(v, num, sizeof num));
+}
+
 /* Builds the lane headers for rec, bound for lane topic `lane_topic` (see
  * DESIGN §4 and headers.h). */
 static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const char *lane_topic,
                                         const char *policy_id) {
-    rd_kafka_headers_t *src = NULL;
-    rd_kafka_message_headers(rec->msg, &src);
+    const rd_kafka_headers_t *src = eg_record_headers(rec);
     rd_kafka_headers_t *h = rd_kafka_headers_new(src ? rd_kafka_header_cnt(src) + 20 : 20);
     const char *name;
     const void *val, *prev_hist = NULL;
@@ -221,37 +231,27 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     const eg_fail *fl = rec->fail;
     const eg_decision *d = &fl->decision;
     const eg_failure *f = &fl->failure;
-    char buf[64], ts[40];
+    char ts[40];
     add(h, EG_H_CLASS, d->klass);
     add(h, EG_H_CODE, d->code);
     const char *msg = d->message[0] ? d->message : f->message ? f->message : "";
     char clean[1024];
-    eg_redact(msg, strlen(msg), clean, sizeof clean);
-    add(h, EG_H_MESSAGE, clean);
+    add_n(h, EG_H_MESSAGE, clean, eg_redact(msg, strlen(msg), clean, sizeof clean));
     eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
     add(h, EG_H_TIMESTAMP, ts);
     add(h, EG_H_KIND, eg_failure_kind_name(f->kind));
-    if (f->status) {
-        snprintf(buf, sizeof buf, "%d", f->status);
-        add(h, EG_H_STATUS, buf);
-    }
+    if (f->status) add_int(h, EG_H_STATUS, f->status);
     if (f->class_hint) add(h, EG_H_CLASS_HINT, f->class_hint);
-    if (f->retry_after_ms >= 0) {
-        snprintf(buf, sizeof buf, "%lld", (long long)f->retry_after_ms);
-        add(h, EG_H_RETRY_AFTER, buf);
-    }
+    if (f->retry_after_ms >= 0) add_int(h, EG_H_RETRY_AFTER, f->retry_after_ms);
     retry_count += fl->virtual_rungs; /* rungs waited in place (ordering = partition) */
     if (d->action == EG_ACT_LADDER) retry_count++;
-    snprintf(buf, sizeof buf, "%lld", retry_count);
-    add(h, EG_H_RETRY_COUNT, buf);
+    add_int(h, EG_H_RETRY_COUNT, retry_count);
     add(h, EG_H_PREVIOUS, rec->topic);
     /* written once: a record coming back from a lane keeps its birth place */
     if (rd_kafka_header_get_last(h, EG_H_ORIG_TOPIC, &v, &size) != 0) {
         add(h, EG_H_ORIG_TOPIC, rec->topic);
-        snprintf(buf, sizeof buf, "%d", (int)rec->partition);
-        add(h, EG_H_ORIG_PARTITION, buf);
-        snprintf(buf, sizeof buf, "%lld", (long long)rec->offset);
-        add(h, EG_H_ORIG_OFFSET, buf);
+        add_int(h, EG_H_ORIG_PARTITION, rec->partition);
+        add_int(h, EG_H_ORIG_OFFSET, rec->offset);
         rd_kafka_timestamp_type_t tt;
         int64_t t = rd_kafka_message_timestamp(rec->msg, &tt);
         eg_rfc3339(t >= 0 ? t : eg_wall_ms(), ts, sizeof ts);
@@ -264,10 +264,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     add(h, EG_H_POLICY, policy_id);
     add(h, EG_H_ACTION, eg_action_name(d->action));
     add(h, EG_H_REASON, d->reason[0] ? d->reason : d->klass);
-    if (d->action == EG_ACT_LADDER && d->not_before_ms > 0) {
-        snprintf(buf, sizeof buf, "%lld", (long long)d->not_before_ms);
-        add(h, EG_H_NOT_BEFORE, buf);
-    }
+    if (d->action == EG_ACT_LADDER && d->not_before_ms > 0) add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
     char hist[EG_HISTORY_MAX_BYTES];
     int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;
     int first = fl->nhist < EG_HIST_MAX ? 0 : fl->nhist % EG_HIST_MAX; /* ring: oldest kept */

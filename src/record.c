@@ -74,6 +74,22 @@ int64_t eg_uint_parse(const void *v, size_t n) {
     return x > (uint64_t)INT64_MAX ? -1 : (int64_t)x;
 }
 
+void eg_record_read_headers(eg_record *r) {
+    if (rd_kafka_message_headers(r->msg, &r->hdrs) != 0) r->hdrs = NULL;
+    r->hdrs_read = 1;
+}
+
+const rd_kafka_headers_t *eg_record_headers(const eg_record *r) {
+    rd_kafka_headers_t *h = NULL;
+    if (r->hdrs_read) return r->hdrs;
+    return rd_kafka_message_headers(r->msg, &h) == 0 ? h : NULL;
+}
+
+/* The last header called name on the record (eg_header, through its kept list). */
+static const void *rec_header(const eg_record *r, const char *name, size_t *len) {
+    return eg_headers_get(eg_record_headers(r), name, len);
+}
+
 int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name) {
     size_t n = 0;
     const void *v = eg_header(m, name, &n);
@@ -81,7 +97,9 @@ int64_t eg_header_uint(const rd_kafka_message_t *m, const char *name) {
 }
 
 int eg_record_retry_count(const eg_record *r) {
-    int64_t n = eg_header_uint(r->msg, EG_H_RETRY_COUNT);
+    size_t len = 0;
+    const void *v = rec_header(r, EG_H_RETRY_COUNT, &len);
+    int64_t n = eg_uint_parse(v, len);
     return n < 0 ? 0 : n > EG_RETRY_COUNT_MAX ? EG_RETRY_COUNT_MAX : (int)n;
 }
 
@@ -111,13 +129,13 @@ int eg_id_valid(const void *v, size_t n) {
 
 int eg_record_has_bad_id(const eg_record *r) {
     size_t n = 0;
-    const void *v = eg_header(r->msg, EG_H_ID, &n);
+    const void *v = rec_header(r, EG_H_ID, &n);
     return (v || n) && !eg_id_valid(v, n) ? 1 : 0;
 }
 
 void eg_record_id(const eg_record *r, char *out, size_t outlen) {
     size_t n = 0;
-    const void *v = eg_header(r->msg, EG_H_ID, &n);
+    const void *v = rec_header(r, EG_H_ID, &n);
     if (eg_id_valid(v, n) && n < outlen) {
         memcpy(out, v, n);
         out[n] = '\0';

@@ -139,7 +139,18 @@ typedef struct eg_record {
     struct event *timer;             /* retry, hold or lane back-off */
     struct eg_record *qprev, *qnext; /* pending or runnable queue */
     struct eg_record *aprev, *anext; /* the gateway's list of all records */
+    rd_kafka_headers_t *hdrs;        /* msg's headers (owned by msg), NULL: none; valid when hdrs_read */
+    int hdrs_read;                   /* eg_record_read_headers ran */
 } eg_record;
+
+/* Reads the record's headers once and keeps them in r->hdrs: librdkafka
+ * parses a consumed message's headers on every call while it has none,
+ * with an allocation each time, and a record's headers are asked for
+ * several times on its way (id, retry.count, lane headers). */
+void eg_record_read_headers(eg_record *r);
+
+/* The record's header list (NULL: none), from r->hdrs once read. */
+const rd_kafka_headers_t *eg_record_headers(const eg_record *r);
 
 /* The last header called name on m: its value and length, or NULL when
  * absent (a present header with a NULL value also gives NULL). */
