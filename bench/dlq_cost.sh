@@ -5,7 +5,7 @@
 #   bash bench/dlq_cost.sh                     # this tree's build/
 #   bash bench/dlq_cost.sh /tmp/old-tree .     # several trees, side by side
 #
-# One broker holds BENCH_COST_RECORDS (100,000) records over 8 partitions;
+# One broker holds BENCH_COST_RECORDS (100,000) records over BENCH_PARTITIONS (8);
 # for each tree (a checkout with build/errgate, lua/ and policies/ built by
 # make), errgate runs a Lua target that answers 400 to every record, so the
 # default policy dead-letters them all, BENCH_COST_REPS (3) times, each with
@@ -21,11 +21,13 @@
 # without leak check) on N/10 records prints allocs/record: heap
 # allocations of the whole process (librdkafka's threads too) per record.
 # These figures move with load; compare trees run in turn and take medians.
+# BENCH_COST_KAFKA adds librdkafka properties to the gateway's kafka table
+# (Lua: '["fetch.max.bytes"] = 1048576'), to try prefetch settings.
 set -u
 source "$(dirname "$0")/lib.sh"
 N=${BENCH_COST_RECORDS:-100000}
 REPS=${BENCH_COST_REPS:-3}
-P=8
+P=${BENCH_PARTITIONS:-8}
 [ $# -gt 0 ] || set -- "$ROOT"
 command -v perf >/dev/null || die "needs perf"
 [ -x "$GTIME" ] || die "needs GNU time ($GTIME)"
@@ -46,7 +48,7 @@ one_run() {
   local run=$1 tree=$2 topic=$3 pp gp l i; shift 3
   cat >"$W/c$run.lua" <<CFG
 return {
-  kafka = { ["bootstrap.servers"] = "$BOOTSTRAP" },
+  kafka = { ["bootstrap.servers"] = "$BOOTSTRAP", ${BENCH_COST_KAFKA:-} },
   group = "g$run",
   source = { topics = { "$topic" }, ordering = "partition" },
   target = { lua = "$W/reject.lua" },
