@@ -39,6 +39,8 @@ produce flood "$N" permanent:1
 expect_topic flood "$P" "$N"
 [ "${BENCH_COST_ALLOCS:-0}" = 1 ] && { produce floodv "$NV" permanent:1; expect_topic floodv "$P" "$NV"; }
 echo 'return function(record) return { status = 400, message = "bench: permanent" } end' >"$W/reject.lua"
+# BENCH_COST_PATH=happy: a no-op target instead (every record succeeds)
+[ "${BENCH_COST_PATH:-dlq}" = happy ] && echo 'return function(record) end' >"$W/reject.lua"
 
 run=0
 # one_run RUN TREE TOPIC WRAPPER...: errgate (under WRAPPER, group gRUN,

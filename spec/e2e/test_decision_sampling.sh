@@ -4,8 +4,10 @@
 # every record reaches the DLQ and is committed; no second has more than 100
 # decision lines of its (topic, class, action); the metrics and the summary
 # count all 50,000 exactly; the decision lines written in full plus the
-# decision_summary lines' folded counts add up to the 50,000 decisions, per
-# second as well; every log line is JSON.
+# decision_summary lines' folded counts add up to the decisions taken (the
+# decision metric: 50,000, or a few more when a policy call overran its
+# budget on a loaded machine and was held), per second and key as well;
+# every log line is JSON.
 source "$(dirname "$0")/lib.sh"
 N=${SAMPLING_RECORDS:-50000}
 PER_SECOND=100
@@ -19,6 +21,7 @@ return {
   source = { topics = { "src" }, ordering = "none" },
   target = { lua = "$T/reject.lua" },
   policy = "$ROOT/policies/default.lua",
+  policy_timeout_ms = 1000,
   commit_interval_ms = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
   admin = { listen = "127.0.0.1:0" },
@@ -42,33 +45,33 @@ def check(cond, desc):
     print("%s|%s" % ("ok" if cond else "bad", desc))
 dec = [e for e in lines if e.get("event") == "decision"]
 summ = [e for e in lines if e.get("event") == "decision_summary"]
-per = collections.Counter((e["ts"][:19], e["topic"], e["class"], e["action"]) for e in dec)
+key = lambda e: (e["topic"], e["class"], e["action"])
+per = collections.Counter((e["ts"][:19],) + key(e) for e in dec)
 worst = max(per.values()) if per else 0
 check(dec and worst <= per_second, "at most %d decision lines per second and key (most: %d, in %d seconds)"
-      % (per_second, worst, len(per)))
-check(all((e["topic"], e["class"], e["action"]) == ("src", "permanent", "dlq") for e in dec),
-      "one key: src / permanent / dlq")
-folded = sum(k["folded"] for s in summ for k in s["keys"])
-check(summ and len(dec) + folded == n, "%d full lines + %d folded in %d summaries = %d decisions"
-      % (len(dec), folded, len(summ), n))
-check(all(s["folded"] == sum(k["folded"] for k in s["keys"]) and s["logged"] == sum(k["logged"] for k in s["keys"])
-          and s["per_second"] == per_second for s in summ), "each summary's totals are the sum of its keys")
-# per second: the summary's logged count is the number of full lines of that second
-full = collections.Counter(e["ts"][:19] for e in dec)
-bad = [s["second"] for s in summ if s["logged"] != full[s["second"][:19]]]
-check(not bad, "each summary's logged count equals that second's full lines (%s)" % bad[:3])
-check(len(set(s["second"] for s in summ)) == len(summ), "one summary per second")
-summary = [e for e in lines if e.get("event") == "summary"][-1]
-check(summary["dlq"] == n and summary["failures"] == n, "the summary line counts %d dead letters, %d failures"
-      % (summary["dlq"], summary["failures"]))
+      % (per_second, worst, len(set(e["ts"][:19] for e in dec))))
 vals = {}
 for line in open(metrics):
     m = re.match(r'^([a-z_]+)(\{[^}]*\})? (\S+)$', line.strip())
     if m: vals[m.group(1)] = vals.get(m.group(1), 0) + float(m.group(3))
-check(int(vals.get("errgate_records_dead_lettered_total", -1)) == n and
-      int(vals.get("errgate_decision_duration_seconds_count", -1)) == n,
-      "metrics are exact: %s dead-lettered, %s decisions" % (vals.get("errgate_records_dead_lettered_total"),
-                                                              vals.get("errgate_decision_duration_seconds_count")))
+decisions = int(vals.get("errgate_decision_duration_seconds_count", -1))
+folded = sum(k["folded"] for s in summ for k in s["keys"])
+check(summ and len(dec) + folded == decisions, "%d full lines + %d folded in %d summaries = %d decisions"
+      % (len(dec), folded, len(summ), decisions))
+dlq_folded = sum(k["folded"] for s in summ for k in s["keys"] if k["action"] == "dlq")
+check(sum(1 for e in dec if e["action"] == "dlq") + dlq_folded == n, "the dlq decisions add up to %d" % n)
+check(all(s["folded"] == sum(k["folded"] for k in s["keys"]) and s["logged"] == sum(k["logged"] for k in s["keys"])
+          and s["per_second"] == per_second for s in summ), "each summary's totals are the sum of its keys")
+# per second and key: the summary's logged count is the number of full lines
+bad = [(s["second"], k["class"]) for s in summ for k in s["keys"]
+       if k["logged"] != per[(s["second"][:19], k["topic"], k["class"], k["action"])]]
+check(not bad, "each summary's logged count per key equals that second's full lines (%s)" % bad[:3])
+check(len(set(s["second"] for s in summ)) == len(summ), "one summary per second")
+summary = [e for e in lines if e.get("event") == "summary"][-1]
+check(summary["dlq"] == n and summary["failures"] == decisions, "the summary line counts %d dead letters, %d failures"
+      % (summary["dlq"], summary["failures"]))
+check(int(vals.get("errgate_records_dead_lettered_total", -1)) == n and decisions >= n,
+      "metrics are exact: %s dead-lettered, %d decisions" % (vals.get("errgate_records_dead_lettered_total"), decisions))
 PY
 while IFS='|' read -r res desc; do
   if [ "$res" = ok ]; then ok "$desc"; else not_ok "$desc"; fi
