@@ -123,6 +123,17 @@ median() {
     awk '{a[NR]=$1} END{if(NR==0) exit; if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
 }
 
+# spread KEY: "MIN..MAX" of the values stored under KEY (empty if none).
+spread() {
+  awk -v k="$1" '$1==k{v=$2+0; if (!n++ || v<lo) lo=v; if (n==1 || v>hi) hi=v} END{if(n) printf "%s..%s", lo, hi}' "$W/results"
+}
+
+# noisy KEY: true when the largest value under KEY is over 1.5x the smallest
+# (a figure that moves this much between repetitions is judged by its CPU).
+noisy() {
+  awk -v k="$1" '$1==k{v=$2+0; if (!n++ || v<lo) lo=v; if (n==1 || v>hi) hi=v} END{exit !(n > 1 && lo > 0 && hi/lo > 1.5)}' "$W/results"
+}
+
 # json_num FILE EVENT FIELD: a numeric field of the last JSON log line of EVENT.
 json_num() {
   grep "\"event\":\"$2\"" "$1" | tail -1 | sed -n "s/.*\"$3\":\([0-9.eE+-]*\).*/\1/p"
