@@ -47,7 +47,7 @@ run=0
 # DLQ topic TOPIC.dlq.RUN) until the group's lag is 0; prints the summary's
 # records/s.
 one_run() {
-  local run=$1 tree=$2 topic=$3 pp gp l i; shift 3
+  local run=$1 tree=$2 topic=$3; shift 3
   cat >"$W/c$run.lua" <<CFG
 return {
   kafka = { ["bootstrap.servers"] = "$BOOTSTRAP", ${BENCH_COST_KAFKA:-} },
@@ -60,12 +60,7 @@ return {
 }
 CFG
   ERRGATE_LUA_DIR="$tree/lua" "$@" "$tree/build/errgate" run -c "$W/c$run.lua" 2>"$W/e$run" &
-  pp=$!
-  for i in $(seq 2400); do l=$(lag "g$run" "$topic"); [ "$l" = 0 ] && break; sleep 0.25; done
-  gp=$pp
-  while [ -n "$(pgrep -P "$gp")" ]; do gp=$(pgrep -P "$gp" | head -1); done # the innermost wrapper's child
-  kill -TERM "$gp"; wait "$pp"
-  [ "$l" = 0 ] || die "$tree: lag did not reach 0; log $W/e$run"
+  stop_when_drained $! "g$run" "$topic" || die "$tree: lag did not reach 0; log $W/e$run"
   json_num "$W/e$run" summary records_per_second
 }
 

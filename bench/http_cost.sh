@@ -51,7 +51,7 @@ run=0
 # one_run RUN TREE TOPIC WRAPPER...: errgate (under WRAPPER, group gRUN)
 # until the group's lag is 0; prints the summary's records/s.
 one_run() {
-  local run=$1 tree=$2 topic=$3 pp gp l i; shift 3
+  local run=$1 tree=$2 topic=$3; shift 3
   cat >"$W/c$run.lua" <<CFG
 return {
   kafka = { ["bootstrap.servers"] = "$BOOTSTRAP" },
@@ -64,11 +64,7 @@ return {
 }
 CFG
   ERRGATE_LUA_DIR="$tree/lua" "$@" "$tree/build/errgate" run -c "$W/c$run.lua" 2>"$W/e$run" &
-  pp=$!
-  for i in $(seq 2400); do l=$(lag "g$run" "$topic"); [ "$l" = 0 ] && break; sleep 0.25; done
-  gp=$(pgrep -P "$pp"); [ -n "$gp" ] || gp=$pp # valgrind runs errgate in its own process
-  kill -TERM "$gp"; wait "$pp"
-  [ "$l" = 0 ] || die "$tree: lag did not reach 0; log $W/e$run"
+  stop_when_drained $! "g$run" "$topic" || die "$tree: lag did not reach 0; log $W/e$run"
   json_num "$W/e$run" summary records_per_second
 }
 

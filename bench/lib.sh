@@ -106,6 +106,20 @@ expect_written() {
 # lag GROUP TOPIC: the group's total lag, or "?".
 lag() { "$EG" offsets -b "$BOOTSTRAP" -g "$1" "$2" 2>/dev/null | awk '$1=="total"{print $4; f=1} END{if(!f) print "?"}'; }
 
+# stop_when_drained PID GROUP TOPIC: waits (up to 10 min) until GROUP's lag
+# on TOPIC is 0, then SIGTERMs the innermost process under PID (errgate under
+# its wrappers; PID itself when it has no child, as under valgrind) and
+# waits for PID. Returns 1 when the lag never reached 0.
+stop_when_drained() {
+  local pp=$1 gp l i
+  for i in $(seq 2400); do l=$(lag "$2" "$3"); [ "$l" = 0 ] && break; sleep 0.25; done
+  gp=$pp
+  while [ -n "$(pgrep -P "$gp")" ]; do gp=$(pgrep -P "$gp" | head -1); done
+  kill -TERM "$gp"
+  wait "$pp"
+  [ "$l" = 0 ]
+}
+
 # record KEY VALUE: store one measurement.
 record() { echo "$1 $2" >>"$W/results"; }
 
