@@ -29,7 +29,7 @@ start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4
 gen_records "$N" "transient-3:1" | produce src
 handler_at h
 ladder_config "$T/gw.lua" bud src none "$FIXTURES/retry_in_place_100.lua" 'retry_budget = { percent = 20, min = 3 },' \
-  'admin = { listen = "127.0.0.1:0" },'
+  'admin = { listen = "127.0.0.1:0" }, log = { decisions = "all" },' # every retry line is checked below
 sed -i 's/concurrency = 16/concurrency = 64/' "$T/gw.lua"
 start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw) || die "no admin address: $(tail -3 "$T/gw.err")"
