@@ -157,14 +157,19 @@ static int lt_submit(eg_target *t, eg_record *rec) {
 static void lt_flush(eg_target *t) {
     lua_target *lt = (lua_target *)t;
     result *batch = lt->q;
-    int n = lt->nq;
+    int n = lt->nq, cap = lt->capq;
     lt->q = NULL;
     lt->nq = lt->capq = 0;
     for (int i = 0; i < n; i++) {
         lt->base.inflight--;
         lt->base.done(batch[i].rec, batch[i].failed ? &batch[i].f : NULL, 0, lt->base.done_arg);
     }
-    free(batch);
+    if (!lt->q) { /* nothing submitted meanwhile: the array serves the next batch (no malloc per pass) */
+        lt->q = batch;
+        lt->capq = cap;
+    } else {
+        free(batch);
+    }
 }
 
 static int lt_available(const eg_target *t) { return 1 << 20; }
