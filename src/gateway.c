@@ -26,11 +26,10 @@
  * Bounded memory: a partition at its in-flight cap (or any partition while
  * the gateway is at its total cap) is simply not drained until it is down to
  * half of it; librdkafka stops prefetching when the partition's queue holds
- * queued.min.messages (errgate's default: twice source.max_inflight, at least
- * 1,000) or queued.max.messages.kbytes (default 1 MiB). Pausing is for
- * waiting: a partition is paused while any reason holds (a record on hold,
- * an in-place retry under partition ordering, a failing lane write,
- * stopping) and resumed when none does.
+ * queued.min.messages (errgate's default: 20,000) or queued.max.messages.kbytes
+ * (default 4 MiB). Pausing is for waiting: a partition is paused while any
+ * reason holds (a record on hold, an in-place retry under partition
+ * ordering, a failing lane write, stopping) and resumed when none does.
  *
  * Ownership: the gateway owns every record; a target or the lanes borrow one
  * for one operation. A revoked partition's records are freed at once unless
