@@ -8,6 +8,7 @@
  * EG_CK_CUSTOM (the kafka map, the topic list, headers, the presence tables'
  * `enabled`) and the checks across keys have their own code below. */
 #include "config.h"
+#include "lane_profiles.h"
 #include "target.h"
 #include "util.h"
 
@@ -144,6 +145,12 @@ const eg_config_key eg_config_keys[] = {
     K_STR("lanes.quarantine", 0, EG_DEF_LANE_QUARANTINE, lane_quarantine, "quarantine topic"),
     K_STR("lanes.retry", 0, EG_DEF_LANE_RETRY, lane_retry,
           "rung topics of retry ladders; must contain {rung} (alias {delay})"),
+    {.key = "lanes.profiles",
+     .type = EG_CK_LIST,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "header profiles written besides errgate's own: spring, connect, streams, x-dlq-metadata "
+             "(see Header profiles)"},
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
     K_INT("lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, spill_after_ms,
@@ -853,11 +860,40 @@ static int check_regex_lanes(loadctx *c) {
     return rc;
 }
 
+/* lanes.profiles = { "spring", ... }: names of lane_profiles.h, into a mask. */
+static int load_profiles(loadctx *c) {
+    lua_State *L = c->L;
+    rawfield(L, "profiles");
+    int t = lua_type(L, -1);
+    if (t == LUA_TNIL) return lua_pop(L, 1), 0;
+    if (t != LUA_TTABLE) return lua_pop(L, 1), fail(c, "lanes.profiles: expected a list of profile names");
+    int n = (int)lua_objlen(L, -1);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 1 || lua_tonumber(L, -1) > n)
+            return lua_pop(L, 2), fail(c, "lanes.profiles: expected a list of profile names");
+    }
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        unsigned bit = lua_type(L, -1) == LUA_TSTRING ? eg_profile_bit(lua_tostring(L, -1)) : 0;
+        if (!bit) {
+            fail(c, "lanes.profiles[%d]: expected one of %s", i, eg_profile_names);
+            return lua_pop(L, 2), -1;
+        }
+        c->cfg->lane_profiles |= bit;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
 static int load_lanes(loadctx *c) {
     int r = push_table(c, "lanes", "lanes");
     if (r < 0) return r;
     if (r == 1) {
-        if (only_keys(c, "lanes", "lanes") < 0 || load_fields(c, "lanes", "lanes") < 0 || load_spill(c) < 0)
+        if (only_keys(c, "lanes", "lanes") < 0 || load_fields(c, "lanes", "lanes") < 0 || load_spill(c) < 0 ||
+            load_profiles(c) < 0)
             return lua_pop(c->L, 1), -1;
         lua_pop(c->L, 1);
     }

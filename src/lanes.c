@@ -8,6 +8,7 @@
 #include "headers.h"
 #include "history.h"
 #include "kconf.h"
+#include "lane_profiles.h"
 #include "log.h"
 #include "redact.h"
 #include "refusal.h"
@@ -36,6 +37,7 @@ struct eg_lanes {
     struct event *ev;
     const char *tmpl[EG_LANE__N]; /* borrowed from the config */
     char *group;
+    unsigned profiles; /* lanes.profiles */
     lane_topic *topics;
     int ntopics;
     int outstanding;
@@ -132,6 +134,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
     l->group = eg_xstrdup(cfg->group);
+    l->profiles = cfg->lane_profiles;
     if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %m");
         eg_lanes_free(l);
@@ -216,7 +219,8 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
             prev_hist_len = size;
         }
         /* errgate.id is written below from eg_record_id: a malformed one is not carried on */
-        if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
+        if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0 && !eg_profile_replaced(l->profiles, name))
+            rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
     }
     const eg_fail *fl = rec->fail;
     const eg_decision *d = &fl->decision;
@@ -279,6 +283,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         eg_log_msg(EG_WARN, "history_unreadable", "%s[%d]@%lld: previous errgate.history dropped", rec->topic,
                    (int)rec->partition, (long long)rec->offset);
     if (hl) rd_kafka_header_add(h, EG_H_HISTORY, -1, hist, (ssize_t)hl);
+    eg_profiles_add(h, l->profiles, rec->msg); /* lanes.profiles, from the headers above */
     return h;
 }
 
