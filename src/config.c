@@ -42,6 +42,8 @@ static const int ordering_values[] = {EG_ORDER_PARTITION, EG_ORDER_KEY, EG_ORDER
 _Static_assert(sizeof(eg_ordering) == sizeof(int), "ordering is stored as an int");
 static const char *const http_versions[] = {"1.1", "2", NULL};
 static const int http_version_values[] = {11, 2};
+static const char *const inbox_formats[] = {"auto",        "spring",         "connect", "streams",
+                                            "share-group", "x-dlq-metadata", "errgate", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"json", "text", NULL};
 
@@ -91,7 +93,10 @@ const eg_config_key eg_config_keys[] = {
      .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
     K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,
           "errgate.not-before is honoured at most this long past a rung record's timestamp"),
-    K_TABLE("target", EG_CK_REQUIRED, "where records go: exactly one of target.http and target.lua"),
+    K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,
+           "the source topics are DLQs in this format; each record is a recorded failure the policy triages, "
+           "no target is called (see Inbox mode)"),
+    K_TABLE("target", 0, "where records go: exactly one of target.http and target.lua; required unless source.inbox"),
     K_TABLE("target.http", 0, "an HTTP endpoint (see Targets)"),
     K_STR("target.http.url", EG_CK_REQUIRED, NULL, http_url, "an http:// or https:// URL"),
     K_INT("target.http.timeout_ms", EG_DEF_HTTP_TIMEOUT_MS, 1, 3600000, http_timeout_ms, "of one request"),
@@ -210,7 +215,7 @@ static void set_defaults(eg_config *cfg) {
             break;
         case EG_CK_ENUM:
             if (e->values) memcpy(f, &e->values[choice_index(e, e->def_str)], sizeof(int));
-            else *(char **)f = eg_xstrdup(e->def_str);
+            else if (e->def_str) *(char **)f = eg_xstrdup(e->def_str);
             break;
         default: break;
         }
@@ -739,7 +744,13 @@ static int load_target(loadctx *c) {
     eg_config *cfg = c->cfg;
     int r = push_table(c, "target", "target");
     if (r < 0) return r;
+    if (r == 0 && cfg->inbox) {
+        cfg->target_kind = EG_TARGET_INBOX;
+        return 0;
+    }
     if (r == 0) return fail(c, "missing required key 'target'");
+    if (cfg->inbox)
+        return lua_pop(L, 1), fail(c, "target: source.inbox calls no target; remove the target table or source.inbox");
     if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
     rawfield(L, "http");
     int has_http = !lua_isnil(L, -1);
@@ -1031,6 +1042,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->log_level);
     free(cfg->log_format);
     free(cfg->admin_listen);
+    free(cfg->inbox);
     free(cfg->admin_token_file);
     memset(cfg, 0, sizeof *cfg);
 }

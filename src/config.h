@@ -89,7 +89,9 @@ extern const size_t eg_config_nkeys;
 void eg_config_write_reference(FILE *out);
 
 typedef enum { EG_ORDER_PARTITION = 0, EG_ORDER_KEY, EG_ORDER_NONE } eg_ordering;
-typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA } eg_target_kind;
+/* INBOX: source.inbox is set; the inbox target (target_lua.c) reads each
+ * record's recorded failure from its headers and calls nothing. */
+typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA, EG_TARGET_INBOX } eg_target_kind;
 
 typedef struct eg_kv {
     char *key, *val;
@@ -112,6 +114,7 @@ typedef struct eg_config {
     char **topics;
     int ntopics;
     eg_ordering ordering;
+    char *inbox;            /* source.inbox: the DLQ format of the sources, or NULL */
     int max_inflight;       /* per partition */
     int max_inflight_total; /* across partitions */
     int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);

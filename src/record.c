@@ -23,6 +23,7 @@ const char *eg_failure_kind_name(eg_failure_kind k) {
     case EG_FK_CONNECT: return "connect";
     case EG_FK_LUA: return "lua";
     case EG_FK_CIRCUIT_OPEN: return "circuit_open";
+    case EG_FK_RECORDED: return "recorded";
     }
     return "?";
 }

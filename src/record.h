@@ -15,7 +15,16 @@
 
 /* CIRCUIT_OPEN: the record was not sent because the target's breaker is
  * open; the policy decides what that means (the shipped ones hold). */
-typedef enum { EG_FK_HTTP = 0, EG_FK_TIMEOUT, EG_FK_CONNECT, EG_FK_LUA, EG_FK_CIRCUIT_OPEN } eg_failure_kind;
+/* RECORDED: inbox mode (source.inbox): the record is a failure some other
+ * system recorded on a DLQ; no target was called. */
+typedef enum {
+    EG_FK_HTTP = 0,
+    EG_FK_TIMEOUT,
+    EG_FK_CONNECT,
+    EG_FK_LUA,
+    EG_FK_CIRCUIT_OPEN,
+    EG_FK_RECORDED
+} eg_failure_kind;
 
 typedef struct eg_failure {
     eg_failure_kind kind;

@@ -43,6 +43,7 @@ typedef struct lua_target {
     eg_target base;
     eg_vm *vm;
     int fn_ref;
+    int inbox; /* the inbox target: the handler is errgate.runtime.inbox_target's */
     result *q; /* results waiting for delivery */
     int nq, capq;
 } lua_target;
@@ -98,7 +99,10 @@ static int call_protected(lua_State *L) {
             if (ra >= 0 && ra <= 86400000.0) res->f.retry_after_ms = (int64_t)ra;
         }
         lua_pop(L, 1);
-        res->f.kind = res->f.status ? EG_FK_HTTP : EG_FK_LUA;
+        raw_field(L, "kind"); /* only the inbox handler's "recorded" is read */
+        int recorded = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "recorded") == 0;
+        lua_pop(L, 1);
+        res->f.kind = c->lt->inbox && recorded ? EG_FK_RECORDED : res->f.status ? EG_FK_HTTP : EG_FK_LUA;
         res->f.class_hint = opt_str(L, "class");
         res->f.code = opt_str(L, "code");
         res->f.message = opt_str(L, "message");
@@ -199,6 +203,7 @@ static const eg_target_ops lua_ops = {.submit = lt_submit,
 typedef struct load {
     eg_vm *vm;
     const char *path;
+    const char *inbox; /* source.inbox, or NULL: load the file at path */
     char *err;
     size_t errlen;
     int fn_ref; /* LUA_NOREF until the handler is loaded */
@@ -208,11 +213,11 @@ typedef struct load {
 static int load_protected(lua_State *L) {
     load *c = lua_touserdata(L, 1);
     char msg[512];
-    if (eg_vm_push_runtime_fn(c->vm, "load_target") != 0) {
-        snprintf(c->err, c->errlen, "errgate.runtime has no load_target");
+    if (eg_vm_push_runtime_fn(c->vm, c->inbox ? "inbox_target" : "load_target") != 0) {
+        snprintf(c->err, c->errlen, "errgate.runtime has no %s", c->inbox ? "inbox_target" : "load_target");
         return 0;
     }
-    lua_pushstring(L, c->path);
+    lua_pushstring(L, c->inbox ? c->inbox : c->path);
     if (eg_vm_pcall(c->vm, 1, 2, msg, sizeof msg) != 0) {
         snprintf(c->err, c->errlen, "target %s: %s", c->path, msg);
         return 0;
@@ -230,7 +235,8 @@ static int load_protected(lua_State *L) {
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
     eg_vm *vm = eg_vm_new(LUA_TARGET_MEM_LIMIT, err, errlen);
     if (!vm) return NULL;
-    load c = {vm, cfg->lua_target, err, errlen, LUA_NOREF};
+    const char *inbox = cfg->target_kind == EG_TARGET_INBOX ? cfg->inbox : NULL;
+    load c = {vm, inbox ? "inbox" : cfg->lua_target, inbox, err, errlen, LUA_NOREF};
     if (lua_cpcall(vm->L, load_protected, &c) != 0) {
         const char *msg = lua_type(vm->L, -1) == LUA_TSTRING ? lua_tostring(vm->L, -1) : "error";
         snprintf(err, errlen, "target %s: %s", cfg->lua_target, msg);
@@ -243,6 +249,7 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     lt->base.ops = &lua_ops;
     lt->vm = vm;
     lt->fn_ref = c.fn_ref;
+    lt->inbox = inbox != NULL;
     vm->timeout_ms = LUA_TARGET_BUDGET_MS;
     return &lt->base;
 }

@@ -6,7 +6,9 @@
 -- latency_ms, body (<= 4 KiB). "circuit_open" is not an answer from the
 -- target: the C core did not send the record because the target's circuit
 -- breaker is open, and asks the policy what to do instead (message
--- "circuit open", no status; ctx.breaker says "open").
+-- "circuit open", no status; ctx.breaker says "open"). "recorded" is not an
+-- answer either: in inbox mode (source.inbox) the record is a failure another
+-- system recorded on a DLQ, mapped by errgate.recorded.inbox; no target ran.
 -- normalize() returns a fresh table (the caller's table may be reused by C
 -- and is never modified) with types checked, strings capped so later pattern
 -- matching stays cheap, and the body mined (errgate.json) for a structured error: a JSON
@@ -28,9 +30,9 @@ local find, format, floor = string.find, string.format, math.floor
 local type, tonumber = type, tonumber
 
 -- failure.KINDS: the kinds of failure a target (or the breaker) can report.
-failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circuit_open = true }
+failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circuit_open = true, recorded = true }
 -- failure.KIND_LIST: the same, in a stable order for messages.
-failure.KIND_LIST = "http, timeout, connect, lua, circuit_open"
+failure.KIND_LIST = "http, timeout, connect, lua, circuit_open, recorded"
 
 local CAP = { code = 128, class_hint = 64, message = 4096, body = 4096 }
 local CAP_CODE, CAP_HINT, CAP_MESSAGE, CAP_BODY = CAP.code, CAP.class_hint, CAP.message, CAP.body
@@ -171,6 +173,8 @@ function failure.describe(f)
     return "connection failed"
   elseif kind == "circuit_open" then
     return "circuit open"
+  elseif kind == "recorded" then
+    return "recorded failure"
   end
   return "lua error"
 end

@@ -58,6 +58,15 @@ function rt.load_target(path)
   return v
 end
 
+-- inbox_target(format) -> fn
+-- The inbox target's handler (source.inbox = format): every record of an
+-- inbox is a recorded failure; fn(record) returns it (errgate.recorded.inbox).
+-- Nothing is called: the policy triages.
+function rt.inbox_target(format)
+  local recorded = require "errgate.recorded"
+  return function(record) return recorded.inbox(record, format) end
+end
+
 -- decide(pol, failure, record, ctx) -> { action, class, code, reason, delay_ms, message
 --                                         [, rung, rung_index] }
 -- See errgate.policy (Policy:decide) for the argument shapes (ctx carries
