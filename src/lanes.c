@@ -7,6 +7,7 @@
 #include "lanes.h"
 #include "headers.h"
 #include "history.h"
+#include "dlq_origin.h"
 #include "kconf.h"
 #include "lane_profiles.h"
 #include "log.h"
@@ -38,6 +39,7 @@ struct eg_lanes {
     const char *tmpl[EG_LANE__N]; /* borrowed from the config */
     char *group;
     unsigned profiles; /* lanes.profiles */
+    int inbox;         /* source.inbox: original.* from the foreign DLQ headers */
     lane_topic *topics;
     int ntopics;
     int outstanding;
@@ -135,6 +137,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
     l->group = eg_xstrdup(cfg->group);
     l->profiles = cfg->lane_profiles;
+    l->inbox = cfg->inbox != NULL;
     if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %m");
         eg_lanes_free(l);
@@ -249,6 +252,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     snprintf(buf, sizeof buf, "%lld", retry_count);
     add(h, EG_H_RETRY_COUNT, buf);
     add(h, EG_H_PREVIOUS, rec->topic);
+    if (l->inbox) eg_dlq_origin_adopt(h); /* a foreign DLQ record's birth place */
     /* written once: a record coming back from a lane keeps its birth place */
     if (rd_kafka_header_get_last(h, EG_H_ORIG_TOPIC, &v, &size) != 0) {
         add(h, EG_H_ORIG_TOPIC, rec->topic);

@@ -104,6 +104,24 @@ orig = [bytes.fromhex(v).decode() for n, v in r["headers"] if n == "kafka_dlt-ex
 print("# %r" % m)
 sys.exit(0 if orig and "\n" in orig[0] and m == orig[0].replace("\n", " ") else 1)' "$T/auto.lanes.json"
 
+check "a normalized record keeps its foreign birth place as original.* (Spring binary, Connect, Streams, share group)" $PY -c '
+import json, sys
+rows = {r["key"]: r["errgate"] for r in json.load(open(sys.argv[1]))}
+want = {"spring": ("orders", "2", "4711", "orders-service"), "connect": ("orders", "1", "99", "auto"), "streams": ("orders", "0", "12", "auto"),
+        "share": ("orders", "3", "77", "orders-share"), "errgate": ("orders", "0", "5", "auto"),
+        "plain": ("inbox", "0", "6", "auto")}
+bad = []
+for k, (t, p, o, g) in want.items():
+    e = rows.get(k, {})
+    got = (e.get("original.topic"), e.get("original.partition"), e.get("original.offset"), e.get("original.consumer.group"))
+    if got != (t, p, o, g):
+        bad.append("%s: %r" % (k, got))
+ts = rows.get("spring", {}).get("original.timestamp")
+if ts != "2026-01-01T00:00:00.000Z":
+    bad.append("spring timestamp %r" % ts)
+print("# " + ("; ".join(bad) if bad else "all as recorded"))
+sys.exit(1 if bad else 0)' "$T/auto.lanes.json"
+
 run_inbox conn connect
 check "connect: only the Connect record is read; the others are unrecognized" audit conn '{
  "spring": ["unreadable", "inbox_unrecognized", "quarantine"],

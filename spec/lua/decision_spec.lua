@@ -138,7 +138,7 @@ describe("rt.decide", function()
   it("raises on an invalid failure", function()
     local pol = routed(function() return "dlq" end)
     assert.has_error(function() rt.decide(pol, { kind = "smoke" }, {}, {}) end,
-      "invalid failure: unknown kind smoke (http, timeout, connect, lua, circuit_open)")
+      "invalid failure: unknown kind smoke (http, timeout, connect, lua, circuit_open, recorded)")
   end)
 
   it("lets an error inside a policy function propagate (C applies the fallback)", function()

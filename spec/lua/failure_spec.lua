@@ -61,7 +61,7 @@ describe("errgate.failure.normalize", function()
   it("refuses a non-table and an unknown kind", function()
     assert.has_error(function() failure.normalize(nil) end, "invalid failure: expected a table, got nil")
     assert.has_error(function() failure.normalize({ kind = "dns" }) end,
-      "invalid failure: unknown kind dns (http, timeout, connect, lua, circuit_open)")
+      "invalid failure: unknown kind dns (http, timeout, connect, lua, circuit_open, recorded)")
   end)
 end)
 
