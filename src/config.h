@@ -137,12 +137,12 @@ typedef struct eg_config {
     char *policy;     /* path of the policy file */
     char *lane_dlq;   /* topic templates, "{topic}" expands to the source topic */
     char *lane_quarantine;
-    char *lane_retry;    /* rung topics: {topic} and {rung} (alias {delay}) */
+    char *lane_retry;       /* rung topics: {topic} and {rung} (alias {delay}) */
     unsigned lane_profiles; /* lanes.profiles: EG_PROFILE_* bits (lane_profiles.h) */
-    char *spill_dir;     /* lanes.spill.dir, resolved; NULL: no spill journal */
-    int spill_after_ms;  /* spill a lane write not acknowledged after this long */
-    int breaker_enabled; /* 1 when target.breaker is present */
-    int breaker_window;  /* outcomes in the sliding window */
+    char *spill_dir;        /* lanes.spill.dir, resolved; NULL: no spill journal */
+    int spill_after_ms;     /* spill a lane write not acknowledged after this long */
+    int breaker_enabled;    /* 1 when target.breaker is present */
+    int breaker_window;     /* outcomes in the sliding window */
     int breaker_min_calls;
     double breaker_failure_ratio;
     int breaker_open_ms;

@@ -191,8 +191,8 @@ static void add_spring(rd_kafka_headers_t *h, const facts *f, const rd_kafka_mes
         /* org.apache.kafka.common.record.TimestampType.toString() */
         add(h, SP_TIMESTAMP_TYPE,
             tt == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME ? "LogAppendTime"
-            : tt == RD_KAFKA_TIMESTAMP_CREATE_TIME  ? "CreateTime"
-                                                    : "NoTimestampType");
+            : tt == RD_KAFKA_TIMESTAMP_CREATE_TIME   ? "CreateTime"
+                                                     : "NoTimestampType");
     }
     add_once(h, SP_GROUP, f->group, -1);
     add(h, SP_FQCN, f->code);
@@ -225,9 +225,10 @@ static void add_streams(rd_kafka_headers_t *h, const facts *f) {
 /* True for the headers that are not the original record's own: errgate's
  * (headers.h) and every profile's. */
 static int foreign_or_errgate(const char *name) {
-    static const char *const prefixes[] = {"error.",      "retry.",     "previous.", "original.",        "errgate.",
-                                           "replay.",     "kafka_dlt-", "__connect.errors.", "__streams.errors.",
-                                           "__dlq.errors.", XDLQ,        NULL};
+    static const char *const prefixes[] = {
+        "error.",  "retry.",     "previous.",         "original.",         "errgate.",
+        "replay.", "kafka_dlt-", "__connect.errors.", "__streams.errors.", "__dlq.errors.",
+        XDLQ,      NULL};
     for (const char *const *p = prefixes; *p; p++)
         if (strncmp(name, *p, strlen(*p)) == 0) return 1;
     return 0;

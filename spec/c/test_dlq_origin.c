@@ -93,8 +93,9 @@ int main(void) {
     rd_kafka_headers_destroy(h);
 
     h = rd_kafka_headers_new(8);
-    adds(h, "x-dlq-metadata", "{\"original_headers\":{\"a\":\"b\"},\"original_topic\":\"billing\","
-                              "\"original_consumer_group\":\"g1\",\"original_timestamp\":1767225600000}");
+    adds(h, "x-dlq-metadata",
+         "{\"original_headers\":{\"a\":\"b\"},\"original_topic\":\"billing\","
+         "\"original_consumer_group\":\"g1\",\"original_timestamp\":1767225600000}");
     CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "x-dlq-metadata") && !strcmp(o.topic, "billing") &&
               !strcmp(o.group, "g1") && o.partition == -1,
           "x-dlq-metadata: topic and group from the JSON");
