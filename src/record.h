@@ -14,8 +14,8 @@
 #include "config.h"
 
 /* CIRCUIT_OPEN: the record was not sent because the target's breaker is
- * open; the policy decides what that means (the shipped ones hold). */
-/* RECORDED: inbox mode (source.inbox): the record is a failure some other
+ * open; the policy decides what that means (the shipped ones hold).
+ * RECORDED: inbox mode (source.inbox): the record is a failure some other
  * system recorded on a DLQ; no target was called. */
 typedef enum {
     EG_FK_HTTP = 0,

@@ -16,7 +16,12 @@
  * answer table is read with lua_rawget only (a table with __index or other
  * metamethods never runs code outside the call's budget). A raise anywhere
  * is a failure of kind `lua`, never a panic; strings copied out of the
- * answer are capped at ANSWER_STR_CAP. */
+ * answer are capped at ANSWER_STR_CAP.
+ *
+ * The inbox target (source.inbox) is this target with a built-in handler,
+ * errgate.runtime.inbox_target(format): it calls nothing outside, and every
+ * record is a failure of kind `recorded` read from its own headers
+ * (errgate.recorded.inbox), which the policy triages. */
 #include "target.h"
 #include "luavm.h"
 #include "metrics.h"
@@ -239,7 +244,7 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     load c = {vm, inbox ? "inbox" : cfg->lua_target, inbox, err, errlen, LUA_NOREF};
     if (lua_cpcall(vm->L, load_protected, &c) != 0) {
         const char *msg = lua_type(vm->L, -1) == LUA_TSTRING ? lua_tostring(vm->L, -1) : "error";
-        snprintf(err, errlen, "target %s: %s", cfg->lua_target, msg);
+        snprintf(err, errlen, "target %s: %s", c.path, msg);
     }
     if (c.fn_ref == LUA_NOREF) {
         eg_vm_free(vm);
