@@ -21,8 +21,10 @@
  * The inbox target (source.inbox) is this target with a built-in handler,
  * errgate.runtime.inbox_target(format): it calls nothing outside, and every
  * record is a failure of kind `recorded` read from its own headers
- * (errgate.recorded.inbox), which the policy triages. */
+ * (errgate.recorded.inbox, given the record and where its dialect says it
+ * was born, dlq_origin.h), which the policy triages. */
 #include "target.h"
+#include "dlq_origin.h"
 #include "luavm.h"
 #include "metrics.h"
 #include "util.h"
@@ -79,6 +81,36 @@ typedef struct call {
     result *res;
 } call;
 
+/* Pushes the inbox handler's second argument: where the record was born,
+ * as its DLQ dialect states it (dlq_origin.h), {format, topic, partition,
+ * offset, timestamp, group} with the unknown ones absent, or nil. */
+static void push_origin(lua_State *L, const eg_record *rec) {
+    rd_kafka_headers_t *h = NULL;
+    eg_dlq_origin o;
+    if (rd_kafka_message_headers(rec->msg, &h) != 0 || eg_dlq_origin_read(h, &o) != 0) {
+        lua_pushnil(L);
+        return;
+    }
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, o.format);
+    lua_setfield(L, -2, "format");
+    lua_pushstring(L, o.topic);
+    lua_setfield(L, -2, "topic");
+    const struct {
+        const char *k;
+        int64_t v;
+    } nums[] = {{"partition", o.partition}, {"offset", o.offset}, {"timestamp", o.timestamp_ms}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (nums[i].v >= 0) {
+            lua_pushnumber(L, (lua_Number)nums[i].v);
+            lua_setfield(L, -2, nums[i].k);
+        }
+    if (o.group[0]) {
+        lua_pushstring(L, o.group);
+        lua_setfield(L, -2, "group");
+    }
+}
+
 /* Calls the handler on the record and reads its answer into c->res. */
 static int call_protected(lua_State *L) {
     call *c = lua_touserdata(L, 1);
@@ -86,7 +118,8 @@ static int call_protected(lua_State *L) {
     char err[512];
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->lt->fn_ref);
     eg_vm_push_record(c->lt->vm, c->rec, 1, 0);
-    if (eg_vm_pcall(c->lt->vm, 1, 1, err, sizeof err) != 0) {
+    if (c->lt->inbox) push_origin(L, c->rec);
+    if (eg_vm_pcall(c->lt->vm, c->lt->inbox ? 2 : 1, 1, err, sizeof err) != 0) {
         res->failed = 1;
         res->f.kind = EG_FK_LUA;
         res->f.message = eg_xstrdup(err);
@@ -111,6 +144,7 @@ static int call_protected(lua_State *L) {
         res->f.class_hint = opt_str(L, "class");
         res->f.code = opt_str(L, "code");
         res->f.message = opt_str(L, "message");
+        if (c->lt->inbox && (res->f.body = opt_str(L, "body")) != NULL) res->f.body_len = strlen(res->f.body);
     } else if (!lua_isnil(L, -1)) {
         res->failed = 1;
         res->f.kind = EG_FK_LUA;

@@ -122,6 +122,29 @@ if ts != "2026-01-01T00:00:00.000Z":
 print("# " + ("; ".join(bad) if bad else "all as recorded"))
 sys.exit(1 if bad else 0)' "$T/auto.lanes.json"
 
+# what a policy sees besides code and message: the format, the outer
+# exception class, the original coordinates, a share group's delivery count
+inbox_config "$T/fields.lua" fields auto
+sed -i "s|inbox_triage.lua|inbox_fields.lua|" "$T/fields.lua"
+start_gateway fields "$T/fields.lua"
+wait_drained fields inbox 60 || not_ok "fields: lag $(lag fields inbox)"
+stop_gateway "$GW_PID"
+$PY "$ROOT/spec/e2e/profile_reader.py" "$BOOTSTRAP" "$T/fields.lanes.json" inbox.fields.dlq || die "cannot read inbox.fields.dlq"
+check "the policy sees failure.format, .exception, .original and .delivery_count" $PY -c '
+import json, sys
+got = {r["key"]: r["errgate"]["error.message"] for r in json.load(open(sys.argv[1]))}
+want = {
+ "spring": "format=spring exception=org.springframework.kafka.listener.ListenerExecutionFailedException original=orders/2/4711@1767225600000 group=orders-service delivery=nil",
+ "connect": "format=connect exception=org.apache.kafka.common.errors.SerializationException original=orders/1/99@nil group=nil delivery=nil",
+ "streams": "format=streams exception=java.lang.NullPointerException original=orders/0/12@nil group=nil delivery=nil",
+ "share": "format=share-group exception=nil original=orders/3/77@nil group=orders-share delivery=5",
+ "xdlq": "format=x-dlq-metadata exception=com.acme.DuplicateKeyException original=orders/nil/nil@nil group=billing delivery=nil",
+ "errgate": "format=errgate exception=nil original=orders/0/5@nil group=nil delivery=nil",
+ "plain": "format=nil exception=nil original=nil/nil/nil@nil group=nil delivery=nil"}
+bad = ["%s: %r" % (k, got.get(k)) for k in want if got.get(k) != want[k]]
+for b in bad: print("# " + b)
+sys.exit(1 if bad else 0)' "$T/fields.lanes.json"
+
 run_inbox conn connect
 check "connect: only the Connect record is read; the others are unrecognized" audit conn '{
  "spring": ["unreadable", "inbox_unrecognized", "quarantine"],

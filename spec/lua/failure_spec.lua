@@ -65,6 +65,23 @@ describe("errgate.failure.normalize", function()
   end)
 end)
 
+describe("errgate.failure.fill, recorded failures", function()
+  it("reads format, exception, original and delivery_count from the body, and clears them on reuse", function()
+    local body = '{"format":"spring","exception":"X","delivery_count":3,"original":{"topic":"t","offset":7}}'
+    local n = failure.fill(nil, "recorded", nil, "C", nil, "m", body)
+    assert.are.same({ "spring", "X", 3, { topic = "t", offset = 7 } },
+      { n.format, n.exception, n.delivery_count, n.original })
+    failure.fill(n, "http", 503)
+    assert.are.same({}, { n.format, n.exception, n.delivery_count, n.original })
+  end)
+
+  it("ignores fields of the wrong type and a body that is not JSON", function()
+    local n = failure.fill(nil, "recorded", nil, nil, nil, nil, '{"format":1,"original":{"topic":2}}')
+    assert.are.same({}, { n.format, n.original })
+    assert.is_nil(failure.fill(nil, "recorded", nil, nil, nil, nil, "not json").format)
+  end)
+end)
+
 describe("errgate.failure.default_code", function()
   it("is http_<status> for HTTP and the kind otherwise", function()
     assert.are.equal("http_503", failure.default_code({ kind = "http", status = 503 }))
