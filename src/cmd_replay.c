@@ -147,7 +147,7 @@ static int usage_error(const char *why) { return eg_usage_error("replay", "%s", 
  * code after printing why. */
 static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
-    o->max_replays = 3;
+    o->max_replays = EG_REPLAY_MAX_REPLAYS;
     o->limit = -1;
     char why[512];
     for (int i = 1; i < argc; i++) {

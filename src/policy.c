@@ -417,6 +417,11 @@ static int decide_protected(lua_State *L) {
             return 0;
         }
     }
+    if (out->action == EG_ACT_REPLAY &&
+        (stack_str(L, base + 7, out->replay_to, sizeof out->replay_to) != 0 || !out->replay_to[0])) {
+        fallback(out, "invalid decision: replay without a topic");
+        return 0;
+    }
     lua_Number d = lua_type(L, base + 5) == LUA_TNUMBER ? lua_tonumber(L, base + 5) : 0;
     if (!(d >= 0)) d = 0;
     if (d > 86400000.0) d = 86400000.0;

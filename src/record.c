@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const action_names[EG_ACT__N] = {"retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop"};
+static const char *const action_names[EG_ACT__N] = {"retry", "ladder", "dlq",    "quarantine", "ignore",
+                                                    "hold",  "stop",   "replay", "republish"};
 
 const char *eg_action_name(eg_action a) { return (unsigned)a < EG_ACT__N ? action_names[a] : "?"; }
 
 int eg_action_parse(const char *s) {
-    for (int i = 0; i < EG_ACT__N; i++)
+    for (int i = 0; i < EG_ACT_REPUBLISH; i++) /* republish is the C core's own */
         if (strcmp(s, action_names[i]) == 0) return i;
     return -1;
 }

@@ -51,6 +51,8 @@ typedef enum {
     EG_ACT_IGNORE,
     EG_ACT_HOLD,
     EG_ACT_STOP,
+    EG_ACT_REPLAY,    /* inbox mode: to the replay rung, republished when due (to replay_to) */
+    EG_ACT_REPUBLISH, /* the C core's, never a policy's: a due replay-rung record goes out */
     EG_ACT__N
 } eg_action;
 
@@ -69,7 +71,11 @@ typedef struct eg_decision {
     char rung[40];         /* ladder: the rung's name ("30s"), "" otherwise */
     int rung_index;        /* ladder: 1-based rung number */
     int64_t not_before_ms; /* ladder: earliest due time (wall ms) when Retry-After
-                              pushed it past the rung's delay, else 0 */
+                              pushed it past the rung's delay, else 0; replay:
+                              when it is due */
+    char replay_to[256];   /* replay: "original" or a topic; republish: the topic */
+    int32_t out_partition; /* republish: the original partition when replay_to is
+                              the original topic, else -1 (the lane rule) */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */
