@@ -26,7 +26,8 @@ return policy.define {
   },
   examples = {
     { failure = { kind = "recorded", code = "JsonParseException" }, expect = { action = "quarantine" } },
-    { failure = { kind = "recorded", code = "QueryTimeoutException" }, expect = { action = "replay", delay_ms = 5000 } },
+    { failure = { kind = "recorded", code = "QueryTimeoutException" },
+      expect = { action = "replay", delay_ms = 5000 } },
     { failure = { kind = "recorded", code = "NullPointerException" }, expect = { action = "dlq", class = "bug" } },
   },
 }
