@@ -77,11 +77,7 @@ static void map(const rd_kafka_message_t *m) {
     if (!v) return;
     lua_State *L = v->L;
     eg_record rec;
-    memset(&rec, 0, sizeof rec);
-    rec.msg = (rd_kafka_message_t *)m; /* only read */
-    rec.topic = rd_kafka_topic_name(m->rkt);
-    rec.partition = m->partition;
-    rec.offset = m->offset;
+    eg_record_view(&rec, m);
     char err[256];
     lua_rawgeti(L, LUA_REGISTRYINDEX, fn_ref);
     eg_vm_push_record(v, &rec, 0, FOREIGN_STR_CAP);

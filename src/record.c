@@ -9,6 +9,14 @@
 static const char *const action_names[EG_ACT__N] = {"retry", "ladder", "dlq",    "quarantine", "ignore",
                                                     "hold",  "stop",   "replay", "republish"};
 
+void eg_record_view(eg_record *rec, const rd_kafka_message_t *m) {
+    memset(rec, 0, sizeof *rec);
+    rec->msg = (rd_kafka_message_t *)m; /* only read */
+    rec->topic = rd_kafka_topic_name(m->rkt);
+    rec->partition = m->partition;
+    rec->offset = m->offset;
+}
+
 const char *eg_action_name(eg_action a) { return (unsigned)a < EG_ACT__N ? action_names[a] : "?"; }
 
 int eg_action_parse(const char *s) {

@@ -156,6 +156,11 @@ typedef struct eg_record {
     struct eg_record *aprev, *anext; /* the gateway's list of all records */
 } eg_record;
 
+/* Fills *rec as a read-only view of the consumed message m (topic,
+ * partition, offset, msg; nothing else set), for code that hands a message
+ * to Lua as a record (eg_vm_push_record) without the gateway. */
+void eg_record_view(eg_record *rec, const rd_kafka_message_t *m);
+
 /* The last header called name on m: its value and length, or NULL when
  * absent (a present header with a NULL value also gives NULL). */
 const void *eg_header(const rd_kafka_message_t *m, const char *name, size_t *len);
