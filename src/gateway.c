@@ -943,6 +943,7 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     switch (d->action) {
     case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; break;
     case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; break;
+    case EG_ACT_REPUBLISH: break; /* not a lane: the decision log says replay, then republish */
     default: (*eg_counter(gw->m.laddered, lv))++; break;
     }
     finish_record(gw, r);

@@ -1,5 +1,8 @@
 -- errgate.recorded — a failure recorded on a lane topic, turned back into a
--- case a policy can decide again (`errgate policy test FILE --from-topic`).
+-- case a policy can decide again (`errgate policy test FILE --from-topic`),
+-- and (inbox(), at the end) a record of any DLQ dialect read as the failure
+-- it records, for inbox mode and the DLQ commands: the one mapper of
+-- recorded failures.
 --
 -- Input: one lane record as the C side reads it (src/lane_cases.h):
 --   { lane = { topic, partition, offset, timestamp }, key,
