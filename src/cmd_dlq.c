@@ -27,6 +27,7 @@
  * topic or an unknown id. None of these commands joins a consumer group. */
 #include "cli.h"
 #include "dlq.h"
+#include "dlq_foreign.h"
 #include "headers.h"
 #include "kcli.h"
 #include "parse.h"
@@ -216,6 +217,7 @@ static int cmd_stats(const args *a) {
         }
         char val[256], id[320];
         if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
+        eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
         eg_dlq_item_id(m, id, sizeof id);
         eg_dlq_status s = eg_dlq_states_status(&st, id, ts);
         int64_t at = eg_strmap_get(&idx, val, strlen(val));
@@ -267,6 +269,7 @@ static int cmd_stats(const args *a) {
     eg_strmap_free(&idx);
     eg_dlq_states_free(&st);
     eg_lread_close(&r);
+    eg_dlq_foreign_done();
     return rc == 0 ? 0 : 1;
 }
 
@@ -308,6 +311,12 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     hval(m, EG_H_REASON, reason, sizeof reason);
     hval(m, EG_H_RETRY_COUNT, rc, sizeof rc);
     hval(m, EG_H_MESSAGE, msg, sizeof msg);
+    /* a foreign DLQ's (dlq_foreign.h) where errgate's headers are absent */
+    eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+    eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
+    eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
+    eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
+    eg_dlq_foreign_fill(m, EG_H_MESSAGE, msg, sizeof msg);
     size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 64 : 0);
     char *line = eg_xmalloc(cap);
     int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s message=\"%s\"", time, ot, op,
@@ -381,6 +390,7 @@ static int cmd_tail(const args *a) {
     for (size_t i = 0; i < nback; i++) free(back[i].text);
     free(back);
     eg_lread_close(&r);
+    eg_dlq_foreign_done();
     return rc;
 }
 

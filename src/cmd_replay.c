@@ -50,6 +50,7 @@
  * was interrupted, 2 for bad arguments, a missing topic or a bad --where. */
 #include "cli.h"
 #include "dlq.h"
+#include "dlq_foreign.h"
 #include "headers.h"
 #include "kcli.h"
 #include "parse.h"
@@ -146,7 +147,7 @@ static int usage_error(const char *why) { return eg_usage_error("replay", "%s", 
  * code after printing why. */
 static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
-    o->max_replays = 3;
+    o->max_replays = EG_REPLAY_MAX_REPLAYS;
     o->limit = -1;
     char why[512];
     for (int i = 1; i < argc; i++) {
@@ -254,6 +255,7 @@ static int passes(const replay *rp, const rd_kafka_message_t *m) {
     eg_lane_view v = {.ts = ts_of(m), .key = m->key, .keylen = m->key_len};
     if (eg_header_str(m, EG_H_CLASS, klass, sizeof klass) == 0) v.klass = klass;
     if (eg_header_str(m, EG_H_CODE, code, sizeof code) == 0) v.code = code;
+    else if (rp->o->f.code && (eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code), code[0])) v.code = code;
     return eg_replay_filter_match(&rp->o->f, &v);
 }
 
@@ -431,9 +433,13 @@ static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, c
     if (eg_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
     if (eg_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
     if (eg_header_str(m, EG_H_ORIG_OFFSET, oo, sizeof oo) < 0) eg_strlcpy(oo, "-", sizeof oo);
+    eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot); /* a foreign DLQ's (dlq_foreign.h) */
+    eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
+    eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
     snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
     if (eg_header_str(m, EG_H_CLASS, klass, sizeof klass) < 0) eg_strlcpy(klass, "-", sizeof klass);
     if (eg_header_str(m, EG_H_CODE, code, sizeof code) < 0) eg_strlcpy(code, "-", sizeof code);
+    eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
     if (p >= 0) snprintf(to, sizeof to, "%d", (int)p);
     else eg_strlcpy(to, "by key", sizeof to);
     const char *row[] = {lane, orig, klass, code, nrep, refuse ? "-" : to, refuse ? "refused" : "replay"};
@@ -678,5 +684,6 @@ int eg_cmd_replay(int argc, char **argv) {
     rc = run(&rp, &o);
     eg_dlq_release_signals();
     teardown(&rp);
+    eg_dlq_foreign_done();
     return rc;
 }

@@ -8,6 +8,7 @@
  * EG_CK_CUSTOM (the kafka map, the topic list, headers, the presence tables'
  * `enabled`) and the checks across keys have their own code below. */
 #include "config.h"
+#include "lane_profiles.h"
 #include "target.h"
 #include "util.h"
 
@@ -41,6 +42,8 @@ static const int ordering_values[] = {EG_ORDER_PARTITION, EG_ORDER_KEY, EG_ORDER
 _Static_assert(sizeof(eg_ordering) == sizeof(int), "ordering is stored as an int");
 static const char *const http_versions[] = {"1.1", "2", NULL};
 static const int http_version_values[] = {11, 2};
+static const char *const inbox_formats[] = {"auto",        "spring",         "connect", "streams",
+                                            "share-group", "x-dlq-metadata", "errgate", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"json", "text", NULL};
 
@@ -90,7 +93,10 @@ const eg_config_key eg_config_keys[] = {
      .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
     K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,
           "errgate.not-before is honoured at most this long past a rung record's timestamp"),
-    K_TABLE("target", EG_CK_REQUIRED, "where records go: exactly one of target.http and target.lua"),
+    K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,
+           "the source topics are DLQs in this format; each record is a recorded failure the policy triages, "
+           "no target is called (see Inbox mode)"),
+    K_TABLE("target", 0, "where records go: exactly one of target.http and target.lua; required unless source.inbox"),
     K_TABLE("target.http", 0, "an HTTP endpoint (see Targets)"),
     K_STR("target.http.url", EG_CK_REQUIRED, NULL, http_url, "an http:// or https:// URL"),
     K_INT("target.http.timeout_ms", EG_DEF_HTTP_TIMEOUT_MS, 1, 3600000, http_timeout_ms, "of one request"),
@@ -144,6 +150,12 @@ const eg_config_key eg_config_keys[] = {
     K_STR("lanes.quarantine", 0, EG_DEF_LANE_QUARANTINE, lane_quarantine, "quarantine topic"),
     K_STR("lanes.retry", 0, EG_DEF_LANE_RETRY, lane_retry,
           "rung topics of retry ladders; must contain {rung} (alias {delay})"),
+    {.key = "lanes.profiles",
+     .type = EG_CK_LIST,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "header profiles written besides errgate's own: spring, connect, streams, x-dlq-metadata "
+             "(see Header profiles)"},
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
     K_INT("lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, spill_after_ms,
@@ -211,7 +223,7 @@ static void set_defaults(eg_config *cfg) {
             break;
         case EG_CK_ENUM:
             if (e->values) memcpy(f, &e->values[choice_index(e, e->def_str)], sizeof(int));
-            else *(char **)f = eg_xstrdup(e->def_str);
+            else if (e->def_str) *(char **)f = eg_xstrdup(e->def_str);
             break;
         default: break;
         }
@@ -740,7 +752,13 @@ static int load_target(loadctx *c) {
     eg_config *cfg = c->cfg;
     int r = push_table(c, "target", "target");
     if (r < 0) return r;
+    if (r == 0 && cfg->inbox) {
+        cfg->target_kind = EG_TARGET_INBOX;
+        return 0;
+    }
     if (r == 0) return fail(c, "missing required key 'target'");
+    if (cfg->inbox)
+        return lua_pop(L, 1), fail(c, "target: source.inbox calls no target; remove the target table or source.inbox");
     if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
     rawfield(L, "http");
     int has_http = !lua_isnil(L, -1);
@@ -861,11 +879,40 @@ static int check_regex_lanes(loadctx *c) {
     return rc;
 }
 
+/* lanes.profiles = { "spring", ... }: names of lane_profiles.h, into a mask. */
+static int load_profiles(loadctx *c) {
+    lua_State *L = c->L;
+    rawfield(L, "profiles");
+    int t = lua_type(L, -1);
+    if (t == LUA_TNIL) return lua_pop(L, 1), 0;
+    if (t != LUA_TTABLE) return lua_pop(L, 1), fail(c, "lanes.profiles: expected a list of profile names");
+    int n = (int)lua_objlen(L, -1);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 1 || lua_tonumber(L, -1) > n)
+            return lua_pop(L, 2), fail(c, "lanes.profiles: expected a list of profile names");
+    }
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        unsigned bit = lua_type(L, -1) == LUA_TSTRING ? eg_profile_bit(lua_tostring(L, -1)) : 0;
+        if (!bit) {
+            fail(c, "lanes.profiles[%d]: expected one of %s", i, eg_profile_names);
+            return lua_pop(L, 2), -1;
+        }
+        c->cfg->lane_profiles |= bit;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
 static int load_lanes(loadctx *c) {
     int r = push_table(c, "lanes", "lanes");
     if (r < 0) return r;
     if (r == 1) {
-        if (only_keys(c, "lanes", "lanes") < 0 || load_fields(c, "lanes", "lanes") < 0 || load_spill(c) < 0)
+        if (only_keys(c, "lanes", "lanes") < 0 || load_fields(c, "lanes", "lanes") < 0 || load_spill(c) < 0 ||
+            load_profiles(c) < 0)
             return lua_pop(c->L, 1), -1;
         lua_pop(c->L, 1);
     }
@@ -1024,6 +1071,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->log_level);
     free(cfg->log_format);
     free(cfg->admin_listen);
+    free(cfg->inbox);
     free(cfg->admin_token_file);
     memset(cfg, 0, sizeof *cfg);
 }

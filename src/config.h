@@ -90,7 +90,9 @@ extern const size_t eg_config_nkeys;
 void eg_config_write_reference(FILE *out);
 
 typedef enum { EG_ORDER_PARTITION = 0, EG_ORDER_KEY, EG_ORDER_NONE } eg_ordering;
-typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA } eg_target_kind;
+/* INBOX: source.inbox is set; the inbox target (target_lua.c) reads each
+ * record's recorded failure from its headers and calls nothing. */
+typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA, EG_TARGET_INBOX } eg_target_kind;
 
 typedef struct eg_kv {
     char *key, *val;
@@ -113,6 +115,7 @@ typedef struct eg_config {
     char **topics;
     int ntopics;
     eg_ordering ordering;
+    char *inbox;            /* source.inbox: the DLQ format of the sources, or NULL */
     int max_inflight;       /* per partition */
     int max_inflight_total; /* across partitions */
     int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);
@@ -135,11 +138,12 @@ typedef struct eg_config {
     char *policy;     /* path of the policy file */
     char *lane_dlq;   /* topic templates, "{topic}" expands to the source topic */
     char *lane_quarantine;
-    char *lane_retry;    /* rung topics: {topic} and {rung} (alias {delay}) */
-    char *spill_dir;     /* lanes.spill.dir, resolved; NULL: no spill journal */
-    int spill_after_ms;  /* spill a lane write not acknowledged after this long */
-    int breaker_enabled; /* 1 when target.breaker is present */
-    int breaker_window;  /* outcomes in the sliding window */
+    char *lane_retry;       /* rung topics: {topic} and {rung} (alias {delay}) */
+    unsigned lane_profiles; /* lanes.profiles: EG_PROFILE_* bits (lane_profiles.h) */
+    char *spill_dir;        /* lanes.spill.dir, resolved; NULL: no spill journal */
+    int spill_after_ms;     /* spill a lane write not acknowledged after this long */
+    int breaker_enabled;    /* 1 when target.breaker is present */
+    int breaker_window;     /* outcomes in the sliding window */
     int breaker_min_calls;
     double breaker_failure_ratio;
     int breaker_open_ms;

@@ -73,6 +73,10 @@ typedef struct eg_replay_filter {
 /* 1 when the record passes every set filter, else 0. */
 int eg_replay_filter_match(const eg_replay_filter *f, const eg_lane_view *v);
 
+/* The loop guard's default: a record replayed this many times is not
+ * replayed again (`errgate replay --max-replays`, inbox mode's replay). */
+#define EG_REPLAY_MAX_REPLAYS 3
+
 /* The errgate.replays count carried by a header value (NULL: absent, 0).
  * Returns the count, or -1 when the value is not a non-negative integer. */
 long eg_replays_parse(const void *val, size_t len);

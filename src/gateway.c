@@ -57,6 +57,7 @@
  * gw_reload.c. This file calls none of them: it only bumps the metric
  * counters gw.h gives it. */
 #include "cli.h"
+#include "dlq.h"
 #include "gw.h"
 #include "headers.h"
 #include "log.h"
@@ -351,10 +352,15 @@ static void dispatch(eg_gw *gw) {
 
 static void circuit_open(eg_gw *gw, eg_record *r);
 
+static void republish(eg_gw *gw, eg_record *r);
 static void dispatch_round(eg_gw *gw) {
     while (gw->runq_head && !gw->stopping && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
         q_remove(&gw->runq_head, &gw->runq_tail, r);
+        if (r->part->rung >= 0 && eg_gw_rung_is_replay(gw, r->part->rung)) {
+            republish(gw, r); /* inbox mode: a due replay goes out, no target call */
+            continue;
+        }
         uint32_t pass = eg_breaker_allow(&gw->breaker, breaker_now(gw));
         if (!pass) {
             circuit_open(gw, r);
@@ -398,7 +404,8 @@ static eg_fail *fail_of(eg_gw *gw, eg_record *r) {
 /* The lane topic the record's decision writes to. */
 static const char *lane_topic_of(eg_gw *gw, const eg_record *r) {
     const eg_decision *d = &r->fail->decision;
-    return eg_lanes_topic(gw->lanes, (eg_lane)eg_lane_of(d->action), r->part->origin, d->rung);
+    const char *origin = d->action == EG_ACT_REPUBLISH ? d->replay_to : r->part->origin; /* OUT: "{topic}" */
+    return eg_lanes_topic(gw->lanes, (eg_lane)eg_lane_of(d->action), origin, d->rung);
 }
 
 static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
@@ -501,6 +508,20 @@ static void shape_ladder(eg_gw *gw, eg_record *r, eg_decision *d) {
     if (d->delay_ms > gw->rts[k].delay_ms) d->not_before_ms = eg_wall_ms() + d->delay_ms;
 }
 
+/* A replay decision (inbox mode) waits on its source's replay rung until
+ * `after` has passed (errgate.not-before), whatever the ordering: nothing
+ * sleeps in memory. Without a replay rung (not inbox mode, or a regex
+ * source) it becomes a hold. */
+static void shape_replay(eg_gw *gw, eg_record *r, eg_decision *d) {
+    for (int i = 0; i < gw->nrts; i++)
+        if (eg_gw_rung_is_replay(gw, i) && strcmp(gw->rts[i].origin, r->part->origin) == 0) {
+            eg_strlcpy(d->rung, gw->rts[i].rung, sizeof d->rung);
+            d->not_before_ms = eg_wall_ms() + d->delay_ms;
+            return;
+        }
+    override_hold(d, "unknown_rung", d->delay_ms, "replay needs source.inbox and a literal source topic; holding");
+}
+
 /* Appends the decision to the record's in-memory attempt history. */
 static void remember(eg_fail *fl, const eg_decision *d) {
     eg_attempt *a = &fl->hist[fl->nhist++ % EG_HIST_MAX];
@@ -519,6 +540,7 @@ static void remember(eg_fail *fl, const eg_decision *d) {
 static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
     eg_fail *fl = r->fail;
     if (d->action == EG_ACT_LADDER) shape_ladder(gw, r, d);
+    if (d->action == EG_ACT_REPLAY) shape_replay(gw, r, d);
     if (d->action == EG_ACT_RETRY) {
         fl->budget_limit = eg_budget_limit(&gw->budget);
         if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
@@ -554,7 +576,9 @@ static void count(eg_gw *gw, const eg_decision *d) {
         break;
     case EG_ACT_DLQ:
     case EG_ACT_QUARANTINE:
-    case EG_ACT_LADDER: break;
+    case EG_ACT_LADDER:
+    case EG_ACT_REPLAY:
+    case EG_ACT_REPUBLISH: break;
     case EG_ACT_IGNORE: (*gw->m.ignored)++; break;
     case EG_ACT_STOP:
     default: (*gw->m.stops)++; break;
@@ -591,6 +615,8 @@ static void carry_out(eg_gw *gw, eg_record *r) {
     case EG_ACT_DLQ:
     case EG_ACT_QUARANTINE:
     case EG_ACT_LADDER:
+    case EG_ACT_REPLAY:
+    case EG_ACT_REPUBLISH:
         unhold(r);
         leave_active(gw, r);
         log_decision(gw, r, lane_topic_of(gw, r));
@@ -637,6 +663,50 @@ static void decide(eg_gw *gw, eg_record *r) {
     adjust(gw, r, &ctx, &d);
     count(gw, &d);
     fl->class_attempts = fl->class_attempts && strcmp(d.klass, fl->decision.klass) == 0 ? fl->class_attempts + 1 : 1;
+    fl->decision = d;
+    remember(fl, &d);
+    carry_out(gw, r);
+}
+
+/* A due record of a replay rung (inbox mode; r was runnable): republished
+ * to its errgate.replay-to topic ("original": its original.topic) with
+ * `errgate replay`'s headers, through the lane producer; no target call and
+ * no policy call. The loop guard of `errgate replay` applies: a record
+ * already replayed EG_REPLAY_MAX_REPLAYS times, or one without a topic to
+ * go to, is dead-lettered instead (reason loop_guard / replay_no_topic). */
+static void republish(eg_gw *gw, eg_record *r) {
+    eg_fail *fl = fail_of(gw, r);
+    eg_failure_clear(&fl->failure);
+    fl->failure.kind = EG_FK_RECORDED;
+    fl->failure.retry_after_ms = -1;
+    r->state = EG_RS_IN_TARGET; /* carry_out takes it from where a decision would */
+    eg_decision d;
+    memset(&d, 0, sizeof d);
+    char to[256];
+    if (eg_header_str(r->msg, EG_H_REPLAY_TO, to, sizeof to) == 0 && !strcmp(to, "original") &&
+        eg_header_str(r->msg, EG_H_ORIG_TOPIC, to, sizeof to) < 0)
+        to[0] = '\0';
+    size_t n = 0;
+    long replays = eg_replays_parse(eg_header(r->msg, EG_H_REPLAYS, &n), n);
+    eg_header_str(r->msg, EG_H_CLASS, d.klass, sizeof d.klass);
+    eg_header_str(r->msg, EG_H_CODE, d.code, sizeof d.code);
+    if (!to[0] || replays < 0 || replays >= EG_REPLAY_MAX_REPLAYS) {
+        d.action = EG_ACT_DLQ;
+        eg_strlcpy(d.reason, to[0] ? "loop_guard" : "replay_no_topic", sizeof d.reason);
+        snprintf(d.message, sizeof d.message, "%s",
+                 to[0] ? "replayed too often (errgate.replays); dead-lettered"
+                       : "no errgate.replay-to topic; dead-lettered");
+    } else {
+        d.action = EG_ACT_REPUBLISH;
+        eg_strlcpy(d.replay_to, to, sizeof d.replay_to);
+        char ot[256];
+        int64_t op = eg_header_uint(r->msg, EG_H_ORIG_PARTITION);
+        d.out_partition =
+            eg_header_str(r->msg, EG_H_ORIG_TOPIC, ot, sizeof ot) == 0 && !strcmp(ot, to) && op >= 0 && op <= INT32_MAX
+                ? (int32_t)op
+                : -1;
+        eg_strlcpy(d.reason, "replay", sizeof d.reason);
+    }
     fl->decision = d;
     remember(fl, &d);
     carry_out(gw, r);
@@ -879,6 +949,7 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     switch (d->action) {
     case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; break;
     case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; break;
+    case EG_ACT_REPUBLISH: break; /* not a lane: the decision log says replay, then republish */
     default: (*eg_counter(gw->m.laddered, lv))++; break;
     }
     finish_record(gw, r);

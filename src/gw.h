@@ -210,6 +210,10 @@ void eg_gw_rungs_recheck(eg_gw *gw);
 int eg_gw_rungs_sync(eg_gw *gw);
 /* Subscribes to the source topics and every rung topic. Returns 0 or -1. */
 int eg_gw_subscribe(eg_gw *gw, char *err, size_t errlen);
+/* True when rung topic k is a source's replay rung (inbox mode: rung
+ * EG_REPLAY_RUNG, where replay decisions wait until due). */
+int eg_gw_rung_is_replay(const eg_gw *gw, int k);
+#define EG_REPLAY_RUNG "replay"
 /* The rung topic index of `topic`, or -1 for a source topic. */
 int eg_gw_rung_of(const eg_gw *gw, const char *topic);
 /* When r (consumed from rung partition p) is due, in wall-clock ms: its

@@ -36,9 +36,22 @@ int eg_gw_rung_of(const eg_gw *gw, const char *topic) {
     return -1;
 }
 
+int eg_gw_rung_is_replay(const eg_gw *gw, int k) {
+    return gw->cfg->inbox && k >= 0 && k < gw->nrts && strcmp(gw->rts[k].rung, EG_REPLAY_RUNG) == 0;
+}
+
 int eg_gw_rungs_sync(eg_gw *gw) {
-    const eg_rung *rungs;
-    int n = eg_policy_rungs(gw->policy, &rungs), added = 0;
+    const eg_rung *prungs;
+    int np = eg_policy_rungs(gw->policy, &prungs), added = 0;
+    if (np < 0) np = 0;
+    /* inbox mode: the replay rung too (delay 0: a replay is due at its errgate.not-before) */
+    eg_rung *rungs = eg_xcalloc((size_t)np + 1, sizeof *rungs);
+    if (np) memcpy(rungs, prungs, (size_t)np * sizeof *rungs);
+    int n = np;
+    if (gw->cfg->inbox) {
+        eg_strlcpy(rungs[n].name, EG_REPLAY_RUNG, sizeof rungs[n].name);
+        rungs[n++].delay_ms = 0;
+    }
     for (int t = 0; t < gw->cfg->ntopics; t++)
         for (int i = 0; i < n && !eg_topic_is_regex(gw->cfg->topics[t]); i++) {
             char *name = eg_lane_topic(gw->cfg->lane_retry, gw->cfg->topics[t], rungs[i].name);
@@ -60,6 +73,7 @@ int eg_gw_rungs_sync(eg_gw *gw) {
             eg_log_msg(EG_INFO, "rung", "%s (delay %lld ms) for %s", name, (long long)rt->delay_ms, rt->origin);
             added = 1;
         }
+    free(rungs);
     return added;
 }
 

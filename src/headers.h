@@ -32,6 +32,7 @@
 #define EG_H_NOT_BEFORE "errgate.not-before" /* rung records: earliest due time, ms since the epoch */
 #define EG_H_REPLAY_FROM "replay.from-dlq"   /* lane/partition/offset */
 #define EG_H_REPLAY_TS "replay.timestamp"
-#define EG_H_REPLAYS "errgate.replays" /* how many times replayed */
+#define EG_H_REPLAYS "errgate.replays"     /* how many times replayed */
+#define EG_H_REPLAY_TO "errgate.replay-to" /* replay-rung records: "original" or the topic to republish to */
 
 #endif

@@ -7,7 +7,10 @@
 #include "lanes.h"
 #include "headers.h"
 #include "history.h"
+#include "dlq.h"
+#include "dlq_origin.h"
 #include "kconf.h"
+#include "lane_profiles.h"
 #include "log.h"
 #include "redact.h"
 #include "refusal.h"
@@ -36,6 +39,8 @@ struct eg_lanes {
     struct event *ev;
     const char *tmpl[EG_LANE__N]; /* borrowed from the config */
     char *group;
+    unsigned profiles; /* lanes.profiles */
+    int inbox;         /* source.inbox: original.* from the foreign DLQ headers */
     lane_topic *topics;
     int ntopics;
     int outstanding;
@@ -45,14 +50,18 @@ struct eg_lanes {
 };
 
 int eg_lane_of(eg_action a) {
-    return a == EG_ACT_DLQ          ? EG_LANE_DLQ
-           : a == EG_ACT_QUARANTINE ? EG_LANE_QUARANTINE
-           : a == EG_ACT_LADDER     ? EG_LANE_RETRY
-                                    : -1;
+    return a == EG_ACT_DLQ                            ? EG_LANE_DLQ
+           : a == EG_ACT_QUARANTINE                   ? EG_LANE_QUARANTINE
+           : a == EG_ACT_LADDER || a == EG_ACT_REPLAY ? EG_LANE_RETRY
+           : a == EG_ACT_REPUBLISH                    ? EG_LANE_OUT
+                                                      : -1;
 }
 
 const char *eg_lane_name(eg_lane lane) {
-    return lane == EG_LANE_DLQ ? "dlq" : lane == EG_LANE_QUARANTINE ? "quarantine" : "retry";
+    return lane == EG_LANE_DLQ          ? "dlq"
+           : lane == EG_LANE_QUARANTINE ? "quarantine"
+           : lane == EG_LANE_OUT        ? "replay"
+                                        : "retry";
 }
 
 /* Delivery report (served by rd_kafka_poll on the loop thread): counts the
@@ -106,7 +115,11 @@ static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size
                               void *rkt_opaque, void *msg_opaque) {
     const eg_record *rec = msg_opaque;
     if (partition_cnt <= 0) return RD_KAFKA_PARTITION_UA;
-    return rec->partition < partition_cnt ? rec->partition : rec->partition % partition_cnt;
+    int32_t p = rec->partition;
+    /* a republished replay goes back to its original partition (set before the write, not changed during it) */
+    if (rec->fail && rec->fail->decision.action == EG_ACT_REPUBLISH && rec->fail->decision.out_partition >= 0)
+        p = rec->fail->decision.out_partition;
+    return p < partition_cnt ? p : p % partition_cnt;
 }
 
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_done_fn done, eg_lane_fatal_fn fatal,
@@ -131,7 +144,10 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
+    l->tmpl[EG_LANE_OUT] = "{topic}"; /* a republished replay: the decision's topic */
     l->group = eg_xstrdup(cfg->group);
+    l->profiles = cfg->lane_profiles;
+    l->inbox = cfg->inbox != NULL;
     if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %m");
         eg_lanes_free(l);
@@ -185,10 +201,10 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
-    static const char *const names[] = {EG_H_CLASS,       EG_H_CODE,     EG_H_MESSAGE,    EG_H_TIMESTAMP,
-                                        EG_H_KIND,        EG_H_STATUS,   EG_H_CLASS_HINT, EG_H_RETRY_AFTER,
-                                        EG_H_RETRY_COUNT, EG_H_PREVIOUS, EG_H_POLICY,     EG_H_ACTION,
-                                        EG_H_REASON,      EG_H_HISTORY,  EG_H_NOT_BEFORE, NULL};
+    static const char *const names[] = {
+        EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,   EG_H_STATUS,
+        EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY, EG_H_ACTION,
+        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
     return 0;
@@ -226,7 +242,8 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
             prev_hist_len = size;
         }
         /* errgate.id is written below from eg_record_id: a malformed one is not carried on */
-        if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
+        if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0 && !eg_profile_replaced(l->profiles, name))
+            rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
     }
     const eg_fail *fl = rec->fail;
     const eg_decision *d = &fl->decision;
@@ -247,6 +264,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     if (d->action == EG_ACT_LADDER) retry_count++;
     add_int(h, EG_H_RETRY_COUNT, retry_count);
     add(h, EG_H_PREVIOUS, rec->topic);
+    if (l->inbox) eg_dlq_origin_adopt(h); /* a foreign DLQ record's birth place */
     /* written once: a record coming back from a lane keeps its birth place */
     if (rd_kafka_header_get_last(h, EG_H_ORIG_TOPIC, &v, &size) != 0) {
         add(h, EG_H_ORIG_TOPIC, rec->topic);
@@ -264,7 +282,9 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     add(h, EG_H_POLICY, policy_id);
     add(h, EG_H_ACTION, eg_action_name(d->action));
     add(h, EG_H_REASON, d->reason[0] ? d->reason : d->klass);
-    if (d->action == EG_ACT_LADDER && d->not_before_ms > 0) add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
+    if ((d->action == EG_ACT_LADDER || d->action == EG_ACT_REPLAY) && d->not_before_ms > 0)
+        add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
+    if (d->action == EG_ACT_REPLAY) add(h, EG_H_REPLAY_TO, d->replay_to);
     char hist[EG_HISTORY_MAX_BYTES];
     int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;
     int first = fl->nhist < EG_HIST_MAX ? 0 : fl->nhist % EG_HIST_MAX; /* ring: oldest kept */
@@ -276,13 +296,32 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         eg_log_msg(EG_WARN, "history_unreadable", "%s[%d]@%lld: previous errgate.history dropped", rec->topic,
                    (int)rec->partition, (long long)rec->offset);
     if (hl) rd_kafka_header_add(h, EG_H_HISTORY, -1, hist, (ssize_t)hl);
+    eg_profiles_add(h, l->profiles, rec->msg); /* lanes.profiles, from the headers above */
     return h;
+}
+
+/* A republished replay (inbox mode): the record's own headers as `errgate
+ * replay` writes them (replay.from-dlq = the replay rung's coordinates,
+ * errgate.replays + 1; eg_replay_headers). */
+static rd_kafka_headers_t *republish_headers(const eg_record *rec) {
+    rd_kafka_headers_t *src = NULL;
+    rd_kafka_message_headers(rec->msg, &src);
+    size_t n = 0;
+    const void *v = eg_headers_get(src, EG_H_REPLAYS, &n);
+    long replays = eg_replays_parse(v, n);
+    char from[320];
+    snprintf(from, sizeof from, "%s/%d/%lld", rec->topic, (int)rec->partition, (long long)rec->offset);
+    return eg_replay_headers(src, from, eg_wall_ms(), replays < 0 ? 1 : replays + 1);
 }
 
 /* The lane topic of rec's decision and the lane record's headers. */
 static rd_kafka_headers_t *build(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
                                  lane_topic **t) {
     const eg_decision *d = &rec->fail->decision;
+    if (d->action == EG_ACT_REPUBLISH) {
+        *t = lookup(l, EG_LANE_OUT, d->replay_to, NULL);
+        return republish_headers(rec);
+    }
     *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
     return lane_headers(l, rec, (*t)->name, policy_id);
 }

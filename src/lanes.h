@@ -20,12 +20,13 @@
 #include "config.h"
 #include "record.h"
 
-typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE_RETRY, EG_LANE__N } eg_lane;
+/* OUT: a republished replay (inbox mode), to the topic the decision names. */
+typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE_RETRY, EG_LANE_OUT, EG_LANE__N } eg_lane;
 
 /* The lane a decision writes to: dlq, quarantine or (ladder) a retry rung;
  * -1 for actions that write nothing. */
 int eg_lane_of(eg_action a);
-/* "dlq", "quarantine" or "retry". */
+/* "dlq", "quarantine", "retry" or "replay". */
 const char *eg_lane_name(eg_lane lane);
 
 typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);

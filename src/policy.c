@@ -41,7 +41,7 @@
 #define EG_POLICY_STR_CAP 4096
 #define EG_HOLD_FALLBACK_MS 1000
 
-#define N_KINDS (EG_FK_CIRCUIT_OPEN + 1)
+#define N_KINDS (EG_FK_RECORDED + 1)
 #define N_ORDERINGS (EG_ORDER_NONE + 1)
 #define N_BREAKER_STATES (EG_BR_HALF_OPEN + 1)
 
@@ -416,6 +416,11 @@ static int decide_protected(lua_State *L) {
             fallback(out, "invalid decision: ladder without a rung");
             return 0;
         }
+    }
+    if (out->action == EG_ACT_REPLAY &&
+        (stack_str(L, base + 7, out->replay_to, sizeof out->replay_to) != 0 || !out->replay_to[0])) {
+        fallback(out, "invalid decision: replay without a topic");
+        return 0;
     }
     lua_Number d = lua_type(L, base + 5) == LUA_TNUMBER ? lua_tonumber(L, base + 5) : 0;
     if (!(d >= 0)) d = 0;

@@ -7,12 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const action_names[EG_ACT__N] = {"retry", "ladder", "dlq", "quarantine", "ignore", "hold", "stop"};
+static const char *const action_names[EG_ACT__N] = {"retry", "ladder", "dlq",    "quarantine", "ignore",
+                                                    "hold",  "stop",   "replay", "republish"};
+
+void eg_record_view(eg_record *rec, const rd_kafka_message_t *m) {
+    memset(rec, 0, sizeof *rec);
+    rec->msg = (rd_kafka_message_t *)m; /* only read */
+    rec->topic = rd_kafka_topic_name(m->rkt);
+    rec->partition = m->partition;
+    rec->offset = m->offset;
+}
 
 const char *eg_action_name(eg_action a) { return (unsigned)a < EG_ACT__N ? action_names[a] : "?"; }
 
 int eg_action_parse(const char *s) {
-    for (int i = 0; i < EG_ACT__N; i++)
+    for (int i = 0; i < EG_ACT_REPUBLISH; i++) /* republish is the C core's own */
         if (strcmp(s, action_names[i]) == 0) return i;
     return -1;
 }
@@ -24,6 +33,7 @@ const char *eg_failure_kind_name(eg_failure_kind k) {
     case EG_FK_CONNECT: return "connect";
     case EG_FK_LUA: return "lua";
     case EG_FK_CIRCUIT_OPEN: return "circuit_open";
+    case EG_FK_RECORDED: return "recorded";
     }
     return "?";
 }

@@ -14,8 +14,17 @@
 #include "config.h"
 
 /* CIRCUIT_OPEN: the record was not sent because the target's breaker is
- * open; the policy decides what that means (the shipped ones hold). */
-typedef enum { EG_FK_HTTP = 0, EG_FK_TIMEOUT, EG_FK_CONNECT, EG_FK_LUA, EG_FK_CIRCUIT_OPEN } eg_failure_kind;
+ * open; the policy decides what that means (the shipped ones hold).
+ * RECORDED: inbox mode (source.inbox): the record is a failure some other
+ * system recorded on a DLQ; no target was called. */
+typedef enum {
+    EG_FK_HTTP = 0,
+    EG_FK_TIMEOUT,
+    EG_FK_CONNECT,
+    EG_FK_LUA,
+    EG_FK_CIRCUIT_OPEN,
+    EG_FK_RECORDED
+} eg_failure_kind;
 
 typedef struct eg_failure {
     eg_failure_kind kind;
@@ -42,6 +51,8 @@ typedef enum {
     EG_ACT_IGNORE,
     EG_ACT_HOLD,
     EG_ACT_STOP,
+    EG_ACT_REPLAY,    /* inbox mode: to the replay rung, republished when due (to replay_to) */
+    EG_ACT_REPUBLISH, /* the C core's, never a policy's: a due replay-rung record goes out */
     EG_ACT__N
 } eg_action;
 
@@ -60,7 +71,11 @@ typedef struct eg_decision {
     char rung[40];         /* ladder: the rung's name ("30s"), "" otherwise */
     int rung_index;        /* ladder: 1-based rung number */
     int64_t not_before_ms; /* ladder: earliest due time (wall ms) when Retry-After
-                              pushed it past the rung's delay, else 0 */
+                              pushed it past the rung's delay, else 0; replay:
+                              when it is due */
+    char replay_to[256];   /* replay: "original" or a topic; republish: the topic */
+    int32_t out_partition; /* republish: the original partition when replay_to is
+                              the original topic, else -1 (the lane rule) */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */
@@ -151,6 +166,11 @@ void eg_record_read_headers(eg_record *r);
 
 /* The record's header list (NULL: none), from r->hdrs once read. */
 const rd_kafka_headers_t *eg_record_headers(const eg_record *r);
+
+/* Fills *rec as a read-only view of the consumed message m (topic,
+ * partition, offset, msg; nothing else set), for code that hands a message
+ * to Lua as a record (eg_vm_push_record) without the gateway. */
+void eg_record_view(eg_record *rec, const rd_kafka_message_t *m);
 
 /* The last header called name on m: its value and length, or NULL when
  * absent (a present header with a NULL value also gives NULL). */

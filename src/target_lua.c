@@ -16,8 +16,15 @@
  * answer table is read with lua_rawget only (a table with __index or other
  * metamethods never runs code outside the call's budget). A raise anywhere
  * is a failure of kind `lua`, never a panic; strings copied out of the
- * answer are capped at ANSWER_STR_CAP. */
+ * answer are capped at ANSWER_STR_CAP.
+ *
+ * The inbox target (source.inbox) is this target with a built-in handler,
+ * errgate.runtime.inbox_target(format): it calls nothing outside, and every
+ * record is a failure of kind `recorded` read from its own headers
+ * (errgate.recorded.inbox, given the record and where its dialect says it
+ * was born, dlq_origin.h), which the policy triages. */
 #include "target.h"
+#include "dlq_origin.h"
 #include "luavm.h"
 #include "metrics.h"
 #include "util.h"
@@ -43,6 +50,7 @@ typedef struct lua_target {
     eg_target base;
     eg_vm *vm;
     int fn_ref;
+    int inbox; /* the inbox target: the handler is errgate.runtime.inbox_target's */
     result *q; /* results waiting for delivery */
     int nq, capq;
 } lua_target;
@@ -73,6 +81,36 @@ typedef struct call {
     result *res;
 } call;
 
+/* Pushes the inbox handler's second argument: where the record was born,
+ * as its DLQ dialect states it (dlq_origin.h), {format, topic, partition,
+ * offset, timestamp, group} with the unknown ones absent, or nil. */
+static void push_origin(lua_State *L, const eg_record *rec) {
+    rd_kafka_headers_t *h = NULL;
+    eg_dlq_origin o;
+    if (rd_kafka_message_headers(rec->msg, &h) != 0 || eg_dlq_origin_read(h, &o) != 0) {
+        lua_pushnil(L);
+        return;
+    }
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, o.format);
+    lua_setfield(L, -2, "format");
+    lua_pushstring(L, o.topic);
+    lua_setfield(L, -2, "topic");
+    const struct {
+        const char *k;
+        int64_t v;
+    } nums[] = {{"partition", o.partition}, {"offset", o.offset}, {"timestamp", o.timestamp_ms}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (nums[i].v >= 0) {
+            lua_pushnumber(L, (lua_Number)nums[i].v);
+            lua_setfield(L, -2, nums[i].k);
+        }
+    if (o.group[0]) {
+        lua_pushstring(L, o.group);
+        lua_setfield(L, -2, "group");
+    }
+}
+
 /* Calls the handler on the record and reads its answer into c->res. */
 static int call_protected(lua_State *L) {
     call *c = lua_touserdata(L, 1);
@@ -80,7 +118,8 @@ static int call_protected(lua_State *L) {
     char err[512];
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->lt->fn_ref);
     eg_vm_push_record(c->lt->vm, c->rec, 1, 0);
-    if (eg_vm_pcall(c->lt->vm, 1, 1, err, sizeof err) != 0) {
+    if (c->lt->inbox) push_origin(L, c->rec);
+    if (eg_vm_pcall(c->lt->vm, c->lt->inbox ? 2 : 1, 1, err, sizeof err) != 0) {
         res->failed = 1;
         res->f.kind = EG_FK_LUA;
         res->f.message = eg_xstrdup(err);
@@ -98,10 +137,14 @@ static int call_protected(lua_State *L) {
             if (ra >= 0 && ra <= 86400000.0) res->f.retry_after_ms = (int64_t)ra;
         }
         lua_pop(L, 1);
-        res->f.kind = res->f.status ? EG_FK_HTTP : EG_FK_LUA;
+        raw_field(L, "kind"); /* only the inbox handler's "recorded" is read */
+        int recorded = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "recorded") == 0;
+        lua_pop(L, 1);
+        res->f.kind = c->lt->inbox && recorded ? EG_FK_RECORDED : res->f.status ? EG_FK_HTTP : EG_FK_LUA;
         res->f.class_hint = opt_str(L, "class");
         res->f.code = opt_str(L, "code");
         res->f.message = opt_str(L, "message");
+        if (c->lt->inbox && (res->f.body = opt_str(L, "body")) != NULL) res->f.body_len = strlen(res->f.body);
     } else if (!lua_isnil(L, -1)) {
         res->failed = 1;
         res->f.kind = EG_FK_LUA;
@@ -204,6 +247,7 @@ static const eg_target_ops lua_ops = {.submit = lt_submit,
 typedef struct load {
     eg_vm *vm;
     const char *path;
+    const char *inbox; /* source.inbox, or NULL: load the file at path */
     char *err;
     size_t errlen;
     int fn_ref; /* LUA_NOREF until the handler is loaded */
@@ -213,11 +257,11 @@ typedef struct load {
 static int load_protected(lua_State *L) {
     load *c = lua_touserdata(L, 1);
     char msg[512];
-    if (eg_vm_push_runtime_fn(c->vm, "load_target") != 0) {
-        snprintf(c->err, c->errlen, "errgate.runtime has no load_target");
+    if (eg_vm_push_runtime_fn(c->vm, c->inbox ? "inbox_target" : "load_target") != 0) {
+        snprintf(c->err, c->errlen, "errgate.runtime has no %s", c->inbox ? "inbox_target" : "load_target");
         return 0;
     }
-    lua_pushstring(L, c->path);
+    lua_pushstring(L, c->inbox ? c->inbox : c->path);
     if (eg_vm_pcall(c->vm, 1, 2, msg, sizeof msg) != 0) {
         snprintf(c->err, c->errlen, "target %s: %s", c->path, msg);
         return 0;
@@ -235,10 +279,11 @@ static int load_protected(lua_State *L) {
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen) {
     eg_vm *vm = eg_vm_new(LUA_TARGET_MEM_LIMIT, err, errlen);
     if (!vm) return NULL;
-    load c = {vm, cfg->lua_target, err, errlen, LUA_NOREF};
+    const char *inbox = cfg->target_kind == EG_TARGET_INBOX ? cfg->inbox : NULL;
+    load c = {vm, inbox ? "inbox" : cfg->lua_target, inbox, err, errlen, LUA_NOREF};
     if (lua_cpcall(vm->L, load_protected, &c) != 0) {
         const char *msg = lua_type(vm->L, -1) == LUA_TSTRING ? lua_tostring(vm->L, -1) : "error";
-        snprintf(err, errlen, "target %s: %s", cfg->lua_target, msg);
+        snprintf(err, errlen, "target %s: %s", c.path, msg);
     }
     if (c.fn_ref == LUA_NOREF) {
         eg_vm_free(vm);
@@ -248,6 +293,7 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     lt->base.ops = &lua_ops;
     lt->vm = vm;
     lt->fn_ref = c.fn_ref;
+    lt->inbox = inbox != NULL;
     vm->timeout_ms = LUA_TARGET_BUDGET_MS;
     return &lt->base;
 }

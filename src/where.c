@@ -57,11 +57,7 @@ fail:
 int eg_where_eval(eg_where *w, const rd_kafka_message_t *m, char *err, size_t errlen) {
     lua_State *L = w->vm->L;
     eg_record rec;
-    memset(&rec, 0, sizeof rec);
-    rec.msg = (rd_kafka_message_t *)m; /* only read */
-    rec.topic = rd_kafka_topic_name(m->rkt);
-    rec.partition = m->partition;
-    rec.offset = m->offset;
+    eg_record_view(&rec, m);
     lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref);
     eg_vm_push_record(w->vm, &rec, 0, WHERE_STR_CAP);
     if (eg_vm_pcall(w->vm, 1, 1, err, errlen) != 0) return -1;

@@ -7,7 +7,8 @@
 --                        JSON body): class = failure.class_hint
 --   kind = "connect"     failure kind, or a list of kinds (http, timeout,
 --                        connect, lua, circuit_open: the C core did not send
---                        the record because the target's breaker is open)
+--                        the record because the target's breaker is open;
+--                        recorded: inbox mode, a DLQ record's failure)
 --   status = 503         also {408, 429}, {range = {500, 599}}, "5xx", or a
 --                        list mixing those
 --   code = "^RATE_"      Lua pattern on failure.code (the service's code)

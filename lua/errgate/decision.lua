@@ -29,10 +29,14 @@ local decision = {}
 -- decision.ACTIONS: every action the C core understands.
 decision.ACTIONS = {
   retry = true, ladder = true, dlq = true, quarantine = true,
-  ignore = true, hold = true, stop = true,
+  ignore = true, hold = true, stop = true, replay = true,
 }
 -- decision.ACTION_LIST: the same, in a stable order for messages.
-decision.ACTION_LIST = "retry, ladder, dlq, quarantine, ignore, hold, stop"
+decision.ACTION_LIST = "retry, ladder, dlq, quarantine, ignore, hold, stop, replay"
+-- replay (inbox mode): the decision's rung field carries where to, "original"
+-- or a topic name (TOPIC_PATTERN, <= TOPIC_MAX bytes); delay_ms is `after`.
+decision.TOPIC_MAX = 249
+decision.TOPIC_PATTERN = "^[A-Za-z0-9._-]+$"
 decision.HOLD_DEFAULT_MS = 1000
 decision.MESSAGE_MAX = 512
 decision.NAME_MAX = 128 -- class, code and reason become header values
@@ -82,7 +86,8 @@ local match = string.match
 -- resolve_values returns it, so that its results can be passed on as they
 -- come. f is the normalized failure it answers. Returns the decision's
 -- fields in the order above (rung and rung_index nil unless action is
--- "ladder"), or raises "invalid decision: ...".
+-- "ladder"; for "replay", rung is where to: "original" or a topic), or
+-- raises "invalid decision: ...".
 function decision.finalize_values(f, redact_patterns, class, class_code, action, reason, delay_ms, code, message,
                                   rung, rung_index)
   if code == nil then code = class_code end
@@ -118,14 +123,20 @@ function decision.finalize_values(f, redact_patterns, class, class_code, action,
     if type(rung_index) ~= "number" or rung_index < 1 or rung_index % 1 ~= 0 then
       invalid("ladder needs rung_index, an integer >= 1, got %s", tostring(rung_index))
     end
+  elseif action == "replay" then
+    if type(rung) ~= "string" or #rung > decision.TOPIC_MAX or not match(rung, decision.TOPIC_PATTERN) then
+      invalid("replay needs \"original\" or a topic name (1 to %d of A-Z a-z 0-9 . _ -), got %s", decision.TOPIC_MAX,
+        tostring(rung))
+    end
+    rung_index = nil
   else
     rung, rung_index = nil, nil
   end
-  if action == "retry" or action == "hold" or action == "ladder" then
+  if action == "retry" or action == "hold" or action == "ladder" or action == "replay" then
     local raw = delay_ms
     if raw == nil then
-      if action ~= "hold" then invalid("%s needs delay_ms", action) end
-      raw = decision.HOLD_DEFAULT_MS
+      if action ~= "hold" and action ~= "replay" then invalid("%s needs delay_ms", action) end
+      raw = action == "hold" and decision.HOLD_DEFAULT_MS or 0
     end
     if type(raw) == "number" and raw >= 0 and raw < HUGE then
       ms = floor(raw + 0.5) -- duration.parse of a number, without the call
@@ -149,6 +160,7 @@ end
 function decision.pack(action, class, code, reason, delay_ms, message, rung, rung_index)
   local d = { action = action, class = class, code = code, reason = reason, delay_ms = delay_ms, message = message }
   if action == "ladder" then d.rung, d.rung_index = rung, rung_index end
+  if action == "replay" then d.replay = rung end
   return d
 end
 

@@ -6,7 +6,11 @@
 -- latency_ms, body (<= 4 KiB). "circuit_open" is not an answer from the
 -- target: the C core did not send the record because the target's circuit
 -- breaker is open, and asks the policy what to do instead (message
--- "circuit open", no status; ctx.breaker says "open").
+-- "circuit open", no status; ctx.breaker says "open"). "recorded" is not an
+-- answer either: in inbox mode (source.inbox) the record is a failure another
+-- system recorded on a DLQ, mapped by errgate.recorded.inbox; no target ran;
+-- its body is that mapper's JSON, read into format, exception, original and
+-- delivery_count (recorded_fields below).
 -- normalize() returns a fresh table (the caller's table may be reused by C
 -- and is never modified) with types checked, strings capped so later pattern
 -- matching stays cheap, and the body mined (errgate.json) for a structured error: a JSON
@@ -28,9 +32,9 @@ local find, format, floor = string.find, string.format, math.floor
 local type, tonumber = type, tonumber
 
 -- failure.KINDS: the kinds of failure a target (or the breaker) can report.
-failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circuit_open = true }
+failure.KINDS = { http = true, timeout = true, connect = true, lua = true, circuit_open = true, recorded = true }
 -- failure.KIND_LIST: the same, in a stable order for messages.
-failure.KIND_LIST = "http, timeout, connect, lua, circuit_open"
+failure.KIND_LIST = "http, timeout, connect, lua, circuit_open, recorded"
 
 local CAP = { code = 128, class_hint = 64, message = 4096, body = 4096 }
 local CAP_CODE, CAP_HINT, CAP_MESSAGE, CAP_BODY = CAP.code, CAP.class_hint, CAP.message, CAP.body
@@ -72,6 +76,29 @@ end
 -- field is assigned, so a reused n keeps nothing of its previous failure;
 -- nil: a fresh table) and returns n. Raises "invalid failure: ..." when kind
 -- is unknown.
+-- recorded_fields(n, kind, body): a recorded failure's (inbox mode) body is
+-- errgate.recorded.inbox's JSON {format, exception, delivery_count,
+-- original = {format, topic, partition, offset, timestamp, group}}: set as
+-- n.format, n.exception, n.delivery_count, n.original (a fresh table), each
+-- only with the right type; cleared for any other kind (a reused n).
+local function recorded_fields(n, kind, body)
+  local doc = kind == "recorded" and body and json.decode(body)
+  if type(doc) ~= "table" then doc = {} end
+  local o = doc.original
+  n.format = type(doc.format) == "string" and doc.format or nil
+  n.exception = type(doc.exception) == "string" and doc.exception or nil
+  n.delivery_count = type(doc.delivery_count) == "number" and doc.delivery_count or nil
+  if type(o) == "table" and type(o.topic) == "string" then
+    n.original = { format = type(o.format) == "string" and o.format or nil, topic = o.topic,
+                   partition = type(o.partition) == "number" and o.partition or nil,
+                   offset = type(o.offset) == "number" and o.offset or nil,
+                   timestamp = type(o.timestamp) == "number" and o.timestamp or nil,
+                   group = type(o.group) == "string" and o.group or nil }
+  else
+    n.original = nil
+  end
+end
+
 function failure.fill(n, kind, status, code, class_hint, message, body, retry_after_ms, latency_ms)
   if not KINDS[kind] then
     error("invalid failure: unknown kind " .. tostring(kind) .. " (" .. failure.KIND_LIST .. ")", 0)
@@ -105,6 +132,7 @@ function failure.fill(n, kind, status, code, class_hint, message, body, retry_af
     class_hint, code, message = class_hint or bclass, code or bcode, message or bmessage
   end
   n.code, n.class_hint, n.message = code, class_hint, message
+  if kind == "recorded" or n.format ~= nil then recorded_fields(n, kind, body) end
   return n
 end
 
@@ -171,6 +199,8 @@ function failure.describe(f)
     return "connection failed"
   elseif kind == "circuit_open" then
     return "circuit open"
+  elseif kind == "recorded" then
+    return "recorded failure"
   end
   return "lua error"
 end

@@ -1,5 +1,8 @@
 -- errgate.recorded — a failure recorded on a lane topic, turned back into a
--- case a policy can decide again (`errgate policy test FILE --from-topic`).
+-- case a policy can decide again (`errgate policy test FILE --from-topic`),
+-- and (inbox(), at the end) a record of any DLQ dialect read as the failure
+-- it records, for inbox mode and the DLQ commands: the one mapper of
+-- recorded failures.
 --
 -- Input: one lane record as the C side reads it (src/lane_cases.h):
 --   { lane = { topic, partition, offset, timestamp }, key,
@@ -278,6 +281,143 @@ function recorded.case(rec)
   c.lane = label
   c.now_ms = tonumber(lane.timestamp)
   return c
+end
+
+-- ---------------------------------------------------------------- inbox
+-- inbox(record, format) -> failure: a record of a DLQ another system wrote,
+-- read as the failure it records (source.inbox; run by the inbox target,
+-- errgate.runtime.inbox_target, on the record's headers, name -> last value,
+-- bytes as they are). format is "auto" (the first of the formats below the
+-- record carries, in this order) or one of them:
+--   errgate        error.code / error.message / error.status (DESIGN §4)
+--   spring         kafka_dlt-exception-fqcn, -exception-cause-fqcn,
+--                  -exception-message (spring-kafka KafkaHeaders)
+--   connect        __connect.errors.exception.class.name, .exception.message
+--                  (Kafka Connect DeadLetterQueueReporter)
+--   streams        __streams.errors.exception ("class: message", as
+--                  Throwable.toString), .message (Kafka Streams
+--                  ExceptionHandlerUtils, KIP-1034)
+--   share-group    __dlq.errors.message, .delivery.count (Kafka
+--                  ShareGroupDLQRecordHelper, KIP-1191: no exception class)
+--   x-dlq-metadata the JSON header's error_info {exception|class_name|code,
+--                  message, status}
+-- The failure: kind "recorded"; code = the innermost exception class's
+-- simple name (Spring's cause class when there is one: the outer class is
+-- usually the container's ListenerExecutionFailedException wrapper), or
+-- error.code for errgate's own records; message as recorded (multi-line
+-- kept); status when the format or the exception states an HTTP status
+-- (recorded.exception_failure); body: JSON {format, exception (the outer
+-- class as recorded), delivery_count (share group), original (the origin
+-- argument)}, which errgate.failure turns into failure fields. A record that
+-- carries no headers of the format gets code "inbox_unrecognized" and a
+-- message saying so: the policy routes it like any other failure.
+local INBOX_FORMATS = { "errgate", "spring", "connect", "streams", "share-group", "x-dlq-metadata" }
+recorded.INBOX_FORMATS = INBOX_FORMATS
+
+local function hdr(h, name)
+  local v = h[name]
+  return type(v) == "string" and v ~= "" and v or nil
+end
+
+-- the class name Throwable.toString() starts with ("a.b.C: message" -> "a.b.C")
+local function to_string_class(s)
+  if not s then return nil end
+  return match(sub(s, 1, CLASS_MAX), "^([%w_%.%$]+):") or match(sub(s, 1, CLASS_MAX), "^([%w_%.%$]+)%s*$")
+end
+
+-- INBOX_READ[format](headers) -> class, message, status, outer class,
+-- delivery count when the record carries the format's headers, else nothing.
+local INBOX_READ = {
+  errgate = function(h)
+    local code = hdr(h, "error.code")
+    if not code and not hdr(h, "errgate.id") then return end
+    return code or false, hdr(h, "error.message"), int(h["error.status"])
+  end,
+  spring = function(h)
+    local outer = hdr(h, "kafka_dlt-exception-fqcn")
+    local msg = hdr(h, "kafka_dlt-exception-message")
+    if not outer and not msg then return end
+    return hdr(h, "kafka_dlt-exception-cause-fqcn") or outer or false, msg, nil, outer
+  end,
+  connect = function(h)
+    local class = hdr(h, "__connect.errors.exception.class.name")
+    local msg = hdr(h, "__connect.errors.exception.message")
+    if not class and not msg and not hdr(h, "__connect.errors.topic") then return end
+    return class or false, msg, nil, class
+  end,
+  streams = function(h)
+    local ex = hdr(h, "__streams.errors.exception")
+    if not ex and not hdr(h, "__streams.errors.topic") then return end
+    local class = to_string_class(ex)
+    return class or false, hdr(h, "__streams.errors.message"), nil, class
+  end,
+  ["share-group"] = function(h)
+    if not hdr(h, "__dlq.errors.topic") then return end
+    return false, hdr(h, "__dlq.errors.message"), nil, nil, int(h["__dlq.errors.delivery.count"])
+  end,
+  ["x-dlq-metadata"] = function(h)
+    local doc = hdr(h, "x-dlq-metadata") and json.decode(h["x-dlq-metadata"])
+    if type(doc) ~= "table" then return end
+    local e = type(doc.error_info) == "table" and doc.error_info or {}
+    local class = e.exception or e.exception_class or e.class_name or e.code
+    class = type(class) == "string" and class or nil
+    return class or false, type(e.message) == "string" and e.message or nil,
+      type(e.status) == "number" and e.status or nil, class
+  end,
+}
+
+-- JSON text of a string or number (the body below holds nothing else).
+local function jv(v)
+  if type(v) == "number" then return ("%.17g"):format(v) end
+  return '"' .. gsub(v, '[%c"\\]', function(ch) return ("\\u%04x"):format(ch:byte()) end) .. '"'
+end
+
+-- body_of(fields) -> a flat JSON object of the string and number fields
+-- (origin, a table of them, nested once), keys in a fixed order
+local BODY_KEYS = { "format", "exception", "delivery_count" }
+local ORIGIN_KEYS = { "format", "topic", "partition", "offset", "timestamp", "group" }
+local function body_of(fields, origin)
+  local out = {}
+  for _, k in ipairs(BODY_KEYS) do
+    if fields[k] ~= nil then out[#out + 1] = jv(k) .. ":" .. jv(fields[k]) end
+  end
+  if type(origin) == "table" then
+    local o = {}
+    for _, k in ipairs(ORIGIN_KEYS) do
+      local v = origin[k]
+      if type(v) == "string" or type(v) == "number" then o[#o + 1] = jv(k) .. ":" .. jv(v) end
+    end
+    out[#out + 1] = '"original":{' .. table.concat(o, ",") .. "}"
+  end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+
+-- inbox(record, format[, origin]) -> failure (see above). origin, when
+-- given, is where the record was born ({format, topic, partition, offset,
+-- timestamp, group}, the C side's reading of the same headers): with the
+-- format read, the outer exception class and a share group's delivery
+-- count it travels in failure.body as JSON, which errgate.failure turns
+-- into failure.format, .exception, .original and .delivery_count.
+function recorded.inbox(rec, format, origin)
+  local h = type(rec) == "table" and type(rec.headers) == "table" and rec.headers or {}
+  local list = format == "auto" and INBOX_FORMATS or { format }
+  for _, name in ipairs(list) do
+    local read = INBOX_READ[name]
+    local class, msg, status, outer, delivery
+    if read then class, msg, status, outer, delivery = read(h) end
+    if class ~= nil then
+      class = class or nil
+      local code = class and (name == "errgate" and class or simple_name(class))
+      if name ~= "errgate" and not status then status = recorded.exception_failure(class, msg).status end
+      return { kind = "recorded", code = code, message = msg, status = status_ok(status),
+               body = body_of({ format = name, exception = outer and sub(outer, 1, CLASS_MAX),
+                                delivery_count = delivery }, origin) }
+    end
+  end
+  return { kind = "recorded", code = "inbox_unrecognized",
+           message = format == "auto" and "no DLQ headers errgate knows (errgate, spring, connect, streams, " ..
+             "share-group, x-dlq-metadata)" or ("no %s DLQ headers"):format(tostring(format)),
+           body = body_of({}, origin) }
 end
 
 -- decode(line) -> case() of one JSON line.

@@ -12,6 +12,9 @@
 --        applies with reason "exhausted"
 --   { retry = "quick", exhausted = { ladder = "name" [, exhausted = ...] } }
 --        escalation: retry in place first, then climb the ladder
+--   { replay = "original" | "TOPIC", after = "5s" }   inbox mode: republish the
+--        record (key, value, headers) to its original topic or the named one,
+--        not before `after` (default 0): it waits on the inbox's replay rung
 --   { action = "hold", delay_ms = "5s", reason = ..., code = ..., message = ... }
 --        the long form of a terminal entry; action = "retry" is allowed here
 --        with an explicit delay_ms
@@ -56,6 +59,7 @@ local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, st
 local LONG_KEYS = { action = true, delay_ms = true, reason = true, code = true, message = true }
 local RETRY_KEYS = { retry = true, exhausted = true }
 local LADDER_KEYS = { ladder = true, exhausted = true }
+local REPLAY_KEYS = { replay = true, after = true }
 
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
@@ -163,6 +167,17 @@ function route.compile_entry(where, e, schedules)
     return { action = "retry", schedule = s, exhausted = exhausted }
   end
   if type(e) == "table" and e.ladder ~= nil then return compile_ladder(where, e, schedules) end
+  if type(e) == "table" and e.replay ~= nil then
+    check_keys(where, e, REPLAY_KEYS)
+    local to = e.replay
+    if type(to) ~= "string" or to == "" or #to > 249 or not to:find("^[A-Za-z0-9._-]+$") then
+      fail(where, "replay must be \"original\" or a topic name (1 to 249 of A-Z a-z 0-9 . _ -)")
+    end
+    local ms, err = 0, nil
+    if e.after ~= nil then ms, err = duration.parse(e.after) end
+    if not ms then fail(where, "after: %s", err) end
+    return { action = "replay", replay_to = e.replay, delay_ms = ms, fixed = true }
+  end
   if type(e) ~= "string" and type(e) ~= "table" then
     fail(where, "expected an action string or table, got %s", type(e))
   end
@@ -197,7 +212,7 @@ end
 
 -- terminal(e, reason) -> draft values of a compiled terminal entry
 local function terminal(e, reason)
-  return e.action, reason, e.delay_ms, e.code, e.message
+  return e.action, reason, e.delay_ms, e.code, e.message, e.replay_to
 end
 
 -- climb(e, f, rcount, reason) -> draft values for a compiled ladder entry:

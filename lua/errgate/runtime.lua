@@ -58,6 +58,17 @@ function rt.load_target(path)
   return v
 end
 
+-- inbox_target(format) -> fn
+-- The inbox target's handler (source.inbox = format): every record of an
+-- inbox is a recorded failure; fn(record, origin) returns it
+-- (errgate.recorded.inbox; origin is what the C side read of where the
+-- record was born, src/dlq_origin.h).
+-- Nothing is called: the policy triages.
+function rt.inbox_target(format)
+  local recorded = require "errgate.recorded"
+  return function(record, origin) return recorded.inbox(record, format, origin) end
+end
+
 -- decide(pol, failure, record, ctx) -> { action, class, code, reason, delay_ms, message
 --                                         [, rung, rung_index] }
 -- See errgate.policy (Policy:decide) for the argument shapes (ctx carries

@@ -138,7 +138,7 @@ describe("rt.decide", function()
   it("raises on an invalid failure", function()
     local pol = routed(function() return "dlq" end)
     assert.has_error(function() rt.decide(pol, { kind = "smoke" }, {}, {}) end,
-      "invalid failure: unknown kind smoke (http, timeout, connect, lua, circuit_open)")
+      "invalid failure: unknown kind smoke (http, timeout, connect, lua, circuit_open, recorded)")
   end)
 
   it("lets an error inside a policy function propagate (C applies the fallback)", function()
@@ -146,5 +146,32 @@ describe("rt.decide", function()
     local ok, err = pcall(rt.decide, pol, F, {}, {})
     assert.is_false(ok)
     assert.matches("policy bug", err)
+  end)
+end)
+
+describe("replay (inbox mode)", function()
+  local R = { kind = "recorded", code = "NullPointerException" }
+
+  it("decides replay with the topic and `after` as delay_ms", function()
+    local pol = policy.define { name = "r", version = 1, classify = { { class = "bug" } },
+      route = { bug = { replay = "original", after = "5s" }, default = "dlq" } }
+    local d = rt.decide(pol, R, {}, {})
+    assert.are.same({ "replay", "original", 5000 }, { d.action, d.replay, d.delay_ms })
+    assert.is_nil(d.rung)
+  end)
+
+  it("replays at once to a named topic without after", function()
+    local d = rt.decide(routed(function() return { replay = "orders-manual" } end), R, {}, {})
+    assert.are.same({ "replay", "orders-manual", 0 }, { d.action, d.replay, d.delay_ms })
+  end)
+
+  it("refuses a topic name Kafka would refuse, and unknown keys", function()
+    for _, e in ipairs({ { replay = "a b" }, { replay = "" }, { replay = ("x"):rep(250) }, { replay = "t", when = 1 },
+                         { replay = "t", after = "soon" } }) do
+      assert.has_error(function() rt.decide(routed(function() return e end), R, {}, {}) end)
+    end
+    assert.has_error(function()
+      decision.finalize({ action = "replay" }, R)
+    end, 'invalid decision: replay needs "original" or a topic name (1 to 249 of A-Z a-z 0-9 . _ -), got nil')
   end)
 end)

@@ -61,7 +61,24 @@ describe("errgate.failure.normalize", function()
   it("refuses a non-table and an unknown kind", function()
     assert.has_error(function() failure.normalize(nil) end, "invalid failure: expected a table, got nil")
     assert.has_error(function() failure.normalize({ kind = "dns" }) end,
-      "invalid failure: unknown kind dns (http, timeout, connect, lua, circuit_open)")
+      "invalid failure: unknown kind dns (http, timeout, connect, lua, circuit_open, recorded)")
+  end)
+end)
+
+describe("errgate.failure.fill, recorded failures", function()
+  it("reads format, exception, original and delivery_count from the body, and clears them on reuse", function()
+    local body = '{"format":"spring","exception":"X","delivery_count":3,"original":{"topic":"t","offset":7}}'
+    local n = failure.fill(nil, "recorded", nil, "C", nil, "m", body)
+    assert.are.same({ "spring", "X", 3, { topic = "t", offset = 7 } },
+      { n.format, n.exception, n.delivery_count, n.original })
+    failure.fill(n, "http", 503)
+    assert.are.same({}, { n.format, n.exception, n.delivery_count, n.original })
+  end)
+
+  it("ignores fields of the wrong type and a body that is not JSON", function()
+    local n = failure.fill(nil, "recorded", nil, nil, nil, nil, '{"format":1,"original":{"topic":2}}')
+    assert.are.same({}, { n.format, n.original })
+    assert.is_nil(failure.fill(nil, "recorded", nil, nil, nil, nil, "not json").format)
   end)
 end)
 

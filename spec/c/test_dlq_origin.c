@@ -1,0 +1,109 @@
+/* test_dlq_origin.c — dlq_origin.c: the original coordinates of a DLQ
+ * record in each dialect (errgate, Spring's big-endian binary, Connect,
+ * Streams, share group, x-dlq-metadata), errgate's own first; garbage
+ * values are unknown (-1), never misread; adopt adds errgate's original.*
+ * only when absent. */
+#include "dlq_origin.h"
+#include "headers.h"
+#include "record.h"
+#include "tap.h"
+
+#include <string.h>
+
+static void add(rd_kafka_headers_t *h, const char *n, const void *v, size_t len) {
+    rd_kafka_header_add(h, n, -1, v, (ssize_t)len);
+}
+static void adds(rd_kafka_headers_t *h, const char *n, const char *v) { add(h, n, v, strlen(v)); }
+
+static const char *last(rd_kafka_headers_t *h, const char *n) {
+    static char buf[300];
+    size_t len = 0;
+    const void *v = eg_headers_get(h, n, &len);
+    if (!v) return "(absent)";
+    memcpy(buf, v, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    buf[len < sizeof buf - 1 ? len : sizeof buf - 1] = '\0';
+    return buf;
+}
+
+int main(void) {
+    eg_dlq_origin o;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    CHECK(eg_dlq_origin_read(h, &o) == -1 && o.format == NULL, "no headers: no origin");
+    CHECK(eg_dlq_origin_read(NULL, &o) == -1, "NULL headers: no origin");
+
+    /* Spring: ByteBuffer.putInt(2), putLong(4711), putLong(1767225600000) */
+    adds(h, "kafka_dlt-original-topic", "orders");
+    add(h, "kafka_dlt-original-partition", "\x00\x00\x00\x02", 4);
+    add(h, "kafka_dlt-original-offset", "\x00\x00\x00\x00\x00\x00\x12\x67", 8);
+    add(h, "kafka_dlt-original-timestamp", "\x00\x00\x01\x9b\x76\xda\xa8\x00", 8);
+    adds(h, "kafka_dlt-original-consumer-group", "orders-service");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "spring") && !strcmp(o.topic, "orders") &&
+              o.partition == 2 && o.offset == 4711 && o.timestamp_ms == 1767225600000LL &&
+              !strcmp(o.group, "orders-service"),
+          "spring: big-endian partition, offset, timestamp (%s %lld %lld %lld %s)", o.format ? o.format : "-",
+          (long long)o.partition, (long long)o.offset, (long long)o.timestamp_ms, o.group);
+    eg_dlq_origin_adopt(h);
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "orders") && !strcmp(last(h, EG_H_ORIG_PARTITION), "2") &&
+              !strcmp(last(h, EG_H_ORIG_OFFSET), "4711") &&
+              !strcmp(last(h, EG_H_ORIG_TIMESTAMP), "2026-01-01T00:00:00.000Z") &&
+              !strcmp(last(h, EG_H_ORIG_GROUP), "orders-service"),
+          "adopt writes errgate's original.* from Spring's (timestamp %s)", last(h, EG_H_ORIG_TIMESTAMP));
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "errgate") && o.partition == 2 && o.offset == 4711 &&
+              o.timestamp_ms == 1767225600000LL,
+          "errgate's own headers come first, and read back the same");
+    size_t cnt = rd_kafka_header_cnt(h);
+    eg_dlq_origin_adopt(h);
+    CHECK(rd_kafka_header_cnt(h) == cnt, "adopt adds nothing when original.topic is there");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "kafka_dlt-original-topic", "t");
+    add(h, "kafka_dlt-original-partition", "\x00\x02", 2);
+    adds(h, "kafka_dlt-original-offset", "12x");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && o.partition == -1 && o.offset == -1 && o.timestamp_ms == -1,
+          "spring: a partition of 2 bytes and a non-number offset are unknown, not misread");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "__connect.errors.topic", "orders");
+    adds(h, "__connect.errors.partition", "1");
+    adds(h, "__connect.errors.offset", "99");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "connect") && o.partition == 1 && o.offset == 99 &&
+              !o.group[0],
+          "connect: decimal text");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "__connect.errors.topic", "");
+    adds(h, "__streams.errors.topic", "clicks");
+    adds(h, "__streams.errors.partition", "0");
+    adds(h, "__streams.errors.offset", "-1");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "streams") && o.partition == 0 && o.offset == -1,
+          "streams: an empty Connect topic is skipped; decimal text");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "__dlq.errors.topic", "orders");
+    adds(h, "__dlq.errors.partition", "3");
+    adds(h, "__dlq.errors.offset", "77");
+    adds(h, "__dlq.errors.group", "share-g");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "share-group") && o.partition == 3 && o.offset == 77 &&
+              !strcmp(o.group, "share-g"),
+          "share-group: topic, partition, offset, group");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "x-dlq-metadata",
+         "{\"original_headers\":{\"a\":\"b\"},\"original_topic\":\"billing\","
+         "\"original_consumer_group\":\"g1\",\"original_timestamp\":1767225600000}");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "x-dlq-metadata") && !strcmp(o.topic, "billing") &&
+              !strcmp(o.group, "g1") && o.partition == -1,
+          "x-dlq-metadata: topic and group from the JSON");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "x-dlq-metadata", "[\"original_topic\"]");
+    CHECK(eg_dlq_origin_read(h, &o) == -1, "x-dlq-metadata that is not an object states nothing");
+    rd_kafka_headers_destroy(h);
+    return TAP_DONE();
+}

@@ -1,0 +1,88 @@
+-- recorded_spec.lua — errgate.recorded.inbox: a foreign DLQ record read as
+-- the failure it records (inbox mode), one format at a time.
+local recorded = require "errgate.recorded"
+
+-- inbox() without its body (the JSON the specs below the first few read)
+local function inbox(...)
+  local f = recorded.inbox(...)
+  f.body = nil
+  return f
+end
+
+local function be32(n)
+  return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
+end
+
+local SPRING = {
+  ["kafka_dlt-original-partition"] = be32(2),
+  ["kafka_dlt-exception-fqcn"] = "org.springframework.kafka.listener.ListenerExecutionFailedException",
+  ["kafka_dlt-exception-cause-fqcn"] = "java.lang.NullPointerException",
+  ["kafka_dlt-exception-message"] = "Listener failed\nCannot invoke",
+}
+
+describe("errgate.recorded.inbox", function()
+  it("takes Spring's cause class as the code, keeps the multi-line message", function()
+    local f = inbox({ headers = SPRING }, "auto")
+    assert.are.same({ kind = "recorded", code = "NullPointerException", message = "Listener failed\nCannot invoke" }, f)
+  end)
+
+  it("falls back to Spring's outer class without a cause", function()
+    local f = recorded.inbox({ headers = { ["kafka_dlt-exception-fqcn"] = "com.acme.BadOrder" } }, "spring")
+    assert.are.equal("BadOrder", f.code)
+  end)
+
+  it("reads the HTTP status a Spring HTTP exception names", function()
+    local f = recorded.inbox({ headers = {
+      ["kafka_dlt-exception-fqcn"] = "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable" } },
+      "auto")
+    assert.are.same({ "recorded", 503, "HttpServerErrorException$ServiceUnavailable" }, { f.kind, f.status, f.code })
+  end)
+
+  it("reads Connect, Streams (Throwable.toString), share-group and x-dlq-metadata", function()
+    assert.are.equal("DataException", recorded.inbox({ headers = {
+      ["__connect.errors.exception.class.name"] = "org.apache.kafka.connect.errors.DataException" } }, "auto").code)
+    local s = recorded.inbox({ headers = {
+      ["__streams.errors.exception"] = "java.lang.IllegalStateException: boom: twice",
+      ["__streams.errors.message"] = "boom: twice" } }, "streams")
+    assert.are.same({ "IllegalStateException", "boom: twice" }, { s.code, s.message })
+    local g = inbox({ headers = { ["__dlq.errors.topic"] = "t", ["__dlq.errors.message"] = "gave up" } },
+      "share-group")
+    assert.are.same({ kind = "recorded", message = "gave up" }, g)
+    local x = inbox({ headers = { ["x-dlq-metadata"] =
+      '{"original_topic":"t","error_info":{"code":"E42","message":"m","status":422}}' } }, "x-dlq-metadata")
+    assert.are.same({ kind = "recorded", code = "E42", message = "m", status = 422 }, x)
+  end)
+
+  it("prefers errgate's own headers in auto mode, and keeps its code whole", function()
+    local h = { ["error.code"] = "payment.declined", ["error.status"] = "402" }
+    for k, v in pairs(SPRING) do h[k] = v end
+    local f = recorded.inbox({ headers = h }, "auto")
+    assert.are.same({ "payment.declined", 402 }, { f.code, f.status })
+  end)
+
+  it("carries the format, outer class, origin and delivery count in the body, as failure fields", function()
+    local failure = require "errgate.failure"
+    local origin = { format = "spring", topic = "orders", partition = 2, offset = 4711, timestamp = 1767225600000 }
+    local f = failure.normalize(recorded.inbox({ headers = SPRING }, "auto", origin))
+    assert.are.same({ "spring", "org.springframework.kafka.listener.ListenerExecutionFailedException" },
+      { f.format, f.exception })
+    assert.are.same({ format = "spring", topic = "orders", partition = 2, offset = 4711, timestamp = 1767225600000 },
+      f.original)
+    local g = failure.normalize(recorded.inbox({ headers = { ["__dlq.errors.topic"] = "o",
+      ["__dlq.errors.delivery.count"] = "5" } }, "auto"))
+    assert.are.same({ "share-group", 5 }, { g.format, g.delivery_count })
+    assert.is_nil(g.original)
+  end)
+
+  it("escapes what it writes into the body", function()
+    local body = recorded.inbox({ headers = { ["kafka_dlt-exception-fqcn"] = 'a"b\\c\n' } }, "auto").body
+    assert.are.equal('{"format":"spring","exception":"a\\u0022b\\u005cc\\u000a"}', body)
+    assert.are.equal('a"b\\c\n', require("errgate.json").decode(body).exception)
+  end)
+
+  it("names a record without the format's headers inbox_unrecognized", function()
+    assert.are.equal("inbox_unrecognized", recorded.inbox({ headers = SPRING }, "connect").code)
+    assert.are.equal("inbox_unrecognized", recorded.inbox({ headers = { ["x-dlq-metadata"] = "[1" } }, "auto").code)
+    assert.are.equal("inbox_unrecognized", recorded.inbox({}, "auto").code)
+  end)
+end)
