@@ -1,16 +1,20 @@
-/* cmd_dlq.c — `errgate dlq stats|tail|resolve`: look into a lane and record
- * what became of its items.
+/* cmd_dlq.c — `errgate dlq stats|tail|resolve|approve`: look into a lane and
+ * record what became of its items (`dlq watch` is in dlq_watch.c).
  *
- *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy] [--since DUR]
+ *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state] [--since DUR]
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
+ *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
  *
  * stats reads the whole lane (or the records of the last DUR, by lane
  * timestamp) and prints an aligned table: one row per value of the --by
- * header (default class; "-" when absent), with RECORDS, OPEN and RESOLVED
- * per row, rows by count then name, a total row, and one line of resolved
- * counts per status. Open versus resolved follows the lifecycle rule of
- * dlq.h (latest status per id, not older than the record).
+ * header (default class; "-" when absent; --by state: the item's lifecycle
+ * state), with RECORDS, OPEN (not resolved: open, pending-approval,
+ * approved) and RESOLVED per row, rows by count then name, a total row, a
+ * line of resolved counts per status and a line of unresolved counts per
+ * state. States follow the lifecycle rule of dlq.h (latest status per id,
+ * not older than the record; errgate.approval: required makes an item
+ * without one pending-approval).
  *
  * tail prints the last N records (default 10) of the lane in timestamp
  * order, one line each:
@@ -23,8 +27,18 @@
  * resolve checks that a record of the lane carries the id, then writes the
  * status to the state topic (creating it compacted when it can, dlq_state.c)
  * and waits for the delivery report. accepted-loss needs a non-blank
- * --reason. Exit codes: 0 done, 1 Kafka failure, 2 bad arguments, a missing
- * topic or an unknown id. None of these commands joins a consumer group. */
+ * --reason.
+ *
+ * approve writes `approved` (by --by NAME, with --reason) for the selected
+ * items that are pending-approval, one state record per item id, and
+ * prints one line per item ("approved ID LANE/P/O class=C code=X"), then
+ * "approved N" with the selected items it left alone per state. --id also
+ * approves an open item (one that needed no approval); an --id already
+ * approved is a no-op (exit 0); an --id resolved is refused (exit 2).
+ * --dry-run prints "would approve" lines and writes nothing.
+ *
+ * Exit codes: 0 done, 1 Kafka failure, 2 bad arguments, a missing topic or
+ * an unknown id. None of these commands joins a consumer group. */
 #include "cli.h"
 #include "dlq.h"
 #include "headers.h"
@@ -41,16 +55,22 @@
 
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
-    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] "
-           "[--since DUR]\n"
+    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
+           "[--by class|code|reason|original.topic|policy|state] [--since DUR]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
            "[--reason TEXT]\n"
+           "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
+           "               [--reason TEXT] [--dry-run]\n"
+
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"
            "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value\n"
            "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
            "                accepted-loss needs --reason\n"
+           "  approve       approves the selected pending-approval items (replay --state approved\n"
+           "                replays them); --by names the approver; --dry-run writes nothing\n"
+
            "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
            "                (else $ERRGATE_BOOTSTRAP)\n"
            "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n");
@@ -59,10 +79,18 @@ static void usage(void) {
 /* One line naming what is wrong on stderr; returns the exit code 2. */
 static int usage_error(const char *why) { return eg_usage_error("dlq", "%s", why); }
 
+/* 1 when the blank-or-absent text t has no visible character. */
+static int blank(const char *t) {
+    for (const char *p = t ? t : ""; *p; p++)
+        if (!isspace((unsigned char)*p)) return 0;
+    return 1;
+}
+
 typedef struct args {
     eg_kcli k;
     const char *lane, *by, *since, *id, *status, *reason;
-    int follow, payload;
+    const char *where, *klass, *author; /* approve */
+    int follow, payload, dry;
     long n;
 } args;
 
@@ -81,7 +109,12 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
             usage();
             return -1;
         }
-        int tail = !strcmp(sub, "tail"), stats = !strcmp(sub, "stats"), res = !strcmp(sub, "resolve");
+        int tail = !strcmp(sub, "tail"), stats = !strcmp(sub, "stats"), res = !strcmp(sub, "resolve"),
+            appr = !strcmp(sub, "approve");
+        if (appr && !strcmp(o, "--dry-run")) {
+            a->dry = 1;
+            continue;
+        }
         if (tail && (!strcmp(o, "-f") || !strcmp(o, "--follow"))) {
             a->follow = 1;
             continue;
@@ -93,9 +126,12 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
         const char **slot = NULL;
         if (stats && !strcmp(o, "--by")) slot = &a->by;
         else if (stats && !strcmp(o, "--since")) slot = &a->since;
-        else if (res && !strcmp(o, "--id")) slot = &a->id;
+        else if ((res || appr) && !strcmp(o, "--id")) slot = &a->id;
         else if (res && !strcmp(o, "--status")) slot = &a->status;
-        else if (res && !strcmp(o, "--reason")) slot = &a->reason;
+        else if ((res || appr) && !strcmp(o, "--reason")) slot = &a->reason;
+        else if (appr && !strcmp(o, "--where")) slot = &a->where;
+        else if (appr && !strcmp(o, "--class")) slot = &a->klass;
+        else if (appr && !strcmp(o, "--by")) slot = &a->author;
         if (slot || (tail && !strcmp(o, "-n"))) {
             if (i + 1 >= argc) {
                 snprintf(why, sizeof why, "%s needs a value", o);
@@ -162,17 +198,17 @@ static int cmp_rows(const void *x, const void *y) {
 static int cmd_stats(const args *a) {
     static const struct {
         const char *by, *header;
-    } fields[] = {{"class", EG_H_CLASS},
-                  {"code", EG_H_CODE},
-                  {"reason", EG_H_REASON},
-                  {"original.topic", EG_H_ORIG_TOPIC},
-                  {"policy", EG_H_POLICY}};
+    } fields[] = {{"class", EG_H_CLASS},   {"code", EG_H_CODE},
+                  {"reason", EG_H_REASON}, {"original.topic", EG_H_ORIG_TOPIC},
+                  {"policy", EG_H_POLICY}, {"state", NULL}}; /* the lifecycle state, not a header */
     const char *by = a->by ? a->by : "class", *header = NULL;
+    int known = 0;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!strcmp(by, fields[i].by)) header = fields[i].header;
-    if (!header) {
+        if (!strcmp(by, fields[i].by)) header = fields[i].header, known = 1;
+    if (!known) {
         char why[300];
-        snprintf(why, sizeof why, "stats: --by '%s' is not one of class, code, reason, original.topic, policy", by);
+        snprintf(why, sizeof why, "stats: --by '%s' is not one of class, code, reason, original.topic, policy, state",
+                 by);
         return usage_error(why);
     }
     int64_t since = 0;
@@ -215,9 +251,9 @@ static int cmd_stats(const args *a) {
             continue;
         }
         char val[256], id[320];
-        if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
-        eg_dlq_item_id(m, id, sizeof id);
-        eg_dlq_status s = eg_dlq_states_status(&st, id, ts);
+        eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
+        if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
+        else if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
         int64_t at = eg_strmap_get(&idx, val, strlen(val));
         if (at < 0) {
             rows = eg_xrealloc(rows, (nrows + 1) * sizeof *rows);
@@ -226,7 +262,7 @@ static int cmd_stats(const args *a) {
             eg_strmap_put(&idx, val, strlen(val), at);
         }
         rows[at].records++;
-        if (s == EG_DLQ_OPEN) rows[at].open++;
+        if (!eg_dlq_resolved(s)) rows[at].open++;
         else rows[at].resolved++;
         by_status[s]++;
         rd_kafka_message_destroy(m);
@@ -261,6 +297,8 @@ static int cmd_stats(const args *a) {
         eg_table_free(&t);
         printf("resolved by status: replayed %ld  accepted-loss %ld  closed %ld\n", by_status[EG_DLQ_REPLAYED],
                by_status[EG_DLQ_ACCEPTED_LOSS], by_status[EG_DLQ_CLOSED]);
+        printf("unresolved by state: open %ld  pending-approval %ld  approved %ld\n", by_status[EG_DLQ_OPEN],
+               by_status[EG_DLQ_PENDING], by_status[EG_DLQ_APPROVED]);
     }
     for (size_t i = 0; i < nrows; i++) free(rows[i].name);
     free(rows);
@@ -386,9 +424,27 @@ static int cmd_tail(const args *a) {
 
 /* ---- resolve -------------------------------------------------------------- */
 
-static void on_state_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-    rd_kafka_resp_err_t *out = opaque;
-    *out = m->err;
+/* Writes status st (with --reason) for the n item ids to LANE.state, with
+ * author (NULL: user@host), and waits for every report; the JSON of the
+ * last record goes into json. Returns 0 when every write was confirmed,
+ * else 1 after saying so on stderr. */
+static int write_states(const args *a, int parts, const char *author, const char *const *ids, size_t n,
+                        eg_dlq_status st, const char *cmd, char *json, size_t jsonlen) {
+    eg_dlq_writer w;
+    char err[1024], note[600];
+    if (eg_dlq_writer_open(&w, &a->k, a->lane, parts, author, note, sizeof note, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate dlq %s: %s\n", cmd, err);
+        return 1;
+    }
+    if (*note) fprintf(stderr, "errgate dlq %s: note: %s\n", cmd, note);
+    for (size_t i = 0; i < n && !eg_dlq_stop; i++)
+        if (eg_dlq_writer_put(&w, ids[i], st, a->reason, json, jsonlen) < 0) break;
+    long bad = eg_dlq_writer_flush(&w, 30000), done = w.written;
+    if (bad || done < (long)n)
+        fprintf(stderr, "errgate dlq %s: %s: %ld of %zu write(s) not confirmed: %s\n", cmd, w.topic, (long)n - done, n,
+                bad ? rd_kafka_err2str(w.last_err) : "interrupted");
+    eg_dlq_writer_close(&w);
+    return bad || done < (long)n ? 1 : 0;
 }
 
 /* `dlq resolve`: writes the state record of one item (--id) with --status
@@ -403,9 +459,7 @@ static int cmd_resolve(const args *a) {
         snprintf(why, sizeof why, "resolve: --status '%s' is not one of replayed, accepted-loss, closed", a->status);
         return usage_error(why);
     }
-    int blank = 1;
-    for (const char *p = a->reason ? a->reason : ""; *p; p++) blank &= isspace((unsigned char)*p) != 0;
-    if (st == EG_DLQ_ACCEPTED_LOSS && blank)
+    if (st == EG_DLQ_ACCEPTED_LOSS && blank(a->reason))
         return usage_error("resolve: accepted-loss needs --reason TEXT (why the loss is accepted)");
     if (a->reason && strlen(a->reason) > 1000) return usage_error("resolve: --reason is longer than 1000 bytes");
 
@@ -438,43 +492,149 @@ static int cmd_resolve(const args *a) {
         return 2;
     }
 
-    rd_kafka_resp_err_t dr = RD_KAFKA_RESP_ERR__IN_PROGRESS;
-    rd_kafka_t *prod = eg_dlq_producer(&a->k, "errgate-dlq", on_state_delivery, &dr, err, sizeof err);
-    if (!prod) {
-        fprintf(stderr, "errgate dlq resolve: %s\n", err);
+    char json[4096], topic[512];
+    if (write_states(a, parts, NULL, &a->id, 1, (eg_dlq_status)st, "resolve", json, sizeof json)) return 1;
+    eg_dlq_state_topic(a->lane, topic, sizeof topic);
+    printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
+    return 0;
+}
+
+/* ---- approve -------------------------------------------------------------- */
+
+/* An item `dlq approve` selected: its id and the line that reports it. */
+typedef struct aitem {
+    char *id, *line;
+} aitem;
+
+/* 1 when lane record m is selected by --id (its item id is id), --class or
+ * --where (evaluated by w), 0 when not, -1 with err when --where failed. */
+static int approve_selects(const args *a, eg_where *w, const rd_kafka_message_t *m, const char *id, char *err,
+                           size_t errlen) {
+    if (a->id) return !strcmp(id, a->id);
+    if (a->klass) {
+        char k[256];
+        return eg_header_str(m, EG_H_CLASS, k, sizeof k) == 0 && !strcmp(k, a->klass);
+    }
+    return eg_where_eval(w, m, err, errlen);
+}
+
+/* `dlq approve`: reads the whole lane with the states of its items, picks
+ * the selected items that await approval (see the file comment) and writes
+ * `approved` for each (once per item id). Returns the exit code. */
+static int cmd_approve(const args *a) {
+    int nsel = (a->id != NULL) + (a->where != NULL) + (a->klass != NULL);
+    if (nsel != 1) return usage_error("approve: give exactly one of --id ID, --where EXPR, --class C");
+    if ((a->id && !*a->id) || (a->klass && !*a->klass) || (a->where && !*a->where))
+        return usage_error("approve: --id, --where and --class need a non-empty value");
+    if (blank(a->author)) return usage_error("approve: --by NAME is required (who approves)");
+    if (strlen(a->author) > 200) return usage_error("approve: --by is longer than 200 bytes");
+    if (a->reason && strlen(a->reason) > 1000) return usage_error("approve: --reason is longer than 1000 bytes");
+    char err[1024];
+    eg_where *w = NULL;
+    if (a->where && !(w = eg_where_new(a->where, 50, err, sizeof err))) {
+        fprintf(stderr, "errgate dlq approve: %s\n", err);
         return 2;
     }
-    char topic[512], note[600], by[300], json[4096];
-    eg_dlq_state_topic(a->lane, topic, sizeof topic);
-    eg_dlq_whoami(by, sizeof by);
-    rc = eg_dlq_state_ensure(prod, topic, parts, note, sizeof note, err, sizeof err);
-    if (rc == 0 && *note) fprintf(stderr, "errgate dlq resolve: note: %s\n", note);
-    int64_t now = eg_wall_ms();
-    int n = eg_dlq_state_json((eg_dlq_status)st, a->reason, now, by, json, sizeof json);
-    rd_kafka_resp_err_t x = n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE : RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (rc == 0 && !x)
-        x = rd_kafka_producev(prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_KEY(a->id, strlen(a->id)), RD_KAFKA_V_VALUE(json, (size_t)n),
-                              RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_END);
-    if (rc == 0 && !x) {
-        rd_kafka_flush(prod, 30000);
-        x = dr == RD_KAFKA_RESP_ERR__IN_PROGRESS ? RD_KAFKA_RESP_ERR__TIMED_OUT : dr;
+    eg_dlq_states st;
+    memset(&st, 0, sizeof st);
+    eg_lread r;
+    int rc = open_lane(a, &r, "approve");
+    if (rc) {
+        eg_where_free(w);
+        return rc;
     }
-    if (rc < 0) fprintf(stderr, "errgate dlq resolve: %s\n", err);
-    else if (x) fprintf(stderr, "errgate dlq resolve: %s: write failed: %s\n", topic, rd_kafka_err2str(x));
-    else printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
-    rd_kafka_destroy(prod);
-    return rc < 0 || x ? 1 : 0;
+    if (eg_dlq_states_load(&a->k, a->lane, &st, err, sizeof err) < 0 || eg_lread_start(&r, 0, err, sizeof err) < 0)
+        rc = -1;
+    eg_strmap seen = {0};
+    aitem *items = NULL;
+    size_t n = 0;
+    long left[EG_DLQ__N] = {0}, matched = 0;
+    eg_dlq_status idst = EG_DLQ_OPEN; /* --id: the state it was found in */
+    int where_failed = 0;
+    rd_kafka_message_t *m;
+    while (rc == 0 && !eg_dlq_stop) {
+        int got = eg_lread_next(&r, 200, &m, err, sizeof err);
+        if (got == 2) break;
+        if (got < 0) rc = -1;
+        if (got != 1) continue;
+        char id[320];
+        eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
+        int sel = approve_selects(a, w, m, id, err, sizeof err);
+        if (sel < 0) {
+            char e[1100];
+            snprintf(e, sizeof e, "--where failed on %s/%d/%lld: %s", a->lane, (int)m->partition, (long long)m->offset,
+                     err);
+            eg_strlcpy(err, e, sizeof err);
+            where_failed = 1;
+            rc = -1;
+        }
+        if (sel == 1) {
+            matched++;
+            idst = s;
+            int take = s == EG_DLQ_PENDING || (a->id && s == EG_DLQ_OPEN);
+            if (!take || eg_strmap_get(&seen, id, strlen(id)) >= 0) {
+                left[s] += !take;
+            } else {
+                char klass[200], code[200], line[1200];
+                hval(m, EG_H_CLASS, klass, sizeof klass);
+                hval(m, EG_H_CODE, code, sizeof code);
+                snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", id, a->lane, (int)m->partition,
+                         (long long)m->offset, klass, code);
+                eg_strmap_put(&seen, id, strlen(id), (int64_t)n);
+                items = eg_xrealloc(items, (n + 1) * sizeof *items);
+                items[n++] = (aitem){.id = eg_xstrdup(id), .line = eg_xstrdup(line)};
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    int parts = r.n;
+    eg_lread_close(&r);
+    eg_where_free(w);
+    if (rc == 0 && eg_dlq_stop) {
+        eg_strlcpy(err, "interrupted; nothing written", sizeof err);
+        rc = -1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "errgate dlq approve: %s\n", err);
+        rc = where_failed ? 2 : 1;
+    } else if (a->id && !matched) {
+        fprintf(stderr, "errgate dlq approve: --id %s: no record of %s carries that id\n", a->id, a->lane);
+        rc = 2;
+    } else if (a->id && !n) {
+        int done = idst == EG_DLQ_APPROVED;
+        fprintf(stderr, "errgate dlq approve: --id %s is %s: %s\n", a->id, eg_dlq_status_name(idst),
+                done ? "already approved, nothing written" : "a resolved item cannot be approved");
+        rc = done ? 0 : 2;
+    } else {
+        const char **ids = eg_xcalloc(n ? n : 1, sizeof *ids);
+        for (size_t i = 0; i < n; i++) ids[i] = items[i].id;
+        char json[4096];
+        if (!a->dry && n) rc = write_states(a, parts, a->author, ids, n, EG_DLQ_APPROVED, "approve", json, sizeof json);
+        free(ids);
+        if (rc == 0) {
+            for (size_t i = 0; i < n; i++) printf("%s %s\n", a->dry ? "would approve" : "approved", items[i].line);
+            printf("%s %zu", a->dry ? "dry run, nothing written: would approve" : "approved", n);
+            int any = 0;
+            for (int s = 0; s < EG_DLQ__N; s++)
+                if (left[s]) printf("%s %s %ld", any++ ? "," : "  left alone:", eg_dlq_status_name(s), left[s]);
+            printf("\n");
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(items[i].id), free(items[i].line);
+    free(items);
+    eg_strmap_free(&seen);
+    eg_dlq_states_free(&st);
+    return rc;
 }
 
 int eg_cmd_dlq(int argc, char **argv) {
-    if (argc < 2) return usage_error("missing subcommand (stats, tail or resolve)");
+    if (argc < 2) return usage_error("missing subcommand (stats, tail, resolve, approve or watch)");
     const char *sub = argv[1];
     if (eg_is_help(sub) || !strcmp(sub, "help")) {
         usage();
         return EG_EXIT_OK;
     }
-    if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve")) {
+    if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve") && strcmp(sub, "approve")) {
         char why[300];
         snprintf(why, sizeof why, "unknown subcommand '%s'", sub);
         return usage_error(why);
@@ -485,6 +645,7 @@ int eg_cmd_dlq(int argc, char **argv) {
     eg_dlq_catch_signals();
     if (!strcmp(sub, "stats")) rc = cmd_stats(&a);
     else if (!strcmp(sub, "tail")) rc = cmd_tail(&a);
+    else if (!strcmp(sub, "approve")) rc = cmd_approve(&a);
     else rc = cmd_resolve(&a);
     eg_dlq_release_signals();
     return rc;

@@ -134,7 +134,11 @@ typedef struct eg_config {
     char *policy;     /* path of the policy file */
     char *lane_dlq;   /* topic templates, "{topic}" expands to the source topic */
     char *lane_quarantine;
-    char *lane_retry;    /* rung topics: {topic} and {rung} (alias {delay}) */
+    char *lane_retry; /* rung topics: {topic} and {rung} (alias {delay}) */
+
+    int dlq_approval;        /* 1: DLQ records carry errgate.approval: required */
+    int quarantine_approval; /* the same for quarantine records */
+
     char *spill_dir;     /* lanes.spill.dir, resolved; NULL: no spill journal */
     int spill_after_ms;  /* spill a lane write not acknowledged after this long */
     int breaker_enabled; /* 1 when target.breaker is present */

@@ -23,14 +23,20 @@
 
 #define ADMIN_TIMEOUT_MS 10000
 
-static const char *const status_names[EG_DLQ__N] = {"open", "replayed", "accepted-loss", "closed"};
+static const char *const status_names[EG_DLQ__N] = {"open",     "pending-approval", "approved",
+                                                    "replayed", "accepted-loss",    "closed"};
 
 const char *eg_dlq_status_name(eg_dlq_status s) { return s >= 0 && s < EG_DLQ__N ? status_names[s] : "?"; }
 
-int eg_dlq_status_parse(const char *s) {
-    for (int i = EG_DLQ_REPLAYED; i < EG_DLQ__N; i++)
+int eg_dlq_state_parse(const char *s) {
+    for (int i = 0; i < EG_DLQ__N; i++)
         if (strcmp(s, status_names[i]) == 0) return i;
     return -1;
+}
+
+int eg_dlq_status_parse(const char *s) {
+    int i = eg_dlq_state_parse(s);
+    return i >= 0 && eg_dlq_resolved(i) ? i : -1;
 }
 
 void eg_dlq_state_topic(const char *lane, char *out, size_t outlen) { snprintf(out, outlen, "%s.state", lane); }
@@ -148,8 +154,8 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
     eg_dlq_status st = EG_DLQ_OPEN;
     char name[32];
     if (val && eg_json_get_str(val, vallen, "status", name, sizeof name) == 0) {
-        int p = eg_dlq_status_parse(name);
-        if (p > 0) st = (eg_dlq_status)p;
+        int p = eg_dlq_state_parse(name);
+        if (p >= EG_DLQ_APPROVED) st = (eg_dlq_status)p;
     }
     int64_t i = eg_strmap_get(&s->ids, id, idlen);
     if (i < 0) {
@@ -188,10 +194,18 @@ int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, cha
     return rc < 0 ? -1 : 0;
 }
 
-eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts) {
+eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts, int pending) {
     int64_t i = eg_strmap_get(&s->ids, id, strlen(id));
-    if (i < 0 || s->ts[i] < rec_ts) return EG_DLQ_OPEN;
+    if (i < 0 || s->ts[i] < rec_ts || s->st[i] == EG_DLQ_OPEN) return pending ? EG_DLQ_PENDING : EG_DLQ_OPEN;
     return (eg_dlq_status)s->st[i];
+}
+
+eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t *m, char *id, size_t idlen) {
+    char appr[32];
+    rd_kafka_timestamp_type_t tt;
+    eg_dlq_item_id(m, id, idlen);
+    int pending = eg_header_str(m, EG_H_APPROVAL, appr, sizeof appr) == 0 && !strcmp(appr, EG_APPROVAL_REQUIRED);
+    return eg_dlq_states_status(s, id, rd_kafka_message_timestamp(m, &tt), pending);
 }
 
 void eg_dlq_states_free(eg_dlq_states *s) {
@@ -199,4 +213,69 @@ void eg_dlq_states_free(eg_dlq_states *s) {
     free(s->st);
     free(s->ts);
     memset(s, 0, sizeof *s);
+}
+
+/* Delivery report of a state write (served by rd_kafka_poll/flush on the
+ * command's thread): counts it. */
+static void on_written(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    eg_dlq_writer *w = opaque;
+    w->inflight--;
+    if (m->err) {
+        w->failed++;
+        w->last_err = m->err;
+    } else {
+        w->written++;
+    }
+}
+
+int eg_dlq_writer_open(eg_dlq_writer *w, const eg_kcli *k, const char *lane, int partitions, const char *by, char *note,
+                       size_t notelen, char *err, size_t errlen) {
+    memset(w, 0, sizeof *w);
+    note[0] = '\0';
+    eg_dlq_state_topic(lane, w->topic, sizeof w->topic);
+    if (by) eg_strlcpy(w->by, by, sizeof w->by);
+    else eg_dlq_whoami(w->by, sizeof w->by);
+    w->rk = eg_dlq_producer(k, "errgate-dlq", on_written, w, err, errlen);
+    if (!w->rk) return -1;
+    if (eg_dlq_state_ensure(w->rk, w->topic, partitions, note, notelen, err, errlen) < 0) {
+        eg_dlq_writer_close(w);
+        return -1;
+    }
+    return 0;
+}
+
+int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, char *json,
+                      size_t jsonlen) {
+    char buf[4096];
+    int64_t now = eg_wall_ms();
+    int n = eg_dlq_state_json(st, reason, now, w->by, buf, sizeof buf);
+    rd_kafka_resp_err_t x =
+        n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+              : rd_kafka_producev(w->rk, RD_KAFKA_V_TOPIC(w->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_KEY(id, strlen(id)), RD_KAFKA_V_VALUE(buf, (size_t)n),
+                                  RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_END);
+    if (x) {
+        w->failed++;
+        w->last_err = x;
+        return -1;
+    }
+    if (json) eg_strlcpy(json, buf, jsonlen);
+    w->inflight++;
+    rd_kafka_poll(w->rk, 0);
+    return 0;
+}
+
+long eg_dlq_writer_flush(eg_dlq_writer *w, int timeout_ms) {
+    rd_kafka_flush(w->rk, timeout_ms);
+    if (w->inflight > 0) w->last_err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    return w->failed + w->inflight;
+}
+
+void eg_dlq_writer_close(eg_dlq_writer *w) {
+    if (w->rk) {
+        rd_kafka_purge(w->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(w->rk, 0);
+        rd_kafka_destroy(w->rk);
+    }
+    w->rk = NULL;
 }

@@ -34,4 +34,9 @@
 #define EG_H_REPLAY_TS "replay.timestamp"
 #define EG_H_REPLAYS "errgate.replays" /* how many times replayed */
 
+/* "required" on a DLQ or quarantine record whose item starts
+ * pending-approval (lanes.*_approval, route { dlq = true, approval = true }) */
+#define EG_H_APPROVAL "errgate.approval"
+#define EG_APPROVAL_REQUIRED "required"
+
 #endif

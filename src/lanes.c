@@ -35,6 +35,7 @@ struct eg_lanes {
     int pipefd[2];
     struct event *ev;
     const char *tmpl[EG_LANE__N]; /* borrowed from the config */
+    int approval[EG_LANE__N];     /* lanes.*_approval: the lane's records need approval */
     char *group;
     lane_topic *topics;
     int ntopics;
@@ -131,6 +132,8 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
+    l->approval[EG_LANE_DLQ] = cfg->dlq_approval;
+    l->approval[EG_LANE_QUARANTINE] = cfg->quarantine_approval;
     l->group = eg_xstrdup(cfg->group);
     if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %m");
@@ -185,10 +188,10 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
-    static const char *const names[] = {EG_H_CLASS,       EG_H_CODE,     EG_H_MESSAGE,    EG_H_TIMESTAMP,
-                                        EG_H_KIND,        EG_H_STATUS,   EG_H_CLASS_HINT, EG_H_RETRY_AFTER,
-                                        EG_H_RETRY_COUNT, EG_H_PREVIOUS, EG_H_POLICY,     EG_H_ACTION,
-                                        EG_H_REASON,      EG_H_HISTORY,  EG_H_NOT_BEFORE, NULL};
+    static const char *const names[] = {
+        EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,   EG_H_STATUS,
+        EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY, EG_H_ACTION,
+        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_APPROVAL,  NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
     return 0;
@@ -264,6 +267,8 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     add(h, EG_H_POLICY, policy_id);
     add(h, EG_H_ACTION, eg_action_name(d->action));
     add(h, EG_H_REASON, d->reason[0] ? d->reason : d->klass);
+    int lane = eg_lane_of(d->action);
+    if (lane >= 0 && (l->approval[lane] || d->approval)) add(h, EG_H_APPROVAL, EG_APPROVAL_REQUIRED);
     if (d->action == EG_ACT_LADDER && d->not_before_ms > 0) {
         snprintf(buf, sizeof buf, "%lld", (long long)d->not_before_ms);
         add(h, EG_H_NOT_BEFORE, buf);
