@@ -14,7 +14,10 @@
  * line of resolved counts per status and a line of unresolved counts per
  * state. States follow the lifecycle rule of dlq.h (latest status per id,
  * not older than the record; errgate.approval: required makes an item
- * without one pending-approval).
+ * without one pending-approval). With --prometheus it prints instead the
+ * Prometheus text exposition of the per-state counts and, per unresolved
+ * state, when its oldest item was dead-lettered (for node_exporter's
+ * textfile collector and the ErrgatePendingApprovalOld alert).
  *
  * tail prints the last N records (default 10) of the lane in timestamp
  * order, one line each:
@@ -49,6 +52,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +61,7 @@
 static void usage(void) {
     printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
            "[--by class|code|reason|original.topic|policy|state] [--since DUR]\n"
+           "               [--prometheus]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
            "[--reason TEXT]\n"
@@ -73,7 +78,8 @@ static void usage(void) {
 
            "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
            "                (else $ERRGATE_BOOTSTRAP)\n"
-           "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n");
+           "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n"
+           "  --prometheus  stats: items per state and the oldest unresolved ones, as Prometheus text\n");
 }
 
 /* One line naming what is wrong on stderr; returns the exit code 2. */
@@ -90,7 +96,7 @@ typedef struct args {
     eg_kcli k;
     const char *lane, *by, *since, *id, *status, *reason;
     const char *where, *klass, *author; /* approve */
-    int follow, payload, dry;
+    int follow, payload, dry, prom;
     long n;
 } args;
 
@@ -113,6 +119,10 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
             appr = !strcmp(sub, "approve");
         if (appr && !strcmp(o, "--dry-run")) {
             a->dry = 1;
+            continue;
+        }
+        if (stats && !strcmp(o, "--prometheus")) {
+            a->prom = 1;
             continue;
         }
         if (tail && (!strcmp(o, "-f") || !strcmp(o, "--follow"))) {
@@ -193,6 +203,24 @@ static int cmp_rows(const void *x, const void *y) {
     return strcmp(a->name, b->name);
 }
 
+/* Prints the --prometheus form of `dlq stats`: count[s] items per state of
+ * lane, and oldest[s] (ms; INT64_MAX: none) for each unresolved state that
+ * has items. Lane names are Kafka topic names, which need no escaping. */
+static void print_prometheus(const char *lane, const long count[EG_DLQ__N], const int64_t oldest[EG_DLQ__N]) {
+    printf("# HELP errgate_dlq_items Items of a lane by lifecycle state (errgate dlq stats --prometheus).\n"
+           "# TYPE errgate_dlq_items gauge\n");
+    for (int s = 0; s < EG_DLQ__N; s++)
+        printf("errgate_dlq_items{lane=\"%s\",state=\"%s\"} %ld\n", lane, eg_dlq_status_name((eg_dlq_status)s),
+               count[s]);
+    printf("# HELP errgate_dlq_oldest_item_timestamp_seconds When the oldest item of a lane in an unresolved state "
+           "was written to the lane.\n"
+           "# TYPE errgate_dlq_oldest_item_timestamp_seconds gauge\n");
+    for (int s = 0; s < EG_DLQ__N; s++)
+        if (!eg_dlq_resolved(s) && oldest[s] != INT64_MAX)
+            printf("errgate_dlq_oldest_item_timestamp_seconds{lane=\"%s\",state=\"%s\"} %.3f\n", lane,
+                   eg_dlq_status_name((eg_dlq_status)s), (double)oldest[s] / 1000.0);
+}
+
 /* `dlq stats`: counts the lane's records (open and resolved) per --by
  * field and prints them as a table. Returns the exit code. */
 static int cmd_stats(const args *a) {
@@ -238,6 +266,8 @@ static int cmd_stats(const args *a) {
     srow *rows = NULL;
     size_t nrows = 0;
     long by_status[EG_DLQ__N] = {0};
+    int64_t oldest[EG_DLQ__N]; /* lane timestamp of the oldest item per state */
+    for (int i = 0; i < EG_DLQ__N; i++) oldest[i] = INT64_MAX;
     rc = eg_lread_start(&r, 0, err, sizeof err);
     rd_kafka_message_t *m;
     while (rc == 0 && !eg_dlq_stop) {
@@ -265,11 +295,13 @@ static int cmd_stats(const args *a) {
         if (!eg_dlq_resolved(s)) rows[at].open++;
         else rows[at].resolved++;
         by_status[s]++;
+        if (ts >= 0 && ts < oldest[s]) oldest[s] = ts;
         rd_kafka_message_destroy(m);
     }
     if (rc < 0) fprintf(stderr, "errgate dlq stats: %s\n", err);
     else if (eg_dlq_stop) rc = -1;
-    if (rc == 0) {
+    if (rc == 0 && a->prom) print_prometheus(a->lane, by_status, oldest);
+    else if (rc == 0) {
         if (nrows) qsort(rows, nrows, sizeof *rows, cmp_rows);
         char head[64];
         size_t hl = 0;
