@@ -1,5 +1,5 @@
 /* cmd_dlq.c — `errgate dlq stats|tail|resolve|approve`: look into a lane and
- * record what became of its items (`dlq watch` is in dlq_watch.c).
+ * record what became of its items (`dlq watch` is dlq_watch.c's).
  *
  *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state] [--since DUR]
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [-n N]
@@ -67,6 +67,8 @@ static void usage(void) {
            "[--reason TEXT]\n"
            "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
            "               [--reason TEXT] [--dry-run]\n"
+           "       errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
+           "               [--threshold CLASS=N/DUR ...] [--group G]\n"
 
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"
@@ -75,6 +77,8 @@ static void usage(void) {
            "                accepted-loss needs --reason\n"
            "  approve       approves the selected pending-approval items (replay --state approved\n"
            "                replays them); --by names the approver; --dry-run writes nothing\n"
+           "  watch         follows the lane in its own group: one incident line per record, a\n"
+           "                webhook alert when a class crosses its threshold (dlq watch --help)\n"
 
            "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
            "                (else $ERRGATE_BOOTSTRAP)\n"
@@ -666,6 +670,7 @@ int eg_cmd_dlq(int argc, char **argv) {
         usage();
         return EG_EXIT_OK;
     }
+    if (!strcmp(sub, "watch")) return eg_cmd_dlq_watch(argc, argv);
     if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve") && strcmp(sub, "approve")) {
         char why[300];
         snprintf(why, sizeof why, "unknown subcommand '%s'", sub);

@@ -56,6 +56,10 @@ rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
                             void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
                             size_t errlen);
 
+/* `errgate dlq watch` (dlq_watch.c), dispatched by `errgate dlq`: argv[0]
+ * is "dlq", argv[1] "watch". Returns the exit code. */
+int eg_cmd_dlq_watch(int argc, char **argv);
+
 /* ---- one replayed record (replay_record.c) ----------------------------- */
 
 /* What the replay filters look at, borrowed from one lane record. NULL
