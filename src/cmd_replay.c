@@ -156,7 +156,8 @@ static void usage(void) {
            "  --include-resolved replay items whatever their state\n"
            "  --group G          the consumer group that keeps the progress\n"
            "\n"
-           "Prints matched, replayed, refused, failed. Exit 0 when nothing failed.\n");
+           "Prints matched, replayed, refused, failed, and the items skipped per state. Exit 0 when\n"
+           "nothing failed.\n");
 }
 
 /* One line naming what is wrong on stderr; returns the exit code 2. */
