@@ -188,13 +188,13 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
-    static const char *const names[] = {
-        EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,   EG_H_STATUS,
-        EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY, EG_H_ACTION,
-        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_APPROVAL,  NULL};
+    static const char *const names[] = {EG_H_CLASS,       EG_H_CODE,     EG_H_MESSAGE,    EG_H_TIMESTAMP,
+                                        EG_H_KIND,        EG_H_STATUS,   EG_H_CLASS_HINT, EG_H_RETRY_AFTER,
+                                        EG_H_RETRY_COUNT, EG_H_PREVIOUS, EG_H_POLICY,     EG_H_ACTION,
+                                        EG_H_REASON,      EG_H_HISTORY,  EG_H_NOT_BEFORE, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
-    return 0;
+    return strcmp(name, EG_H_APPROVAL) == 0; /* decided afresh by each lane write */
 }
 
 /* Adds a NUL-terminated header value. */
