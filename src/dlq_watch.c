@@ -16,7 +16,9 @@
  * written. The progress moves only over records whose lines were written and
  * fdatasync'ed (at least every 500 ms and at the end), so a restart with the
  * same group resumes after the last incident written; after kill -9 the
- * lines of the last half second may be written again.
+ * lines of the last half second may be written again. Like every command's
+ * reader (kcli.h) it assigns the partitions the lane has at start and never
+ * joins the group as a member: one watcher per group.
  *
  * Thresholds. --threshold CLASS=N/DUR (e.g. permanent=5/1m; CLASS `*`
  * applies to each class without its own threshold) fires when N records of
