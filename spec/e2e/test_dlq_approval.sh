@@ -2,7 +2,7 @@
 # test_dlq_approval.sh — the DLQ lifecycle with approval: a route entry
 # { dlq = true, approval = true } dead-letters permanent failures with
 # errgate.approval: required (they start pending-approval) while exhausted
-# transient ones start open; `replay` honours the states (skips
+# transient ones start open (lanes.quarantine_approval for quarantine records); `replay` honours the states (skips
 # pending-approval and resolved items, saying how many and why; --state
 # approved replays only approved ones; --include-resolved overrides);
 # `dlq approve` by --class, --id and --where (dry run, author, idempotent,
@@ -12,12 +12,12 @@ source "$(dirname "$0")/dlq_story.sh"
 
 start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4 --topic src.replay:4
 start_handler
-gen_records 30 "ok:4 unavailable:3 permanent:3" | awk -F'\t' '{ sub(/^k[0-9]+/, "k" NR); print }' >"$T/records.tsv"
+gen_records 30 "ok:4 unavailable:3 permanent:3 semantic:1" | awk -F'\t' '{ sub(/^k[0-9]+/, "k" NR); print }' >"$T/records.tsv"
 N_TRANSIENT=$(grep -c '"mode":"unavailable"' "$T/records.tsv")
 N_PERMANENT=$(grep -c '"mode":"permanent"' "$T/records.tsv")
 [ "$N_TRANSIENT" -ge 3 ] && [ "$N_PERMANENT" -ge 3 ] || die "the run needs transient and permanent records"
 produce src <"$T/records.tsv"
-write_config "$T/gw.lua" appr none
+write_config "$T/gw.lua" appr none 'lanes = { quarantine_approval = true },'
 sed -i "s|policy = \".*\"|policy = \"$FIXTURES/approve_permanent.lua\"|" "$T/gw.lua"
 start_gateway gw "$T/gw.lua"
 wait_drained appr src 60 || die "the gateway did not drain src: lag $(lag appr src)"
@@ -30,6 +30,9 @@ row() { awk -v n="$2" -v c="$3" '$1==n {print $c}' "$1"; }
 field() { tail -1 "$2" | grep -o "$1 [0-9]*" | head -1 | awk '{print $NF}'; }
 
 hdr_dump src.dlq "$T/dlq.jsonl"
+hdr_dump src.quarantine "$T/q.jsonl"
+expect "lanes.quarantine_approval: every quarantine record carries errgate.approval: required" \
+  '[ -s "$T/q.jsonl" ] && [ "$(grep -c "\"errgate.approval\": \"required\"" "$T/q.jsonl")" = "$(wc -l <"$T/q.jsonl")" ]'
 expect "permanent records carry errgate.approval: required, transient ones do not" $PY - "$T/dlq.jsonl" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
