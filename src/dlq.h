@@ -13,11 +13,13 @@
  *
  * States: open -> (pending-approval -> approved) -> replayed | accepted-loss
  * | closed. A state record holds approved, replayed, accepted-loss or closed
- * (the last three resolve the item). The latest state record of an id
- * applies to a lane record when it was written at or after the lane
- * record's own timestamp: a record replayed, failed again and dead-lettered
- * anew is open again, while its older copy stays resolved. A lane record
- * with no state record that applies is pending-approval when it carries
+ * (the last three resolve the item). A state record applies to the lane
+ * records of its id written at or before it: a record replayed, failed
+ * again and dead-lettered anew is open again, while its older copy stays
+ * resolved. Of the records that apply, the latest resolving one wins (so an
+ * approval of the newer copy leaves the older copy replayed), else an
+ * approval; a tombstone forgets every earlier one. A lane record with no
+ * state record that applies is pending-approval when it carries
  * the header errgate.approval: required (written by the gateway on lanes
  * that require approval, lanes.dlq_approval / lanes.quarantine_approval, or
  * for a route entry with approval = true), else open.
@@ -159,17 +161,19 @@ void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen);
 int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
                         size_t errlen);
 
-/* The latest status of every id in a state topic. */
+/* The latest statuses of every id in a state topic: the latest resolving
+ * one and the latest approval, since the id's last tombstone. */
 typedef struct eg_dlq_states {
-    eg_strmap ids;     /* id -> index into st/ts */
-    unsigned char *st; /* eg_dlq_status */
-    int64_t *ts;       /* when that status was written (state record timestamp) */
+    eg_strmap ids;      /* id -> index into the arrays */
+    unsigned char *rst; /* the latest resolving status (EG_DLQ_OPEN: none) */
+    int64_t *rts;       /* when it was written (state record timestamp) */
+    int64_t *ats;       /* when the latest approval was written (-1: none) */
     size_t n, cap;
 } eg_dlq_states;
 
-/* Applies one state record: value NULL is a tombstone (open again); a value
- * without a status a state record may hold (approved, replayed,
- * accepted-loss, closed) counts as a tombstone. Later calls win. */
+/* Applies one state record (in the order they were written): value NULL is
+ * a tombstone (open again); a value without a status a state record may
+ * hold (approved, replayed, accepted-loss, closed) counts as one. */
 void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts);
 
 /* Reads the whole state topic of lane (no topic: no statuses). Returns 0 or
@@ -177,9 +181,9 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
 int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen);
 
 /* The state of a lane record with this id and timestamp (see the lifecycle
- * rule above): the latest state record's status when it applies, else
- * EG_DLQ_PENDING when pending is set (the record requires approval), else
- * EG_DLQ_OPEN. */
+ * rule above): the latest resolving status that applies, else approved when
+ * an approval applies, else EG_DLQ_PENDING when pending is set (the record
+ * requires approval), else EG_DLQ_OPEN. */
 eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts, int pending);
 
 /* The state of lane record m: its item id (into id, idlen), its timestamp

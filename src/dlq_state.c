@@ -151,24 +151,31 @@ int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char 
 }
 
 void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts) {
-    eg_dlq_status st = EG_DLQ_OPEN;
+    int st = -1;
     char name[32];
-    if (val && eg_json_get_str(val, vallen, "status", name, sizeof name) == 0) {
-        int p = eg_dlq_state_parse(name);
-        if (p >= EG_DLQ_APPROVED) st = (eg_dlq_status)p;
-    }
+    if (val && eg_json_get_str(val, vallen, "status", name, sizeof name) == 0) st = eg_dlq_state_parse(name);
     int64_t i = eg_strmap_get(&s->ids, id, idlen);
     if (i < 0) {
         if (s->n == s->cap) {
             s->cap = s->cap ? s->cap * 2 : 64;
-            s->st = eg_xrealloc(s->st, s->cap * sizeof *s->st);
-            s->ts = eg_xrealloc(s->ts, s->cap * sizeof *s->ts);
+            s->rst = eg_xrealloc(s->rst, s->cap * sizeof *s->rst);
+            s->rts = eg_xrealloc(s->rts, s->cap * sizeof *s->rts);
+            s->ats = eg_xrealloc(s->ats, s->cap * sizeof *s->ats);
         }
         i = (int64_t)s->n++;
         eg_strmap_put(&s->ids, id, idlen, i);
+        s->rst[i] = EG_DLQ_OPEN; /* a new id has no status yet */
+        s->rts[i] = s->ats[i] = -1;
     }
-    s->st[i] = (unsigned char)st;
-    s->ts[i] = ts;
+    if (st == EG_DLQ_APPROVED) {
+        s->ats[i] = ts;
+    } else if (st >= 0 && eg_dlq_resolved(st)) {
+        s->rst[i] = (unsigned char)st;
+        s->rts[i] = ts;
+    } else { /* a tombstone, or no status a state record may hold */
+        s->rst[i] = EG_DLQ_OPEN;
+        s->rts[i] = s->ats[i] = -1;
+    }
 }
 
 int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen) {
@@ -196,8 +203,9 @@ int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, cha
 
 eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts, int pending) {
     int64_t i = eg_strmap_get(&s->ids, id, strlen(id));
-    if (i < 0 || s->ts[i] < rec_ts || s->st[i] == EG_DLQ_OPEN) return pending ? EG_DLQ_PENDING : EG_DLQ_OPEN;
-    return (eg_dlq_status)s->st[i];
+    if (i >= 0 && s->rst[i] != EG_DLQ_OPEN && s->rts[i] >= rec_ts) return (eg_dlq_status)s->rst[i];
+    if (i >= 0 && s->ats[i] >= 0 && s->ats[i] >= rec_ts) return EG_DLQ_APPROVED;
+    return pending ? EG_DLQ_PENDING : EG_DLQ_OPEN;
 }
 
 eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t *m, char *id, size_t idlen) {
@@ -210,8 +218,9 @@ eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t
 
 void eg_dlq_states_free(eg_dlq_states *s) {
     eg_strmap_free(&s->ids);
-    free(s->st);
-    free(s->ts);
+    free(s->rst);
+    free(s->rts);
+    free(s->ats);
     memset(s, 0, sizeof *s);
 }
 

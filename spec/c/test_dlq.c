@@ -228,6 +228,22 @@ int main(void) {
     eg_dlq_states_apply(&s, "p", 1, NULL, 0, 400);
     CHECK(eg_dlq_states_status(&s, "p", 150, 1) == EG_DLQ_PENDING, "a tombstone reopens to pending-approval");
 
+    /* copy A (t=100) approved and replayed; it failed again: copy B (t=400)
+     * is approved (t=500). A stays replayed, B is approved, then replayed. */
+    eg_dlq_states_apply(&s, "q", 1, approved, strlen(approved), 200);
+    eg_dlq_states_apply(&s, "q", 1, replayed, strlen(replayed), 300);
+    CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_PENDING, "the newer copy waits for its own approval");
+    eg_dlq_states_apply(&s, "q", 1, approved, strlen(approved), 500);
+    CHECK(eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,
+          "approving the newer copy leaves the older one replayed");
+    CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_APPROVED, "the newer copy is approved");
+    eg_dlq_states_apply(&s, "q", 1, replayed, strlen(replayed), 600);
+    CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_REPLAYED &&
+              eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,
+          "both copies replayed");
+    eg_dlq_states_apply(&s, "q", 1, "{\"status\":\"nonsense\"}", 22, 700);
+    CHECK(eg_dlq_states_status(&s, "q", 100, 0) == EG_DLQ_OPEN, "an unknown status forgets what came before");
+
     eg_dlq_states_free(&s);
 
     CHECK(eg_dlq_status_parse("accepted-loss") == EG_DLQ_ACCEPTED_LOSS && eg_dlq_status_parse("open") < 0 &&

@@ -2,7 +2,8 @@
 # test_dlq_approval.sh — the DLQ lifecycle with approval: a route entry
 # { dlq = true, approval = true } dead-letters permanent failures with
 # errgate.approval: required (they start pending-approval) while exhausted
-# transient ones start open (lanes.quarantine_approval for quarantine records); `replay` honours the states (skips
+# transient ones start open, and lanes.quarantine_approval marks every
+# quarantine record; `replay` honours the states (skips
 # pending-approval and resolved items, saying how many and why; --state
 # approved replays only approved ones; --include-resolved overrides);
 # `dlq approve` by --class, --id and --where (dry run, author, idempotent,
