@@ -585,7 +585,7 @@ static int cmd_approve(const args *a) {
     aitem *items = NULL;
     size_t n = 0;
     long left[EG_DLQ__N] = {0}, matched = 0;
-    eg_dlq_status idst = EG_DLQ_OPEN; /* --id: the state it was found in */
+    eg_dlq_status idst = EG_DLQ_OPEN; /* --id: the state it was found in (approved, if a copy is) */
     int where_failed = 0;
     rd_kafka_message_t *m;
     while (rc == 0 && !eg_dlq_stop) {
@@ -606,7 +606,7 @@ static int cmd_approve(const args *a) {
         }
         if (sel == 1) {
             matched++;
-            idst = s;
+            if (idst != EG_DLQ_APPROVED) idst = s;
             int take = s == EG_DLQ_PENDING || (a->id && s == EG_DLQ_OPEN);
             if (!take || eg_strmap_get(&seen, id, strlen(id)) >= 0) {
                 left[s] += !take;

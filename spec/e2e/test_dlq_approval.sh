@@ -127,6 +127,23 @@ expect "a bad --where is refused before anything is written (rc $rc)" '[ "$rc" =
 expect "stats --by state: approved 1, pending-approval 1, replayed $N_DLQ; total adds up" \
   '[ "$(row "$T/s3.out" approved 2)" = 1 ] && [ "$(row "$T/s3.out" pending-approval 2)" = 1 ] &&
    [ "$(row "$T/s3.out" total 2)" = $((N_DLQ + 2)) ]'
+
+# the replayed record failed again: a new copy of $first, pending approval.
+# Approving it leaves the older copy replayed (the latest resolving status
+# of the id applies to it), so nothing is replayed twice.
+printf 'kf\tagain\n' | kcat -P -b "$BOOTSTRAP" -t src.dlq -K $'\t' -H error.class=permanent -H errgate.id="$first" \
+  -H errgate.approval=required 2>/dev/null
+"$EG" dlq approve src.dlq --id "$first" --by dave >"$T/a8.out" 2>&1; rc=$?
+expect "the new copy of a replayed record is approved by --id (rc $rc)" \
+  '[ "$rc" = 0 ] && grep -q "^approved $first src.dlq/" "$T/a8.out" && grep -q "^approved 1  left alone: replayed 1$" "$T/a8.out"'
+"$EG" dlq approve src.dlq --id "$first" --by dave >/dev/null 2>"$T/a9.err"; rc=$?
+expect "approving it again: already approved (rc $rc)" '[ "$rc" = 0 ] && grep -q "already approved" "$T/a9.err"'
+"$EG" dlq stats src.dlq --by state >"$T/s4.out"
+expect "stats: the older copy stays replayed, the new one is approved" \
+  '[ "$(row "$T/s4.out" replayed 2)" = "$N_DLQ" ] && [ "$(row "$T/s4.out" approved 2)" = 2 ]'
+"$EG" replay --from src.dlq --to src.replay --state approved --dry-run >"$T/r8.out" 2>&1; rc=$?
+expect "replay --state approved would send the two approved items, not the replayed copy (rc $rc)" \
+  '[ "$rc" = 0 ] && [ "$(field "would replay" "$T/r8.out")" = 2 ]'
 for bad in "--by bob" "--class permanent" "--class permanent --id x --by bob" "--class permanent --by ' '"; do
   eval "\"\$EG\" dlq approve src.dlq $bad" >/dev/null 2>"$T/b.err"; rc=$?
   expect "bad arguments 'approve $bad': exit 2 with a reason (rc $rc)" '[ "$rc" = 2 ] && head -1 "$T/b.err" | grep -q "^errgate dlq: "'
