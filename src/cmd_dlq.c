@@ -461,11 +461,11 @@ static int cmd_tail(const args *a) {
 /* ---- resolve -------------------------------------------------------------- */
 
 /* Writes status st (with --reason) for the n item ids to LANE.state, with
- * author (NULL: user@host), and waits for every report; the JSON of the
- * last record goes into json. Returns 0 when every write was confirmed,
- * else 1 after saying so on stderr. */
-static int write_states(const args *a, int parts, const char *author, const char *const *ids, size_t n,
-                        eg_dlq_status st, const char *cmd, char *json, size_t jsonlen) {
+ * author (NULL: user@host) and since[i] (NULL: none), and waits for every
+ * report; the JSON of the last record goes into json. Returns 0 when every
+ * write was confirmed, else 1 after saying so on stderr. */
+static int write_states(const args *a, int parts, const char *author, const char *const *ids, const int64_t *since,
+                        size_t n, eg_dlq_status st, const char *cmd, char *json, size_t jsonlen) {
     eg_dlq_writer w;
     char err[1024], note[600];
     if (eg_dlq_writer_open(&w, &a->k, a->lane, parts, author, note, sizeof note, err, sizeof err) < 0) {
@@ -474,7 +474,7 @@ static int write_states(const args *a, int parts, const char *author, const char
     }
     if (*note) fprintf(stderr, "errgate dlq %s: note: %s\n", cmd, note);
     for (size_t i = 0; i < n && !eg_dlq_stop; i++)
-        if (eg_dlq_writer_put(&w, ids[i], st, a->reason, json, jsonlen) < 0) break;
+        if (eg_dlq_writer_put(&w, ids[i], st, a->reason, since ? since[i] : -1, json, jsonlen) < 0) break;
     long bad = eg_dlq_writer_flush(&w, 30000), done = w.written;
     if (bad || done < (long)n)
         fprintf(stderr, "errgate dlq %s: %s: %ld of %zu write(s) not confirmed: %s\n", cmd, w.topic, (long)n - done, n,
@@ -529,7 +529,7 @@ static int cmd_resolve(const args *a) {
     }
 
     char json[4096], topic[512];
-    if (write_states(a, parts, NULL, &a->id, 1, (eg_dlq_status)st, "resolve", json, sizeof json)) return 1;
+    if (write_states(a, parts, NULL, &a->id, NULL, 1, (eg_dlq_status)st, "resolve", json, sizeof json)) return 1;
     eg_dlq_state_topic(a->lane, topic, sizeof topic);
     printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
     return 0;
@@ -537,9 +537,11 @@ static int cmd_resolve(const args *a) {
 
 /* ---- approve -------------------------------------------------------------- */
 
-/* An item `dlq approve` selected: its id and the line that reports it. */
+/* An item `dlq approve` selected: its id, the line that reports it, and
+ * the timestamp of its oldest pending copy (the approval's "since"). */
 typedef struct aitem {
     char *id, *line;
+    int64_t since;
 } aitem;
 
 /* 1 when lane record m is selected by --id (its item id is id), --class or
@@ -608,8 +610,11 @@ static int cmd_approve(const args *a) {
             matched++;
             if (idst != EG_DLQ_APPROVED) idst = s;
             int take = s == EG_DLQ_PENDING || (a->id && s == EG_DLQ_OPEN);
-            if (!take || eg_strmap_get(&seen, id, strlen(id)) >= 0) {
-                left[s] += !take;
+            int64_t at = take ? eg_strmap_get(&seen, id, strlen(id)) : -1, ts = ts_of(m);
+            if (!take) {
+                left[s]++;
+            } else if (at >= 0) { /* another copy of an item taken: the approval reaches back to it */
+                if (ts < items[at].since) items[at].since = ts;
             } else {
                 char klass[200], code[200], line[1200];
                 hval(m, EG_H_CLASS, klass, sizeof klass);
@@ -618,7 +623,7 @@ static int cmd_approve(const args *a) {
                          (long long)m->offset, klass, code);
                 eg_strmap_put(&seen, id, strlen(id), (int64_t)n);
                 items = eg_xrealloc(items, (n + 1) * sizeof *items);
-                items[n++] = (aitem){.id = eg_xstrdup(id), .line = eg_xstrdup(line)};
+                items[n++] = (aitem){.id = eg_xstrdup(id), .line = eg_xstrdup(line), .since = ts};
             }
         }
         rd_kafka_message_destroy(m);
@@ -643,10 +648,13 @@ static int cmd_approve(const args *a) {
         rc = done ? 0 : 2;
     } else {
         const char **ids = eg_xcalloc(n ? n : 1, sizeof *ids);
-        for (size_t i = 0; i < n; i++) ids[i] = items[i].id;
+        int64_t *since = eg_xcalloc(n ? n : 1, sizeof *since);
+        for (size_t i = 0; i < n; i++) ids[i] = items[i].id, since[i] = items[i].since;
         char json[4096];
-        if (!a->dry && n) rc = write_states(a, parts, a->author, ids, n, EG_DLQ_APPROVED, "approve", json, sizeof json);
+        if (!a->dry && n)
+            rc = write_states(a, parts, a->author, ids, since, n, EG_DLQ_APPROVED, "approve", json, sizeof json);
         free(ids);
+        free(since);
         if (rc == 0) {
             for (size_t i = 0; i < n; i++) printf("%s %s\n", a->dry ? "would approve" : "approved", items[i].line);
             printf("%s %zu", a->dry ? "dry run, nothing written: would approve" : "approved", n);

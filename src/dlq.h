@@ -18,7 +18,11 @@
  * again and dead-lettered anew is open again, while its older copy stays
  * resolved. Of the records that apply, the latest resolving one wins (so an
  * approval of the newer copy leaves the older copy replayed), else an
- * approval; a tombstone forgets every earlier one. A lane record with no
+ * approval. An approval names in "since" the timestamp of the oldest lane
+ * record it approves and does not apply to older ones, so that it never
+ * reaches an older copy, even once compaction has removed the status that
+ * resolved that copy. A tombstone forgets every earlier status. A lane
+ * record with no
  * state record that applies is pending-approval when it carries
  * the header errgate.approval: required (written by the gateway on lanes
  * that require approval, lanes.dlq_approval / lanes.quarantine_approval, or
@@ -168,6 +172,7 @@ typedef struct eg_dlq_states {
     unsigned char *rst; /* the latest resolving status (EG_DLQ_OPEN: none) */
     int64_t *rts;       /* when it was written (state record timestamp) */
     int64_t *ats;       /* when the latest approval was written (-1: none) */
+    int64_t *afrom;     /* its "since": the oldest lane record it approves (-1: any) */
     size_t n, cap;
 } eg_dlq_states;
 
@@ -210,11 +215,12 @@ typedef struct eg_dlq_writer {
 int eg_dlq_writer_open(eg_dlq_writer *w, const eg_kcli *k, const char *lane, int partitions, const char *by, char *note,
                        size_t notelen, char *err, size_t errlen);
 
-/* Queues the state record {status, reason, at: now, by} keyed by id. The
- * JSON written is copied into json (may be NULL) when it fits. Returns 0,
- * or -1 when the producer refused it at once (counted as failed). */
-int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, char *json,
-                      size_t jsonlen);
+/* Queues the state record {status, reason, at: now, by[, since]} keyed by
+ * id (since: the RFC 3339 form of since_ms, when >= 0). The JSON written is
+ * copied into json (may be NULL) when it fits. Returns 0, or -1 when the
+ * producer refused it at once (counted as failed). */
+int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, int64_t since_ms,
+                      char *json, size_t jsonlen);
 
 /* Waits up to timeout_ms for every queued write's report. Returns the
  * number of writes that failed or were never confirmed. */

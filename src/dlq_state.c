@@ -12,6 +12,7 @@
 #include "dlq.h"
 #include "headers.h"
 #include "json.h"
+#include "parse.h"
 #include "record.h"
 #include "util.h"
 
@@ -50,8 +51,10 @@ static int put_lit(char *out, size_t outlen, size_t *len, const char *lit) {
     return 0;
 }
 
-int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, char *out, size_t outlen) {
-    char at[40];
+/* eg_dlq_state_json, plus "since" (RFC 3339 of since_ms) when since_ms >= 0. */
+static int state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, int64_t since_ms, char *out,
+                      size_t outlen) {
+    char at[40], since[40];
     size_t len = 0;
     eg_rfc3339(at_ms, at, sizeof at);
     const char *st = eg_dlq_status_name(s);
@@ -59,10 +62,18 @@ int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const 
     if (put_lit(out, outlen, &len, "{\"status\":") || eg_json_put_str(out, outlen, &len, st, strlen(st)) ||
         put_lit(out, outlen, &len, ",\"reason\":") || eg_json_put_str(out, outlen, &len, reason, strlen(reason)) ||
         put_lit(out, outlen, &len, ",\"at\":") || eg_json_put_str(out, outlen, &len, at, strlen(at)) ||
-        put_lit(out, outlen, &len, ",\"by\":") || eg_json_put_str(out, outlen, &len, by, strlen(by)) ||
-        put_lit(out, outlen, &len, "}"))
+        put_lit(out, outlen, &len, ",\"by\":") || eg_json_put_str(out, outlen, &len, by, strlen(by)))
         return -1;
-    return (int)len;
+    if (since_ms >= 0) {
+        eg_rfc3339(since_ms, since, sizeof since);
+        if (put_lit(out, outlen, &len, ",\"since\":") || eg_json_put_str(out, outlen, &len, since, strlen(since)))
+            return -1;
+    }
+    return put_lit(out, outlen, &len, "}") ? -1 : (int)len;
+}
+
+int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, char *out, size_t outlen) {
+    return state_json(s, reason, at_ms, by, -1, out, outlen);
 }
 
 void eg_dlq_whoami(char *out, size_t outlen) {
@@ -161,14 +172,21 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
             s->rst = eg_xrealloc(s->rst, s->cap * sizeof *s->rst);
             s->rts = eg_xrealloc(s->rts, s->cap * sizeof *s->rts);
             s->ats = eg_xrealloc(s->ats, s->cap * sizeof *s->ats);
+            s->afrom = eg_xrealloc(s->afrom, s->cap * sizeof *s->afrom);
         }
         i = (int64_t)s->n++;
         eg_strmap_put(&s->ids, id, idlen, i);
         s->rst[i] = EG_DLQ_OPEN; /* a new id has no status yet */
-        s->rts[i] = s->ats[i] = -1;
+        s->rts[i] = s->ats[i] = s->afrom[i] = -1;
     }
     if (st == EG_DLQ_APPROVED) {
+        char since[48];
+        int64_t from;
         s->ats[i] = ts;
+        s->afrom[i] =
+            eg_json_get_str(val, vallen, "since", since, sizeof since) == 0 && eg_parse_time_ms(since, &from) == 0
+                ? from
+                : -1;
     } else if (st >= 0 && eg_dlq_resolved(st)) {
         s->rst[i] = (unsigned char)st;
         s->rts[i] = ts;
@@ -204,7 +222,7 @@ int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, cha
 eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts, int pending) {
     int64_t i = eg_strmap_get(&s->ids, id, strlen(id));
     if (i >= 0 && s->rst[i] != EG_DLQ_OPEN && s->rts[i] >= rec_ts) return (eg_dlq_status)s->rst[i];
-    if (i >= 0 && s->ats[i] >= 0 && s->ats[i] >= rec_ts) return EG_DLQ_APPROVED;
+    if (i >= 0 && s->ats[i] >= 0 && s->ats[i] >= rec_ts && rec_ts >= s->afrom[i]) return EG_DLQ_APPROVED;
     return pending ? EG_DLQ_PENDING : EG_DLQ_OPEN;
 }
 
@@ -221,6 +239,7 @@ void eg_dlq_states_free(eg_dlq_states *s) {
     free(s->rst);
     free(s->rts);
     free(s->ats);
+    free(s->afrom);
     memset(s, 0, sizeof *s);
 }
 
@@ -253,11 +272,11 @@ int eg_dlq_writer_open(eg_dlq_writer *w, const eg_kcli *k, const char *lane, int
     return 0;
 }
 
-int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, char *json,
-                      size_t jsonlen) {
+int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, int64_t since_ms,
+                      char *json, size_t jsonlen) {
     char buf[4096];
     int64_t now = eg_wall_ms();
-    int n = eg_dlq_state_json(st, reason, now, w->by, buf, sizeof buf);
+    int n = state_json(st, reason, now, w->by, since_ms, buf, sizeof buf);
     rd_kafka_resp_err_t x =
         n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
               : rd_kafka_producev(w->rk, RD_KAFKA_V_TOPIC(w->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

@@ -241,6 +241,15 @@ int main(void) {
     CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_REPLAYED &&
               eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,
           "both copies replayed");
+    /* an approval with "since" reaches no older copy, even with the status that
+     * resolved that copy compacted away */
+    const char *since_rec = "{\"status\":\"approved\",\"reason\":\"\",\"at\":\"1970-01-01T00:00:00.500Z\","
+                            "\"by\":\"ops\",\"since\":\"1970-01-01T00:00:00.400Z\"}";
+    eg_dlq_states_apply(&s, "r", 1, since_rec, strlen(since_rec), 500);
+    CHECK(eg_dlq_states_status(&s, "r", 400, 1) == EG_DLQ_APPROVED &&
+              eg_dlq_states_status(&s, "r", 450, 1) == EG_DLQ_APPROVED,
+          "an approval applies from its since on");
+    CHECK(eg_dlq_states_status(&s, "r", 100, 1) == EG_DLQ_PENDING, "and not to an older copy");
     eg_dlq_states_apply(&s, "q", 1, "{\"status\":\"nonsense\"}", 22, 700);
     CHECK(eg_dlq_states_status(&s, "q", 100, 0) == EG_DLQ_OPEN, "an unknown status forgets what came before");
 

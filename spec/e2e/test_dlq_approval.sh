@@ -84,11 +84,14 @@ expect "approve --class prints what it approved and what it left alone (rc $rc)"
   '[ "$rc" = 0 ] && [ "$(grep -c "^approved src/[0-9]*/[0-9]* src.dlq/[0-9]*/[0-9]* class=permanent" "$T/a1.out")" = $((N_PERMANENT - 1)) ] &&
    grep -q "^approved $((N_PERMANENT - 1))  left alone: replayed 1$" "$T/a1.out"'
 kcat -C -b "$BOOTSTRAP" -t src.dlq.state -e -q -f '%k\t%s\n' >"$T/state.tsv" 2>/dev/null
-expect "the state records name the approver and the reason" $PY - "$T/state.tsv" "$N_PERMANENT" <<'PY'
+expect "the state records name the approver, the reason and since (the approved copy's time)" $PY - "$T/state.tsv" "$N_PERMANENT" <<'PY'
 import json, sys
 got = [json.loads(l.split("\t", 1)[1]) for l in open(sys.argv[1])]
 ap = [v for v in got if v["status"] == "approved" and v["by"] == "alice"]
-sys.exit(0 if len(ap) == int(sys.argv[2]) - 1 and all(v["reason"] == "checked with the payments team" for v in ap) else 1)
+import re
+since = [re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", v.get("since", "")) and v["since"] <= v["at"] for v in ap]
+sys.exit(0 if len(ap) == int(sys.argv[2]) - 1 and all(v["reason"] == "checked with the payments team" for v in ap)
+         and all(since) else 1)
 PY
 "$EG" replay --from src.dlq --to src.replay --state approved >"$T/r4.out" 2>&1; rc=$?
 expect "replay --state approved republishes exactly the approved items (rc $rc)" \
