@@ -34,10 +34,10 @@ PY
 $PY - "$RULES" "$T" <<'PY'
 import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
-for g in doc["groups"]:
+for gi, g in enumerate(doc["groups"]):
     for i, r in enumerate(g["rules"]):
         d = yaml.safe_load(open(sys.argv[1]))
-        rr = d["groups"][0]["rules"][i]
+        rr = d["groups"][gi]["rules"][i]
         rr["expr"] = "(%s) and on() vector(0) > 1" % rr["expr"]
         yaml.safe_dump(d, open("%s/mut-%s.yml" % (sys.argv[2], rr["alert"]), "w"))
 PY
