@@ -14,7 +14,7 @@
 #                   examples, man page, systemd unit; make uninstall removes them
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
-            lua-busted lua-cjson kcat python3 python3-confluent-kafka curl valgrind prometheus wrk time pkg-config gcc make \
+            lua-busted lua-cjson kcat python3 python3-confluent-kafka python3-yaml curl valgrind prometheus wrk time pkg-config gcc make \
             mandoc libcurl4-openssl-dev openssl lua-check clang-format
 PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 

@@ -1,16 +1,23 @@
-/* cmd_dlq.c — `errgate dlq stats|tail|resolve`: look into a lane and record
- * what became of its items.
+/* cmd_dlq.c — `errgate dlq stats|tail|resolve|approve`: look into a lane and
+ * record what became of its items (`dlq watch` is dlq_watch.c's).
  *
- *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy] [--since DUR]
+ *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state] [--since DUR]
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
+ *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
  *
  * stats reads the whole lane (or the records of the last DUR, by lane
  * timestamp) and prints an aligned table: one row per value of the --by
- * header (default class; "-" when absent), with RECORDS, OPEN and RESOLVED
- * per row, rows by count then name, a total row, and one line of resolved
- * counts per status. Open versus resolved follows the lifecycle rule of
- * dlq.h (latest status per id, not older than the record).
+ * header (default class; "-" when absent; --by state: the item's lifecycle
+ * state), with RECORDS, OPEN (not resolved: open, pending-approval,
+ * approved) and RESOLVED per row, rows by count then name, a total row, a
+ * line of resolved counts per status and a line of unresolved counts per
+ * state. States follow the lifecycle rule of dlq.h (latest status per id,
+ * not older than the record; errgate.approval: required makes an item
+ * without one pending-approval). With --prometheus it prints instead the
+ * Prometheus text exposition of the per-state counts and, per unresolved
+ * state, when its oldest item was dead-lettered (for node_exporter's
+ * textfile collector and the ErrgatePendingApprovalOld alert).
  *
  * tail prints the last N records (default 10) of the lane in timestamp
  * order, one line each:
@@ -23,8 +30,18 @@
  * resolve checks that a record of the lane carries the id, then writes the
  * status to the state topic (creating it compacted when it can, dlq_state.c)
  * and waits for the delivery report. accepted-loss needs a non-blank
- * --reason. Exit codes: 0 done, 1 Kafka failure, 2 bad arguments, a missing
- * topic or an unknown id. None of these commands joins a consumer group. */
+ * --reason.
+ *
+ * approve writes `approved` (by --by NAME, with --reason) for the selected
+ * items that are pending-approval, one state record per item id, and
+ * prints one line per item ("approved ID LANE/P/O class=C code=X"), then
+ * "approved N" with the selected items it left alone per state. --id also
+ * approves an open item (one that needed no approval); an --id already
+ * approved is a no-op (exit 0); an --id resolved is refused (exit 2).
+ * --dry-run prints "would approve" lines and writes nothing.
+ *
+ * Exit codes: 0 done, 1 Kafka failure, 2 bad arguments, a missing topic or
+ * an unknown id. None of these commands joins a consumer group. */
 #include "cli.h"
 #include "dlq.h"
 #include "dlq_foreign.h"
@@ -36,34 +53,55 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
-    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) [--by class|code|reason|original.topic|policy] "
-           "[--since DUR]\n"
+    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
+           "[--by class|code|reason|original.topic|policy|state] [--since DUR]\n"
+           "               [--prometheus]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
            "[--reason TEXT]\n"
+           "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
+           "               [--reason TEXT] [--dry-run]\n"
+           "       errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
+           "               [--threshold CLASS=N/DUR ...] [--group G]\n"
+
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"
            "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value\n"
            "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
            "                accepted-loss needs --reason\n"
+           "  approve       approves the selected pending-approval items (replay --state approved\n"
+           "                replays them); --by names the approver; --dry-run writes nothing\n"
+           "  watch         follows the lane in its own group: one incident line per record, a\n"
+           "                webhook alert when a class crosses its threshold (dlq watch --help)\n"
+
            "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
            "                (else $ERRGATE_BOOTSTRAP)\n"
-           "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n");
+           "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n"
+           "  --prometheus  stats: items per state and the oldest unresolved ones, as Prometheus text\n");
 }
 
 /* One line naming what is wrong on stderr; returns the exit code 2. */
 static int usage_error(const char *why) { return eg_usage_error("dlq", "%s", why); }
 
+/* 1 when the blank-or-absent text t has no visible character. */
+static int blank(const char *t) {
+    for (const char *p = t ? t : ""; *p; p++)
+        if (!isspace((unsigned char)*p)) return 0;
+    return 1;
+}
+
 typedef struct args {
     eg_kcli k;
     const char *lane, *by, *since, *id, *status, *reason;
-    int follow, payload;
+    const char *where, *klass, *author; /* approve */
+    int follow, payload, dry, prom;
     long n;
 } args;
 
@@ -82,7 +120,16 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
             usage();
             return -1;
         }
-        int tail = !strcmp(sub, "tail"), stats = !strcmp(sub, "stats"), res = !strcmp(sub, "resolve");
+        int tail = !strcmp(sub, "tail"), stats = !strcmp(sub, "stats"), res = !strcmp(sub, "resolve"),
+            appr = !strcmp(sub, "approve");
+        if (appr && !strcmp(o, "--dry-run")) {
+            a->dry = 1;
+            continue;
+        }
+        if (stats && !strcmp(o, "--prometheus")) {
+            a->prom = 1;
+            continue;
+        }
         if (tail && (!strcmp(o, "-f") || !strcmp(o, "--follow"))) {
             a->follow = 1;
             continue;
@@ -94,9 +141,12 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
         const char **slot = NULL;
         if (stats && !strcmp(o, "--by")) slot = &a->by;
         else if (stats && !strcmp(o, "--since")) slot = &a->since;
-        else if (res && !strcmp(o, "--id")) slot = &a->id;
+        else if ((res || appr) && !strcmp(o, "--id")) slot = &a->id;
         else if (res && !strcmp(o, "--status")) slot = &a->status;
-        else if (res && !strcmp(o, "--reason")) slot = &a->reason;
+        else if ((res || appr) && !strcmp(o, "--reason")) slot = &a->reason;
+        else if (appr && !strcmp(o, "--where")) slot = &a->where;
+        else if (appr && !strcmp(o, "--class")) slot = &a->klass;
+        else if (appr && !strcmp(o, "--by")) slot = &a->author;
         if (slot || (tail && !strcmp(o, "-n"))) {
             if (i + 1 >= argc) {
                 snprintf(why, sizeof why, "%s needs a value", o);
@@ -158,22 +208,40 @@ static int cmp_rows(const void *x, const void *y) {
     return strcmp(a->name, b->name);
 }
 
+/* Prints the --prometheus form of `dlq stats`: count[s] items per state of
+ * lane, and oldest[s] (ms; INT64_MAX: none) for each unresolved state that
+ * has items. Lane names are Kafka topic names, which need no escaping. */
+static void print_prometheus(const char *lane, const long count[EG_DLQ__N], const int64_t oldest[EG_DLQ__N]) {
+    printf("# HELP errgate_dlq_items Items of a lane by lifecycle state (errgate dlq stats --prometheus).\n"
+           "# TYPE errgate_dlq_items gauge\n");
+    for (int s = 0; s < EG_DLQ__N; s++)
+        printf("errgate_dlq_items{lane=\"%s\",state=\"%s\"} %ld\n", lane, eg_dlq_status_name((eg_dlq_status)s),
+               count[s]);
+    printf("# HELP errgate_dlq_oldest_item_timestamp_seconds When the oldest item of a lane in an unresolved state "
+           "was written to the lane.\n"
+           "# TYPE errgate_dlq_oldest_item_timestamp_seconds gauge\n");
+    for (int s = 0; s < EG_DLQ__N; s++)
+        if (!eg_dlq_resolved(s) && oldest[s] != INT64_MAX)
+            printf("errgate_dlq_oldest_item_timestamp_seconds{lane=\"%s\",state=\"%s\"} %.3f\n", lane,
+                   eg_dlq_status_name((eg_dlq_status)s), (double)oldest[s] / 1000.0);
+}
+
 /* `dlq stats`: counts the lane's records (open and resolved) per --by
  * field and prints them as a table. Returns the exit code. */
 static int cmd_stats(const args *a) {
     static const struct {
         const char *by, *header;
-    } fields[] = {{"class", EG_H_CLASS},
-                  {"code", EG_H_CODE},
-                  {"reason", EG_H_REASON},
-                  {"original.topic", EG_H_ORIG_TOPIC},
-                  {"policy", EG_H_POLICY}};
+    } fields[] = {{"class", EG_H_CLASS},   {"code", EG_H_CODE},
+                  {"reason", EG_H_REASON}, {"original.topic", EG_H_ORIG_TOPIC},
+                  {"policy", EG_H_POLICY}, {"state", NULL}}; /* the lifecycle state, not a header */
     const char *by = a->by ? a->by : "class", *header = NULL;
+    int known = 0;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!strcmp(by, fields[i].by)) header = fields[i].header;
-    if (!header) {
+        if (!strcmp(by, fields[i].by)) header = fields[i].header, known = 1;
+    if (!known) {
         char why[300];
-        snprintf(why, sizeof why, "stats: --by '%s' is not one of class, code, reason, original.topic, policy", by);
+        snprintf(why, sizeof why, "stats: --by '%s' is not one of class, code, reason, original.topic, policy, state",
+                 by);
         return usage_error(why);
     }
     int64_t since = 0;
@@ -203,6 +271,8 @@ static int cmd_stats(const args *a) {
     srow *rows = NULL;
     size_t nrows = 0;
     long by_status[EG_DLQ__N] = {0};
+    int64_t oldest[EG_DLQ__N]; /* lane timestamp of the oldest item per state */
+    for (int i = 0; i < EG_DLQ__N; i++) oldest[i] = INT64_MAX;
     rc = eg_lread_start(&r, 0, err, sizeof err);
     rd_kafka_message_t *m;
     while (rc == 0 && !eg_dlq_stop) {
@@ -216,10 +286,12 @@ static int cmd_stats(const args *a) {
             continue;
         }
         char val[256], id[320];
-        if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
-        eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
-        eg_dlq_item_id(m, id, sizeof id);
-        eg_dlq_status s = eg_dlq_states_status(&st, id, ts);
+        eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
+        if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
+        else {
+            if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
+            eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
+        }
         int64_t at = eg_strmap_get(&idx, val, strlen(val));
         if (at < 0) {
             rows = eg_xrealloc(rows, (nrows + 1) * sizeof *rows);
@@ -228,14 +300,16 @@ static int cmd_stats(const args *a) {
             eg_strmap_put(&idx, val, strlen(val), at);
         }
         rows[at].records++;
-        if (s == EG_DLQ_OPEN) rows[at].open++;
+        if (!eg_dlq_resolved(s)) rows[at].open++;
         else rows[at].resolved++;
         by_status[s]++;
+        if (ts >= 0 && ts < oldest[s]) oldest[s] = ts;
         rd_kafka_message_destroy(m);
     }
     if (rc < 0) fprintf(stderr, "errgate dlq stats: %s\n", err);
     else if (eg_dlq_stop) rc = -1;
-    if (rc == 0) {
+    if (rc == 0 && a->prom) print_prometheus(a->lane, by_status, oldest);
+    else if (rc == 0) {
         if (nrows) qsort(rows, nrows, sizeof *rows, cmp_rows);
         char head[64];
         size_t hl = 0;
@@ -263,6 +337,8 @@ static int cmd_stats(const args *a) {
         eg_table_free(&t);
         printf("resolved by status: replayed %ld  accepted-loss %ld  closed %ld\n", by_status[EG_DLQ_REPLAYED],
                by_status[EG_DLQ_ACCEPTED_LOSS], by_status[EG_DLQ_CLOSED]);
+        printf("unresolved by state: open %ld  pending-approval %ld  approved %ld\n", by_status[EG_DLQ_OPEN],
+               by_status[EG_DLQ_PENDING], by_status[EG_DLQ_APPROVED]);
     }
     for (size_t i = 0; i < nrows; i++) free(rows[i].name);
     free(rows);
@@ -396,9 +472,27 @@ static int cmd_tail(const args *a) {
 
 /* ---- resolve -------------------------------------------------------------- */
 
-static void on_state_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-    rd_kafka_resp_err_t *out = opaque;
-    *out = m->err;
+/* Writes status st (with --reason) for the n item ids to LANE.state, with
+ * author (NULL: user@host) and since[i] (NULL: none), and waits for every
+ * report; the JSON of the last record goes into json. Returns 0 when every
+ * write was confirmed, else 1 after saying so on stderr. */
+static int write_states(const args *a, int parts, const char *author, const char *const *ids, const int64_t *since,
+                        size_t n, eg_dlq_status st, const char *cmd, char *json, size_t jsonlen) {
+    eg_dlq_writer w;
+    char err[1024], note[600];
+    if (eg_dlq_writer_open(&w, &a->k, a->lane, parts, author, note, sizeof note, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate dlq %s: %s\n", cmd, err);
+        return 1;
+    }
+    if (*note) fprintf(stderr, "errgate dlq %s: note: %s\n", cmd, note);
+    for (size_t i = 0; i < n && !eg_dlq_stop; i++)
+        if (eg_dlq_writer_put(&w, ids[i], st, a->reason, since ? since[i] : -1, json, jsonlen) < 0) break;
+    long bad = eg_dlq_writer_flush(&w, 30000), done = w.written;
+    if (bad || done < (long)n)
+        fprintf(stderr, "errgate dlq %s: %s: %ld of %zu write(s) not confirmed: %s\n", cmd, w.topic, (long)n - done, n,
+                bad ? rd_kafka_err2str(w.last_err) : "interrupted");
+    eg_dlq_writer_close(&w);
+    return bad || done < (long)n ? 1 : 0;
 }
 
 /* `dlq resolve`: writes the state record of one item (--id) with --status
@@ -413,9 +507,7 @@ static int cmd_resolve(const args *a) {
         snprintf(why, sizeof why, "resolve: --status '%s' is not one of replayed, accepted-loss, closed", a->status);
         return usage_error(why);
     }
-    int blank = 1;
-    for (const char *p = a->reason ? a->reason : ""; *p; p++) blank &= isspace((unsigned char)*p) != 0;
-    if (st == EG_DLQ_ACCEPTED_LOSS && blank)
+    if (st == EG_DLQ_ACCEPTED_LOSS && blank(a->reason))
         return usage_error("resolve: accepted-loss needs --reason TEXT (why the loss is accepted)");
     if (a->reason && strlen(a->reason) > 1000) return usage_error("resolve: --reason is longer than 1000 bytes");
 
@@ -448,43 +540,158 @@ static int cmd_resolve(const args *a) {
         return 2;
     }
 
-    rd_kafka_resp_err_t dr = RD_KAFKA_RESP_ERR__IN_PROGRESS;
-    rd_kafka_t *prod = eg_dlq_producer(&a->k, "errgate-dlq", on_state_delivery, &dr, err, sizeof err);
-    if (!prod) {
-        fprintf(stderr, "errgate dlq resolve: %s\n", err);
+    char json[4096], topic[512];
+    if (write_states(a, parts, NULL, &a->id, NULL, 1, (eg_dlq_status)st, "resolve", json, sizeof json)) return 1;
+    eg_dlq_state_topic(a->lane, topic, sizeof topic);
+    printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
+    return 0;
+}
+
+/* ---- approve -------------------------------------------------------------- */
+
+/* An item `dlq approve` selected: its id, the line that reports it, and
+ * the timestamp of its oldest pending copy (the approval's "since"). */
+typedef struct aitem {
+    char *id, *line;
+    int64_t since;
+} aitem;
+
+/* 1 when lane record m is selected by --id (its item id is id), --class or
+ * --where (evaluated by w), 0 when not, -1 with err when --where failed. */
+static int approve_selects(const args *a, eg_where *w, const rd_kafka_message_t *m, const char *id, char *err,
+                           size_t errlen) {
+    if (a->id) return !strcmp(id, a->id);
+    if (a->klass) {
+        char k[256];
+        return eg_header_str(m, EG_H_CLASS, k, sizeof k) == 0 && !strcmp(k, a->klass);
+    }
+    return eg_where_eval(w, m, err, errlen);
+}
+
+/* `dlq approve`: reads the whole lane with the states of its items, picks
+ * the selected items that await approval (see the file comment) and writes
+ * `approved` for each (once per item id). Returns the exit code. */
+static int cmd_approve(const args *a) {
+    int nsel = (a->id != NULL) + (a->where != NULL) + (a->klass != NULL);
+    if (nsel != 1) return usage_error("approve: give exactly one of --id ID, --where EXPR, --class C");
+    if ((a->id && !*a->id) || (a->klass && !*a->klass) || (a->where && !*a->where))
+        return usage_error("approve: --id, --where and --class need a non-empty value");
+    if (blank(a->author)) return usage_error("approve: --by NAME is required (who approves)");
+    if (strlen(a->author) > 200) return usage_error("approve: --by is longer than 200 bytes");
+    if (a->reason && strlen(a->reason) > 1000) return usage_error("approve: --reason is longer than 1000 bytes");
+    char err[1024];
+    eg_where *w = NULL;
+    if (a->where && !(w = eg_where_new(a->where, 50, err, sizeof err))) {
+        fprintf(stderr, "errgate dlq approve: %s\n", err);
         return 2;
     }
-    char topic[512], note[600], by[300], json[4096];
-    eg_dlq_state_topic(a->lane, topic, sizeof topic);
-    eg_dlq_whoami(by, sizeof by);
-    rc = eg_dlq_state_ensure(prod, topic, parts, note, sizeof note, err, sizeof err);
-    if (rc == 0 && *note) fprintf(stderr, "errgate dlq resolve: note: %s\n", note);
-    int64_t now = eg_wall_ms();
-    int n = eg_dlq_state_json((eg_dlq_status)st, a->reason, now, by, json, sizeof json);
-    rd_kafka_resp_err_t x = n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE : RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (rc == 0 && !x)
-        x = rd_kafka_producev(prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_KEY(a->id, strlen(a->id)), RD_KAFKA_V_VALUE(json, (size_t)n),
-                              RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_END);
-    if (rc == 0 && !x) {
-        rd_kafka_flush(prod, 30000);
-        x = dr == RD_KAFKA_RESP_ERR__IN_PROGRESS ? RD_KAFKA_RESP_ERR__TIMED_OUT : dr;
+    eg_dlq_states st;
+    memset(&st, 0, sizeof st);
+    eg_lread r;
+    int rc = open_lane(a, &r, "approve");
+    if (rc) {
+        eg_where_free(w);
+        return rc;
     }
-    if (rc < 0) fprintf(stderr, "errgate dlq resolve: %s\n", err);
-    else if (x) fprintf(stderr, "errgate dlq resolve: %s: write failed: %s\n", topic, rd_kafka_err2str(x));
-    else printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
-    rd_kafka_destroy(prod);
-    return rc < 0 || x ? 1 : 0;
+    if (eg_dlq_states_load(&a->k, a->lane, &st, err, sizeof err) < 0 || eg_lread_start(&r, 0, err, sizeof err) < 0)
+        rc = -1;
+    eg_strmap seen = {0};
+    aitem *items = NULL;
+    size_t n = 0;
+    long left[EG_DLQ__N] = {0}, matched = 0;
+    eg_dlq_status idst = EG_DLQ_OPEN; /* --id: the state it was found in (approved, if a copy is) */
+    int where_failed = 0;
+    rd_kafka_message_t *m;
+    while (rc == 0 && !eg_dlq_stop) {
+        int got = eg_lread_next(&r, 200, &m, err, sizeof err);
+        if (got == 2) break;
+        if (got < 0) rc = -1;
+        if (got != 1) continue;
+        char id[320];
+        eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
+        int sel = approve_selects(a, w, m, id, err, sizeof err);
+        if (sel < 0) {
+            char e[1100];
+            snprintf(e, sizeof e, "--where failed on %s/%d/%lld: %s", a->lane, (int)m->partition, (long long)m->offset,
+                     err);
+            eg_strlcpy(err, e, sizeof err);
+            where_failed = 1;
+            rc = -1;
+        }
+        if (sel == 1) {
+            matched++;
+            if (idst != EG_DLQ_APPROVED) idst = s;
+            int take = s == EG_DLQ_PENDING || (a->id && s == EG_DLQ_OPEN);
+            int64_t at = take ? eg_strmap_get(&seen, id, strlen(id)) : -1, ts = ts_of(m);
+            if (!take) {
+                left[s]++;
+            } else if (at >= 0) { /* another copy of an item taken: the approval reaches back to it */
+                if (ts < items[at].since) items[at].since = ts;
+            } else {
+                char klass[200], code[200], line[1200];
+                hval(m, EG_H_CLASS, klass, sizeof klass);
+                hval(m, EG_H_CODE, code, sizeof code);
+                snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", id, a->lane, (int)m->partition,
+                         (long long)m->offset, klass, code);
+                eg_strmap_put(&seen, id, strlen(id), (int64_t)n);
+                items = eg_xrealloc(items, (n + 1) * sizeof *items);
+                items[n++] = (aitem){.id = eg_xstrdup(id), .line = eg_xstrdup(line), .since = ts};
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    int parts = r.n;
+    eg_lread_close(&r);
+    eg_where_free(w);
+    if (rc == 0 && eg_dlq_stop) {
+        eg_strlcpy(err, "interrupted; nothing written", sizeof err);
+        rc = -1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "errgate dlq approve: %s\n", err);
+        rc = where_failed ? 2 : 1;
+    } else if (a->id && !matched) {
+        fprintf(stderr, "errgate dlq approve: --id %s: no record of %s carries that id\n", a->id, a->lane);
+        rc = 2;
+    } else if (a->id && !n) {
+        int done = idst == EG_DLQ_APPROVED;
+        fprintf(stderr, "errgate dlq approve: --id %s is %s: %s\n", a->id, eg_dlq_status_name(idst),
+                done ? "already approved, nothing written" : "a resolved item cannot be approved");
+        rc = done ? 0 : 2;
+    } else {
+        const char **ids = eg_xcalloc(n ? n : 1, sizeof *ids);
+        int64_t *since = eg_xcalloc(n ? n : 1, sizeof *since);
+        for (size_t i = 0; i < n; i++) ids[i] = items[i].id, since[i] = items[i].since;
+        char json[4096];
+        if (!a->dry && n)
+            rc = write_states(a, parts, a->author, ids, since, n, EG_DLQ_APPROVED, "approve", json, sizeof json);
+        free(ids);
+        free(since);
+        if (rc == 0) {
+            for (size_t i = 0; i < n; i++) printf("%s %s\n", a->dry ? "would approve" : "approved", items[i].line);
+            printf("%s %zu", a->dry ? "dry run, nothing written: would approve" : "approved", n);
+            int any = 0;
+            for (int s = 0; s < EG_DLQ__N; s++)
+                if (left[s]) printf("%s %s %ld", any++ ? "," : "  left alone:", eg_dlq_status_name(s), left[s]);
+            printf("\n");
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(items[i].id), free(items[i].line);
+    free(items);
+    eg_strmap_free(&seen);
+    eg_dlq_states_free(&st);
+    return rc;
 }
 
 int eg_cmd_dlq(int argc, char **argv) {
-    if (argc < 2) return usage_error("missing subcommand (stats, tail or resolve)");
+    if (argc < 2) return usage_error("missing subcommand (stats, tail, resolve, approve or watch)");
     const char *sub = argv[1];
     if (eg_is_help(sub) || !strcmp(sub, "help")) {
         usage();
         return EG_EXIT_OK;
     }
-    if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve")) {
+    if (!strcmp(sub, "watch")) return eg_cmd_dlq_watch(argc, argv);
+    if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve") && strcmp(sub, "approve")) {
         char why[300];
         snprintf(why, sizeof why, "unknown subcommand '%s'", sub);
         return usage_error(why);
@@ -495,6 +702,7 @@ int eg_cmd_dlq(int argc, char **argv) {
     eg_dlq_catch_signals();
     if (!strcmp(sub, "stats")) rc = cmd_stats(&a);
     else if (!strcmp(sub, "tail")) rc = cmd_tail(&a);
+    else if (!strcmp(sub, "approve")) rc = cmd_approve(&a);
     else rc = cmd_resolve(&a);
     eg_dlq_release_signals();
     return rc;

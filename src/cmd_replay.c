@@ -4,6 +4,7 @@
  *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]
  *       [--where LUA_EXPR] [--dry-run] [--rate N] [--limit N]
  *       [--max-replays N] [--force] [--group G]
+ *       [--state open|approved|...] [--include-resolved]
  *
  * The lane is read from the group's committed progress (or its start) up to
  * the end offsets seen at start; records that arrive meanwhile are left for
@@ -35,6 +36,17 @@
  * filter options as typed: rerunning the same command resumes it, while a
  * replay with other filters is not blinded by records an earlier one
  * committed as filtered out. It is printed on the first line.
+ *
+ * Lifecycle. The states of the lane's items are read from LANE.state at
+ * start (dlq.h). By default only open and approved items are replayed;
+ * replayed, accepted-loss, closed and pending-approval items are skipped
+ * and counted per state. --state S replays only items in state S (open or
+ * approved; any other state needs --include-resolved); --include-resolved
+ * is the explicit override that replays whatever state an item is in. A
+ * skipped item whose state is final (resolved) is finished; one that can
+ * still become replayable (pending-approval, or open/approved outside
+ * --state) is not, so the group's progress stops before it and the same
+ * command replays it once it has been approved.
  *
  * --where is compiled by errgate.where in a bounded Lua VM (luavm.h: the
  * policy sandbox, JIT off, 50 ms per record, 64 MiB). Because a bad
@@ -71,7 +83,8 @@ typedef struct opts {
     eg_kcli k;
     const char *from, *to, *group, *where, *since, *until;
     eg_replay_filter f;
-    int dry, force;
+    int dry, force, include_resolved;
+    int state; /* --state: the only state replayed, or -1 */
     double rate;
     long limit, max_replays;
 } opts;
@@ -108,8 +121,10 @@ typedef struct replay {
     int abort;   /* a delivery failed: read no further */
     int closing; /* teardown: purged deliveries are not counted */
     int64_t last_commit_ms;
-    double next_due; /* --rate: when the next record may go, ms */
-    drow *rows;      /* --dry-run */
+    double next_due;         /* --rate: when the next record may go, ms */
+    long skipped[EG_DLQ__N]; /* per state: left alone because of it */
+    eg_dlq_states states;    /* of the lane's items, read at start */
+    drow *rows;              /* --dry-run */
     size_t nrows;
     eg_where *where; /* --where */
 } replay;
@@ -119,6 +134,7 @@ static void usage(void) {
     printf("usage: errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)\n"
            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
+           "         [--state S] [--include-resolved]\n"
            "\n"
            "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic)\n"
            "  --to TOPIC         the topic to republish to (must exist)\n"
@@ -135,9 +151,14 @@ static void usage(void) {
            "  --limit N          at most N records\n"
            "  --max-replays N    refuse records already replayed N times (default 3)\n"
            "  --force            replay them anyway\n"
+           "  --state S          only items in lifecycle state S (open, approved; others need\n"
+           "                     --include-resolved). Default: open and approved items; replayed,\n"
+           "                     accepted-loss, closed and pending-approval ones are skipped\n"
+           "  --include-resolved replay items whatever their state\n"
            "  --group G          the consumer group that keeps the progress\n"
            "\n"
-           "Prints matched, replayed, refused, failed. Exit 0 when nothing failed.\n");
+           "Prints matched, replayed, refused, failed, and the items skipped per state. Exit 0 when\n"
+           "nothing failed.\n");
 }
 
 /* One line naming what is wrong on stderr; returns the exit code 2. */
@@ -149,6 +170,8 @@ static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
     o->max_replays = EG_REPLAY_MAX_REPLAYS;
     o->limit = -1;
+    o->state = -1;
+    const char *state = NULL;
     char why[512];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -167,9 +190,13 @@ static int parse(int argc, char **argv, opts *o) {
             o->force = 1;
             continue;
         }
+        if (!strcmp(a, "--include-resolved")) {
+            o->include_resolved = 1;
+            continue;
+        }
         static const char *const valued[] = {"--from",        "--to",    "--since", "--until", "--class",
                                              "--code",        "--key",   "--where", "--rate",  "--limit",
-                                             "--max-replays", "--group", NULL};
+                                             "--max-replays", "--group", "--state", NULL};
         int known = 0;
         for (const char *const *v = valued; *v; v++) known |= !strcmp(a, *v);
         if (!known) {
@@ -188,7 +215,16 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--key")) o->f.key = v;
         else if (!strcmp(a, "--where")) o->where = v;
         else if (!strcmp(a, "--group")) o->group = v;
-        else if (!strcmp(a, "--since")) {
+        else if (!strcmp(a, "--state")) {
+            if ((o->state = eg_dlq_state_parse(v)) < 0) {
+                snprintf(why, sizeof why,
+                         "--state '%s' is not one of open, pending-approval, approved, replayed, accepted-loss, "
+                         "closed",
+                         v);
+                return usage_error(why);
+            }
+            state = v;
+        } else if (!strcmp(a, "--since")) {
             int64_t d;
             if (eg_parse_duration_ms(v, &d) < 0 || d == 0) {
                 snprintf(why, sizeof why, "--since '%s' is not a duration (e.g. 90s, 15m, 1h, 2d)", v);
@@ -226,15 +262,30 @@ static int parse(int argc, char **argv, opts *o) {
     if (o->where && !*o->where) return usage_error("--where: the expression is empty");
     if (o->f.klass && !*o->f.klass) return usage_error("--class is empty");
     if (o->f.code && !*o->f.code) return usage_error("--code is empty");
+    if (state && o->state != EG_DLQ_OPEN && o->state != EG_DLQ_APPROVED && !o->include_resolved) {
+        snprintf(why, sizeof why,
+                 "--state %s needs --include-resolved (only open and approved items are replayed "
+                 "without it)",
+                 state);
+        return usage_error(why);
+    }
     return 0;
 }
 
 /* The default progress group (see the file comment) into out. */
 static void default_group(const opts *o, char *out, size_t outlen) {
-    const char *parts[] = {o->f.klass, o->f.code, o->f.key, o->where, o->since, o->until};
+    const char *parts[] = {o->f.klass,
+                           o->f.code,
+                           o->f.key,
+                           o->where,
+                           o->since,
+                           o->until,
+                           o->state >= 0 ? eg_dlq_status_name((eg_dlq_status)o->state) : NULL,
+                           o->include_resolved ? "all" : NULL};
     char buf[8192];
     size_t len = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (i >= 6 && !parts[i]) continue; /* the state options joined later: unset, the hash is as before */
         int n = snprintf(buf + len, sizeof buf - len, "%s%c", parts[i] ? parts[i] : "", 0x1f);
         if (n < 0 || (size_t)n >= sizeof buf - len) break;
         len += (size_t)n;
@@ -426,9 +477,10 @@ static int32_t target_partition(const replay *rp, const rd_kafka_message_t *m) {
     return RD_KAFKA_PARTITION_UA;
 }
 
-/* Adds the --dry-run table row of a matched record. */
+/* Adds the --dry-run table row of a matched record; skip names why it is
+ * not replayed (refused, or the state that skips it), NULL when it is. */
 static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, int32_t p,
-                    int refuse) {
+                    const char *skip) {
     char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[32];
     if (eg_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
     if (eg_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
@@ -442,7 +494,9 @@ static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, c
     eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
     if (p >= 0) snprintf(to, sizeof to, "%d", (int)p);
     else eg_strlcpy(to, "by key", sizeof to);
-    const char *row[] = {lane, orig, klass, code, nrep, refuse ? "-" : to, refuse ? "refused" : "replay"};
+    char verdict[64];
+    snprintf(verdict, sizeof verdict, "%s%s", skip && strcmp(skip, "refused") ? "skip: " : "", skip ? skip : "replay");
+    const char *row[] = {lane, orig, klass, code, nrep, skip ? "-" : to, verdict};
     rp->rows = eg_xrealloc(rp->rows, (rp->nrows + 1) * sizeof *rp->rows);
     drow *d = &rp->rows[rp->nrows++];
     d->partition = m->partition;
@@ -457,8 +511,16 @@ static int cmp_rows(const void *x, const void *y) {
     return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
-/* Handles one lane record of the second pass: filter, guard, then replay
- * (or a table row). Returns 1 when a record was (or would be) replayed. */
+/* 1 when the lifecycle options leave an item in state st to be replayed
+ * (see the file comment). */
+static int state_admits(const opts *o, eg_dlq_status st) {
+    if (o->state >= 0) return (int)st == o->state;
+    return o->include_resolved || st == EG_DLQ_OPEN || st == EG_DLQ_APPROVED;
+}
+
+/* Handles one lane record of the second pass: filter, state, guard, then
+ * replay (or a table row). Returns 1 when a record was (or would be)
+ * replayed. */
 static int handle(replay *rp, const rd_kafka_message_t *m) {
     const opts *o = rp->o;
     int i = eg_lread_index(&rp->r, m->partition);
@@ -474,10 +536,16 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     const void *rv = eg_header(m, EG_H_REPLAYS, &rlen);
     long replays = eg_replays_parse(rv, rlen);
     char id[320], lane[600], nrep[32];
-    eg_dlq_item_id(m, id, sizeof id);
+    eg_dlq_status st = eg_dlq_item_state(&rp->states, m, id, sizeof id);
     snprintf(lane, sizeof lane, "%s/%d/%lld", o->from, (int)m->partition, (long long)m->offset);
     if (replays >= 0) snprintf(nrep, sizeof nrep, "%ld", replays);
     else eg_strlcpy(nrep, "not a count", sizeof nrep);
+    if (!state_admits(o, st)) {
+        rp->skipped[st]++;
+        if (eg_dlq_resolved(st)) eg_tracker_finish(&rp->trk[i], seq); /* final: it stays skipped */
+        if (o->dry) dry_row(rp, m, lane, nrep, -1, eg_dlq_status_name(st));
+        return 0;
+    }
     int refuse = !o->force && (replays < 0 || replays >= o->max_replays);
     if (refuse) {
         rp->refused++;
@@ -490,7 +558,7 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     }
     int32_t p = target_partition(rp, m);
     if (o->dry) {
-        dry_row(rp, m, lane, nrep, p, refuse);
+        dry_row(rp, m, lane, nrep, p, refuse ? "refused" : NULL);
         if (refuse) return 0;
         rp->replayed++; /* would be */
         eg_tracker_finish(&rp->trk[i], seq);
@@ -533,14 +601,20 @@ static void print_summary(const replay *rp, int interrupted) {
         for (size_t i = 0; i < rp->nrows; i++) eg_table_add(&t, (const char *const *)rp->rows[i].cell);
         eg_table_print(&t, 1u << 4, stdout);
         eg_table_free(&t);
-        printf("dry run, nothing written: read %ld  matched %ld  would replay %ld  refused %ld\n", rp->read,
-               rp->matched, rp->replayed, rp->refused);
+        printf("dry run, nothing written: read %ld  matched %ld  would replay %ld  refused %ld", rp->read, rp->matched,
+               rp->replayed, rp->refused);
     } else {
         printf("read %ld  matched %ld  replayed %ld  refused %ld  failed %ld", rp->read, rp->matched, rp->replayed,
                rp->refused, rp->failed);
         if (rp->state_failed) printf("  state-writes-failed %ld", rp->state_failed);
-        printf("\n");
     }
+    long skipped = 0;
+    for (int s = 0; s < EG_DLQ__N; s++) skipped += rp->skipped[s];
+    printf("  skipped %ld", skipped);
+    for (int s = 0, any = 0; s < EG_DLQ__N; s++)
+        if (rp->skipped[s])
+            printf("%s%s=%ld", any++ ? ", " : " (", eg_dlq_status_name((eg_dlq_status)s), rp->skipped[s]);
+    printf("%s\n", skipped ? ")" : "");
     if (interrupted) printf("interrupted: run the same command (group kept) to resume\n");
     else if (rp->abort) printf("stopped after a failed delivery: nothing past it was committed; run again to retry\n");
     fflush(stdout);
@@ -571,6 +645,7 @@ static void teardown(replay *rp) {
         for (int c = 0; c < 7; c++) free(rp->rows[i].cell[c]);
     free(rp->rows);
     eg_where_free(rp->where);
+    eg_dlq_states_free(&rp->states);
 }
 
 /* Everything after the arguments: returns the exit code. rp->r.n is kept
@@ -598,6 +673,10 @@ static int run(replay *rp, const opts *o) {
     }
     eg_dlq_whoami(rp->by, sizeof rp->by);
     eg_dlq_state_topic(o->from, rp->state_topic, sizeof rp->state_topic);
+    if (eg_dlq_states_load(&o->k, o->from, &rp->states, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate replay: %s: %s\n", rp->state_topic, err);
+        return 1;
+    }
     if (!o->dry && !(rp->prod = eg_dlq_producer(&o->k, "errgate-replay", on_delivery, rp, err, sizeof err))) {
         fprintf(stderr, "errgate replay: %s\n", err);
         return 2;

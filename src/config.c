@@ -156,6 +156,10 @@ const eg_config_key eg_config_keys[] = {
      .off = EG_CK_NOFIELD,
      .help = "header profiles written besides errgate's own: spring, connect, streams, x-dlq-metadata "
              "(see Header profiles)"},
+    K_BOOL("lanes.dlq_approval", 0, 0, dlq_approval,
+           "true: DLQ items start pending-approval (errgate.approval: required); replay waits for dlq approve"),
+    K_BOOL("lanes.quarantine_approval", 0, 0, quarantine_approval,
+           "true: quarantine items start pending-approval, as lanes.dlq_approval"),
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
     K_INT("lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, spill_after_ms,

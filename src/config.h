@@ -140,10 +140,14 @@ typedef struct eg_config {
     char *lane_quarantine;
     char *lane_retry;       /* rung topics: {topic} and {rung} (alias {delay}) */
     unsigned lane_profiles; /* lanes.profiles: EG_PROFILE_* bits (lane_profiles.h) */
-    char *spill_dir;        /* lanes.spill.dir, resolved; NULL: no spill journal */
-    int spill_after_ms;     /* spill a lane write not acknowledged after this long */
-    int breaker_enabled;    /* 1 when target.breaker is present */
-    int breaker_window;     /* outcomes in the sliding window */
+
+    int dlq_approval;        /* 1: DLQ records carry errgate.approval: required */
+    int quarantine_approval; /* the same for quarantine records */
+
+    char *spill_dir;     /* lanes.spill.dir, resolved; NULL: no spill journal */
+    int spill_after_ms;  /* spill a lane write not acknowledged after this long */
+    int breaker_enabled; /* 1 when target.breaker is present */
+    int breaker_window;  /* outcomes in the sliding window */
     int breaker_min_calls;
     double breaker_failure_ratio;
     int breaker_open_ms;

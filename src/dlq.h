@@ -9,11 +9,24 @@
  * `<LANE>.state`, keyed by the item's errgate.id (the lane coordinates
  * "lane/partition/offset" for a record that has no errgate.id), value a JSON
  * object {"status":..,"reason":..,"at":RFC 3339,"by":"user@host"}; a
- * tombstone (null value) reopens the item. Statuses: replayed,
- * accepted-loss, closed. A lane record counts as resolved when the latest
- * state record of its id holds one of them and was written at or after the
- * lane record's own timestamp: a record replayed, failed again and
- * dead-lettered anew is open again, while its older copy stays resolved.
+ * tombstone (null value) reopens the item.
+ *
+ * States: open -> (pending-approval -> approved) -> replayed | accepted-loss
+ * | closed. A state record holds approved, replayed, accepted-loss or closed
+ * (the last three resolve the item). A state record applies to the lane
+ * records of its id written at or before it: a record replayed, failed
+ * again and dead-lettered anew is open again, while its older copy stays
+ * resolved. Of the records that apply, the latest resolving one wins (so an
+ * approval of the newer copy leaves the older copy replayed), else an
+ * approval. An approval names in "since" the timestamp of the oldest lane
+ * record it approves and does not apply to older ones, so that it never
+ * reaches an older copy, even once compaction has removed the status that
+ * resolved that copy. A tombstone forgets every earlier status. A lane
+ * record with no
+ * state record that applies is pending-approval when it carries
+ * the header errgate.approval: required (written by the gateway on lanes
+ * that require approval, lanes.dlq_approval / lanes.quarantine_approval, or
+ * for a route entry with approval = true), else open.
  *
  * Ownership: every function documents what it borrows; returned heap
  * memory belongs to the caller unless said otherwise. */
@@ -48,6 +61,10 @@ int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t
 rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
                             void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
                             size_t errlen);
+
+/* `errgate dlq watch` (dlq_watch.c), dispatched by `errgate dlq`: argv[0]
+ * is "dlq", argv[1] "watch". Returns the exit code. */
+int eg_cmd_dlq_watch(int argc, char **argv);
 
 /* ---- one replayed record (replay_record.c) ----------------------------- */
 
@@ -108,11 +125,25 @@ void eg_where_free(eg_where *w);
 
 /* ---- lifecycle state (dlq_state.c) -------------------------------------- */
 
-typedef enum { EG_DLQ_OPEN = 0, EG_DLQ_REPLAYED, EG_DLQ_ACCEPTED_LOSS, EG_DLQ_CLOSED, EG_DLQ__N } eg_dlq_status;
+typedef enum {
+    EG_DLQ_OPEN = 0,
+    EG_DLQ_PENDING,  /* pending-approval */
+    EG_DLQ_APPROVED, /* approved, not yet replayed */
+    EG_DLQ_REPLAYED, /* from here on: resolved */
+    EG_DLQ_ACCEPTED_LOSS,
+    EG_DLQ_CLOSED,
+    EG_DLQ__N
+} eg_dlq_status;
+
+/* 1 for the statuses that resolve an item (replayed, accepted-loss, closed). */
+#define eg_dlq_resolved(s) ((s) >= EG_DLQ_REPLAYED)
 
 const char *eg_dlq_status_name(eg_dlq_status s);
-/* The resolution status named s (open is not one), or -1. */
+/* The resolution status named s (replayed, accepted-loss or closed), or -1. */
 int eg_dlq_status_parse(const char *s);
+/* Any state named s (open, pending-approval, approved, replayed,
+ * accepted-loss, closed), or -1. */
+int eg_dlq_state_parse(const char *s);
 
 /* "<lane>.state" into out. */
 void eg_dlq_state_topic(const char *lane, char *out, size_t outlen);
@@ -138,26 +169,67 @@ void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen);
 int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
                         size_t errlen);
 
-/* The latest status of every id in a state topic. */
+/* The latest statuses of every id in a state topic: the latest resolving
+ * one and the latest approval, since the id's last tombstone. */
 typedef struct eg_dlq_states {
-    eg_strmap ids;     /* id -> index into st/ts */
-    unsigned char *st; /* eg_dlq_status */
-    int64_t *ts;       /* when that status was written (state record timestamp) */
+    eg_strmap ids;      /* id -> index into the arrays */
+    unsigned char *rst; /* the latest resolving status (EG_DLQ_OPEN: none) */
+    int64_t *rts;       /* when it was written (state record timestamp) */
+    int64_t *ats;       /* when the latest approval was written (-1: none) */
+    int64_t *afrom;     /* its "since": the oldest lane record it approves (-1: any) */
     size_t n, cap;
 } eg_dlq_states;
 
-/* Applies one state record: value NULL is a tombstone (open again); a value
- * without a known status counts as open. Later calls win. */
+/* Applies one state record (in the order they were written): value NULL is
+ * a tombstone (open again); a value without a status a state record may
+ * hold (approved, replayed, accepted-loss, closed) counts as one. */
 void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts);
 
 /* Reads the whole state topic of lane (no topic: no statuses). Returns 0 or
  * -1 with err. */
 int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen);
 
-/* The status that resolves a lane record with this id and timestamp, or
- * EG_DLQ_OPEN (see the lifecycle rule above). */
-eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts);
+/* The state of a lane record with this id and timestamp (see the lifecycle
+ * rule above): the latest resolving status that applies, else approved when
+ * an approval applies, else EG_DLQ_PENDING when pending is set (the record
+ * requires approval), else EG_DLQ_OPEN. */
+eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64_t rec_ts, int pending);
+
+/* The state of lane record m: its item id (into id, idlen), its timestamp
+ * and its errgate.approval header, looked up in s. */
+eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t *m, char *id, size_t idlen);
 
 void eg_dlq_states_free(eg_dlq_states *s);
+
+/* A writer of state records to LANE.state, for the commands that set
+ * statuses by hand (`dlq resolve`, `dlq approve`): its own producer
+ * (eg_dlq_producer), the topic made sure of (eg_dlq_state_ensure), and the
+ * outcome of every write counted from its delivery report. */
+typedef struct eg_dlq_writer {
+    rd_kafka_t *rk;
+    char topic[512];
+    char by[300]; /* the author written in every record */
+    long inflight, written, failed;
+    rd_kafka_resp_err_t last_err; /* of the last failed write */
+} eg_dlq_writer;
+
+/* Opens w for lane (partitions: of the lane, for a state topic it creates)
+ * with author by (NULL: eg_dlq_whoami). A note from eg_dlq_state_ensure is
+ * left in note ("" when none). Returns 0, or -1 with err (w closed). */
+int eg_dlq_writer_open(eg_dlq_writer *w, const eg_kcli *k, const char *lane, int partitions, const char *by, char *note,
+                       size_t notelen, char *err, size_t errlen);
+
+/* Queues the state record {status, reason, at: now, by[, since]} keyed by
+ * id (since: the RFC 3339 form of since_ms, when >= 0). The JSON written is
+ * copied into json (may be NULL) when it fits. Returns 0, or -1 when the
+ * producer refused it at once (counted as failed). */
+int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, int64_t since_ms,
+                      char *json, size_t jsonlen);
+
+/* Waits up to timeout_ms for every queued write's report. Returns the
+ * number of writes that failed or were never confirmed. */
+long eg_dlq_writer_flush(eg_dlq_writer *w, int timeout_ms);
+
+void eg_dlq_writer_close(eg_dlq_writer *w);
 
 #endif

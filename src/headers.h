@@ -35,4 +35,9 @@
 #define EG_H_REPLAYS "errgate.replays"     /* how many times replayed */
 #define EG_H_REPLAY_TO "errgate.replay-to" /* replay-rung records: "original" or the topic to republish to */
 
+/* "required" on a DLQ or quarantine record whose item starts
+ * pending-approval (lanes.*_approval, route { dlq = true, approval = true }) */
+#define EG_H_APPROVAL "errgate.approval"
+#define EG_APPROVAL_REQUIRED "required"
+
 #endif

@@ -38,6 +38,7 @@ struct eg_lanes {
     int pipefd[2];
     struct event *ev;
     const char *tmpl[EG_LANE__N]; /* borrowed from the config */
+    int approval[EG_LANE__N];     /* lanes.*_approval: the lane's records need approval */
     char *group;
     unsigned profiles; /* lanes.profiles */
     int inbox;         /* source.inbox: original.* from the foreign DLQ headers */
@@ -145,6 +146,8 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
     l->tmpl[EG_LANE_OUT] = "{topic}"; /* a republished replay: the decision's topic */
+    l->approval[EG_LANE_DLQ] = cfg->dlq_approval;
+    l->approval[EG_LANE_QUARANTINE] = cfg->quarantine_approval;
     l->group = eg_xstrdup(cfg->group);
     l->profiles = cfg->lane_profiles;
     l->inbox = cfg->inbox != NULL;
@@ -207,7 +210,7 @@ static int replaced_header(const char *name) {
         EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
-    return 0;
+    return strcmp(name, EG_H_APPROVAL) == 0; /* decided afresh by each lane write */
 }
 
 /* Adds a NUL-terminated header value. */
@@ -282,6 +285,8 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     add(h, EG_H_POLICY, policy_id);
     add(h, EG_H_ACTION, eg_action_name(d->action));
     add(h, EG_H_REASON, d->reason[0] ? d->reason : d->klass);
+    int lane = eg_lane_of(d->action);
+    if (lane >= 0 && (l->approval[lane] || d->approval)) add(h, EG_H_APPROVAL, EG_APPROVAL_REQUIRED);
     if ((d->action == EG_ACT_LADDER || d->action == EG_ACT_REPLAY) && d->not_before_ms > 0)
         add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
     if (d->action == EG_ACT_REPLAY) add(h, EG_H_REPLAY_TO, d->replay_to);

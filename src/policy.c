@@ -338,7 +338,7 @@ static int stack_str(lua_State *L, int idx, char *dst, size_t n) {
 }
 
 #define DECIDE_NARGS 20
-#define DECIDE_NRESULTS 8
+#define DECIDE_NRESULTS 9
 
 /* decide_protected's argument block. */
 typedef struct decide_call {
@@ -396,7 +396,8 @@ static int decide_protected(lua_State *L) {
         fallback(out, err);
         return 0;
     }
-    /* action, class, code, reason, delay_ms, message, rung, rung_index:
+    /* action, class, code, reason, delay_ms, message, rung, rung_index,
+     * approval:
      * plain values, read without conversions that could allocate */
     const int base = lua_gettop(L) - DECIDE_NRESULTS;
     memset(out, 0, sizeof *out);
@@ -422,6 +423,7 @@ static int decide_protected(lua_State *L) {
         fallback(out, "invalid decision: replay without a topic");
         return 0;
     }
+    out->approval = (out->action == EG_ACT_DLQ || out->action == EG_ACT_QUARANTINE) && lua_toboolean(L, base + 9);
     lua_Number d = lua_type(L, base + 5) == LUA_TNUMBER ? lua_tonumber(L, base + 5) : 0;
     if (!(d >= 0)) d = 0;
     if (d > 86400000.0) d = 86400000.0;

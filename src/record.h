@@ -76,6 +76,7 @@ typedef struct eg_decision {
     char replay_to[256];   /* replay: "original" or a topic; republish: the topic */
     int32_t out_partition; /* republish: the original partition when replay_to is
                               the original topic, else -1 (the lane rule) */
+    int approval;          /* dlq/quarantine: the route entry asks for approval before replay */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */

@@ -8,6 +8,9 @@
 --               lanes.retry with {rung} = this name), RUNG_PATTERN, <= 32 bytes
 --   rung_index  its position in the ladder (integer >= 1; retry.count of the
 --               record written there)
+-- and, for action "dlq" or "quarantine" when the route entry asked for it,
+--   approval    true: the lane record carries errgate.approval: required
+--               (the item starts pending-approval)
 -- action is one of ACTIONS; class, code, reason and message are strings;
 -- delay_ms is a non-negative integer, meaningful for retry, hold and ladder
 -- (for a ladder: the rung's delay, raised to Retry-After; a ladder or retry
@@ -78,18 +81,19 @@ end
 local match = string.match
 
 -- finalize_values(f, redact_patterns, class, class_code, action, reason,
---                 delay_ms, code, message, rung, rung_index)
---   -> action, class, code, reason, delay_ms, message, rung, rung_index
+--                 delay_ms, code, message, rung, rung_index, approval)
+--   -> action, class, code, reason, delay_ms, message, rung, rung_index, approval
 -- The draft's fields given one by one (see finalize): first the
 -- classification (class, and class_code, the code used when the draft has
 -- none), then the route's draft in the order errgate.route's
 -- resolve_values returns it, so that its results can be passed on as they
 -- come. f is the normalized failure it answers. Returns the decision's
 -- fields in the order above (rung and rung_index nil unless action is
--- "ladder"; for "replay", rung is where to: "original" or a topic), or
+-- "ladder"; for "replay", rung is where to: "original" or a topic; approval
+-- true or nil, true only for "dlq" and "quarantine"), or
 -- raises "invalid decision: ...".
 function decision.finalize_values(f, redact_patterns, class, class_code, action, reason, delay_ms, code, message,
-                                  rung, rung_index)
+                                  rung, rung_index, approval)
   if code == nil then code = class_code end
   if not ACTIONS[action] then
     invalid("unknown action %s (want one of %s)", tostring(action), decision.ACTION_LIST)
@@ -150,17 +154,22 @@ function decision.finalize_values(f, redact_patterns, class, class_code, action,
     invalid("message must be a string, got %s", type(message))
   end
   message = redact_message(message or f.message or describe(f), MESSAGE_MAX, redact_patterns)
-  return action, class, code, reason, ms, message, rung, rung_index
+  if approval ~= nil and approval ~= false and approval ~= true then
+    invalid("approval must be true or false, got %s", type(approval))
+  end
+  approval = approval and (action == "dlq" or action == "quarantine") or nil
+  return action, class, code, reason, ms, message, rung, rung_index, approval
 end
 
--- pack(action, class, code, reason, delay_ms, message, rung, rung_index)
---   -> decision
+-- pack(action, class, code, reason, delay_ms, message, rung, rung_index,
+--      approval) -> decision
 -- The table form of finalize_values' results: exactly the six fields (eight
--- for a ladder).
-function decision.pack(action, class, code, reason, delay_ms, message, rung, rung_index)
+-- for a ladder, seven for a replay; one more with approval).
+function decision.pack(action, class, code, reason, delay_ms, message, rung, rung_index, approval)
   local d = { action = action, class = class, code = code, reason = reason, delay_ms = delay_ms, message = message }
   if action == "ladder" then d.rung, d.rung_index = rung, rung_index end
   if action == "replay" then d.replay = rung end
+  if approval then d.approval = true end
   return d
 end
 
@@ -172,7 +181,7 @@ end
 function decision.finalize(draft, f, redact_patterns)
   if type(draft) ~= "table" then invalid("expected a table, got %s", type(draft)) end
   return decision.pack(decision.finalize_values(f, redact_patterns, draft.class, nil, draft.action, draft.reason,
-    draft.delay_ms, draft.code, draft.message, draft.rung, draft.rung_index))
+    draft.delay_ms, draft.code, draft.message, draft.rung, draft.rung_index, draft.approval))
 end
 
 return decision

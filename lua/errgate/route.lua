@@ -18,6 +18,10 @@
 --   { action = "hold", delay_ms = "5s", reason = ..., code = ..., message = ... }
 --        the long form of a terminal entry; action = "retry" is allowed here
 --        with an explicit delay_ms
+--   { dlq = true, approval = true }   (or quarantine = true, or action =
+--        "dlq", with the long form's other keys) a lane write whose item
+--        starts pending-approval: the record carries errgate.approval:
+--        required and `errgate replay` leaves it until `errgate dlq approve`
 -- The bare action "ladder" is refused: a ladder needs a schedule, so write
 -- { ladder = "name" }.
 -- A route may instead be a function(failure, record, ctx) returning an entry
@@ -56,7 +60,8 @@ local type, tonumber, floor = type, tonumber, math.floor
 local route = {}
 
 local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, stop = true }
-local LONG_KEYS = { action = true, delay_ms = true, reason = true, code = true, message = true }
+local LONG_KEYS = { action = true, delay_ms = true, reason = true, code = true, message = true,
+                    approval = true, dlq = true, quarantine = true }
 local RETRY_KEYS = { retry = true, exhausted = true }
 local LADDER_KEYS = { ladder = true, exhausted = true }
 local REPLAY_KEYS = { replay = true, after = true }
@@ -99,20 +104,33 @@ local function compile_terminal(where, e, allow_retry)
   if type(e) ~= "table" then fail(where, "expected an action string or table, got %s", type(e)) end
   if e.class ~= nil then fail(where, "class is decided by classify; a route cannot change it") end
   check_keys(where, e, LONG_KEYS)
-  check_action(where, e.action, allow_retry)
+  local action = e.action
+  for _, lane in ipairs({ "dlq", "quarantine" }) do -- { dlq = true, ... }: the lane as a flag
+    if e[lane] ~= nil then
+      if e[lane] ~= true then fail(where, "%s must be true", lane) end
+      if action ~= nil and action ~= lane then fail(where, "%s = true and action %s in one entry", lane, action) end
+      action = lane
+    end
+  end
+  check_action(where, action, allow_retry)
+  if e.approval ~= nil and type(e.approval) ~= "boolean" then fail(where, "approval must be true or false") end
+  if e.approval and action ~= "dlq" and action ~= "quarantine" then
+    fail(where, "approval applies to dlq and quarantine only")
+  end
   local out = {
-    action = e.action,
+    action = action,
+    approval = e.approval or nil,
     reason = opt_string(where, e, "reason"),
     code = opt_string(where, e, "code"),
     message = opt_string(where, e, "message"),
-    fixed = e.action ~= "retry",
+    fixed = action ~= "retry",
   }
   if e.delay_ms ~= nil then
-    if e.action ~= "hold" and e.action ~= "retry" then fail(where, "delay_ms only applies to hold and retry") end
+    if action ~= "hold" and action ~= "retry" then fail(where, "delay_ms only applies to hold and retry") end
     local ms, err = duration.parse(e.delay_ms)
     if not ms then fail(where, "delay_ms: %s", err) end
     out.delay_ms = ms
-  elseif e.action == "retry" then
+  elseif action == "retry" then
     fail(where, "action retry needs delay_ms (or use { retry = \"schedule\" })")
   end
   return out
@@ -212,7 +230,7 @@ end
 
 -- terminal(e, reason) -> draft values of a compiled terminal entry
 local function terminal(e, reason)
-  return e.action, reason, e.delay_ms, e.code, e.message, e.replay_to
+  return e.action, reason, e.delay_ms, e.code, e.message, e.replay_to, nil, e.approval
 end
 
 -- climb(e, f, rcount, reason) -> draft values for a compiled ladder entry:
@@ -228,7 +246,7 @@ end
 
 -- resolve_values(e, f, random, streak, retry_count, retry_budget, now_ms,
 --                first_failure_ms, last_delay_ms)
---   -> action, reason, delay_ms, code, message, rung, rung_index
+--   -> action, reason, delay_ms, code, message, rung, rung_index, approval
 -- Applies a compiled entry to the failure f given those fields of the ctx
 -- (see errgate.policy; the only ones a route entry reads, passed as values
 -- so that a route table needs no ctx table). streak (a number) and
@@ -282,9 +300,9 @@ end
 -- a table { action, reason, delay_ms, code, message, rung, rung_index }
 -- (absent fields nil), for errgate.decision.finalize.
 function route.resolve(e, f, ctx, random)
-  local action, reason, delay_ms, code, message, rung, rung_index = resolve_ctx(e, f, ctx, random)
+  local action, reason, delay_ms, code, message, rung, rung_index, approval = resolve_ctx(e, f, ctx, random)
   return { action = action, reason = reason, delay_ms = delay_ms, code = code, message = message,
-           rung = rung, rung_index = rung_index }
+           rung = rung, rung_index = rung_index, approval = approval }
 end
 
 local function compile_table(spec, schedules)

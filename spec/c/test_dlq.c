@@ -201,21 +201,70 @@ int main(void) {
     const char *closed = "{\"status\":\"closed\",\"reason\":\"\"}";
     const char *replayed = "{\"status\":\"replayed\"}";
     eg_dlq_states_apply(&s, "a", 1, closed, strlen(closed), 100);
-    CHECK(eg_dlq_states_status(&s, "a", 100) == EG_DLQ_CLOSED, "resolved at the record's own time");
-    CHECK(eg_dlq_states_status(&s, "a", 101) == EG_DLQ_OPEN, "a record newer than its resolution is open");
-    CHECK(eg_dlq_states_status(&s, "b", 1) == EG_DLQ_OPEN, "an id without a status is open");
+    CHECK(eg_dlq_states_status(&s, "a", 100, 0) == EG_DLQ_CLOSED, "resolved at the record's own time");
+    CHECK(eg_dlq_states_status(&s, "a", 101, 0) == EG_DLQ_OPEN, "a record newer than its resolution is open");
+    CHECK(eg_dlq_states_status(&s, "b", 1, 0) == EG_DLQ_OPEN, "an id without a status is open");
     eg_dlq_states_apply(&s, "a", 1, replayed, strlen(replayed), 200);
-    CHECK(eg_dlq_states_status(&s, "a", 150) == EG_DLQ_REPLAYED, "the latest status wins");
+    CHECK(eg_dlq_states_status(&s, "a", 150, 0) == EG_DLQ_REPLAYED, "the latest status wins");
     eg_dlq_states_apply(&s, "a", 1, NULL, 0, 300);
-    CHECK(eg_dlq_states_status(&s, "a", 150) == EG_DLQ_OPEN, "a tombstone reopens");
+    CHECK(eg_dlq_states_status(&s, "a", 150, 0) == EG_DLQ_OPEN, "a tombstone reopens");
     eg_dlq_states_apply(&s, "c", 1, "{\"status\":\"open\"}", 17, 300);
     eg_dlq_states_apply(&s, "d", 1, "garbage", 7, 300);
-    CHECK(eg_dlq_states_status(&s, "c", 1) == EG_DLQ_OPEN && eg_dlq_states_status(&s, "d", 1) == EG_DLQ_OPEN,
+    CHECK(eg_dlq_states_status(&s, "c", 1, 0) == EG_DLQ_OPEN && eg_dlq_states_status(&s, "d", 1, 0) == EG_DLQ_OPEN,
           "unknown statuses and bad values count as open");
+    eg_dlq_states_apply(&s, "c", 1, "{\"status\":\"pending-approval\"}", 29, 300);
+    CHECK(eg_dlq_states_status(&s, "c", 1, 0) == EG_DLQ_OPEN, "pending-approval is not a status a record holds");
+
+    /* approval: pending until an approval not older than the record */
+    const char *approved = "{\"status\":\"approved\",\"by\":\"ops\"}";
+    CHECK(eg_dlq_states_status(&s, "p", 100, 1) == EG_DLQ_PENDING, "no status + approval required: pending-approval");
+    CHECK(eg_dlq_states_status(&s, "p", 100, 0) == EG_DLQ_OPEN, "no status, no approval required: open");
+    eg_dlq_states_apply(&s, "p", 1, approved, strlen(approved), 200);
+    CHECK(eg_dlq_states_status(&s, "p", 150, 1) == EG_DLQ_APPROVED, "approved after the record: approved");
+    CHECK(eg_dlq_states_status(&s, "p", 250, 1) == EG_DLQ_PENDING,
+          "a copy dead-lettered after the approval waits for its own");
+    eg_dlq_states_apply(&s, "p", 1, replayed, strlen(replayed), 300);
+    CHECK(eg_dlq_states_status(&s, "p", 150, 1) == EG_DLQ_REPLAYED, "approved, then replayed: replayed");
+    eg_dlq_states_apply(&s, "p", 1, NULL, 0, 400);
+    CHECK(eg_dlq_states_status(&s, "p", 150, 1) == EG_DLQ_PENDING, "a tombstone reopens to pending-approval");
+
+    /* copy A (t=100) approved and replayed; it failed again: copy B (t=400)
+     * is approved (t=500). A stays replayed, B is approved, then replayed. */
+    eg_dlq_states_apply(&s, "q", 1, approved, strlen(approved), 200);
+    eg_dlq_states_apply(&s, "q", 1, replayed, strlen(replayed), 300);
+    CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_PENDING, "the newer copy waits for its own approval");
+    eg_dlq_states_apply(&s, "q", 1, approved, strlen(approved), 500);
+    CHECK(eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,
+          "approving the newer copy leaves the older one replayed");
+    CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_APPROVED, "the newer copy is approved");
+    eg_dlq_states_apply(&s, "q", 1, replayed, strlen(replayed), 600);
+    CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_REPLAYED &&
+              eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,
+          "both copies replayed");
+    /* an approval with "since" reaches no older copy, even with the status that
+     * resolved that copy compacted away */
+    const char *since_rec = "{\"status\":\"approved\",\"reason\":\"\",\"at\":\"1970-01-01T00:00:00.500Z\","
+                            "\"by\":\"ops\",\"since\":\"1970-01-01T00:00:00.400Z\"}";
+    eg_dlq_states_apply(&s, "r", 1, since_rec, strlen(since_rec), 500);
+    CHECK(eg_dlq_states_status(&s, "r", 400, 1) == EG_DLQ_APPROVED &&
+              eg_dlq_states_status(&s, "r", 450, 1) == EG_DLQ_APPROVED,
+          "an approval applies from its since on");
+    CHECK(eg_dlq_states_status(&s, "r", 100, 1) == EG_DLQ_PENDING, "and not to an older copy");
+    eg_dlq_states_apply(&s, "q", 1, "{\"status\":\"nonsense\"}", 22, 700);
+    CHECK(eg_dlq_states_status(&s, "q", 100, 0) == EG_DLQ_OPEN, "an unknown status forgets what came before");
+
     eg_dlq_states_free(&s);
+
     CHECK(eg_dlq_status_parse("accepted-loss") == EG_DLQ_ACCEPTED_LOSS && eg_dlq_status_parse("open") < 0 &&
-              eg_dlq_status_parse("Closed") < 0,
+              eg_dlq_status_parse("Closed") < 0 && eg_dlq_status_parse("approved") < 0 &&
+              eg_dlq_status_parse("pending-approval") < 0,
           "statuses a resolve may set");
+    int names_ok = 1;
+    for (int i = 0; i < EG_DLQ__N; i++) names_ok &= eg_dlq_state_parse(eg_dlq_status_name((eg_dlq_status)i)) == i;
+    CHECK(names_ok && eg_dlq_state_parse("pending-approval") == EG_DLQ_PENDING && eg_dlq_state_parse("x") < 0,
+          "every state name parses back");
+    CHECK(!eg_dlq_resolved(EG_DLQ_APPROVED) && !eg_dlq_resolved(EG_DLQ_PENDING) && eg_dlq_resolved(EG_DLQ_CLOSED),
+          "approved and pending-approval are not resolved");
 
     /* ---- printable ---- */
     char pr[32];

@@ -6,7 +6,7 @@
 # commands are read from `errgate --help`, so a new command is walked too.
 source "$(dirname "$0")/lib.sh"
 
-declare -A SUBS=([policy]="check test" [dlq]="stats tail resolve" [spill]="ls drain")
+declare -A SUBS=([policy]="check test" [dlq]="stats tail resolve approve watch" [spill]="ls drain")
 
 out=$("$EG" --help 2>"$T/help.err"); rc=$?
 check "errgate --help: usage on stdout, exit 0 (exit $rc)" exits_with "$rc" 0 '^usage: errgate COMMAND' "$out"

@@ -26,7 +26,7 @@ expect "stats: permanent = the story's permanent records ($(row "$T/s1.out" perm
   '[ "$(row "$T/s1.out" permanent 2)" = "$N_PERMANENT" ]'
 expect "stats: total = both, 0 resolved" \
   '[ "$(row "$T/s1.out" total 2)" = $((N_TRANSIENT + N_PERMANENT)) ] && [ "$(row "$T/s1.out" total 4)" = 0 ]'
-expect "stats: exactly those rows (header, 2 classes, total, status line)" '[ "$(wc -l <"$T/s1.out")" = 5 ]'
+expect "stats: exactly those rows (header, 2 classes, total, two state lines)" '[ "$(wc -l <"$T/s1.out")" = 6 ]'
 expect "stats: columns are aligned" \
   '[ "$(head -4 "$T/s1.out" | awk "{print length(\$0)}" | sort -u | wc -l)" = 1 ]'
 sed "s|kafka = { |kafka = { [\"bootstrap.servers\"] = \"$BOOTSTRAP\", |" "$T/gw.lua" >"$T/conn.lua"

@@ -6,7 +6,10 @@
 # with the same group republishes nothing twice; --where selects exactly
 # and refuses bad expressions before replaying anything; the loop guard
 # refuses records replayed --max-replays times, through a real
-# replay -> gateway -> DLQ loop, and --force overrides it.
+# replay -> gateway -> DLQ loop, and --force overrides it. The lane is
+# replayed again and again: past the first replays its items are
+# `replayed`, so those runs pass --include-resolved (the lifecycle itself
+# is test_dlq_approval's).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/dlq_story.sh"
 
@@ -95,7 +98,7 @@ expect "the next run with the same group replays the rest (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(field replayed "$T/l2.out")" = $((N_PERMANENT - 2)) ] && [ "$(count_topic src.limit)" = "$N_PERMANENT" ]'
 
 # ---- an interrupted replay resumes without republishing ------------------------
-bg resume1 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.resume --rate 1 --group resume
+bg resume1 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.resume --rate 1 --group resume --include-resolved
 p=$LASTPID
 # one record a second: the kill lands mid-way even when polling kcat takes seconds on a loaded machine
 wait_for 10 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.resume -e -q -f 'x\n' 2>/dev/null | wc -l) -ge 1 ]"
@@ -104,7 +107,7 @@ first=$(count_topic src.resume)
 expect "SIGTERM mid-way: exit 1, says interrupted, $first of $N_DLQ sent (rc $rc)" \
   '[ "$rc" = 1 ] && grep -q "^interrupted" "$T/resume1.out" && [ "$first" -gt 0 ] && [ "$first" -lt "$N_DLQ" ]'
 check "the interrupted run committed what it replayed" [ "$(field replayed "$T/resume1.out")" = "$first" ]
-replay --from src.dlq --to src.resume --group resume >"$T/resume2.out" 2>&1; rc=$?
+replay --from src.dlq --to src.resume --group resume --include-resolved >"$T/resume2.out" 2>&1; rc=$?
 expect "the resumed run replays the rest ($(field replayed "$T/resume2.out") = $N_DLQ - $first, rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(field replayed "$T/resume2.out")" = $((N_DLQ - first)) ]'
 hdr_dump src.resume "$T/resume.json"
@@ -118,11 +121,11 @@ sys.exit(0 if got == want and all(v == 1 for v in want.values()) else 1)
 PY
 
 # after kill -9 nothing is lost (a few deliveries of the last commit interval may repeat)
-bg resume9 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.where --rate 1 --group resume9
+bg resume9 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.where --rate 1 --group resume9 --include-resolved
 p=$LASTPID
 wait_for 10 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.where -e -q -f 'x\n' 2>/dev/null | wc -l) -ge 1 ]"
 kill -9 "$p"; wait "$p" 2>/dev/null
-replay --from src.dlq --to src.where --group resume9 >"$T/resume9.out" 2>&1; rc=$?
+replay --from src.dlq --to src.where --group resume9 --include-resolved >"$T/resume9.out" 2>&1; rc=$?
 hdr_dump src.where "$T/resume9.json"
 check "kill -9 then resume: every lane record reached the target (rc $rc)" $PY - "$T/dlq.json" "$T/resume9.json" <<'PY'
 import json, sys
@@ -136,22 +139,22 @@ PY
 broker_ctl topic-create src.fail 4 >/dev/null
 broker_ctl topic-fault src.fail 0 >/dev/null || not_ok "topic-fault refused"
 sed 's|kafka = { |kafka = { ["message.timeout.ms"] = 1500, |' "$T/conn.lua" >"$T/fail.lua"
-env -u ERRGATE_BOOTSTRAP "$EG" replay -c "$T/fail.lua" --from src.dlq --to src.fail --group failg >"$T/f1.out" 2>"$T/f1.err"; rc=$?
+env -u ERRGATE_BOOTSTRAP "$EG" replay -c "$T/fail.lua" --from src.dlq --to src.fail --group failg --include-resolved >"$T/f1.out" 2>"$T/f1.err"; rc=$?
 expect "deliveries that fail: exit 1, counted, each reported, none counted as replayed (rc $rc, failed $(field failed "$T/f1.out"))" \
   '[ "$rc" = 1 ] && [ "$(field failed "$T/f1.out")" -ge 1 ] && [ "$(field replayed "$T/f1.out")" = 0 ] &&
    grep -q "^stopped after a failed delivery" "$T/f1.out" && grep -q "^errgate replay: src.dlq/[0-9]*/[0-9]* -> src.fail: delivery failed: " "$T/f1.err"'
 check "nothing was committed past the failed deliveries" uncommitted failg
 broker_ctl topic-recover src.fail >/dev/null
-replay --from src.dlq --to src.fail --group failg >"$T/f2.out" 2>&1; rc=$?
+replay --from src.dlq --to src.fail --group failg --include-resolved >"$T/f2.out" 2>&1; rc=$?
 expect "after recovery the same group replays everything, once (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(field replayed "$T/f2.out")" = "$N_DLQ" ] && [ "$(count_topic src.fail)" = "$N_DLQ" ]'
 
 # ---- --where ---------------------------------------------------------------------
 broker_ctl topic-create src.w400 4 >/dev/null
-replay --from src.dlq --to src.w400 --where 'headers["error.code"] == "http_400"' --dry-run >"$T/w1.out" 2>&1; rc=$?
+replay --from src.dlq --to src.w400 --where 'headers["error.code"] == "http_400"' --include-resolved --dry-run >"$T/w1.out" 2>&1; rc=$?
 expect "--where dry run selects the permanent records ($(field "would replay" "$T/w1.out") of $N_PERMANENT, rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(field "would replay" "$T/w1.out")" = "$N_PERMANENT" ]'
-replay --from src.dlq --to src.w400 --where 'headers["error.code"] == "http_400"' >"$T/w2.out" 2>&1; rc=$?
+replay --from src.dlq --to src.w400 --where 'headers["error.code"] == "http_400"' --include-resolved >"$T/w2.out" 2>&1; rc=$?
 hdr_dump src.w400 "$T/w400.json"
 expect "--where replays exactly the http_400 records (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(wc -l <"$T/w400.json")" = "$N_PERMANENT" ] &&
@@ -177,7 +180,7 @@ check "and committed nothing" uncommitted "$(group_of "$T/w4.out")"
 # runs; they fail again and come back to the DLQ carrying errgate.replays=1
 n_before=$(count_topic src.dlq)
 start_gateway gw2 "$T/gw.lua"
-replay --from src.dlq --to src --class transient --group home >"$T/home.out" 2>&1; rc=$?
+replay --from src.dlq --to src --class transient --group home --include-resolved >"$T/home.out" 2>&1; rc=$?
 expect "replay home to src (rc $rc)" '[ "$rc" = 0 ] && [ "$(field replayed "$T/home.out")" = "$N_TRANSIENT" ]'
 wait_for 40 bash -c "[ \$(kcat -C -b '$BOOTSTRAP' -t src.dlq -e -q -f 'x\n' 2>/dev/null | wc -l) -ge $((n_before + N_TRANSIENT)) ]" \
   || not_ok "replayed records did not come back to the DLQ"

@@ -194,6 +194,29 @@ describe("route entries", function()
     assert.are.same({ "dlq", "exhausted" }, { d.action, d.reason })
   end)
 
+  it("ask for approval before replay with { dlq = true, approval = true }", function()
+    local pol = policy.define(spec({ route = {
+      transient = { retry = "fast", exhausted = { quarantine = true, approval = true, reason = "gave_up" } },
+      default = { dlq = true, approval = true } } }))
+    local d = t.decide(pol, t.http(400))
+    assert.are.same({ "dlq", true }, { d.action, d.approval })
+    local ds = t.sequence(pol, t.http(503), 3)
+    assert.are.same({ "quarantine", true, "gave_up" }, { ds[3].action, ds[3].approval, ds[3].reason })
+    assert.is_nil(ds[1].approval) -- a retry never carries it
+    local plain = policy.define(spec({ route = { default = { action = "dlq", approval = false } } }))
+    assert.is_nil(t.decide(plain, t.http(400)).approval)
+  end)
+
+  it("refuse approval where it means nothing", function()
+    assert.matches("approval applies to dlq and quarantine only",
+      define_error({ route = { default = { action = "hold", approval = true } } }))
+    assert.matches("approval must be true or false",
+      define_error({ route = { default = { dlq = true, approval = 1 } } }))
+    assert.matches("dlq must be true", define_error({ route = { default = { dlq = "yes" } } }))
+    assert.matches("quarantine = true and action dlq",
+      define_error({ route = { default = { action = "dlq", quarantine = true } } }))
+  end)
+
   it("give a hold its own delay", function()
     local pol = policy.define(spec({ route = { default = { action = "hold", delay_ms = "30s" } } }))
     assert.are.same({ "hold", 30000 }, { t.decide(pol, t.http(500)).action, t.decide(pol, t.http(500)).delay_ms })
