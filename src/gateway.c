@@ -1023,6 +1023,10 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
         rd_kafka_topic_partition_list_destroy(l);
         return;
     }
+    /* the decision lines of the records behind these offsets leave the log
+     * buffer first: an ignored record's line is its only durable outcome,
+     * and a kill -9 after the commit must not take it along */
+    eg_log_flush();
     rd_kafka_resp_err_t err = rd_kafka_commit(gw->rk, l, !sync);
     if (sync) {
         if (err) {
