@@ -184,6 +184,14 @@ static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
             a->ops.reload(a->arg, "admin", reload_done, pr);
             return 1;
         }
+    } else if (a->ops.control && a->ops.control(a->arg, path, NULL)) {
+        if (rq->method != EG_ADMIN_POST) {
+            snprintf(an->extra, sizeof an->extra, "Allow: POST\r\n");
+            reply_error(an, 405, "Method Not Allowed", "use POST");
+        } else if (authorized(a, rq, an)) {
+            int code = a->ops.control(a->arg, path, b);
+            reply_json(an, code, code == 200 ? "OK" : code == 409 ? "Conflict" : "Error");
+        }
     } else if (!get) {
         snprintf(an->extra, sizeof an->extra, "Allow: GET, HEAD\r\n");
         reply_error(an, 405, "Method Not Allowed", "use GET");

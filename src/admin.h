@@ -3,7 +3,7 @@
  * never blocks it).
  *
  * Routes: GET /metrics (Prometheus text), /healthz, /readyz, /policy, /lanes
- * (JSON), POST /reload. The server knows HTTP, routing and authentication
+ * (JSON), POST /reload, and the owner's controls (POST, eg_admin_ops.control). The server knows HTTP, routing and authentication
  * only; what it serves comes from the owner through eg_admin_ops, called on
  * the loop thread between two events. Mutating endpoints (POST /reload) need
  * "Authorization: Bearer <token>", the token being read once at start from
@@ -35,6 +35,11 @@ typedef struct eg_admin_ops {
      * reload ended (the old policy stays on failure) — and always before the
      * server is freed. The reply waits for it; the loop does not. */
     void (*reload)(void *arg, const char *trigger, eg_admin_reload_done done, void *req);
+    /* Operator controls (POST, bearer token, like /reload): with out NULL
+     * returns non-zero when path is one of them (else 0: not a control);
+     * with out, carries it out, appends a JSON object and returns the HTTP
+     * status (200, or 409 when it cannot apply now). May be NULL. */
+    int (*control)(void *arg, const char *path, struct evbuffer *out);
 } eg_admin_ops;
 
 typedef struct eg_admin eg_admin;

@@ -100,6 +100,7 @@ static void gateway_free(eg_gw *gw) {
     eg_policy_free(gw->policy);
     eg_gw_rungs_free(gw);
     eg_breaker_free(&gw->breaker);
+    eg_dlq_guard_free(&gw->guard);
     if (gw->cev) event_free(gw->cev);
     if (gw->watch_ev) event_free(gw->watch_ev);
     if (gw->commit_ev) event_free(gw->commit_ev);
@@ -186,7 +187,7 @@ int eg_cmd_run(int argc, char **argv) {
                          .half_open_probes = cfg.breaker_probes};
     eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
     if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
-        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
+        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0 || eg_gw_guard_start(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
         goto out;
     }

@@ -1,0 +1,132 @@
+/* gw_incident.c — the gateway's incident controls: the dead-letter flood
+ * guard (dlq_guard) and stop-and-wait (on_stop = "wait").
+ *
+ * Flood guard: every DLQ or quarantine decision is counted per source topic
+ * by dlq_guard.c; while a topic's guard is tripped such a decision becomes a
+ * hold (or a stop, dlq_guard.action) with reason `dlq_guard`, so a
+ * downstream outage misclassified as permanent cannot drain a topic into
+ * its DLQ. A trip, a re-arm and a reset are each one log line; the state is
+ * the gauge errgate_dlq_guard_tripped{topic} and a /readyz reason.
+ *
+ * Stop-and-wait: a stop decision with on_stop = "wait" leaves its record
+ * unfinished (nothing committed past it), pauses every partition and turns
+ * /readyz false with the reason, until POST /resume (gw_admin.c, which calls
+ * eg_gw_redo_stopped) or SIGTERM (exit 0, offsets as at any stop).
+ *
+ * Called by gateway.c on the record path and by gw_admin.c for views and
+ * control; calls nothing above it (gw.h's one-way order). Loop thread only. */
+#include "gw.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The guard's trips, re-arms and resets, logged. */
+static void on_guard_event(void *arg, const char *topic, int tripped, int reset, uint64_t count) {
+    eg_gw *gw = arg;
+    eg_logline l;
+    if (!eg_log_begin(&l, tripped ? EG_ERROR : EG_WARN, tripped ? "dlq_guard_tripped" : "dlq_guard_rearmed")) return;
+    eg_log_str(&l, "topic", topic);
+    eg_log_int(&l, "window_count", (int64_t)count);
+    eg_log_int(&l, "window_s", gw->cfg->guard_window_s);
+    eg_log_str(&l, "action", gw->cfg->guard_stop ? "stop" : "hold");
+    if (tripped)
+        eg_log_str(&l, "msg",
+                   "dead letters above dlq_guard.max_per_second: DLQ and quarantine decisions of this "
+                   "topic are held until it re-arms (errgate ctl dlq-guard reset)");
+    else eg_log_str(&l, "by", reset ? "reset" : "cooldown");
+    eg_log_end(&l);
+}
+
+int eg_gw_guard_start(eg_gw *gw, char *err, size_t errlen) {
+    const eg_config *cfg = gw->cfg;
+    if (!cfg->guard_enabled) return 0;
+    eg_dlq_guard_cfg gc = {.max_per_second = cfg->guard_max_per_second,
+                           .window_s = cfg->guard_window_s,
+                           .cooldown_s = cfg->guard_cooldown_s};
+    if (eg_dlq_guard_init(&gw->guard, &gc, on_guard_event, gw, err, errlen) != 0) return -1;
+    for (int i = 0; i < cfg->ntopics; i++)
+        if (!eg_topic_is_regex(cfg->topics[i])) eg_dlq_guard_watch(&gw->guard, cfg->topics[i]);
+    return 0;
+}
+
+void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
+    if (!gw->cfg->guard_enabled || (d->action != EG_ACT_DLQ && d->action != EG_ACT_QUARANTINE)) return;
+    const char *topic = r->part->origin;
+    if (eg_dlq_guard_admit(&gw->guard, topic, eg_now_ms()) == EG_GUARD_PASS) return;
+    snprintf(d->message, sizeof d->message, "%s refused by the dlq_guard of %s (above %g per second over %d s)",
+             eg_action_name(d->action), topic, gw->cfg->guard_max_per_second, gw->cfg->guard_window_s);
+    d->action = gw->cfg->guard_stop ? EG_ACT_STOP : EG_ACT_HOLD;
+    d->delay_ms = gw->cfg->guard_stop ? 0 : DEFAULT_HOLD_MS;
+    eg_strlcpy(d->reason, "dlq_guard", sizeof d->reason);
+}
+
+void eg_gw_guard_reset(eg_gw *gw, struct evbuffer *out) {
+    int n = gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
+    evbuffer_add_printf(out, "{\"result\":\"reset\",\"enabled\":%s,\"rearmed\":%d}",
+                        gw->cfg->guard_enabled ? "true" : "false", n);
+}
+
+int eg_gw_stop_wait(eg_gw *gw, const eg_record *r) {
+    if (!gw->cfg->on_stop_wait || gw->stopping) return 0;
+    const eg_decision *d = &r->fail->decision;
+    if (!gw->waiting)
+        snprintf(gw->wait_why, sizeof gw->wait_why,
+                 "stopped at %s[%d]@%lld (class %s, reason %s): waiting for errgate "
+                 "ctl resume",
+                 r->topic, (int)r->partition, (long long)r->offset, d->klass, d->reason);
+    gw->waiting = 1;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_ERROR, "stop_wait")) {
+        eg_log_str(&l, "topic", r->topic);
+        eg_log_int(&l, "partition", r->partition);
+        eg_log_int(&l, "offset", r->offset);
+        eg_log_str(&l, "class", d->klass);
+        eg_log_str(&l, "reason", d->reason);
+        eg_log_str(&l, "msg",
+                   "consumption paused, nothing committed past this record; resume with errgate ctl "
+                   "resume, or SIGTERM to exit");
+        eg_log_end(&l);
+    }
+    return 1;
+}
+
+int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen) {
+    if (gw->waiting) {
+        eg_strlcpy(why, gw->wait_why, whylen);
+        return 0;
+    }
+    if (!gw->cfg->guard_enabled) return 1;
+    int64_t now = eg_now_ms();
+    if (eg_dlq_guard_poll(&gw->guard, now) == 0) return 1;
+    const char *topic;
+    int tripped;
+    uint64_t count;
+    for (int i = 0; eg_dlq_guard_topic(&gw->guard, i, now, &topic, &tripped, &count) == 0; i++)
+        if (tripped) {
+            snprintf(why, whylen, "dlq_guard tripped for %s (%llu dead letters in %d s): dead letters %s", topic,
+                     (unsigned long long)count, gw->cfg->guard_window_s, gw->cfg->guard_stop ? "stop" : "are held");
+            break;
+        }
+    return 0;
+}
+
+void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
+    eg_metric_header(out, "errgate_waiting_for_operator",
+                     "1 while a stop decision waits for errgate ctl resume (on_stop = wait).", "gauge");
+    eg_metric_sample(out, "errgate_waiting_for_operator", 0, NULL, NULL, gw->waiting);
+    if (!gw->cfg->guard_enabled) return;
+    int64_t now = eg_now_ms();
+    eg_dlq_guard_poll(&gw->guard, now);
+    static const char *const tl[] = {"topic"};
+    const char *topic;
+    int tripped;
+    uint64_t count;
+    eg_metric_header(out, "errgate_dlq_guard_tripped",
+                     "1 while the dead-letter flood guard of a source topic holds its dead letters.", "gauge");
+    for (int i = 0; eg_dlq_guard_topic(&gw->guard, i, now, &topic, &tripped, &count) == 0; i++) {
+        const char *tv[1] = {topic};
+        eg_metric_sample(out, "errgate_dlq_guard_tripped", 1, tl, tv, tripped);
+    }
+}
