@@ -155,8 +155,10 @@ static int post(const char *admin, const char *path, const char *token, int json
     if (json) fputs(b.buf, stdout);
     else if (ok) {
         json_field(b.buf, "from", msg, sizeof msg);
-        if (!strcmp(path, "/resume")) printf("resumed (%s)\n", msg);
-        else printf("dlq-guard reset: %s\n", b.buf);
+        const char *n = strstr(b.buf, "\"rearmed\":");
+        if (!strcmp(path, "/resume")) printf("resumed: %s\n", msg);
+        else if (strstr(b.buf, "\"enabled\":false")) printf("dlq-guard reset: no dlq_guard is configured\n");
+        else printf("dlq-guard reset: %d tripped guard(s) re-armed\n", n ? atoi(n + 10) : 0);
     }
     if (!ok) fprintf(stderr, "errgate ctl: %s refused (HTTP %ld): %s\n", what, code, msg[0] ? msg : b.buf);
     return ok ? EG_EXIT_OK : EG_EXIT_FAIL;

@@ -163,6 +163,7 @@ const eg_config_key eg_config_keys[] = {
     {.key = "dlq_guard.max_per_second",
      .type = EG_CK_NUMBER,
      .flags = EG_CK_REQUIRED,
+     .def_str = "none: required", /* no default (checked by load_guard) */
      .min = 0.001,
      .max = 1000000,
      .off = F(guard_max_per_second),

@@ -105,8 +105,9 @@ int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen) {
     uint64_t count;
     for (int i = 0; eg_dlq_guard_topic(&gw->guard, i, now, &topic, &tripped, &count) == 0; i++)
         if (tripped) {
-            snprintf(why, whylen, "dlq_guard tripped for %s (%llu dead letters in %d s): dead letters %s", topic,
-                     (unsigned long long)count, gw->cfg->guard_window_s, gw->cfg->guard_stop ? "stop" : "are held");
+            snprintf(why, whylen, "dlq_guard tripped for %s (%llu dead-letter decisions in %d s): dead letters %s",
+                     topic, (unsigned long long)count, gw->cfg->guard_window_s,
+                     gw->cfg->guard_stop ? "stop" : "are held");
             break;
         }
     return 0;

@@ -49,7 +49,7 @@ check "resume with a wrong token: refused, exit 1 ($rc: $out)" exits_with "$rc" 
 check "still waiting after the refusals" bash -c "curl -s http://$ADDR/readyz | grep -q 'stopped at'"
 
 out=$(ctl --token-file "$T/token" resume 2>&1); rc=$?
-check "ctl resume: exit 0, names the record ($rc: $out)" exits_with "$rc" 0 "resumed (stopped at src\[0\]@4" "$out"
+check "ctl resume: exit 0, names the record ($rc: $out)" exits_with "$rc" 0 "resumed: stopped at src\[0\]@4" "$out"
 # transient-2 fails once more: decided again from scratch, it is a new stop at attempt 1
 wait_for 30 bash -c "[ \$(grep -c '\"event\":\"stop_wait\"' '$T/gw.err') -ge 2 ]" || not_ok "no second stop_wait"
 check "decided again from scratch: the second stop is at attempt 1 too" \
