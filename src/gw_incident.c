@@ -52,7 +52,9 @@ int eg_gw_guard_start(eg_gw *gw, char *err, size_t errlen) {
 }
 
 void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
-    if (!gw->cfg->guard_enabled || (d->action != EG_ACT_DLQ && d->action != EG_ACT_QUARANTINE)) return;
+    if (!gw->cfg->guard_enabled || (d->action != EG_ACT_DLQ && d->action != EG_ACT_QUARANTINE) ||
+        !eg_policy_guarded(gw->policy, d->klass))
+        return;
     const char *topic = r->part->origin;
     if (eg_dlq_guard_admit(&gw->guard, topic, eg_now_ms()) == EG_GUARD_PASS) return;
     snprintf(d->message, sizeof d->message, "%s refused by the dlq_guard of %s (above %g per second over %d s)",

@@ -7,10 +7,11 @@
 # `errgate ctl dlq-guard reset` re-arms it at once (2 more, then it trips
 # again); without a token it is refused. With action = "stop" the guard's
 # trip is a stop (exit 3). Re-arming after the cooldown is
-# c/test_dlq_guard's.
+# c/test_dlq_guard's. A class whose route entry says guard = false always
+# dead-letters, and is not counted.
 source "$(dirname "$0")/lib.sh"
 
-start_broker --topic src:1 --topic src.dlq:1 --topic g2:1 --topic g2.dlq:1
+start_broker --topic src:1 --topic src.dlq:1 --topic g2:1 --topic g2.dlq:1 --topic g3:1 --topic g3.dlq:1
 start_handler
 echo "guard-token" >"$T/token"
 for t in src g2; do
@@ -71,4 +72,32 @@ check "the stop decision has reason dlq_guard" \
   grep -q '"event":"decision".*"offset":2,.*"action":"stop".*"reason":"dlq_guard"' "$T/gws.err"
 check "2 records reached g2.dlq ($(dlq_count g2.dlq))" [ "$(dlq_count g2.dlq)" = 2 ]
 check "committed offset is the stopping record's (2) ($(committed guards g2))" [ "$(committed guards g2)" = 2 ]
+
+# guard = false: the vip class always dead-letters while the guard holds the others
+cat >"$T/vip.lua" <<'LUA'
+local policy = require "errgate.policy"
+return policy.define { name = "vip", version = "1",
+  classify = { { explicit = true }, { class = "other" } },
+  route = { vip = { action = "dlq", guard = false }, default = "dlq" } }
+LUA
+{ for i in $(seq 1 5); do
+    printf 'o%d\t{"id":"o%d","mode":"permanent"}\n' "$i" "$i"
+    printf 'v%d\t{"id":"v%d","mode":"explicit-vip-x"}\n' "$i" "$i"
+  done; } | produce g3
+write_config "$T/vip.cfg" guardv none 'dlq_guard = { max_per_second = 1, window_s = 2, cooldown_s = 600 },'
+sed -i -e "s|policy = \".*\"|policy = \"$T/vip.lua\"|" -e 's/topics = { "src" }/topics = { "g3" }/' "$T/vip.cfg"
+start_gateway gwv "$T/vip.cfg"
+wait_for 60 grep -q '"event":"dlq_guard_tripped"' "$T/gwv.err" || not_ok "the guard never tripped on g3"
+wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t g3.dlq -e -q 2>/dev/null | wc -l) -ge 7 ]"
+sleep 3
+dump g3.dlq "$T/g3dlq.json"
+# classes: the error.class header of each g3.dlq record, one a line
+classes() { $PY -c 'import json,sys
+for l in open(sys.argv[1]):
+    h = json.loads(l).get("headers") or []
+    print(dict(zip(h[0::2], h[1::2])).get("error.class"))' "$T/g3dlq.json"; }
+check "guard = false: all 5 vip records reached g3.dlq" [ "$(classes | grep -c '^vip$')" = 5 ]
+check "and only 2 of the 5 others ($(classes | grep -c '^other$'))" [ "$(classes | grep -c '^other$')" = 2 ]
+check "no vip decision was held" bash -c "! grep -q '\"event\":\"decision\".*\"class\":\"vip\".*\"action\":\"hold\"' '$T/gwv.err'"
+stop_gateway "$GW_PID"
 exit $FAILED
