@@ -18,6 +18,8 @@ for t in src g2; do
   { for i in $(seq 1 10); do printf 'k%d\t{"id":"%s%d","mode":"permanent"}\n' "$i" "$t" "$i"; done; } | produce $t
 done
 dlq_count() { kcat -C -b "$BOOTSTRAP" -t "$1" -e -q 2>/dev/null | wc -l; }
+# wait_dlq TOPIC N SECONDS: until TOPIC holds N records (a read a second: kcat takes a while)
+wait_dlq() { local i; for i in $(seq "$3"); do [ "$(dlq_count "$1")" -ge "$2" ] && return 0; sleep 1; done; return 1; }
 committed() { "$EG" offsets -b "$BOOTSTRAP" -g "$1" "$2" | awk -v t="$2" '$1==t{print $3}'; }
 
 write_config "$T/gw.lua" guardg partition \
@@ -51,7 +53,7 @@ check "still tripped after the refused resets ($(dlq_count src.dlq))" [ "$(dlq_c
 out=$("$EG" ctl --admin "http://$ADDR" --token-file "$T/token" dlq-guard reset 2>&1); rc=$?
 check "ctl dlq-guard reset: exit 0, one guard re-armed ($rc: $out)" exits_with "$rc" 0 '1 tripped guard(s) re-armed' "$out"
 check "the re-arm is logged, by reset" grep -q '"event":"dlq_guard_rearmed".*"topic":"src".*"by":"reset"' "$T/gw.err"
-wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t src.dlq -e -q 2>/dev/null | wc -l) -ge 4 ]"
+wait_dlq src.dlq 4 20
 wait_for 10 bash -c "[ \$(grep -c '\"event\":\"dlq_guard_tripped\"' '$T/gw.err') -ge 2 ]" || not_ok "no second trip"
 sleep 2
 check "after the reset 2 more dead letters went through, then it tripped again ($(dlq_count src.dlq))" \
@@ -88,7 +90,7 @@ write_config "$T/vip.cfg" guardv none 'dlq_guard = { max_per_second = 1, window_
 sed -i -e "s|policy = \".*\"|policy = \"$T/vip.lua\"|" -e 's/topics = { "src" }/topics = { "g3" }/' "$T/vip.cfg"
 start_gateway gwv "$T/vip.cfg"
 wait_for 60 grep -q '"event":"dlq_guard_tripped"' "$T/gwv.err" || not_ok "the guard never tripped on g3"
-wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t g3.dlq -e -q 2>/dev/null | wc -l) -ge 7 ]"
+wait_dlq g3.dlq 7 20
 sleep 3
 dump g3.dlq "$T/g3dlq.json"
 # classes: the error.class header of each g3.dlq record, one a line
