@@ -219,7 +219,8 @@ static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
         reply_json(an, 200, "OK");
     } else {
         reply_error(an, 404, "Not Found",
-                    "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload)");
+                    "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload, POST /resume, "
+                    "POST /dlq-guard/reset)");
     }
     return 0;
 }
