@@ -187,7 +187,7 @@ int eg_cmd_run(int argc, char **argv) {
                          .half_open_probes = cfg.breaker_probes};
     eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
     if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
-        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0 || eg_gw_guard_start(&gw, err, sizeof err) != 0) {
+        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
         goto out;
     }
@@ -195,8 +195,8 @@ int eg_cmd_run(int argc, char **argv) {
                                             sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, eg_gw_on_target_done, &gw, err, sizeof err)) ||
         !(gw.lanes = eg_lanes_new(&cfg, gw.base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, &gw, err, sizeof err)) ||
-        spill_start(&gw, err, sizeof err) != 0 || eg_gw_admin_start(&gw, err, sizeof err) != 0 ||
-        consumer_new(&gw, err, sizeof err) != 0) {
+        spill_start(&gw, err, sizeof err) != 0 || eg_gw_guard_start(&gw, err, sizeof err) != 0 ||
+        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
     }

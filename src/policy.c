@@ -96,16 +96,26 @@ static void raw_field(lua_State *L, int idx, const char *k) {
     lua_rawget(L, idx);
 }
 
-/* Reads rt.ladder_rungs(pol) (pol at the stack top) into p. A runtime
- * without ladders, or an invalid answer, gives no rungs. Runs protected. */
-static void load_rungs(eg_policy *p) {
+/* Calls rt.fn(pol) and leaves its answer at the stack top: returns the
+ * length of the list it answered (0 for anything else; at most 4096, far
+ * more than any policy names: it bounds the copy), or -1 when the runtime
+ * lacks fn or the call failed (nothing left to pop). Runs protected. */
+static int push_runtime_list(eg_policy *p, const char *fn) {
     lua_State *L = p->vm->L;
     char err[256];
-    if (eg_vm_push_runtime_fn(p->vm, "ladder_rungs") != 0) return;
+    if (eg_vm_push_runtime_fn(p->vm, fn) != 0) return -1;
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
-    if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return;
+    if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return -1;
     int n = lua_type(L, -1) == LUA_TTABLE ? (int)lua_objlen(L, -1) : 0;
-    if (n > 4096) n = 4096; /* far more than any ladder; bounds the copy */
+    return n > 4096 ? 4096 : n;
+}
+
+/* Reads rt.ladder_rungs(pol) into p. A runtime without ladders, or an
+ * invalid answer, gives no rungs. Runs protected. */
+static void load_rungs(eg_policy *p) {
+    lua_State *L = p->vm->L;
+    int n = push_runtime_list(p, "ladder_rungs");
+    if (n < 0) return;
     p->rungs = n ? eg_xcalloc((size_t)n, sizeof *p->rungs) : NULL;
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
@@ -130,12 +140,8 @@ static void load_rungs(eg_policy *p) {
  * protected. */
 static void load_unguarded(eg_policy *p) {
     lua_State *L = p->vm->L;
-    char err[256];
-    if (eg_vm_push_runtime_fn(p->vm, "unguarded_classes") != 0) return;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
-    if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return;
-    int n = lua_type(L, -1) == LUA_TTABLE ? (int)lua_objlen(L, -1) : 0;
-    if (n > 4096) n = 4096;
+    int n = push_runtime_list(p, "unguarded_classes");
+    if (n < 0) return;
     p->unguarded = n ? eg_xcalloc((size_t)n, sizeof *p->unguarded) : NULL;
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
