@@ -3,11 +3,15 @@
  *
  *   errgate ctl [--admin URL] [--token-file F] [--json] resume
  *   errgate ctl [--admin URL] [--token-file F] [--json] dlq-guard reset
+ *   errgate ctl [...] override set NAME (--class C|--code X|--topic T[:P])
+ *                     --action A --ttl DUR --reason TEXT [--by WHO]
+ *   errgate ctl [...] override list | override clear NAME
  *
  * URL defaults to $ERRGATE_ADMIN or http://127.0.0.1:9464 (admin.listen's
  * default); the token file (the gateway's admin.token_file) to
- * $ERRGATE_TOKEN_FILE. Each subcommand is one POST with
- * "Authorization: Bearer <token>" through libcurl's easy interface (a
+ * $ERRGATE_TOKEN_FILE. Each subcommand is one request (POST, or GET
+ * /overrides, DELETE /overrides/NAME) with "Authorization: Bearer <token>"
+ * (optional for the GET) through libcurl's easy interface (a
  * bounded answer, a 10 s deadline); the answer is printed as one line of
  * text, or as the endpoint's JSON with --json. Exit 0 when the gateway
  * answered 2xx, 1 for any other answer or no answer (the reason on stderr),
@@ -36,6 +40,13 @@ static void usage(void) {
            "  resume           after a stop decision with on_stop = \"wait\": decide the\n"
            "                   stopping record again from scratch and go on consuming\n"
            "  dlq-guard reset  re-arm every tripped dead-letter flood guard now\n"
+           "  override set NAME (--class C | --code X | --topic T[:P]) --action A\n"
+           "               --ttl DUR --reason TEXT [--by WHO]\n"
+           "                   for DUR, decisions that match get action A (hold, dlq,\n"
+           "                   quarantine, ignore, retry, stop) instead of the policy's;\n"
+           "                   setting NAME again replaces it (--by defaults to $USER)\n"
+           "  override list    the overrides in force (no token needed)\n"
+           "  override clear NAME  end an override before its TTL\n"
            "\n"
            "  --admin URL       the admin endpoint (default $ERRGATE_ADMIN or %s)\n"
            "  --token-file F    the bearer token (the gateway's admin.token_file;\n"
@@ -103,9 +114,55 @@ static void json_field(const char *json, const char *key, char *out, size_t outl
     out[n] = '\0';
 }
 
-/* POSTs to admin + path with the token; prints the answer. Returns the exit
- * code. */
-static int post(const char *admin, const char *path, const char *token, int json, const char *what) {
+/* Prints the overrides of a GET /overrides answer, one line each. */
+static void print_overrides(const char *json) {
+    int n = 0;
+    for (const char *p = strstr(json, "{\"name\":"); p; p = strstr(p + 1, "{\"name\":"), n++) {
+        char name[80], match[16], value[300], action[16], until[48], by[80], reason[300];
+        json_field(p, "name", name, sizeof name);
+        json_field(p, "match", match, sizeof match);
+        json_field(p, "value", value, sizeof value);
+        json_field(p, "action", action, sizeof action);
+        json_field(p, "expires_at", until, sizeof until);
+        json_field(p, "by", by, sizeof by);
+        json_field(p, "reason", reason, sizeof reason);
+        const char *part = strstr(p, "\"partition\":");
+        const char *end = strchr(p, '}');
+        if (part && end && part < end)
+            printf("%s  %s=%s:%d  %s  until %s  by %s: %s\n", name, match, value, atoi(part + 12), action, until, by,
+                   reason);
+        else printf("%s  %s=%s  %s  until %s  by %s: %s\n", name, match, value, action, until, by, reason);
+    }
+    if (n == 0) printf("no overrides in force\n");
+}
+
+/* Prints a 2xx answer to `what` as a line of text. */
+static void print_ok(const char *what, const char *json) {
+    char msg[1024];
+    if (!strcmp(what, "resume")) {
+        json_field(json, "from", msg, sizeof msg);
+        printf("resumed: %s\n", msg);
+    } else if (!strcmp(what, "dlq-guard reset")) {
+        const char *n = strstr(json, "\"rearmed\":");
+        if (strstr(json, "\"enabled\":false")) printf("dlq-guard reset: no dlq_guard is configured\n");
+        else printf("dlq-guard reset: %d tripped guard(s) re-armed\n", n ? atoi(n + 10) : 0);
+    } else if (!strcmp(what, "override list")) {
+        print_overrides(json);
+    } else {
+        char result[32], name[80], action[16], until[48];
+        json_field(json, "result", result, sizeof result);
+        json_field(json, "name", name, sizeof name);
+        json_field(json, "action", action, sizeof action);
+        json_field(json, "expires_at", until, sizeof until);
+        if (!strcmp(result, "cleared")) printf("override %s cleared\n", name);
+        else printf("override %s %s: %s until %s\n", name, result, action, until);
+    }
+}
+
+/* Sends METHOD admin + path (with form, form-encoded, for a POST) and the
+ * token, and prints the answer. Returns the exit code. */
+static int request(const char *admin, const char *method, const char *path, const char *form, const char *token,
+                   int json, const char *what) {
     char url[2048];
     size_t alen = strlen(admin);
     while (alen && admin[alen - 1] == '/') alen--;
@@ -114,23 +171,24 @@ static int post(const char *admin, const char *path, const char *token, int json
         return EG_EXIT_USAGE;
     }
     snprintf(url, sizeof url, "%.*s%s", (int)alen, admin, path);
-    char auth[CTL_TOKEN_MAX + 32];
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    char auth[CTL_TOKEN_MAX + 32] = "";
+    if (token) snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
     static body b;
     b.len = 0;
     b.buf[0] = '\0';
     char cerr[CURL_ERROR_SIZE] = "";
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURL *e = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL, auth);
+    struct curl_slist *h = token ? curl_slist_append(NULL, auth) : NULL;
     explicit_bzero(auth, sizeof auth);
     long code = 0;
     CURLcode rc = CURLE_FAILED_INIT;
-    if (e && h) {
+    if (e && (h || !token)) {
         curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+        if (h) curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        if (!strcmp(method, "POST")) curl_easy_setopt(e, CURLOPT_POSTFIELDS, form ? form : "");
+        else if (strcmp(method, "GET")) curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)CTL_TIMEOUT_MS);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
@@ -150,18 +208,53 @@ static int post(const char *admin, const char *path, const char *token, int json
         return EG_EXIT_FAIL;
     }
     int ok = code >= 200 && code < 300;
-    char msg[1024];
-    json_field(b.buf, "error", msg, sizeof msg);
     if (json) fputs(b.buf, stdout);
-    else if (ok) {
-        json_field(b.buf, "from", msg, sizeof msg);
-        const char *n = strstr(b.buf, "\"rearmed\":");
-        if (!strcmp(path, "/resume")) printf("resumed: %s\n", msg);
-        else if (strstr(b.buf, "\"enabled\":false")) printf("dlq-guard reset: no dlq_guard is configured\n");
-        else printf("dlq-guard reset: %d tripped guard(s) re-armed\n", n ? atoi(n + 10) : 0);
+    else if (ok) print_ok(what, b.buf);
+    if (!ok) {
+        char msg[1024];
+        json_field(b.buf, "error", msg, sizeof msg);
+        fprintf(stderr, "errgate ctl: %s refused (HTTP %ld): %s\n", what, code, msg[0] ? msg : b.buf);
     }
-    if (!ok) fprintf(stderr, "errgate ctl: %s refused (HTTP %ld): %s\n", what, code, msg[0] ? msg : b.buf);
     return ok ? EG_EXIT_OK : EG_EXIT_FAIL;
+}
+
+/* Appends "&key=value" (value form-encoded) to the body. Returns 0, or -1
+ * when it does not fit. */
+static int form_add(char *out, size_t outlen, const char *key, const char *value) {
+    char *v = curl_easy_escape(NULL, value, 0);
+    if (!v) return -1;
+    size_t n = strlen(out);
+    int w = snprintf(out + n, outlen - n, "%s%s=%s", n ? "&" : "", key, v);
+    curl_free(v);
+    return w < 0 || (size_t)w >= outlen - n ? -1 : 0;
+}
+
+/* `override set NAME ...` into a form body. argv[0] is "set". Returns 0,
+ * or an exit code after a usage error. */
+static int override_form(int argc, char **argv, char *out, size_t outlen) {
+    static const char *const keys[] = {"--class", "--code", "--topic", "--action", "--ttl", "--reason", "--by", NULL};
+    const char *vals[7] = {0};
+    if (argc < 2 || argv[1][0] == '-') return eg_usage_error("ctl override set", "missing NAME");
+    for (int i = 2; i < argc; i++) {
+        int k = -1;
+        for (int j = 0; keys[j]; j++)
+            if (!strcmp(argv[i], keys[j])) k = j;
+        if (k < 0) return eg_usage_error("ctl override set", "unknown argument '%s'", argv[i]);
+        if (i + 1 >= argc) return eg_usage_error("ctl override set", "%s needs a value", argv[i]);
+        if (vals[k]) return eg_usage_error("ctl override set", "%s given twice", argv[i]);
+        vals[k] = argv[++i];
+    }
+    if (!!vals[0] + !!vals[1] + !!vals[2] != 1)
+        return eg_usage_error("ctl override set", "give exactly one of --class, --code, --topic");
+    if (!vals[3]) return eg_usage_error("ctl override set", "missing --action");
+    if (!vals[4]) return eg_usage_error("ctl override set", "missing --ttl (an override always expires)");
+    if (!vals[5] || !*vals[5]) return eg_usage_error("ctl override set", "missing --reason");
+    if (!vals[6]) vals[6] = getenv("USER");
+    out[0] = '\0';
+    int bad = form_add(out, outlen, "name", argv[1]);
+    for (int k = 0; k < 7; k++)
+        if (vals[k] && !bad) bad = form_add(out, outlen, keys[k] + 2, vals[k]);
+    return bad ? eg_usage_error("ctl override set", "the arguments are too long") : 0;
 }
 
 int eg_cmd_ctl(int argc, char **argv) {
@@ -183,31 +276,56 @@ int eg_cmd_ctl(int argc, char **argv) {
         if (!strcmp(a, "--admin")) admin = argv[++i];
         else token_file = argv[++i];
     }
-    if (i >= argc) return eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset)");
+    if (i >= argc) return eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override)");
     for (int k = i; k < argc; k++)
         if (eg_is_help(argv[k])) {
             usage();
             return EG_EXIT_OK;
         }
-    const char *path, *what;
-    if (!strcmp(argv[i], "resume") && argc - i == 1) {
+    const char *path, *what, *method = "POST";
+    char form[4096] = "", pathbuf[300];
+    int nargs = argc - i;
+    const char *cmd = argv[i], *sub = nargs > 1 ? argv[i + 1] : "";
+    if (!strcmp(cmd, "resume") && nargs == 1) {
         path = "/resume";
         what = "resume";
-    } else if (!strcmp(argv[i], "dlq-guard") && argc - i == 2 && !strcmp(argv[i + 1], "reset")) {
+    } else if (!strcmp(cmd, "dlq-guard") && nargs == 2 && !strcmp(sub, "reset")) {
         path = "/dlq-guard/reset";
         what = "dlq-guard reset";
-    } else if (!strcmp(argv[i], "resume") || !strcmp(argv[i], "dlq-guard")) {
-        return eg_usage_error("ctl", "expected 'resume' or 'dlq-guard reset'");
+    } else if (!strcmp(cmd, "override") && !strcmp(sub, "list") && nargs == 2) {
+        path = "/overrides";
+        what = "override list";
+        method = "GET";
+    } else if (!strcmp(cmd, "override") && !strcmp(sub, "clear") && nargs == 3) {
+        char *esc = curl_easy_escape(NULL, argv[i + 2], 0);
+        if (!esc || strlen(esc) > 200) {
+            curl_free(esc);
+            return eg_usage_error("ctl override clear", "NAME is too long");
+        }
+        snprintf(pathbuf, sizeof pathbuf, "/overrides/%s", esc);
+        curl_free(esc);
+        path = pathbuf;
+        what = "override clear";
+        method = "DELETE";
+    } else if (!strcmp(cmd, "override") && !strcmp(sub, "set")) {
+        int rc = override_form(nargs - 1, argv + i + 1, form, sizeof form);
+        if (rc) return rc;
+        path = "/overrides";
+        what = "override set";
+    } else if (!strcmp(cmd, "resume") || !strcmp(cmd, "dlq-guard") || !strcmp(cmd, "override")) {
+        return eg_usage_error("ctl", "expected 'resume', 'dlq-guard reset', 'override set NAME ...', "
+                                     "'override list' or 'override clear NAME'");
     } else {
-        return eg_usage_error("ctl", "unknown command '%s'", argv[i]);
+        return eg_usage_error("ctl", "unknown command '%s'", cmd);
     }
     if (strncmp(admin, "http://", 7) && strncmp(admin, "https://", 8))
         return eg_usage_error("ctl", "--admin must be an http:// or https:// URL, got '%s'", admin);
-    if (!token_file || !*token_file)
+    int get = !strcmp(method, "GET");
+    if (!get && (!token_file || !*token_file))
         return eg_usage_error("ctl", "no token: give --token-file F or set ERRGATE_TOKEN_FILE");
     char token[CTL_TOKEN_MAX + 1];
-    if (read_token(token_file, token, sizeof token) != 0) return EG_EXIT_FAIL;
-    int rc = post(admin, path, token, json, what);
+    if (token_file && *token_file && read_token(token_file, token, sizeof token) != 0) return EG_EXIT_FAIL;
+    int rc = request(admin, method, path, form[0] ? form : NULL, token_file && *token_file ? token : NULL, json, what);
     explicit_bzero(token, sizeof token);
     return rc;
 }

@@ -185,6 +185,8 @@ const eg_config_key eg_config_keys[] = {
           "/readyz turns false past this much lane-write failure"),
     K_INT("admin.max_connections", EG_DEF_ADMIN_MAX_CONNECTIONS, 1, 65536, admin_max_connections,
           "open admin connections; more are closed at once"),
+    K_INT("admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, override_max_ttl_ms,
+          "the longest TTL an operator override may have (see Overrides)"),
 };
 const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
 

@@ -50,6 +50,7 @@
 #define EG_DEF_GUARD_WINDOW_S 10
 #define EG_DEF_GUARD_ACTION "hold"
 #define EG_DEF_GUARD_COOLDOWN_S 60
+#define EG_DEF_OVERRIDE_MAX_TTL_MS 86400000 /* 24 h */
 
 /* The kinds of value a config key takes. */
 typedef enum {
@@ -161,6 +162,7 @@ typedef struct eg_config {
     char *admin_token_file;      /* resolved path, or NULL: mutating endpoints off */
     int admin_max_connections;   /* open admin connections; more are closed at once */
     int ready_lane_failure_ms;   /* /readyz turns false past this much lane failure */
+    int override_max_ttl_ms;     /* the longest TTL an override may have */
     int on_stop_wait;            /* on_stop = "wait": a stop decision waits for `errgate ctl resume` */
     int guard_enabled;           /* 1 when the file has a `dlq_guard` table */
     double guard_max_per_second; /* dead letters per second (per source topic) over the window */

@@ -439,6 +439,7 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
         eg_log_int(&l, "retry_limit", r->fail->budget_limit);
     }
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
+    if (d->override[0]) eg_log_str(&l, "override", d->override);
     eg_log_int(&l, "latency_ms", f->latency_ms);
     if (d->fallback) {
         eg_log_int(&l, "fallback", 1);
@@ -515,6 +516,7 @@ static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
     eg_fail *fl = r->fail;
     if (d->action == EG_ACT_LADDER) shape_ladder(gw, r, d);
     eg_gw_guard_adjust(gw, r, d);
+    eg_gw_override_adjust(gw, r, d);
     if (d->action == EG_ACT_RETRY) {
         fl->budget_limit = eg_budget_limit(&gw->budget);
         if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;

@@ -25,6 +25,7 @@
 #include "keyset.h"
 #include "lanes.h"
 #include "metrics.h"
+#include "override.h"
 #include "policy.h"
 #include "record.h"
 #include "spill.h"
@@ -163,6 +164,8 @@ typedef struct eg_gw {
     int waiting;                 /* on_stop = "wait": a stop was decided; paused until resumed */
     char wait_why[256];          /* what stopped it (readiness, logs) */
     eg_dlq_guard guard;          /* the dead-letter flood guard (cfg->guard_enabled) */
+    eg_overrides overrides;      /* operator overrides in force */
+    struct event *override_ev;   /* their expiry tick */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -211,9 +214,21 @@ void eg_gw_redo_stopped(eg_gw *gw);
 
 /* gw_incident.c: the operator's incident controls. */
 
-/* Sets up the dead-letter flood guard when the config has one. Returns 0
- * or -1 with err. */
-int eg_gw_guard_start(eg_gw *gw, char *err, size_t errlen);
+/* Sets up the dead-letter flood guard when the config has one, and the
+ * overrides' expiry tick. Returns 0 or -1 with err. */
+int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen);
+/* Frees what eg_gw_incident_start set up. */
+void eg_gw_incident_free(eg_gw *gw);
+/* Applies the first operator override in force that matches r's decision
+ * d: its action replaces the policy's (reason "override", d->override
+ * names it). Runs after the flood guard: an operator's explicit action
+ * wins over it. */
+void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
+/* The admin's /overrides routes: GET lists, POST sets (a form body, see
+ * override.h), DELETE /overrides/NAME clears. Appends JSON to out and
+ * returns the HTTP status. */
+int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
+                            struct evbuffer *out);
 /* Adjusts a DLQ or quarantine decision d of r to the flood guard: while the
  * source topic's guard is tripped it becomes a hold (or a stop) with reason
  * dlq_guard; any other decision is left alone. */
@@ -255,9 +270,9 @@ void eg_gw_rungs_free(eg_gw *gw);
 void eg_gw_metrics_new(eg_gw *gw);
 /* Breaker transition hook: logs and counts. */
 void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to, int64_t now_ms);
-/* The admin control endpoints (eg_admin_ops.control): POST /resume and
- * POST /dlq-guard/reset. */
-int eg_gw_control(void *gw, const char *path, struct evbuffer *out);
+/* The admin control endpoints (eg_admin_ops.control): POST /resume,
+ * POST /dlq-guard/reset, and /overrides (eg_gw_overrides_request). */
+int eg_gw_control(void *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 /* Starts the admin endpoint when the config has one. Returns 0 or -1 with err. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
 /* librdkafka statistics callback (consumer lag per partition). */

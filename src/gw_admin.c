@@ -407,11 +407,17 @@ void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_
     eg_log_end(&l);
 }
 
-int eg_gw_control(void *arg, const char *path, struct evbuffer *out) {
+int eg_gw_control(void *arg, int method, const char *path, const char *body, size_t len, struct evbuffer *out) {
     eg_gw *gw = arg;
     int resume = strcmp(path, "/resume") == 0;
-    if (!resume && strcmp(path, "/dlq-guard/reset") != 0) return 0;
+    int overrides = strcmp(path, "/overrides") == 0 || strncmp(path, "/overrides/", 11) == 0;
+    if (!resume && !overrides && strcmp(path, "/dlq-guard/reset") != 0) return 0;
     if (!out) return 200;
+    if (overrides) return eg_gw_overrides_request(gw, method, path, body, len, out);
+    if (method != EG_ADMIN_POST) {
+        evbuffer_add_printf(out, "{\"error\":\"use POST\"}");
+        return 405;
+    }
     if (!resume) {
         eg_gw_guard_reset(gw, out);
         return 200;

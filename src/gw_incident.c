@@ -1,5 +1,6 @@
 /* gw_incident.c — the gateway's incident controls: the dead-letter flood
- * guard (dlq_guard) and stop-and-wait (on_stop = "wait").
+ * guard (dlq_guard), stop-and-wait (on_stop = "wait") and operator
+ * overrides with expiry (override.c; this instance's only, for now).
  *
  * Flood guard: every DLQ or quarantine decision is counted per source topic
  * by dlq_guard.c; while a topic's guard is tripped such a decision becomes a
@@ -22,6 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define OVERRIDE_TICK_MS 1000 /* how often expired overrides are removed (and logged) */
+
 /* The guard's trips, re-arms and resets, logged. */
 static void on_guard_event(void *arg, const char *topic, int tripped, int reset, uint64_t count) {
     eg_gw *gw = arg;
@@ -39,7 +42,8 @@ static void on_guard_event(void *arg, const char *topic, int tripped, int reset,
     eg_log_end(&l);
 }
 
-int eg_gw_guard_start(eg_gw *gw, char *err, size_t errlen) {
+/* Sets the flood guard up when the config has one. */
+static int guard_start(eg_gw *gw, char *err, size_t errlen) {
     const eg_config *cfg = gw->cfg;
     if (!cfg->guard_enabled) return 0;
     eg_dlq_guard_cfg gc = {.max_per_second = cfg->guard_max_per_second,
@@ -116,6 +120,8 @@ int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen) {
 }
 
 void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
+    eg_metric_header(out, "errgate_overrides_active", "Operator overrides in force.", "gauge");
+    eg_metric_sample(out, "errgate_overrides_active", 0, NULL, NULL, gw->overrides.n);
     eg_metric_header(out, "errgate_waiting_for_operator",
                      "1 while a stop decision waits for errgate ctl resume (on_stop = wait).", "gauge");
     eg_metric_sample(out, "errgate_waiting_for_operator", 0, NULL, NULL, gw->waiting);
@@ -132,4 +138,117 @@ void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
         const char *tv[1] = {topic};
         eg_metric_sample(out, "errgate_dlq_guard_tripped", 1, tl, tv, tripped);
     }
+}
+
+/* ------------------------------------------------------------ overrides */
+
+/* An override ran out: logged, and gone. */
+static void on_override_expired(void *arg, const eg_override *o) {
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_WARN, "override_expired")) return;
+    eg_log_str(&l, "name", o->name);
+    eg_log_str(&l, "action", eg_action_name((eg_action)o->action));
+    eg_log_str(&l, "reason", o->reason);
+    eg_log_str(&l, "by", o->by);
+    eg_log_end(&l);
+}
+
+/* The expiry tick: overrides end on time even when no decision looks. */
+static void on_override_tick(evutil_socket_t fd, short what, void *arg) {
+    eg_gw *gw = arg;
+    eg_overrides_expire(&gw->overrides, eg_wall_ms(), on_override_expired, gw);
+}
+
+int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen) {
+    gw->override_ev = event_new(gw->base, -1, EV_PERSIST, on_override_tick, gw);
+    struct timeval tv = eg_gw_tv(OVERRIDE_TICK_MS);
+    event_add(gw->override_ev, &tv);
+    return guard_start(gw, err, errlen);
+}
+
+void eg_gw_incident_free(eg_gw *gw) {
+    if (gw->override_ev) event_free(gw->override_ev);
+    gw->override_ev = NULL;
+    eg_overrides_free(&gw->overrides);
+    eg_dlq_guard_free(&gw->guard);
+}
+
+void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
+    if (gw->overrides.n == 0) return;
+    const eg_override *o =
+        eg_overrides_match(&gw->overrides, r->part->origin, r->partition, d->klass, d->code, eg_wall_ms());
+    if (!o) return;
+    snprintf(d->message, sizeof d->message, "override %s (by %s): %s; the policy decided %s", o->name, o->by, o->reason,
+             eg_action_name(d->action));
+    d->action = (eg_action)o->action;
+    d->fallback = 0;
+    if ((d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY) && d->delay_ms <= 0) d->delay_ms = DEFAULT_HOLD_MS;
+    eg_strlcpy(d->reason, "override", sizeof d->reason);
+    eg_strlcpy(d->override, o->name, sizeof d->override);
+}
+
+/* Logs an operator's change of the overrides. */
+static void log_override(const char *event, const eg_override *o) {
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_WARN, event)) return;
+    eg_log_str(&l, "name", o->name);
+    eg_log_str(&l, "action", eg_action_name((eg_action)o->action));
+    eg_log_str(&l, "reason", o->reason);
+    eg_log_str(&l, "by", o->by);
+    eg_log_int(&l, "expires_at_ms", o->expires_at_ms);
+    eg_log_end(&l);
+}
+
+int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
+                            struct evbuffer *out) {
+    int64_t now = eg_wall_ms();
+    eg_overrides_expire(&gw->overrides, now, on_override_expired, gw);
+    const char *name = path[10] == '/' ? path + 11 : NULL;
+    if (method == EG_ADMIN_GET && !name) {
+        evbuffer_add_printf(out, "{\"overrides\":[");
+        for (int i = 0; i < gw->overrides.n; i++) {
+            if (i) evbuffer_add(out, ",", 1);
+            eg_override_json(&gw->overrides.v[i], out);
+        }
+        evbuffer_add(out, "]}", 2);
+        return 200;
+    }
+    if (method == EG_ADMIN_POST && !name) {
+        eg_override o;
+        char err[320];
+        if (eg_override_parse(body, len, now, gw->cfg->override_max_ttl_ms, &o, err, sizeof err) != 0) {
+            evbuffer_add_printf(out, "{\"error\":");
+            eg_json_str(out, err);
+            evbuffer_add(out, "}", 1);
+            return 400;
+        }
+        int rc = eg_overrides_set(&gw->overrides, &o);
+        if (rc < 0) {
+            evbuffer_add_printf(out, "{\"error\":\"too many overrides in force (%d)\"}", EG_OVERRIDE_MAX);
+            return 409;
+        }
+        log_override(rc ? "override_replaced" : "override_set", &o);
+        evbuffer_add_printf(out, "{\"result\":\"%s\",\"override\":", rc ? "replaced" : "set");
+        eg_override_json(&o, out);
+        evbuffer_add(out, "}", 1);
+        return 200;
+    }
+    if (method == EG_ADMIN_DELETE && name && *name) {
+        eg_override o;
+        if (eg_overrides_clear(&gw->overrides, name, &o) != 0) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "no override in force is called '%.64s'", name);
+            evbuffer_add_printf(out, "{\"error\":");
+            eg_json_str(out, msg);
+            evbuffer_add(out, "}", 1);
+            return 404;
+        }
+        log_override("override_cleared", &o);
+        evbuffer_add_printf(out, "{\"result\":\"cleared\",\"override\":");
+        eg_override_json(&o, out);
+        evbuffer_add(out, "}", 1);
+        return 200;
+    }
+    evbuffer_add_printf(out, "{\"error\":\"use GET or POST /overrides, DELETE /overrides/NAME\"}");
+    return 405;
 }

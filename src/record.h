@@ -61,6 +61,7 @@ typedef struct eg_decision {
     int rung_index;        /* ladder: 1-based rung number */
     int64_t not_before_ms; /* ladder: earliest due time (wall ms) when Retry-After
                               pushed it past the rung's delay, else 0 */
+    char override[65];     /* the operator override that replaced the policy's action, or "" */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */
