@@ -36,7 +36,8 @@ static const struct {
     {"spill", eg_cmd_spill,
      "spill ls DIR | spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]  the spill journal"},
     {"ctl", eg_cmd_ctl,
-     "ctl [--admin URL] [--token-file F] [--json] resume | dlq-guard reset  incident controls of a running gateway"},
+     "ctl [--admin URL] [--token-file F] [--json] resume | dlq-guard reset | override set|list|clear  "
+     "incident controls of a running gateway"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
