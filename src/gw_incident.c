@@ -142,16 +142,20 @@ void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
 
 /* ------------------------------------------------------------ overrides */
 
-/* An override ran out: logged, and gone. */
-static void on_override_expired(void *arg, const eg_override *o) {
+/* Logs a change of the overrides (an operator's, or an expiry). */
+static void log_override(const char *event, const eg_override *o) {
     eg_logline l;
-    if (!eg_log_begin(&l, EG_WARN, "override_expired")) return;
+    if (!eg_log_begin(&l, EG_WARN, event)) return;
     eg_log_str(&l, "name", o->name);
     eg_log_str(&l, "action", eg_action_name((eg_action)o->action));
     eg_log_str(&l, "reason", o->reason);
     eg_log_str(&l, "by", o->by);
+    eg_log_int(&l, "expires_at_ms", o->expires_at_ms);
     eg_log_end(&l);
 }
+
+/* An override ran out: logged, and gone. */
+static void on_override_expired(void *arg, const eg_override *o) { log_override("override_expired", o); }
 
 /* The expiry tick: overrides end on time even when no decision looks. */
 static void on_override_tick(evutil_socket_t fd, short what, void *arg) {
@@ -185,18 +189,6 @@ void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
     if ((d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY) && d->delay_ms <= 0) d->delay_ms = DEFAULT_HOLD_MS;
     eg_strlcpy(d->reason, "override", sizeof d->reason);
     eg_strlcpy(d->override, o->name, sizeof d->override);
-}
-
-/* Logs an operator's change of the overrides. */
-static void log_override(const char *event, const eg_override *o) {
-    eg_logline l;
-    if (!eg_log_begin(&l, EG_WARN, event)) return;
-    eg_log_str(&l, "name", o->name);
-    eg_log_str(&l, "action", eg_action_name((eg_action)o->action));
-    eg_log_str(&l, "reason", o->reason);
-    eg_log_str(&l, "by", o->by);
-    eg_log_int(&l, "expires_at_ms", o->expires_at_ms);
-    eg_log_end(&l);
 }
 
 int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
