@@ -182,10 +182,10 @@ void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
     const eg_override *o =
         eg_overrides_match(&gw->overrides, r->part->origin, r->partition, d->klass, d->code, eg_wall_ms());
     if (!o) return;
-    snprintf(d->message, sizeof d->message, "override %s (by %s): %s; the policy decided %s", o->name, o->by, o->reason,
-             eg_action_name(d->action));
+    if (!d->fallback) /* a fallback keeps its error as the message (and is still counted as one) */
+        snprintf(d->message, sizeof d->message, "override %s (by %s): %s; the policy decided %s", o->name, o->by,
+                 o->reason, eg_action_name(d->action));
     d->action = (eg_action)o->action;
-    d->fallback = 0;
     if ((d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY) && d->delay_ms <= 0) d->delay_ms = DEFAULT_HOLD_MS;
     eg_strlcpy(d->reason, "override", sizeof d->reason);
     eg_strlcpy(d->override, o->name, sizeof d->override);
