@@ -154,21 +154,23 @@ typedef struct eg_config {
     int policy_memory_mb; /* memory cap of the policy's Lua state */
     int commit_interval_ms;
     int shutdown_timeout_ms;
-    int policy_timeout_ms;       /* wall-clock budget of one policy call */
-    char *log_level;             /* debug|info|warn|error */
-    char *log_format;            /* json|text */
-    int admin_enabled;           /* 1 when the file has an `admin` table */
-    char *admin_listen;          /* "host:port" (port 0: any free port) */
-    char *admin_token_file;      /* resolved path, or NULL: mutating endpoints off */
-    int admin_max_connections;   /* open admin connections; more are closed at once */
-    int ready_lane_failure_ms;   /* /readyz turns false past this much lane failure */
+    int policy_timeout_ms;     /* wall-clock budget of one policy call */
+    char *log_level;           /* debug|info|warn|error */
+    char *log_format;          /* json|text */
+    int admin_enabled;         /* 1 when the file has an `admin` table */
+    char *admin_listen;        /* "host:port" (port 0: any free port) */
+    char *admin_token_file;    /* resolved path, or NULL: mutating endpoints off */
+    int admin_max_connections; /* open admin connections; more are closed at once */
+    int ready_lane_failure_ms; /* /readyz turns false past this much lane failure */
+
+    /* incident controls (gw_incident.c) */
     int override_max_ttl_ms;     /* the longest TTL an override may have */
     int on_stop_wait;            /* on_stop = "wait": a stop decision waits for `errgate ctl resume` */
     int guard_enabled;           /* 1 when the file has a `dlq_guard` table */
     double guard_max_per_second; /* dead letters per second (per source topic) over the window */
-    int guard_window_s;
-    int guard_stop;       /* dlq_guard.action = "stop" (else "hold") */
-    int guard_cooldown_s; /* tripped at least this long before it re-arms */
+    int guard_window_s;          /* the window the rate is taken over */
+    int guard_stop;              /* dlq_guard.action = "stop" (else "hold") */
+    int guard_cooldown_s;        /* tripped at least this long before it re-arms */
 } eg_config;
 
 /* Loads and validates `path`. On success returns 0 and fills *cfg. On error

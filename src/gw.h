@@ -1,9 +1,9 @@
 /* gw.h — the gateway's internal state, shared by the files of `errgate run`
  * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
  * consume to commit; gw_admin.c: metrics, admin views, statistics, the
- * summary; gw_reload.c: the reload path; gw_incident.c: the flood guard and
- * stop-and-wait; gw_rungs.c: rung topics). Nothing outside those files
- * includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
+ * summary; gw_reload.c: the reload path; gw_incident.c: flood guard,
+ * stop-and-wait, overrides; gw_rungs.c: rung topics). Nothing outside
+ * those files includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
  * gateway.c -> gw_incident.c -> gw_rungs.c (each may call those after it).
  *
  * Locality: everything here is owned and touched by the event-loop thread
