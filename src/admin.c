@@ -165,9 +165,10 @@ static void reload_done(void *arg, int rc, const char *err) {
     free(pr);
 }
 
-/* Routes one parsed request of c into an. Returns 1 when the answer comes
- * later (POST /reload), else 0. */
-static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
+/* Routes one parsed request of c (its body: rq->content_length bytes at
+ * body) into an. Returns 1 when the answer comes later (POST /reload),
+ * else 0. */
+static int route(eg_admin *a, conn *c, const eg_admin_req *rq, const char *body, answer *an) {
     const char *path = rq->path;
     int get = rq->method == EG_ADMIN_GET || rq->method == EG_ADMIN_HEAD;
     struct evbuffer *b = an->body;
@@ -183,6 +184,20 @@ static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
             evtimer_del(c->deadline); /* the build is bounded by its budget */
             a->ops.reload(a->arg, "admin", reload_done, pr);
             return 1;
+        }
+    } else if (a->ops.control && a->ops.control(a->arg, rq->method, path, NULL, 0, NULL)) {
+        if (get || authorized(a, rq, an)) {
+            static const struct {
+                int code;
+                const char *reason;
+            } reasons[] = {{200, "OK"},        {400, "Bad Request"},
+                           {404, "Not Found"}, {405, "Method Not Allowed"},
+                           {409, "Conflict"},  {503, "Service Unavailable"}};
+            int code = a->ops.control(a->arg, rq->method, path, body, rq->content_length, b);
+            const char *reason = "Error";
+            for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+                if (reasons[i].code == code) reason = reasons[i].reason;
+            reply_json(an, code, reason);
         }
     } else if (!get) {
         snprintf(an->extra, sizeof an->extra, "Allow: GET, HEAD\r\n");
@@ -211,7 +226,8 @@ static int route(eg_admin *a, conn *c, const eg_admin_req *rq, answer *an) {
         reply_json(an, 200, "OK");
     } else {
         reply_error(an, 404, "Not Found",
-                    "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload)");
+                    "unknown path (try /metrics, /healthz, /readyz, /policy, /lanes, POST /reload, POST /resume, "
+                    "POST /dlq-guard/reset, /overrides)");
     }
     return 0;
 }
@@ -251,10 +267,11 @@ int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq) {
     for (const char *q = p; q < sp1; q++)
         if (!tchar((unsigned char)*q)) return -400;
     size_t mlen = (size_t)(sp1 - p);
-    rq->method = mlen == 3 && !strncmp(p, "GET", 3)    ? EG_ADMIN_GET
-                 : mlen == 4 && !strncmp(p, "HEAD", 4) ? EG_ADMIN_HEAD
-                 : mlen == 4 && !strncmp(p, "POST", 4) ? EG_ADMIN_POST
-                                                       : EG_ADMIN_OTHER;
+    rq->method = mlen == 3 && !strncmp(p, "GET", 3)      ? EG_ADMIN_GET
+                 : mlen == 4 && !strncmp(p, "HEAD", 4)   ? EG_ADMIN_HEAD
+                 : mlen == 4 && !strncmp(p, "POST", 4)   ? EG_ADMIN_POST
+                 : mlen == 6 && !strncmp(p, "DELETE", 6) ? EG_ADMIN_DELETE
+                                                         : EG_ADMIN_OTHER;
     const char *tgt = sp1 + 1, *sp2 = memchr(tgt, ' ', (size_t)(eol - tgt));
     if (!sp2 || sp2 == tgt || (size_t)(sp2 - tgt) >= sizeof rq->target) return -400;
     for (const char *q = tgt; q < sp2; q++)
@@ -373,7 +390,7 @@ static void on_read(struct bufferevent *bev, void *arg) {
     }
     if (rc == 0 || len < rq.header_len + rq.content_length) return; /* more to come */
     answer an = {.body = evbuffer_new()};
-    if (route(c->a, c, &rq, &an) == 0) send_answer(c, &rq, &an); /* rq points into in */
+    if (route(c->a, c, &rq, buf + rq.header_len, &an) == 0) send_answer(c, &rq, &an); /* rq points into in */
     evbuffer_free(an.body);
     evbuffer_drain(in, len);
 }

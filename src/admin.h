@@ -3,7 +3,7 @@
  * never blocks it).
  *
  * Routes: GET /metrics (Prometheus text), /healthz, /readyz, /policy, /lanes
- * (JSON), POST /reload. The server knows HTTP, routing and authentication
+ * (JSON), POST /reload, and the owner's controls (POST, eg_admin_ops.control). The server knows HTTP, routing and authentication
  * only; what it serves comes from the owner through eg_admin_ops, called on
  * the loop thread between two events. Mutating endpoints (POST /reload) need
  * "Authorization: Bearer <token>", the token being read once at start from
@@ -35,6 +35,14 @@ typedef struct eg_admin_ops {
      * reload ended (the old policy stays on failure) — and always before the
      * server is freed. The reply waits for it; the loop does not. */
     void (*reload)(void *arg, const char *trigger, eg_admin_reload_done done, void *req);
+    /* Operator controls (POST and DELETE need the bearer token, like
+     * /reload; GET does not): with out NULL returns non-zero when path is
+     * one of them (else 0: not a control); with out, serves the request
+     * (method an eg_admin_method, body the request's len bytes), appends a
+     * JSON object and returns the HTTP status (200, 400 for bad input, 404,
+     * 405 for a method the path does not take, 409 when it cannot apply
+     * now). May be NULL. */
+    int (*control)(void *arg, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 } eg_admin_ops;
 
 typedef struct eg_admin eg_admin;
@@ -54,7 +62,7 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
 #define EG_ADMIN_MAX_FIELDS 100
 #define EG_ADMIN_TIMEOUT_S 10
 
-typedef enum { EG_ADMIN_GET = 1, EG_ADMIN_HEAD, EG_ADMIN_POST, EG_ADMIN_OTHER } eg_admin_method;
+typedef enum { EG_ADMIN_GET = 1, EG_ADMIN_HEAD, EG_ADMIN_POST, EG_ADMIN_DELETE, EG_ADMIN_OTHER } eg_admin_method;
 
 /* A parsed request head. authorization points into the parsed buffer. */
 typedef struct eg_admin_req {

@@ -24,6 +24,7 @@ int eg_cmd_policy(int argc, char **argv);  /* cmd_policy.c */
 int eg_cmd_replay(int argc, char **argv);  /* cmd_replay.c */
 int eg_cmd_dlq(int argc, char **argv);     /* cmd_dlq.c */
 int eg_cmd_spill(int argc, char **argv);   /* cmd_spill.c */
+int eg_cmd_ctl(int argc, char **argv);     /* cmd_ctl.c */
 
 /* 1 when arg asks for help (-h or --help), else 0. */
 int eg_is_help(const char *arg);

@@ -46,6 +46,10 @@ static const char *const inbox_formats[] = {"auto",        "spring",         "co
                                             "share-group", "x-dlq-metadata", "errgate", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"json", "text", NULL};
+static const char *const on_stops[] = {"exit", "wait", NULL};
+static const int on_stop_values[] = {0, 1};
+static const char *const guard_actions[] = {"hold", "stop", NULL};
+static const int guard_action_values[] = {0, 1};
 
 #define F(field) offsetof(eg_config, field)
 #define STR_(x) #x
@@ -168,6 +172,23 @@ const eg_config_key eg_config_keys[] = {
           "periodic async commit of finished prefixes"),
     K_INT("shutdown_timeout_ms", EG_DEF_SHUTDOWN_TIMEOUT_MS, 0, 3600000, shutdown_timeout_ms,
           "how long SIGTERM waits for in-flight work"),
+    K_ENUM("on_stop", EG_DEF_ON_STOP, on_stops, on_stop_values, on_stop_wait,
+           "after a stop decision: exit 3, or wait paused for `errgate ctl resume` (see Stop and wait)"),
+    K_TABLE("dlq_guard", 0,
+            "the dead-letter flood guard, per source topic; absent: none (see Dead-letter flood guard)"),
+    {.key = "dlq_guard.max_per_second",
+     .type = EG_CK_NUMBER,
+     .flags = EG_CK_REQUIRED,
+     .def_str = "none: required", /* no default (checked by load_guard) */
+     .min = 0.001,
+     .max = 1000000,
+     .off = F(guard_max_per_second),
+     .help = "dead letters and quarantines per second, averaged over the window, above which it trips"},
+    K_INT("dlq_guard.window_s", EG_DEF_GUARD_WINDOW_S, 1, 3600, guard_window_s, "the window the rate is taken over"),
+    K_ENUM("dlq_guard.action", EG_DEF_GUARD_ACTION, guard_actions, guard_action_values, guard_stop,
+           "what a dead letter becomes while it is tripped"),
+    K_INT("dlq_guard.cooldown_s", EG_DEF_GUARD_COOLDOWN_S, 0, 86400, guard_cooldown_s,
+          "tripped at least this long; it re-arms once the rate is back under"),
     K_TABLE("log", 0, "the log on stderr (see Logs)"),
     K_ENUM("log.level", EG_DEF_LOG_LEVEL, log_levels, NULL, log_level, "lines below this level are not written"),
     K_ENUM("log.format", EG_DEF_LOG_FORMAT, log_formats, NULL, log_format, "one JSON object or text per line"),
@@ -188,6 +209,8 @@ const eg_config_key eg_config_keys[] = {
           "/readyz turns false past this much lane-write failure"),
     K_INT("admin.max_connections", EG_DEF_ADMIN_MAX_CONNECTIONS, 1, 65536, admin_max_connections,
           "open admin connections; more are closed at once"),
+    K_INT("admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, override_max_ttl_ms,
+          "the longest TTL an operator override may have (see Overrides)"),
 };
 const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
 
@@ -977,6 +1000,18 @@ static int load_log_decisions(loadctx *c) {
     return r ? -1 : 0;
 }
 
+/* The optional `dlq_guard` table; its presence turns the guard on. */
+static int load_guard(loadctx *c) {
+    int r = push_table(c, "dlq_guard", "dlq_guard");
+    if (r <= 0) return r;
+    c->cfg->guard_enabled = 1;
+    if (only_keys(c, "dlq_guard", "dlq_guard") < 0 || load_fields(c, "dlq_guard", "dlq_guard") < 0)
+        return lua_pop(c->L, 1), -1;
+    lua_pop(c->L, 1);
+    if (c->cfg->guard_max_per_second <= 0) return fail(c, "dlq_guard.max_per_second is required");
+    return 0;
+}
+
 static int load_all(loadctx *c) {
     eg_config *cfg = c->cfg;
     lua_State *L = c->L;
@@ -995,7 +1030,7 @@ static int load_all(loadctx *c) {
             return lua_pop(L, 1), -1;
         lua_pop(L, 1);
     }
-    if (load_admin(c) < 0) return -1;
+    if (load_admin(c) < 0 || load_guard(c) < 0) return -1;
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {
         const char *env = getenv("ERRGATE_BOOTSTRAP");
         if (!env || !*env) return fail(c, "kafka.bootstrap.servers is not set and ERRGATE_BOOTSTRAP is empty");

@@ -47,6 +47,11 @@
 #define EG_DEF_ADMIN_LISTEN "127.0.0.1:9464"
 #define EG_DEF_READY_LANE_FAILURE_MS 10000
 #define EG_DEF_ADMIN_MAX_CONNECTIONS 64
+#define EG_DEF_ON_STOP "exit"
+#define EG_DEF_GUARD_WINDOW_S 10
+#define EG_DEF_GUARD_ACTION "hold"
+#define EG_DEF_GUARD_COOLDOWN_S 60
+#define EG_DEF_OVERRIDE_MAX_TTL_MS 86400000 /* 24 h */
 
 /* The kinds of value a config key takes. */
 typedef enum {
@@ -167,6 +172,14 @@ typedef struct eg_config {
     char *admin_token_file;       /* resolved path, or NULL: mutating endpoints off */
     int admin_max_connections;    /* open admin connections; more are closed at once */
     int ready_lane_failure_ms;    /* /readyz turns false past this much lane failure */
+    /* incident controls (gw_incident.c) */
+    int override_max_ttl_ms;     /* the longest TTL an override may have */
+    int on_stop_wait;            /* on_stop = "wait": a stop decision waits for `errgate ctl resume` */
+    int guard_enabled;           /* 1 when the file has a `dlq_guard` table */
+    double guard_max_per_second; /* dead letters per second (per source topic) over the window */
+    int guard_window_s;          /* the window the rate is taken over */
+    int guard_stop;              /* dlq_guard.action = "stop" (else "hold") */
+    int guard_cooldown_s;        /* tripped at least this long before it re-arms */
 } eg_config;
 
 /* Loads and validates `path`. On success returns 0 and fills *cfg. On error

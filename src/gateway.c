@@ -136,7 +136,8 @@ static void log_pause(eg_part *p, const char *event, unsigned reasons) {
 static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
     unsigned m = (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
-                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping ? PAUSE_STOP : 0) | (p->due_wait ? PAUSE_DUE : 0);
+                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping || gw->waiting ? PAUSE_STOP : 0) |
+                 (p->due_wait ? PAUSE_DUE : 0);
     int want = m != 0;
     unsigned old = p->pause;
     p->pause = m;
@@ -305,7 +306,7 @@ static void pump_rung(eg_gw *gw, eg_part *p) {
 
 /* Moves the records of p that the ordering allows into the run queue. */
 static void pump(eg_gw *gw, eg_part *p) {
-    if (p->revoked || gw->stopping || p->holding) return;
+    if (p->revoked || gw->stopping || gw->waiting || p->holding) return;
     if (p->rung >= 0) {
         pump_rung(gw, p);
         return;
@@ -354,7 +355,7 @@ static void circuit_open(eg_gw *gw, eg_record *r);
 
 static void republish(eg_gw *gw, eg_record *r);
 static void dispatch_round(eg_gw *gw) {
-    while (gw->runq_head && !gw->stopping && gw->target->ops->available(gw->target) > 0) {
+    while (gw->runq_head && !gw->stopping && !gw->waiting && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
         q_remove(&gw->runq_head, &gw->runq_tail, r);
         if (r->part->rung >= 0 && eg_gw_rung_is_replay(gw, r->part->rung)) {
@@ -451,6 +452,7 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
         eg_log_int(&l, "retry_limit", r->fail->budget_limit);
     }
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
+    if (d->override[0]) eg_log_str(&l, "override", d->override);
     eg_log_int(&l, "latency_ms", f->latency_ms);
     if (d->fallback) {
         eg_log_int(&l, "fallback", 1);
@@ -541,6 +543,8 @@ static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
     eg_fail *fl = r->fail;
     if (d->action == EG_ACT_LADDER) shape_ladder(gw, r, d);
     if (d->action == EG_ACT_REPLAY) shape_replay(gw, r, d);
+    eg_gw_guard_adjust(gw, r, d);
+    eg_gw_override_adjust(gw, r, d);
     if (d->action == EG_ACT_RETRY) {
         fl->budget_limit = eg_budget_limit(&gw->budget);
         if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
@@ -632,7 +636,8 @@ static void carry_out(eg_gw *gw, eg_record *r) {
         log_decision(gw, r, NULL);
         leave_active(gw, r);
         r->state = EG_RS_STOPPED;
-        eg_gw_begin_stop(gw, EG_EXIT_STOP, "the policy decided stop");
+        if (!eg_gw_stop_wait(gw, r)) eg_gw_begin_stop(gw, EG_EXIT_STOP, "the policy decided stop");
+        for (eg_part *q = gw->parts; q; q = q->next) part_update_pause(gw, q);
         return;
     }
 }
@@ -994,6 +999,29 @@ static void on_due(evutil_socket_t fd, short what, void *arg) {
     pump(gw, p);
     dispatch(gw);
     event_active(gw->cev, EV_READ, 0);
+}
+
+void eg_gw_redo_stopped(eg_gw *gw) {
+    gw->waiting = 0;
+    for (eg_record *r = gw->all; r; r = r->anext) {
+        if (r->state != EG_RS_STOPPED) continue;
+        eg_part *p = r->part;
+        r->attempt = 0;
+        if (r->fail) { /* from scratch: no streak, no first failure, no rungs waited in place */
+            r->fail->class_attempts = 0;
+            r->fail->first_failure_ms = 0;
+            r->fail->virtual_rungs = 0;
+        }
+        p->active++;
+        if (gw->cfg->ordering == EG_ORDER_KEY && p->rung < 0) eg_keyset_inc(&p->keys, r->key_hash);
+        make_runnable(gw, r);
+    }
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        part_update_pause(gw, p);
+        pump(gw, p);
+    }
+    dispatch(gw);
+    if (!gw->closed) event_active(gw->cev, EV_READ, 0);
 }
 
 void eg_gw_rungs_recheck(eg_gw *gw) {

@@ -1,9 +1,10 @@
 /* gw.h — the gateway's internal state, shared by the files of `errgate run`
  * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
  * consume to commit; gw_admin.c: metrics, admin views, statistics, the
- * summary; gw_reload.c: the reload path; gw_rungs.c: rung topics). Nothing
- * outside those files includes it. Calls run one way: gw_run.c -> gw_admin.c
- * -> gw_reload.c -> gateway.c -> gw_rungs.c (each may call those after it).
+ * summary; gw_reload.c: the reload path; gw_incident.c: flood guard,
+ * stop-and-wait, overrides; gw_rungs.c: rung topics). Nothing outside
+ * those files includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
+ * gateway.c -> gw_incident.c -> gw_rungs.c (each may call those after it).
  *
  * Locality: everything here is owned and touched by the event-loop thread
  * only (librdkafka's statistics callback checks it runs there); a policy
@@ -19,12 +20,14 @@
 #include "breaker.h"
 #include "budget.h"
 #include "config.h"
+#include "dlq_guard.h"
 #include "kconf.h"
 #include "keyset.h"
 #include "lanes.h"
 #include "log_sample.h"
 #include "slab.h"
 #include "metrics.h"
+#include "override.h"
 #include "policy.h"
 #include "record.h"
 #include "spill.h"
@@ -162,6 +165,11 @@ typedef struct eg_gw {
     eg_gw_reloader *reloader;    /* policy builds off the loop, NULL before the first */
     eg_sampler declog;           /* decision-log sampling (log.decisions) */
     eg_slab records, fails;      /* eg_record and eg_fail objects, reused */
+    int waiting;                 /* on_stop = "wait": a stop was decided; paused until resumed */
+    char wait_why[256];          /* what stopped it (readiness, logs) */
+    eg_dlq_guard guard;          /* the dead-letter flood guard (cfg->guard_enabled) */
+    eg_overrides overrides;      /* operator overrides in force */
+    struct event *override_ev;   /* their expiry tick */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -202,6 +210,47 @@ eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition);
  * re-computes when that is due (and resumes if it is now). */
 void eg_gw_rungs_recheck(eg_gw *gw);
 
+/* Resumes after a wait (on_stop = "wait"): every record a stop decision
+ * left unfinished goes to the target again as if it were new (attempt 1, no
+ * class streak: the policy decides it from scratch), and consumption goes
+ * on. */
+void eg_gw_redo_stopped(eg_gw *gw);
+
+/* gw_incident.c: the operator's incident controls. */
+
+/* Sets up the dead-letter flood guard when the config has one, and the
+ * overrides' expiry tick. Returns 0 or -1 with err. */
+int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen);
+/* Frees what eg_gw_incident_start set up. */
+void eg_gw_incident_free(eg_gw *gw);
+/* Applies the first operator override in force that matches r's decision
+ * d: its action replaces the policy's (reason "override", d->override
+ * names it). Runs after the flood guard: an operator's explicit action
+ * wins over it. */
+void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
+/* The admin's /overrides routes: GET lists, POST sets (a form body, see
+ * override.h), DELETE /overrides/NAME clears. Appends JSON to out and
+ * returns the HTTP status. */
+int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
+                            struct evbuffer *out);
+/* Adjusts a DLQ or quarantine decision d of r to the flood guard: while the
+ * source topic's guard is tripped it becomes a hold (or a stop) with reason
+ * dlq_guard; any other decision is left alone. */
+void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
+/* A stop decision on r: returns 0 when the gateway is to stop (on_stop =
+ * "exit", or while shutting down anyway), or 1 when it waits for an
+ * operator's resume (on_stop = "wait"; gw->waiting set, logged: the caller
+ * pauses the partitions). */
+int eg_gw_stop_wait(eg_gw *gw, const eg_record *r);
+/* Re-arms every tripped flood guard (an operator's reset); appends the
+ * JSON answer to out. */
+void eg_gw_guard_reset(eg_gw *gw, struct evbuffer *out);
+/* Readiness of the incident controls: 0 with why while waiting after a stop
+ * or while a flood guard is tripped, else 1. */
+int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen);
+/* The scrape-time series of the incident controls. */
+void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out);
+
 /* gw_rungs.c */
 
 /* Adds the rung topics of the current policy (one per source topic and
@@ -229,6 +278,9 @@ void eg_gw_rungs_free(eg_gw *gw);
 void eg_gw_metrics_new(eg_gw *gw);
 /* Breaker transition hook: logs and counts. */
 void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to, int64_t now_ms);
+/* The admin control endpoints (eg_admin_ops.control): POST /resume,
+ * POST /dlq-guard/reset, and /overrides (eg_gw_overrides_request). */
+int eg_gw_control(void *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 /* Starts the admin endpoint when the config has one. Returns 0 or -1 with err. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
 /* librdkafka statistics callback (consumer lag per partition). */

@@ -75,6 +75,7 @@ static int gw_ready(void *arg, char *why, size_t whylen) {
         eg_strlcpy(why, "stopping", whylen);
         return 0;
     }
+    if (!eg_gw_incident_ready(gw, why, whylen)) return 0;
     if (!gw->assigned_once) {
         eg_strlcpy(why, "no partition assignment yet", whylen);
         return 0;
@@ -228,7 +229,8 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
             eg_metric_sample(out, g->name, 0, NULL, NULL, (double)v);
         }
     }
-    char why[128];
+    eg_gw_incident_metrics(gw, out);
+    char why[256];
     eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
     eg_metric_sample(out, "errgate_ready", 0, NULL, NULL, gw_ready(gw, why, sizeof why));
 }
@@ -405,10 +407,39 @@ void eg_gw_on_breaker(void *arg, const eg_breaker *b, eg_breaker_state from, eg_
     eg_log_end(&l);
 }
 
+int eg_gw_control(void *arg, int method, const char *path, const char *body, size_t len, struct evbuffer *out) {
+    eg_gw *gw = arg;
+    int resume = strcmp(path, "/resume") == 0;
+    int overrides = strcmp(path, "/overrides") == 0 || strncmp(path, "/overrides/", 11) == 0;
+    if (!resume && !overrides && strcmp(path, "/dlq-guard/reset") != 0) return 0;
+    if (!out) return 200;
+    if (overrides) return eg_gw_overrides_request(gw, method, path, body, len, out);
+    if (method != EG_ADMIN_POST) {
+        evbuffer_add_printf(out, "{\"error\":\"use POST\"}");
+        return 405;
+    }
+    if (!resume) {
+        eg_gw_guard_reset(gw, out);
+        return 200;
+    }
+    if (!gw->waiting || gw->stopping) {
+        evbuffer_add_printf(out, "{\"error\":\"%s\"}",
+                            gw->stopping ? "the gateway is shutting down" : "not waiting: no stop to resume from");
+        return 409;
+    }
+    evbuffer_add_printf(out, "{\"result\":\"resumed\",\"from\":");
+    eg_json_str(out, gw->wait_why);
+    evbuffer_add(out, "}", 1);
+    eg_log_msg(EG_WARN, "resume", "an operator resumed (%s); the stopped records are decided again", gw->wait_why);
+    eg_gw_redo_stopped(gw);
+    return 200;
+}
+
 /* Starts the admin endpoint when configured. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
-    static const eg_admin_ops ops = {gw_metrics, gw_ready, gw_policy_json, gw_lanes_json, eg_gw_reload_request};
+    static const eg_admin_ops ops = {gw_metrics,           gw_ready,     gw_policy_json, gw_lanes_json,
+                                     eg_gw_reload_request, eg_gw_control};
     gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, gw->cfg->admin_max_connections,
                              &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;

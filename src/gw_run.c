@@ -122,6 +122,7 @@ static void gateway_free(eg_gw *gw) {
     eg_policy_free(gw->policy);
     eg_gw_rungs_free(gw);
     eg_breaker_free(&gw->breaker);
+    eg_gw_incident_free(gw);
     if (gw->cev) event_free(gw->cev);
     if (gw->watch_ev) event_free(gw->watch_ev);
     if (gw->commit_ev) event_free(gw->commit_ev);
@@ -220,8 +221,8 @@ int eg_cmd_run(int argc, char **argv) {
                                             sizeof err)) ||
         !(gw.target = eg_target_new(&cfg, gw.base, eg_gw_on_target_done, &gw, err, sizeof err)) ||
         !(gw.lanes = eg_lanes_new(&cfg, gw.base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, &gw, err, sizeof err)) ||
-        spill_start(&gw, err, sizeof err) != 0 || eg_gw_admin_start(&gw, err, sizeof err) != 0 ||
-        consumer_new(&gw, err, sizeof err) != 0) {
+        spill_start(&gw, err, sizeof err) != 0 || eg_gw_incident_start(&gw, err, sizeof err) != 0 ||
+        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
     }

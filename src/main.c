@@ -34,6 +34,9 @@ static const struct {
     {"dlq", eg_cmd_dlq, "dlq stats|tail|resolve|approve|watch LANE (-b|-c) ...  inspect, approve, watch a lane"},
     {"spill", eg_cmd_spill,
      "spill ls DIR | spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]  the spill journal"},
+    {"ctl", eg_cmd_ctl,
+     "ctl [--admin URL] [--token-file F] [--json] resume | dlq-guard reset | override set|list|clear  "
+     "incident controls of a running gateway"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -57,6 +57,8 @@ struct eg_policy {
     size_t mem_limit;
     eg_rung *rungs; /* rt.ladder_rungs(pol), read once at load */
     int nrungs;
+    char (*unguarded)[64]; /* rt.unguarded_classes(pol), read once at load */
+    int nunguarded;
     char *path;
     int64_t loaded_at;
     char sha256[65];
@@ -94,16 +96,26 @@ static void raw_field(lua_State *L, int idx, const char *k) {
     lua_rawget(L, idx);
 }
 
-/* Reads rt.ladder_rungs(pol) (pol at the stack top) into p. A runtime
- * without ladders, or an invalid answer, gives no rungs. Runs protected. */
-static void load_rungs(eg_policy *p) {
+/* Calls rt.fn(pol) and leaves its answer at the stack top: returns the
+ * length of the list it answered (0 for anything else; at most 4096, far
+ * more than any policy names: it bounds the copy), or -1 when the runtime
+ * lacks fn or the call failed (nothing left to pop). Runs protected. */
+static int push_runtime_list(eg_policy *p, const char *fn) {
     lua_State *L = p->vm->L;
     char err[256];
-    if (eg_vm_push_runtime_fn(p->vm, "ladder_rungs") != 0) return;
+    if (eg_vm_push_runtime_fn(p->vm, fn) != 0) return -1;
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
-    if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return;
+    if (eg_vm_pcall(p->vm, 1, 1, err, sizeof err) != 0) return -1;
     int n = lua_type(L, -1) == LUA_TTABLE ? (int)lua_objlen(L, -1) : 0;
-    if (n > 4096) n = 4096; /* far more than any ladder; bounds the copy */
+    return n > 4096 ? 4096 : n;
+}
+
+/* Reads rt.ladder_rungs(pol) into p. A runtime without ladders, or an
+ * invalid answer, gives no rungs. Runs protected. */
+static void load_rungs(eg_policy *p) {
+    lua_State *L = p->vm->L;
+    int n = push_runtime_list(p, "ladder_rungs");
+    if (n < 0) return;
     p->rungs = n ? eg_xcalloc((size_t)n, sizeof *p->rungs) : NULL;
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
@@ -119,6 +131,23 @@ static void load_rungs(eg_policy *p) {
             r->delay_ms = (int64_t)lua_tonumber(L, -1);
         }
         lua_pop(L, 3);
+    }
+    lua_pop(L, 1);
+}
+
+/* Reads rt.unguarded_classes(pol) into p. A runtime without it, or an
+ * invalid answer, gives none (the guard then covers every class). Runs
+ * protected. */
+static void load_unguarded(eg_policy *p) {
+    lua_State *L = p->vm->L;
+    int n = push_runtime_list(p, "unguarded_classes");
+    if (n < 0) return;
+    p->unguarded = n ? eg_xcalloc((size_t)n, sizeof *p->unguarded) : NULL;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_type(L, -1) == LUA_TSTRING)
+            eg_strlcpy(p->unguarded[p->nunguarded++], lua_tostring(L, -1), sizeof *p->unguarded);
+        lua_pop(L, 1);
     }
     lua_pop(L, 1);
 }
@@ -208,6 +237,7 @@ static int load_protected(lua_State *L) {
     lua_rawset(L, -3);
     p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     load_rungs(p);
+    load_unguarded(p);
     lua_settop(L, 1);
     c->rc = load_decider(p, c->err, c->errlen);
     return 0;
@@ -243,6 +273,7 @@ void eg_policy_free(eg_policy *p) {
     if (!p) return;
     eg_vm_free(p->vm);
     free(p->rungs);
+    free(p->unguarded);
     free(p->path);
     free(p);
 }
@@ -257,6 +288,12 @@ size_t eg_policy_mem_limit(const eg_policy *p) { return p->mem_limit; }
 int eg_policy_rungs(const eg_policy *p, const eg_rung **rungs) {
     *rungs = p->rungs;
     return p->nrungs;
+}
+
+int eg_policy_guarded(const eg_policy *p, const char *klass) {
+    for (int i = 0; i < p->nunguarded; i++)
+        if (strcmp(p->unguarded[i], klass) == 0) return 0;
+    return 1;
 }
 
 /* call_protected's argument block. */

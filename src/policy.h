@@ -42,6 +42,9 @@ typedef struct eg_rung {
 /* The union of the policy's ladder rungs (rt.ladder_rungs), in definition
  * order; *rungs is owned by p. Returns how many. */
 int eg_policy_rungs(const eg_policy *p, const eg_rung **rungs);
+/* 0 when the policy's route entry for class klass says guard = false (its
+ * dead letters pass the dlq_guard), else 1. */
+int eg_policy_guarded(const eg_policy *p, const char *klass);
 void eg_policy_free(eg_policy *p);
 
 /* "name@version+sha" of the loaded policy: the declared version plus the

@@ -77,6 +77,7 @@ typedef struct eg_decision {
     int32_t out_partition; /* republish: the original partition when replay_to is
                               the original topic, else -1 (the lane rule) */
     int approval;          /* dlq/quarantine: the route entry asks for approval before replay */
+    char override[65];     /* the operator override that replaced the policy's action, or "" */
 } eg_decision;
 
 /* Attempt context handed to the policy with each failure. */

@@ -152,6 +152,7 @@ local function build(spec)
   pol._classify, classify_reads = classify.compile(spec.classify)
   pol._reads_record = classify_reads or type(spec.route) == "function"
   pol.shape = shape(spec, entries, schedules)
+  pol.unguarded = route.unguarded_classes(route_entries)
   pol.examples = examples.compile(spec.examples)
   local ok, err = examples.run(pol, pol.examples)
   if not ok then error(err, 0) end

@@ -22,6 +22,11 @@
 --        "dlq", with the long form's other keys) a lane write whose item
 --        starts pending-approval: the record carries errgate.approval:
 --        required and `errgate replay` leaves it until `errgate dlq approve`
+--   { action = "dlq", guard = false }   (dlq and quarantine only) this class
+--        always dead-letters, even while the gateway's dead-letter flood
+--        guard (dlq_guard) holds other classes' dead letters; also as the
+--        exhausted entry of a retry or ladder. In a route table only, under
+--        a class's own name (not `default`); see route.unguarded_classes
 -- The bare action "ladder" is refused: a ladder needs a schedule, so write
 -- { ladder = "name" }.
 -- A route may instead be a function(failure, record, ctx) returning an entry
@@ -61,7 +66,7 @@ local route = {}
 
 local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, stop = true }
 local LONG_KEYS = { action = true, delay_ms = true, reason = true, code = true, message = true,
-                    approval = true, dlq = true, quarantine = true }
+                    approval = true, dlq = true, quarantine = true, guard = true }
 local RETRY_KEYS = { retry = true, exhausted = true }
 local LADDER_KEYS = { ladder = true, exhausted = true }
 local REPLAY_KEYS = { replay = true, after = true }
@@ -125,6 +130,11 @@ local function compile_terminal(where, e, allow_retry)
     message = opt_string(where, e, "message"),
     fixed = action ~= "retry",
   }
+  if e.guard ~= nil then
+    if type(e.guard) ~= "boolean" then fail(where, "guard must be a boolean") end
+    if e.action ~= "dlq" and e.action ~= "quarantine" then fail(where, "guard only applies to dlq and quarantine") end
+    out.guard = e.guard
+  end
   if e.delay_ms ~= nil then
     if action ~= "hold" and action ~= "retry" then fail(where, "delay_ms only applies to hold and retry") end
     local ms, err = duration.parse(e.delay_ms)
@@ -303,6 +313,27 @@ function route.resolve(e, f, ctx, random)
   local action, reason, delay_ms, code, message, rung, rung_index, approval = resolve_ctx(e, f, ctx, random)
   return { action = action, reason = reason, delay_ms = delay_ms, code = code, message = message,
            rung = rung, rung_index = rung_index, approval = approval }
+end
+
+-- unguarded_classes(entries) -> sorted list of the class names whose entry
+-- (or its exhausted entry, at any depth) says guard = false: their dead
+-- letters pass the gateway's flood guard. Raises for guard = false on the
+-- default entry (it would exempt every class the table does not name).
+function route.unguarded_classes(entries)
+  local out = {}
+  for class, e in pairs(entries or {}) do
+    local x, free = e, false
+    while x do
+      if x.guard == false then free = true end
+      x = x.exhausted
+    end
+    if free and class == "default" then
+      fail("route.default", "guard = false names the classes it exempts: put it on their own entries")
+    end
+    if free then out[#out + 1] = class end
+  end
+  table.sort(out)
+  return out
 end
 
 local function compile_table(spec, schedules)

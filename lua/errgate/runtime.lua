@@ -14,6 +14,8 @@
 --   rt.ladder_rungs(pol) -> { {name, delay_ms}, ... }  after every (re)load:
 --                                                 the rung topics to consume
 --                                                 and each rung's current delay
+--   rt.unguarded_classes(pol) -> { class, ... }  after every (re)load: the
+--                                                 classes the dlq_guard lets pass
 -- Loading never raises: errors come back as one line naming the file (and
 -- line), ready for a log or the admin endpoint. decide raises on anything
 -- invalid; the C core then applies its fallback (`hold` by default). Files
@@ -106,6 +108,16 @@ function rt.ladder_rungs(pol)
   if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
   local out = {}
   for i, r in ipairs(pol.rungs) do out[i] = { name = r.name, delay_ms = r.delay_ms } end
+  return out
+end
+
+-- unguarded_classes(pol) -> array of class names whose dead letters pass
+-- the dead-letter flood guard (route entries with guard = false); a fresh
+-- table each call.
+function rt.unguarded_classes(pol)
+  if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
+  local out = {}
+  for i, c in ipairs(pol.unguarded) do out[i] = c end
   return out
 end
 

@@ -20,7 +20,8 @@
 static const char *BASE = "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g',"
                           " source = { topics = { 'src' } },"
                           " target = { http = { url = 'https://h/', tls = {} }, breaker = {}, retry_budget = {} },"
-                          " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {} }";
+                          " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {},"
+                          " dlq_guard = { max_per_second = 5 } }";
 
 static char dir[64], path[128], err[512];
 
@@ -179,7 +180,18 @@ int main(void) {
     CHECK(refused("target.breaker.min_calls", "60", "target.breaker.min_calls: 60 is larger than the window"),
           "cross-key checks stay: breaker min_calls above the window");
 
+    CHECK(refused("dlq_guard.max_per_second", "nil", "dlq_guard.max_per_second is required"),
+          "dlq_guard without max_per_second is refused");
+
     /* enum values reach their fields */
+    rc = load_with("on_stop", "'wait'", &cfg);
+    CHECK(rc == 0 && cfg.on_stop_wait == 1 && cfg.guard_enabled && cfg.guard_max_per_second == 5 &&
+              cfg.guard_window_s == 10 && cfg.guard_cooldown_s == 60 && !cfg.guard_stop,
+          "on_stop = \"wait\" is on_stop_wait; a dlq_guard table turns the guard on with its defaults");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("dlq_guard.action", "'stop'", &cfg);
+    CHECK(rc == 0 && cfg.guard_stop == 1, "dlq_guard.action = \"stop\" is guard_stop");
+    if (rc == 0) eg_config_free(&cfg);
     rc = load_with("source.ordering", "'key'", &cfg);
     CHECK(rc == 0 && cfg.ordering == EG_ORDER_KEY, "source.ordering = \"key\" is EG_ORDER_KEY");
     if (rc == 0) eg_config_free(&cfg);

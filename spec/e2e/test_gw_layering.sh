@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # test_gw_layering.sh — the files of `errgate run` call each other one way:
-# gw_run.c -> gw_admin.c -> gw_reload.c -> gateway.c -> gw_rungs.c, each
+# gw_run.c -> gw_admin.c -> gw_reload.c -> gateway.c -> gw_incident.c ->
+# gw_rungs.c, each
 # calling only files after it (gw.h). Read from the built objects: for each
 # file, the eg_gw_* functions it uses and which file defines them. A call
 # back up the chain (e.g. gateway.c calling gw_admin.c while gw_admin.c
 # calls gateway.c) is a cycle and fails.
 source "$(dirname "$0")/lib.sh"
 OBJ="$ROOT/$BUILD/obj"
-ORDER=(gw_run gw_admin gw_reload gateway gw_rungs)
+ORDER=(gw_run gw_admin gw_reload gateway gw_incident gw_rungs)
 
 command -v nm >/dev/null || die "nm is missing (Debian package binutils)"
 for f in "${ORDER[@]}"; do [ -f "$OBJ/$f.o" ] || die "$OBJ/$f.o is missing (make first)"; done
 for f in "${ORDER[@]}"; do
   nm --defined-only "$OBJ/$f.o" | awk -v f="$f" '$2 ~ /^[TD]$/ && $3 ~ /^eg_gw_/ {print $3, f}'
 done | sort >"$T/defs"
-check "the five files define eg_gw_* functions ($(wc -l <"$T/defs"))" [ "$(wc -l <"$T/defs")" -ge 20 ]
+check "the six files define eg_gw_* functions ($(wc -l <"$T/defs"))" [ "$(wc -l <"$T/defs")" -ge 20 ]
 
 rank() { local i; for i in "${!ORDER[@]}"; do [ "${ORDER[$i]}" = "$1" ] && echo "$i"; done; }
 bad=""
@@ -25,5 +26,5 @@ for f in "${ORDER[@]}"; do
     [ "$(rank "$def")" -gt "$(rank "$f")" ] || bad="$bad $f.c->$def.c($sym)"
   done < <(join "$T/uses" "$T/defs")
 done
-check "no call runs back up gw_run -> gw_admin -> gw_reload -> gateway -> gw_rungs:${bad:- none}" [ -z "$bad" ]
+check "no call runs back up gw_run -> gw_admin -> gw_reload -> gateway -> gw_incident -> gw_rungs:${bad:- none}" [ -z "$bad" ]
 exit $FAILED

@@ -7,10 +7,12 @@
  * the write side is shut, and the loop runs until the server has closed the
  * connection (at most 5 s: a connection the server keeps is a finding).
  * Contract checked: POST /reload runs only when the request carried the
- * token, and whatever comes back is an HTTP response. */
+ * token, and whatever comes back is an HTTP response. /overrides bodies
+ * reach the override form parser (override.c). */
 #include "admin.h"
 #include "fuzz.h"
 #include "log.h"
+#include "override.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -75,6 +77,20 @@ static int listening_port(const int *before, int nbefore) {
     return -1;
 }
 
+/* The controls: /overrides bodies go through the override form parser. */
+static int op_control(void *arg, int method, const char *path, const char *body, size_t len, struct evbuffer *out) {
+    if (strncmp(path, "/overrides", 10) != 0) return 0;
+    if (!out) return 1;
+    eg_override o;
+    char err[320];
+    if (eg_override_parse(body, len, 0, EG_OVERRIDE_DEFAULT_MAX_TTL_MS, &o, err, sizeof err) != 0) {
+        evbuffer_add_printf(out, "{}");
+        return 400;
+    }
+    eg_override_json(&o, out);
+    return 200;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     signal(SIGPIPE, SIG_IGN);
     eg_log_setup(EG_ERROR, 1);
@@ -88,7 +104,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     for (int fd = 3; fd < 1024; fd++)
         if (fcntl(fd, F_GETFD) != -1) before[nbefore++] = fd;
     g_base = event_base_new();
-    static const eg_admin_ops ops = {op_metrics, op_ready, op_json, op_json, op_reload};
+    static const eg_admin_ops ops = {op_metrics, op_ready, op_json, op_json, op_reload, op_control};
     char err[512];
     g_admin = eg_admin_new(g_base, "127.0.0.1:0", tok, 64, &ops, NULL, err, sizeof err);
     FZ_CHECK(g_admin != NULL, "%s", err);

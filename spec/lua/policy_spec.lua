@@ -221,6 +221,26 @@ describe("route entries", function()
     local pol = policy.define(spec({ route = { default = { action = "hold", delay_ms = "30s" } } }))
     assert.are.same({ "hold", 30000 }, { t.decide(pol, t.http(500)).action, t.decide(pol, t.http(500)).delay_ms })
   end)
+
+  it("name the classes exempt from the dlq_guard (guard = false, also as an exhausted entry)", function()
+    local pol = policy.define(spec({ route = {
+      transient = { retry = "fast", exhausted = { action = "quarantine", guard = false } },
+      unknown = { action = "dlq", guard = false },
+      other = { action = "dlq", guard = true },
+      default = "dlq" } }))
+    assert.are.same({ "transient", "unknown" }, pol.unguarded)
+    assert.are.equal("dlq", t.decide(pol, t.http(500)).action) -- the decision itself is unchanged
+    assert.are.same({}, policy.define(spec()).unguarded)
+  end)
+
+  it("refuse guard on other actions, of another type, or on the default entry", function()
+    assert.matches("guard only applies to dlq and quarantine",
+      define_error({ route = { default = "dlq", x = { action = "hold", guard = false } } }))
+    assert.matches("guard must be a boolean",
+      define_error({ route = { default = "dlq", x = { action = "dlq", guard = "no" } } }))
+    assert.matches("route.default: guard = false names the classes",
+      define_error({ route = { default = { action = "dlq", guard = false } } }))
+  end)
 end)
 
 describe("examples", function()

@@ -1,0 +1,99 @@
+/* test_override.c — operator overrides: the form parser (every field, its
+ * refusals naming the field: unknown field or action, missing TTL or
+ * reason, TTL above the maximum, two matchers), replacing by name, the
+ * first match winning, topic:partition matching, expiry at its time, and
+ * clearing. */
+#include "override.h"
+#include "record.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static char err[256];
+static eg_override o;
+#define MAXTTL (24LL * 3600 * 1000)
+
+static int parse(const char *body) {
+    err[0] = 0;
+    return eg_override_parse(body, strlen(body), 1000000, MAXTTL, &o, err, sizeof err);
+}
+
+static int expired_n;
+static void on_expired(void *arg, const eg_override *x) {
+    expired_n++;
+    strcat((char *)arg, x->name);
+}
+
+int main(void) {
+    CHECK(parse("name=slow5m&class=transient&action=hold&ttl=1h&reason=provider+down&by=ana%40sre") == 0,
+          "a full override parses (%s)", err);
+    CHECK(o.match == EG_OV_CLASS && !strcmp(o.value, "transient") && o.action == EG_ACT_HOLD &&
+              o.expires_at_ms == 1000000 + 3600000 && !strcmp(o.reason, "provider down") && !strcmp(o.by, "ana@sre"),
+          "its fields: class, action, expiry now+ttl, decoded reason and author");
+    CHECK(parse("name=t&topic=payments:3&action=dlq&ttl=90s&reason=r") == 0 && o.match == EG_OV_TOPIC &&
+              !strcmp(o.value, "payments") && o.partition == 3 && !strcmp(o.by, "unknown"),
+          "topic:partition, and an unnamed author");
+    CHECK(parse("name=t&topic=payments&action=ignore&ttl=1m&reason=r") == 0 && o.partition == -1,
+          "a topic without partition matches all");
+    struct {
+        const char *body, *want;
+    } bad[] = {
+        {"class=x&action=hold&ttl=1h&reason=r", "name: required"},
+        {"name=a b&class=x&action=hold&ttl=1h&reason=r", "name: required"},
+        {"name=a&action=hold&ttl=1h&reason=r", "exactly one of class, code, topic (got 0)"},
+        {"name=a&class=x&code=y&action=hold&ttl=1h&reason=r", "exactly one of class, code, topic (got 2)"},
+        {"name=a&class=x&action=explode&ttl=1h&reason=r", "action: unknown action 'explode'"},
+        {"name=a&class=x&action=ladder&ttl=1h&reason=r", "action: unknown action 'ladder'"},
+        {"name=a&class=x&ttl=1h&reason=r", "action: required"},
+        {"name=a&class=x&action=hold&reason=r", "ttl: required"},
+        {"name=a&class=x&action=hold&ttl=soon&reason=r", "ttl: required, a duration such as 30m or 1h, got soon"},
+        {"name=a&class=x&action=hold&ttl=25h&reason=r", "ttl: 25h is above the maximum (86400 s)"},
+        {"name=a&class=x&action=hold&ttl=1h", "reason: required"},
+        {"name=a&class=x&action=hold&ttl=1h&reason=", "reason: required"},
+        {"name=a&class=x&action=hold&ttl=1h&reason=r&color=red", "unknown field 'color'"},
+        {"name=a&class=x&class=y&action=hold&ttl=1h&reason=r", "class given twice"},
+        {"name=a&class=%zz&action=hold&ttl=1h&reason=r", "class: malformed"},
+        {"name=a&class=%0a&action=hold&ttl=1h&reason=r", "class: malformed"},
+        {"name=a&topic=:3&action=hold&ttl=1h&reason=r", "topic: expected TOPIC or TOPIC:PARTITION"},
+        {"name=a&topic=t:x&action=hold&ttl=1h&reason=r", "topic: expected TOPIC or TOPIC:PARTITION"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(parse(bad[i].body) == -1 && strstr(err, bad[i].want), "refused: %s -> %s", bad[i].body, err);
+
+    eg_overrides t = {0};
+    parse("name=a&class=transient&action=hold&ttl=10s&reason=r");
+    CHECK(eg_overrides_set(&t, &o) == 0, "added");
+    parse("name=b&code=http_503&action=dlq&ttl=20s&reason=r");
+    eg_overrides_set(&t, &o);
+    parse("name=c&topic=pay:1&action=ignore&ttl=30s&reason=r");
+    eg_overrides_set(&t, &o);
+    const eg_override *m = eg_overrides_match(&t, "pay", 1, "transient", "http_503", 1000001);
+    CHECK(m && !strcmp(m->name, "a"), "the first set that matches wins (a)");
+    m = eg_overrides_match(&t, "pay", 1, "other", "http_503", 1000001);
+    CHECK(m && !strcmp(m->name, "b"), "by code (b)");
+    m = eg_overrides_match(&t, "pay", 1, "other", "x", 1000001);
+    CHECK(m && !strcmp(m->name, "c"), "by topic and partition (c)");
+    CHECK(!eg_overrides_match(&t, "pay", 2, "other", "x", 1000001), "another partition: none");
+    parse("name=a&class=semantic&action=quarantine&ttl=10s&reason=again");
+    CHECK(eg_overrides_set(&t, &o) == 1 && t.n == 3 && !strcmp(t.v[0].value, "semantic"),
+          "setting a name again replaces it in place");
+    m = eg_overrides_match(&t, "pay", 1, "transient", "x", 1000001);
+    CHECK(m && !strcmp(m->name, "c"), "after the replace, transient on pay[1] falls to c");
+    CHECK(!eg_overrides_match(&t, "q", 0, "semantic", "x", 1000000 + 10000), "not in force at its expiry");
+    char names[64] = "";
+    expired_n = 0;
+    CHECK(eg_overrides_expire(&t, 1000000 + 20000, on_expired, names) == 2 && !strcmp(names, "ab") && t.n == 1,
+          "expiry removes a and b at 20 s, told in order (%s)", names);
+    eg_override got;
+    CHECK(eg_overrides_clear(&t, "c", &got) == 0 && !strcmp(got.name, "c") && t.n == 0, "clear removes c");
+    CHECK(eg_overrides_clear(&t, "c", NULL) == -1, "clearing again: none");
+    for (int i = 0; i < EG_OVERRIDE_MAX; i++) {
+        snprintf(o.name, sizeof o.name, "n%d", i);
+        eg_overrides_set(&t, &o);
+    }
+    snprintf(o.name, sizeof o.name, "one-more");
+    CHECK(eg_overrides_set(&t, &o) == -1, "the table is bounded (%d)", EG_OVERRIDE_MAX);
+    eg_overrides_free(&t);
+    return TAP_DONE();
+}

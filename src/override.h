@@ -1,0 +1,67 @@
+/* override.h — operator overrides with expiry: "for the next hour, records
+ * of class X get action A, because R", applied after the policy decides
+ * and before the gateway acts.
+ *
+ * Pure logic (no loop, no Kafka; every call is given the wall-clock time),
+ * unit-tested in spec/c/test_override.c. An override has a name (its key:
+ * setting a name again replaces it), exactly one matcher (a class, an error
+ * code, or a source topic with an optional partition), an action, an
+ * expiry (a TTL is mandatory, at most max_ttl_ms), a reason and an author.
+ * The first override (in the order set) that matches a decision wins.
+ *
+ * Ownership: the table owns its overrides and their strings. One thread. */
+#ifndef EG_OVERRIDE_H
+#define EG_OVERRIDE_H
+
+#include <event2/buffer.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EG_OVERRIDE_MAX 256 /* overrides in force at once */
+#define EG_OVERRIDE_DEFAULT_MAX_TTL_MS (24LL * 3600 * 1000)
+
+typedef enum { EG_OV_CLASS = 1, EG_OV_CODE, EG_OV_TOPIC } eg_override_match;
+
+typedef struct eg_override {
+    char name[65];
+    eg_override_match match;
+    char value[256];   /* the class, the code, or the topic */
+    int32_t partition; /* EG_OV_TOPIC: the partition, or -1 for all */
+    int action;        /* an eg_action (record.h) */
+    char reason[256];
+    char by[65];
+    int64_t set_at_ms, expires_at_ms; /* wall clock */
+} eg_override;
+
+typedef struct eg_overrides {
+    eg_override *v;
+    int n;
+} eg_overrides;
+
+/* Parses an override from an application/x-www-form-urlencoded body:
+ * name, one of class / code / topic (TOPIC or TOPIC:PARTITION), action
+ * (hold, dlq, quarantine, ignore, retry, stop), ttl (a duration: "90s",
+ * "1h"), reason, and optionally by. now_ms is the wall clock. Returns 0
+ * with *o filled, or -1 with a one-line reason in err. */
+int eg_override_parse(const char *body, size_t len, int64_t now_ms, int64_t max_ttl_ms, eg_override *o, char *err,
+                      size_t errlen);
+
+/* Adds o, replacing the one of the same name. Returns 1 when it replaced
+ * one, 0 when added, -1 when the table is full (EG_OVERRIDE_MAX). */
+int eg_overrides_set(eg_overrides *t, const eg_override *o);
+/* Removes the override called name; copies it to *out when out is not
+ * NULL. Returns 0, or -1 when there is none. */
+int eg_overrides_clear(eg_overrides *t, const char *name, eg_override *out);
+/* Removes every override expired at now_ms, calling expired(arg, o) for
+ * each first (may be NULL). Returns how many. */
+int eg_overrides_expire(eg_overrides *t, int64_t now_ms, void (*expired)(void *arg, const eg_override *o), void *arg);
+/* The first override in force at now_ms matching a decision of class klass
+ * and code code on topic[partition], or NULL. */
+const eg_override *eg_overrides_match(const eg_overrides *t, const char *topic, int32_t partition, const char *klass,
+                                      const char *code, int64_t now_ms);
+/* Appends {"name":..,"match":"class"|"code"|"topic","value":..,["partition":..,]
+ * "action":..,"reason":..,"by":..,"set_at":..,"expires_at":..} (RFC 3339). */
+void eg_override_json(const eg_override *o, struct evbuffer *out);
+void eg_overrides_free(eg_overrides *t);
+
+#endif
