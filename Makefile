@@ -42,7 +42,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps check-deps test demo bench clean lint format install uninstall config-doc
+.PHONY: all deps check-deps test demo bench chaos clean lint format install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -104,6 +104,12 @@ demo: deps all
 
 bench: all
 	@BUILD=$(BUILD) bash bench/run.sh
+
+# the seeded chaos runner (spec/chaos/chaos.py): seeds 1..SEEDS, or SEED=S
+# alone (a replay); CHAOS_ARGS passes more options (--keep, -v, --records N)
+SEEDS ?= 50
+chaos: all
+	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(CHAOS_ARGS)
 
 clean:
 	rm -rf build build-san
