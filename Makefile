@@ -42,7 +42,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps check-deps test demo bench chaos clean lint format install uninstall config-doc
+.PHONY: all deps check-deps test demo bench chaos soak clean lint format install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -110,6 +110,12 @@ bench: all
 SEEDS ?= 50
 chaos: all
 	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(CHAOS_ARGS)
+
+# the soak run (spec/chaos/soak.py): steady load and periodic faults for
+# MINUTES, sampled every 10 s (table and CSV), trends checked, then audited
+MINUTES ?= 30
+soak: all
+	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/soak.py --minutes $(MINUTES)
 
 clean:
 	rm -rf build build-san

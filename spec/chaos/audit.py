@@ -28,12 +28,14 @@ Counted, and written as one JSON object to --out:
     the run loaded, class, reason, timestamp); each with a few examples;
   - dup: deliveries beyond the first (handler successes and lane records of
     an id already there, ignore decisions repeated): at-least-once, not loss;
-  - dup_by: the handler's duplicate successes attributed to the fault that
-    came last before them. --marks holds lines "BYTES LABEL": the size of
-    the handler log when the runner injected fault LABEL; a duplicate line
-    that starts at or after BYTES and before the next mark is counted for
-    LABEL (redeliveries follow the rebalance their fault caused, so the
-    window is a fair, not an exact, attribution; "start" = before any).
+  - dup_by: the handler's duplicate successes attributed to a fault.
+    --marks holds lines "BYTES LABEL": the size of the handler log when the
+    runner injected fault LABEL. A duplicate is counted for the first fault
+    injected after the record's first success and before the duplicate (the
+    fault that interrupted it before its offset was committed: a kill, a
+    rebalance, a lost commit); "settle" is the mark of the end of the
+    faults, "none" a duplicate with no fault in between. This is a fair,
+    not an exact, attribution: a fault's rebalance comes a little later.
 Exit status 0 when missing = misrouted = 0, else 1; 2 when a topic cannot
 be read.
 """
@@ -140,7 +142,7 @@ def audit(a):
     marks.sort(key=lambda m: m[0])
     mark_pos = [m[0] for m in marks]
     dup_by = {}
-    seen = set()
+    seen = {}  # id -> where its first success ends in the log
     pos = 0
     with open(a.handler_log, "rb") as f:
         for raw in f:
@@ -157,10 +159,11 @@ def audit(a):
                 problem("delivery without the record's errgate.id", "%s: %s, want %s" % (rid, parts[2:3], s["coord"]))
             if rid in seen:
                 dup["handler"] += 1
-                i = bisect.bisect_right(mark_pos, start) - 1
-                label = marks[i][1] if i >= 0 else "start"
+                i = bisect.bisect_left(mark_pos, seen[rid])
+                label = marks[i][1] if i < len(marks) and mark_pos[i] <= start else "none"
                 dup_by[label] = dup_by.get(label, 0) + 1
-            seen.add(rid)
+            else:
+                seen[rid] = pos
             outcomes.setdefault(rid, set()).add("handler")
 
     # ignore decisions (the only durable trace of an ignored record)

@@ -136,34 +136,35 @@ class Plan:
         for i, kind in enumerate(kinds):
             t = 2.0 + window * (i + rng.random() * 0.8) / len(kinds)
             f = {"kind": kind, "t": round(t, 2), "pick": rng.random()}
-            if kind == "kill9":
-                f["back"] = round(rng.uniform(0.5, 3.0), 2)
-            elif kind == "sigterm":
-                f["back"] = round(rng.uniform(2.0, 5.0), 2)
-            elif kind == "req_err":
-                f["api"] = rng.choice(sorted(REQ_ERRORS))
-                f["err"] = rng.choice(REQ_ERRORS[f["api"]])
-                f["count"] = rng.randint(1, 5)
-            elif kind == "broker_down":
-                f["broker"] = rng.randint(1, 3)
-                f["back"] = round(rng.uniform(2.0, 4.0), 2)
-            elif kind == "lane_fault":
-                lanes = ["src.dlq", "src.quarantine"] + ([] if self.ordering == "partition" else ["src.retry.1s"])
-                f["topic"] = rng.choice(lanes)
-                f["secs"] = rng.randint(2, 3)
-                f["err"] = rng.choice(["LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"])
-            elif kind == "outage":
-                f["back"] = round(rng.uniform(2.0, 3.0), 2)
-            elif kind == "slowdown":
-                f["back"] = round(rng.uniform(1.0, 2.5), 2)
-            elif kind == "reload":
-                reloads += 1
-                # the first reload changes the policy, so every seed loads two versions
-                f["how"] = "file" if reloads == 1 else rng.choice(["file", "sighup", "broken"])
+            f.update(fault_params(rng, kind, self.ordering, reloads == 0))
+            reloads += kind == "reload"
             self.faults.append(f)
         # the records produced while the faults run, in 6 waves
         self.head = int(records * 0.4)
         self.waves = [round(2.0 + window * w / 6, 2) for w in range(6)]
+
+
+def fault_params(rng, kind, ordering, first_reload):
+    """A fault's parameters, drawn from rng (see the table at the top)."""
+    if kind == "kill9":
+        return {"back": round(rng.uniform(0.5, 3.0), 2)}
+    if kind == "sigterm":
+        return {"back": round(rng.uniform(2.0, 5.0), 2)}
+    if kind == "req_err":
+        api = rng.choice(sorted(REQ_ERRORS))
+        return {"api": api, "err": rng.choice(REQ_ERRORS[api]), "count": rng.randint(1, 5)}
+    if kind == "broker_down":
+        return {"broker": rng.randint(1, 3), "back": round(rng.uniform(2.0, 4.0), 2)}
+    if kind == "lane_fault":
+        lanes = ["src.dlq", "src.quarantine"] + ([] if ordering == "partition" else ["src.retry.1s"])
+        return {"topic": rng.choice(lanes), "secs": rng.randint(2, 3),
+                "err": rng.choice(["LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"])}
+    if kind in ("outage", "slowdown"):
+        return {"back": round(rng.uniform(2.0, 3.0) if kind == "outage" else rng.uniform(1.0, 2.5), 2)}
+    if kind == "reload":
+        # the first reload changes the policy, so every seed loads two versions
+        return {"how": "file" if first_reload else rng.choice(["file", "sighup", "broken"])}
+    return {}
 
 
 class Run:
@@ -182,6 +183,7 @@ class Run:
         self.producers = []
         self.failures = []
         self.group = "chaos"
+        self.protected = set()  # slots no kill9 or sigterm may pick (the soak's observed instance)
         self.marks = open(os.path.join(self.dir, "marks.txt"), "w")
 
     # ---- logging and helpers ------------------------------------------------
@@ -352,7 +354,7 @@ class Run:
         label = "%s#%d" % (kind, seq)
         self.mark(label)
         if kind in ("kill9", "sigterm"):
-            slot = self.pick(f, self.running())
+            slot = self.pick(f, [s for s in self.running() if s not in self.protected])
             if slot is None:
                 self.log("%s: no gateway running, skipped" % label)
                 return False

@@ -1,8 +1,9 @@
 """produce.py — the chaos runner's source producer.
 
-    produce.py BOOTSTRAP TOPIC FILE
+    produce.py BOOTSTRAP TOPIC FILE|-
 
-Produces every line of FILE ("key<TAB>value") to TOPIC with an idempotent,
+Produces every line of FILE ("key<TAB>value"; "-": standard input, as
+lines come, for the soak's steady load) to TOPIC with an idempotent,
 acks=all producer (python3-confluent-kafka) and waits for every delivery
 report. Unlike kcat, it keeps going when every broker connection drops for
 a moment (injected _TRANSPORT errors, a broker down): librdkafka retries,
@@ -25,7 +26,7 @@ def main():
         if err is not None:
             failed.append(str(err))
 
-    with open(path, "rb") as f:
+    with (sys.stdin.buffer if path == "-" else open(path, "rb")) as f:
         for line in f:
             key, value = line.rstrip(b"\n").split(b"\t", 1)
             while True:
