@@ -63,8 +63,7 @@ deps:
 # Every compile has check-deps as an order-only prerequisite, so `make -j` on
 # a fresh machine compiles nothing before the packages are in. When the goals
 # name `deps` (test, demo, chaos and soak do), check-deps waits for it
-# instead of starting
-# a second apt-get next to it.
+# instead of starting a second apt-get next to it.
 check-deps: $(if $(filter deps test demo chaos soak,$(MAKECMDGOALS)),deps)
 	@pkg-config --exists $(PC_PKGS) 2>/dev/null || $(MAKE) --no-print-directory deps
 
