@@ -1,7 +1,7 @@
 """chaos.py — errgate's seeded chaos runner (`make chaos SEEDS=N`, `make chaos SEED=N`).
 
     chaos.py [--seeds N | --seed S [--seed S]...] [--first F] [--short]
-             [--records N] [--keep] [--verbose] [--out DIR]
+             [--records N] [--keep] [--verbose] [--out DIR] [--report FILE]
 
 Per seed, every random choice is drawn from the seed (random.Random(seed)):
 the ordering (none, key or partition), the records' keys and modes, the
@@ -68,7 +68,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -623,6 +622,8 @@ def run_seed(seed, args):
         plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("dup_parts"), res.get("dup_by"))
     with open(os.path.join(run.dir, "seed.txt"), "w") as f:
         f.write(line + "\n" + detail + "\n" + "\n".join(run.flog) + "\n")
+    with open(args.report, "a") as f:
+        f.write(line + "\n" + detail + "\n")
     if args.verbose:
         print(detail, flush=True)
     if failures:
@@ -648,7 +649,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep every scratch directory")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--out", default=None, help="where scratch directories go (default /tmp)")
+    ap.add_argument("--report", default=None,
+                    help="every seed's line and details (ordering, outcomes, duplicates by kind and by fault) "
+                         "are appended here (default chaos-report.txt beside the scratch directories)")
     args = ap.parse_args()
+    args.report = args.report or os.path.join(args.out or tempfile.gettempdir(), "chaos-report.txt")
     for exe in (EG, FLAKY):
         if not os.access(exe, os.X_OK):
             sys.exit("chaos: no %s (run make first)" % exe)
@@ -667,6 +672,7 @@ def main():
     print("summary: passed=%d/%d missing=%d misrouted=%d dup=%d slowest=seed %s %ds%s" % (
         passed, len(seeds), total["missing"], total["misrouted"], total["dup"], slowest[1], round(slowest[0]),
         " failed=" + ",".join(failed) if failed else ""), flush=True)
+    print("# details (ordering, outcomes, duplicates by kind and by fault): %s" % args.report)
     sys.exit(0 if passed == len(seeds) else 1)
 
 

@@ -33,7 +33,6 @@ import argparse
 import heapq
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
