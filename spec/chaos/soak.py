@@ -40,6 +40,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import chaos  # noqa: E402
 
 SOAK_FAULTS = ["kill9", "sigterm", "req_err", "lane_fault", "slowdown", "reload"]
