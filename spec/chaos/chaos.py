@@ -62,6 +62,7 @@ import heapq
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -574,6 +575,14 @@ class Run:
                 self.result["missing"], self.result["missing_ids"], self.result["misrouted"],
                 json.dumps(self.result["problems"])[:1500]))
 
+    def sanitizer_reports(self):
+        """A sanitizer report in any process's stderr fails the seed (make test SAN=1)."""
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".err"):
+                text = open(self.path(name), errors="replace").read()
+                if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", text):
+                    self.failures.append("sanitizer report in %s" % name)
+
     def close(self):
         for p in [g["proc"] for g in self.gws.values()] + [t[0] for t in self.terminating.values()]:
             if p is not None and p.poll() is None:
@@ -610,6 +619,7 @@ def run_seed(seed, args):
         err = "runner error: %r" % (e,)
     finally:
         run.close()
+    run.sanitizer_reports()
     elapsed = now() - start
     res = getattr(run, "result", {})
     failures = run.failures + ([err] if err else [])
