@@ -15,11 +15,13 @@ is {"id": ..., "mode": ...}; its mode says where it must end:
     semantic                 -> the quarantine   (error.class semantic)
     duplicate                -> ignored          (an `ignore` decision)
 
-Counted, and written as one JSON object to --out:
+A record is its coordinates (topic/partition/offset, its errgate.id): when
+the source producer wrote a value twice (source_duplicates), each copy is
+accounted for. Counted, and written as one JSON object to --out:
   - missing: source records with no outcome at all;
   - misrouted: records whose outcomes are of another kind than their mode
-    asks for, or of two kinds; handler successes that carried a wrong
-    errgate.id; lane or rung records of an id never produced, on another
+    asks for, or of two kinds; handler successes whose errgate.id names
+    another record; lane or rung records of a record never produced, on another
     partition number than their source, with changed key or value, or
     whose DESIGN §4 headers do not name their origin (original.*,
     errgate.id, original.consumer.group, previous.topic the source or the
@@ -118,18 +120,19 @@ def audit(a):
     def problem(kind, what):
         problems.setdefault(kind, []).append(what)
 
-    src, by_coord = {}, {}
+    # a record is its coordinates (its errgate.id): the source producer may
+    # write a value twice (an idempotent retry the embedded broker does not
+    # deduplicate), and each copy is a record of its own to account for
+    src, ids = {}, set()
     for t, p, o, k, v, h in recs:
         if t != a.source:
             continue
         d = json.loads(v)
         coord = "%s/%d/%d" % (t, p, o)
-        if d["id"] in src:
-            problem("source id produced twice", d["id"])
-        src[d["id"]] = {"p": p, "o": o, "key": k, "value": v, "mode": d["mode"], "coord": coord}
-        by_coord[coord] = d["id"]
+        ids.add(d["id"])
+        src[coord] = {"p": p, "o": o, "key": k, "value": v, "mode": d["mode"], "id": d["id"]}
 
-    outcomes = {}  # id -> set of kinds
+    outcomes = {}  # coordinates -> set of kinds
     dup = {"handler": 0, "lanes": 0, "ignored": 0}
 
     # handler successes, with the attribution of duplicates to fault windows
@@ -150,13 +153,12 @@ def audit(a):
             parts = raw.decode("utf-8", "replace").split()
             if len(parts) < 2 or parts[0] != "ok":
                 continue
-            rid = parts[1]
+            rid = parts[2] if len(parts) > 2 else None
             s = src.get(rid)
-            if s is None:
-                problem("handler success of an id never produced", rid)
+            if s is None or s["id"] != parts[1]:
+                problem("delivery without the record's errgate.id", "%s: errgate.id %s is %s" % (
+                    parts[1], rid, s and s["id"]))
                 continue
-            if len(parts) < 3 or parts[2] != s["coord"]:
-                problem("delivery without the record's errgate.id", "%s: %s, want %s" % (rid, parts[2:3], s["coord"]))
             if rid in seen:
                 dup["handler"] += 1
                 i = bisect.bisect_left(mark_pos, seen[rid])
@@ -177,8 +179,8 @@ def audit(a):
                 continue
             if e.get("event") != "decision" or e.get("action") != "ignore":
                 continue
-            rid = by_coord.get(e.get("id"))
-            if rid is None:
+            rid = e.get("id")
+            if rid not in src:
                 problem("ignore decision for a record never produced", e.get("id"))
                 continue
             if "ignored" in outcomes.get(rid, ()):
@@ -191,17 +193,13 @@ def audit(a):
         if t == a.source:
             continue
         where = "%s/%d/%d" % (t, p, o)
-        try:
-            rid = json.loads(v)["id"]
-        except (ValueError, KeyError, TypeError):
-            problem("lane record that is not a produced value", where)
-            continue
+        rid = text(h, "errgate.id")
         s = src.get(rid)
         if s is None:
-            problem("lane record of an id never produced", "%s %s" % (where, rid))
+            problem("lane record of a record never produced", "%s errgate.id %r" % (where, rid))
             continue
         want = {"original.topic": a.source, "original.partition": str(s["p"]),
-                "original.offset": str(s["o"]), "errgate.id": s["coord"],
+                "original.offset": str(s["o"]),
                 "original.consumer.group": a.group}
         for hk, hv in want.items():
             if text(h, hk) != hv:
@@ -241,19 +239,19 @@ def audit(a):
         lane_seen.add((kind, rid))
         outcomes.setdefault(rid, set()).add(kind)
 
-    missing = sorted(i for i in src if i not in outcomes)
-    for i, kinds in outcomes.items():
-        if i not in src:
-            continue
-        want = expected(src[i]["mode"])
+    missing = sorted("%s (%s %s)" % (c, src[c]["id"], src[c]["mode"]) for c in src if c not in outcomes)
+    for c, kinds in outcomes.items():
+        want = expected(src[c]["mode"])
         if kinds != {want}:
-            problem("wrong or double outcome", "%s mode %s: %s, want %s" % (i, src[i]["mode"], sorted(kinds), want))
+            problem("wrong or double outcome", "%s %s mode %s: %s, want %s" % (
+                c, src[c]["id"], src[c]["mode"], sorted(kinds), want))
     misrouted = sum(len(v) for v in problems.values())
     counts = {}
     for kinds in outcomes.values():
         for kd in kinds:
             counts[kd] = counts.get(kd, 0) + 1
-    return {"records": len(src), "missing": len(missing), "missing_ids": missing[:10],
+    return {"records": len(ids), "source_duplicates": len(src) - len(ids),
+            "missing": len(missing), "missing_ids": missing[:10],
             "misrouted": misrouted, "problems": {k: v[:5] for k, v in problems.items()},
             "problem_counts": {k: len(v) for k, v in problems.items()},
             "dup": sum(dup.values()), "dup_parts": dup, "dup_by": dup_by, "outcomes": counts,

@@ -318,9 +318,10 @@ class Run:
                 continue
             del self.terminating[slot]
             if p.poll() is None:
+                self.stack(p.pid, name)
                 p.kill()
                 p.wait()
-                rc = "none: still running 30 s after SIGTERM, killed"
+                rc = "none: still running 30 s after SIGTERM (stacks in %s.stack), killed" % name
             else:
                 rc = p.returncode
             self.log("%s exited %s after SIGTERM (%s)" % (name, rc, why))
@@ -332,6 +333,20 @@ class Run:
                 self.failures.append("crash: %s exited %d on its own: %s" % (g["name"], p.returncode, self.tail(g["name"] + ".err")))
                 self.log("CRASH %s exit %d" % (g["name"], p.returncode))
                 g["proc"] = None
+
+    def stack(self, pid, name):
+        """Every thread's stack of a hung process, into NAME.stack (gdb, when installed)."""
+        if shutil.which("gdb"):
+            with open(self.path(name + ".stack"), "w") as f:
+                subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                               stdout=f, stderr=subprocess.STDOUT, timeout=60)
+
+    def started(self, slot):
+        """True once the gateway has logged its start (its policy is loaded)."""
+        try:
+            return '"event":"start"' in open(self.path(self.gws[slot]["name"] + ".err"), errors="replace").read()
+        except OSError:
+            return False
 
     def term_gw(self, slot, why):
         """Sends SIGTERM; check_alive collects the exit status (0 expected)."""
@@ -397,6 +412,11 @@ class Run:
         elif kind == "reload":
             how = f["how"]
             if how == "broken":
+                # a gateway still starting would load the broken file and
+                # refuse to start (exit 2, as it must): wait for their start
+                end = now() + 30
+                while now() < end and not all(self.started(s) for s in self.running()):
+                    time.sleep(0.1)
                 shutil.copy(BROKEN, self.path("policy.lua.new"))
                 os.replace(self.path("policy.lua.new"), self.path("policy.lua"))
                 self.log("%s: broken policy written, SIGHUP to %s" % (label, self.hup()))
@@ -628,8 +648,9 @@ def run_seed(seed, args):
         seed, res.get("records", "?"), res.get("missing", "?"), res.get("misrouted", "?"), res.get("dup", "?"),
         ",".join("%s:%d" % (k, faults[k]) for k in FAULT_KINDS if faults.get(k)), round(elapsed))
     print(line, flush=True)
-    detail = "#   ordering=%s outcomes=%s rung_records=%s dup_parts=%s dup_by=%s" % (
-        plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("dup_parts"), res.get("dup_by"))
+    detail = "#   ordering=%s outcomes=%s rung_records=%s source_duplicates=%s dup_parts=%s dup_by=%s" % (
+        plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("source_duplicates"),
+        res.get("dup_parts"), res.get("dup_by"))
     with open(os.path.join(run.dir, "seed.txt"), "w") as f:
         f.write(line + "\n" + detail + "\n" + "\n".join(run.flog) + "\n")
     with open(args.report, "a") as f:
