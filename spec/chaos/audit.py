@@ -18,7 +18,8 @@ is {"id": ..., "mode": ...}; its mode says where it must end:
 A record is its coordinates (topic/partition/offset, its errgate.id): when
 the source producer wrote a value twice (source_duplicates), each copy is
 accounted for. Counted, and written as one JSON object to --out:
-  - missing: source records with no outcome at all;
+  - missing: source records with no outcome at all (missing_trace: what
+    the gateway logs say of the first ten);
   - misrouted: records whose outcomes are of another kind than their mode
     asks for, or of two kinds; handler successes whose errgate.id names
     another record; lane or rung records of a record never produced, on another
@@ -239,7 +240,17 @@ def audit(a):
         lane_seen.add((kind, rid))
         outcomes.setdefault(rid, set()).add(kind)
 
-    missing = sorted("%s (%s %s)" % (c, src[c]["id"], src[c]["mode"]) for c in src if c not in outcomes)
+    lost = sorted(c for c in src if c not in outcomes)
+    missing = ["%s (%s %s)" % (c, src[c]["id"], src[c]["mode"]) for c in lost]
+    # what the gateways logged about the first missing records (their
+    # decisions name them by errgate.id), for the post-mortem
+    trace = {c: [] for c in lost[:10]}
+    if trace:
+        for path in sorted(glob.glob(a.gateway_logs)):
+            for line in open(path, errors="replace"):
+                for c in trace:
+                    if '"id":"%s"' % c in line and len(trace[c]) < 5:
+                        trace[c].append("%s: %s" % (os.path.basename(path), line.strip()[:400]))
     for c, kinds in outcomes.items():
         want = expected(src[c]["mode"])
         if kinds != {want}:
@@ -251,7 +262,7 @@ def audit(a):
         for kd in kinds:
             counts[kd] = counts.get(kd, 0) + 1
     return {"records": len(ids), "source_duplicates": len(src) - len(ids),
-            "missing": len(missing), "missing_ids": missing[:10],
+            "missing": len(missing), "missing_ids": missing[:10], "missing_trace": trace,
             "misrouted": misrouted, "problems": {k: v[:5] for k, v in problems.items()},
             "problem_counts": {k: len(v) for k, v in problems.items()},
             "dup": sum(dup.values()), "dup_parts": dup, "dup_by": dup_by, "outcomes": counts,
