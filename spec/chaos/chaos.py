@@ -311,7 +311,11 @@ class Run:
         return sorted(s for s, g in self.gws.items() if g["proc"] and g["proc"].poll() is None)
 
     def check_alive(self):
-        """An exit nobody asked for is a crash; a SIGTERM must end in exit 0."""
+        """An exit nobody asked for is a crash; a SIGTERM must end in exit 0.
+        The embedded broker's own end (librdkafka's mock can abort on an
+        assertion of its group coordinator) voids the seed at once."""
+        if self.broker.poll() is not None:
+            raise SeedFailed("the embedded broker exited (%s): %s" % (self.broker.returncode, self.tail("broker.err", 2)))
         for slot in list(self.terminating):
             p, name, deadline, why = self.terminating[slot]
             if p.poll() is None and now() < deadline:
