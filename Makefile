@@ -42,7 +42,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps check-deps test demo bench clean lint format install uninstall config-doc
+.PHONY: all deps check-deps test demo bench chaos soak clean lint format install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -62,9 +62,9 @@ deps:
 
 # Every compile has check-deps as an order-only prerequisite, so `make -j` on
 # a fresh machine compiles nothing before the packages are in. When the goals
-# name `deps` (test and demo do), check-deps waits for it instead of starting
-# a second apt-get next to it.
-check-deps: $(if $(filter deps test demo,$(MAKECMDGOALS)),deps)
+# name `deps` (test, demo, chaos and soak do), check-deps waits for it
+# instead of starting a second apt-get next to it.
+check-deps: $(if $(filter deps test demo chaos soak,$(MAKECMDGOALS)),deps)
 	@pkg-config --exists $(PC_PKGS) 2>/dev/null || $(MAKE) --no-print-directory deps
 
 # ---- build ----------------------------------------------------------------
@@ -104,6 +104,18 @@ demo: deps all
 
 bench: all
 	@BUILD=$(BUILD) bash bench/run.sh
+
+# the seeded chaos runner (spec/chaos/chaos.py): seeds 1..SEEDS, or SEED=S
+# alone (a replay); CHAOS_ARGS passes more options (--keep, -v, --records N)
+SEEDS ?= 50
+chaos: deps all
+	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(CHAOS_ARGS)
+
+# the soak run (spec/chaos/soak.py): steady load and periodic faults for
+# MINUTES, sampled every 10 s (table and CSV), trends checked, then audited
+MINUTES ?= 30
+soak: deps all
+	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/soak.py --minutes $(MINUTES)
 
 clean:
 	rm -rf build build-san

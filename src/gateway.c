@@ -1126,9 +1126,17 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
                    "%s[%d]: a source regex matched this %s lane of a source topic; not consumed", all->elems[i].topic,
                    (int)all->elems[i].partition, lane);
     }
+    /* librdkafka keeps a partition's application pause across a revoke and
+     * a re-assignment to the same consumer: a partition this gateway paused
+     * before it was revoked would come back paused, with no reason of ours
+     * to resume it, and never be read again. Every partition new to the
+     * gateway is resumed once assigned; part_update_pause re-pauses it if
+     * needed. */
+    rd_kafka_topic_partition_list_t *fresh = rd_kafka_topic_partition_list_new(parts->cnt);
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         if (eg_gw_part_find(gw, tp->topic, tp->partition)) continue;
+        rd_kafka_topic_partition_list_add(fresh, tp->topic, tp->partition);
         eg_part *p = eg_xcalloc(1, sizeof *p);
         p->topic = eg_xstrdup(tp->topic);
         p->partition = tp->partition;
@@ -1149,6 +1157,9 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
     rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
     if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
     else gw->assigned_once = 1;
+    if (!err && fresh->cnt && (err = rd_kafka_resume_partitions(gw->rk, fresh)))
+        eg_log_msg(EG_WARN, "resume_failed", "newly assigned partitions: %s", rd_kafka_err2str(err));
+    rd_kafka_topic_partition_list_destroy(fresh);
     /* each partition's messages go to its own queue, off the consumer queue
      * (librdkafka keeps it that way across fetch restarts), and wake the
      * loop through the same pipe */

@@ -181,6 +181,16 @@ int eg_cmd_run(int argc, char **argv) {
         cfgpath = argv[++i];
     }
     if (!cfgpath) return eg_usage_error("run", "missing -c CONFIG");
+    /* SIGTERM, SIGINT and SIGHUP wait (blocked, pending) until the loop's
+     * handlers are armed: a reload or a stop sent while the gateway starts
+     * must not kill it with the default action. Threads started meanwhile
+     * (librdkafka's, the policy watchdog) keep them blocked. */
+    sigset_t startup;
+    sigemptyset(&startup);
+    sigaddset(&startup, SIGTERM);
+    sigaddset(&startup, SIGINT);
+    sigaddset(&startup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &startup, NULL);
     char err[1024];
     eg_config cfg;
     if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
@@ -247,6 +257,7 @@ int eg_cmd_run(int argc, char **argv) {
     event_add(gw.sig_ev[0], NULL);
     event_add(gw.sig_ev[1], NULL);
     event_add(gw.sig_ev[2], NULL);
+    pthread_sigmask(SIG_UNBLOCK, &startup, NULL);
     eg_log_buffer_start();
     run_loop(&gw);
     rc = gw.exit_code;

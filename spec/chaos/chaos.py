@@ -1,0 +1,715 @@
+"""chaos.py — errgate's seeded chaos runner (`make chaos SEEDS=N`, `make chaos SEED=N`).
+
+    chaos.py [--seeds N | --seed S [--seed S]...] [--first F] [--short]
+             [--records N] [--keep] [--verbose] [--out DIR] [--report FILE]
+
+Per seed, every random choice is drawn from the seed (random.Random(seed)):
+the ordering (none, key or partition), the records' keys and modes, the
+fault schedule, which instance each fault hits, and how long it lasts. What
+the seed cannot fix is the machine's timing; a failing seed replays the same
+schedule against the same records, which is what Jepsen-style replay means
+for real processes.
+
+A seed, in order:
+  1. one `errgate broker --brokers 3`; topics src (8 partitions, keyed),
+     src.dlq, src.quarantine and the rungs src.retry.{1..5}s (8 each);
+  2. one flaky-handler (examples/flaky-handler) on a fixed port, its success
+     log `ok <id> <errgate.id>`;
+  3. records {"id": "rN", "mode": M} with keys k0..k996; 40% produced before
+     the gateways start, the rest in waves (produce.py: idempotent,
+     acks=all) while the faults run;
+  4. three gateways in one group (gw0..gw2), each with its own spill journal
+     (after_ms 1000), the ladder policy spec/chaos/policy.lua shared through
+     one file (a reload reaches all of them);
+  5. the fault schedule (below), each fault logged with its time;
+  6. settle: faults off (request errors cleared, brokers up, handler running
+     and not stopped), every instance slot ever used running again, until
+     lag is 0 on the source and every rung and every journal is empty;
+  7. SIGTERM to every gateway (exit 0 expected), then the checks: committed
+     = end offsets on src and the rungs, journals empty, and the auditor
+     (audit.py): missing, misrouted, duplicates;
+  8. one line: seed=S records=N missing=M misrouted=X dup=D faults=... time=Ts
+
+Faults (counts drawn per seed; a full seed has every kind):
+  kill9       kill -9 of a running gateway, restarted 0.5-3 s later
+  sigterm     SIGTERM of a running gateway (it must exit 0), restarted 2-5 s later
+  join        a fourth gateway (gw3) joins the group
+  req_err     COUNT (1-5) injected errors on the next requests of one of
+              Produce, Fetch, OffsetCommit, JoinGroup, Heartbeat (retriable
+              errors the clients must survive)
+  broker_down one of the 3 brokers down for 2-4 s, then up
+  lane_fault  produces to one lane (DLQ, quarantine or the first rung) fail
+              for 2-3 s, longer than spill.after_ms (1 s): records spill
+  outage      the handler is killed (connections refused: hold) for 2-3 s and
+              restarted on its port (it forgets its per-id counters)
+  slowdown    the handler is stopped (SIGSTOP) for 1-2.5 s, past the target's
+              2 s timeout at the long end (timeouts: the ladder)
+  reload      the shared policy file is rewritten as version 2 (or back to
+              1) and the gateways see it (file watch, or SIGHUP); or it is
+              replaced by a broken policy, SIGHUP sent, and restored 1.5 s
+              later (a broken reload must change nothing)
+Anything a gateway does on its own (an exit nobody asked for) is a crash
+and fails the seed. On failure the runner prints the seed, what failed and
+the timed fault log, keeps the scratch directory, and `make chaos SEED=S`
+replays it.
+
+--short: the make-test variant (spec/e2e/test_chaos.sh): 6,000 records, a
+shorter fault window with one fault of each kind but a broker down; full
+seeds use 50,000 records.
+"""
+import argparse
+import heapq
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("BUILD", "build")
+EG = os.path.join(ROOT, BUILD, "errgate")
+FLAKY = os.path.join(ROOT, BUILD, "flaky-handler")
+PY = "/usr/bin/python3"
+POLICY = os.path.join(ROOT, "spec", "chaos", "policy.lua")
+BROKEN = os.path.join(ROOT, "spec", "fixtures", "policies", "syntax_error.lua")
+AUDIT = os.path.join(ROOT, "spec", "chaos", "audit.py")
+PRODUCE = os.path.join(ROOT, "spec", "chaos", "produce.py")
+
+PARTS = 8
+RUNGS = ["1s", "2s", "3s", "4s", "5s"]
+SPILL_AFTER_MS = 1000
+FAULT_KINDS = ["kill9", "sigterm", "join", "req_err", "broker_down", "lane_fault", "outage", "slowdown", "reload"]
+REQ_ERRORS = {
+    "Produce": ["NOT_ENOUGH_REPLICAS", "NOT_LEADER_FOR_PARTITION", "_TRANSPORT"],
+    "Fetch": ["NOT_LEADER_FOR_PARTITION", "_TRANSPORT"],
+    "OffsetCommit": ["REBALANCE_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"],
+    "JoinGroup": ["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"],
+    "Heartbeat": ["COORDINATOR_NOT_AVAILABLE", "REBALANCE_IN_PROGRESS"],
+}
+# the record mixes: under ordering "partition" every record of a partition
+# waits for the one before it (a transient one for its rung delays, in
+# place), so that mix has few slow and transient records
+MIX = {
+    "free": [("ok", 52), ("slow-20", 12), ("transient-1", 10), ("transient-2", 5),
+             ("permanent", 8), ("semantic", 6), ("duplicate", 7)],
+    "partition": [("ok", 8200), ("slow-2", 300), ("transient-1", 8), ("permanent", 600),
+                  ("semantic", 450), ("duplicate", 450)],
+}
+
+
+class SeedFailed(Exception):
+    pass
+
+
+def now():
+    return time.monotonic()
+
+
+class Plan:
+    """Everything a seed decides, drawn from random.Random(seed) in a fixed order."""
+
+    def __init__(self, seed, records, short):
+        rng = random.Random(seed)
+        self.seed, self.short = seed, short
+        self.ordering = rng.choices(["none", "key", "partition"], weights=[3, 1, 1])[0]
+        mix = MIX["partition" if self.ordering == "partition" else "free"]
+        modes, weights = [m for m, _ in mix], [w for _, w in mix]
+        self.records = ["k%d\t{\"id\":\"r%d\",\"mode\":\"%s\"}\n" % (rng.randrange(997), i, m)
+                        for i, m in enumerate(rng.choices(modes, weights=weights, k=records), 1)]
+        # the faults: kind, time offset from the gateways' start, parameters
+        window = 10.0 if short else 24.0
+        counts = {"kill9": rng.randint(1, 3), "sigterm": 1, "join": 1, "req_err": rng.randint(2, 4),
+                  "broker_down": 0 if short else 1, "lane_fault": rng.randint(1, 2), "outage": 1,
+                  "slowdown": 1, "reload": rng.randint(2, 4)}
+        if short:
+            counts.update(kill9=1, req_err=2, lane_fault=1, reload=2)
+        kinds = [k for k in FAULT_KINDS for _ in range(counts[k])]
+        rng.shuffle(kinds)
+        self.faults = []
+        reloads = 0
+        for i, kind in enumerate(kinds):
+            t = 2.0 + window * (i + rng.random() * 0.8) / len(kinds)
+            f = {"kind": kind, "t": round(t, 2), "pick": rng.random()}
+            f.update(fault_params(rng, kind, self.ordering, reloads == 0))
+            reloads += kind == "reload"
+            self.faults.append(f)
+        # the records produced while the faults run, in 6 waves
+        self.head = int(records * 0.4)
+        self.waves = [round(2.0 + window * w / 6, 2) for w in range(6)]
+
+
+def fault_params(rng, kind, ordering, first_reload):
+    """A fault's parameters, drawn from rng (see the table at the top)."""
+    if kind == "kill9":
+        return {"back": round(rng.uniform(0.5, 3.0), 2)}
+    if kind == "sigterm":
+        return {"back": round(rng.uniform(2.0, 5.0), 2)}
+    if kind == "req_err":
+        api = rng.choice(sorted(REQ_ERRORS))
+        return {"api": api, "err": rng.choice(REQ_ERRORS[api]), "count": rng.randint(1, 5)}
+    if kind == "broker_down":
+        return {"broker": rng.randint(1, 3), "back": round(rng.uniform(2.0, 4.0), 2)}
+    if kind == "lane_fault":
+        lanes = ["src.dlq", "src.quarantine"] + ([] if ordering == "partition" else ["src.retry.1s"])
+        return {"topic": rng.choice(lanes), "secs": rng.randint(2, 3),
+                "err": rng.choice(["LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"])}
+    if kind in ("outage", "slowdown"):
+        return {"back": round(rng.uniform(2.0, 3.0) if kind == "outage" else rng.uniform(1.0, 2.5), 2)}
+    if kind == "reload":
+        # the first reload changes the policy, so every seed loads two versions
+        return {"how": "file" if first_reload else rng.choice(["file", "sighup", "broken"])}
+    return {}
+
+
+class Run:
+    """One seed's processes and scratch directory; every process it starts it stops."""
+
+    def __init__(self, plan, out_dir, verbose):
+        self.plan, self.verbose = plan, verbose
+        self.dir = tempfile.mkdtemp(prefix="errgate-chaos.%d." % plan.seed, dir=out_dir)
+        self.flog = []  # the timed fault log
+        self.t0 = now()
+        self.gws = {}  # slot -> {"proc", "name"}; proc None while down
+        self.terminating = {}  # slot -> (proc, name, deadline, why): SIGTERM sent
+        self.starts = {}
+        self.handler = None
+        self.stopped = False  # handler SIGSTOPped
+        self.producers = []
+        self.failures = []
+        self.group = "chaos"
+        self.protected = set()  # slots no kill9 or sigterm may pick (the soak's observed instance)
+        self.marks = open(os.path.join(self.dir, "marks.txt"), "w")
+
+    # ---- logging and helpers ------------------------------------------------
+    def log(self, what):
+        line = "t=%6.2fs %s" % (now() - self.t0, what)
+        self.flog.append(line)
+        if self.verbose:
+            print("#   " + line, flush=True)
+
+    def mark(self, label):
+        """Notes the handler log's size now, for the attribution of duplicates."""
+        try:
+            size = os.path.getsize(os.path.join(self.dir, "ok.log"))
+        except OSError:
+            size = 0
+        self.marks.write("%d %s\n" % (size, label))
+        self.marks.flush()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def spawn(self, name, args):
+        out = open(self.path(name + ".out"), "w")
+        err = open(self.path(name + ".err"), "w")
+        return subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+
+    def wait_line(self, name, prefix, limit):
+        end = now() + limit
+        while now() < end:
+            for line in open(self.path(name + ".out")):
+                if line.startswith(prefix):
+                    return line[len(prefix):].strip()
+            time.sleep(0.05)
+        raise SeedFailed("%s printed no %s in %d s: %s" % (name, prefix, limit, self.tail(name + ".err")))
+
+    def tail(self, name, n=3):
+        try:
+            return " | ".join(l.rstrip() for l in open(self.path(name), errors="replace").readlines()[-n:])
+        except OSError:
+            return "(no %s)" % name
+
+    def ctl(self, *words):
+        """One command on the broker's control socket; the reply line."""
+        host, port = self.control.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall((" ".join(str(w) for w in words) + "\n").encode())
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                buf += chunk
+        reply = buf.decode().strip()
+        if not reply.startswith("ok"):
+            raise SeedFailed("broker refused %r: %s" % (" ".join(map(str, words)), reply))
+        return reply
+
+    # ---- processes ----------------------------------------------------------
+    def start_broker(self):
+        topics = ["src", "src.dlq", "src.quarantine"] + ["src.retry." + r for r in RUNGS]
+        args = [EG, "broker", "--brokers", "3"]
+        for t in topics:
+            args += ["--topic", "%s:%d" % (t, PARTS)]
+        self.broker = self.spawn("broker", args)
+        self.bootstrap = self.wait_line("broker", "bootstrap.servers=", 15)
+        self.control = self.wait_line("broker", "control=", 15)
+
+    def start_handler(self, port=0):
+        n = getattr(self, "handler_n", 0) + 1
+        self.handler_n = n
+        self.handler = self.spawn("handler%d" % n, [FLAKY, "--port", str(port), "--log", self.path("ok.log")])
+        addr = self.wait_line("handler%d" % n, "listening=", 15)
+        self.handler_addr = addr
+
+    def produce(self, lines, name):
+        """Produces lines ("key<TAB>value") to src in the background (produce.py)."""
+        f = self.path(name + ".tsv")
+        with open(f, "w") as o:
+            o.writelines(lines)
+        p = subprocess.Popen([PY, PRODUCE, self.bootstrap, "src", f],
+                             stdout=subprocess.DEVNULL, stderr=open(self.path(name + ".err"), "w"))
+        self.producers.append((name, p))
+
+    def write_configs(self, admin=False):
+        shutil.copy(POLICY, self.path("policy.lua"))
+        self.policy_text = {1: open(POLICY).read()}
+        self.policy_text[2] = self.policy_text[1].replace('version = "1"', 'version = "2"')
+        with open(self.path("policy2.lua"), "w") as f:
+            f.write(self.policy_text[2])
+        self.policy_ids = set()
+        for name in ("policy.lua", "policy2.lua"):
+            out = subprocess.run([EG, "policy", "check", self.path(name)], capture_output=True, text=True).stdout
+            self.policy_ids.update(l.split()[1] for l in out.splitlines() if l.startswith("policy"))
+        self.policy_version = 1
+        for slot in range(4):
+            os.makedirs(self.path("spill%d" % slot), exist_ok=True)
+            with open(self.path("gw%d.lua" % slot), "w") as f:
+                f.write("""return {
+  group = "%(group)s",
+  source = { topics = { "src" }, ordering = "%(ordering)s", max_inflight = 500 },
+  target = { http = { url = "http://%(handler)s/", timeout_ms = 2000, concurrency = 16 } },
+  policy = "%(policy)s",
+  lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine", retry = "{topic}.retry.{rung}",
+            spill = { dir = "%(spill)s", after_ms = %(after)d } },
+  commit_interval_ms = 200,
+  shutdown_timeout_ms = 5000,
+  kafka = { ["bootstrap.servers"] = "%(bootstrap)s", ["session.timeout.ms"] = 6000,
+            ["heartbeat.interval.ms"] = 500 },
+  %(admin)s
+}
+""" % {"group": self.group, "ordering": self.plan.ordering, "handler": self.handler_addr,
+                    "policy": self.path("policy.lua"), "spill": self.path("spill%d" % slot),
+                    "after": SPILL_AFTER_MS, "bootstrap": self.bootstrap,
+                    "admin": 'admin = { listen = "127.0.0.1:0" },' if admin else ""})
+
+    def start_gw(self, slot):
+        n = self.starts.get(slot, 0) + 1
+        self.starts[slot] = n
+        name = "gw%d.%d" % (slot, n)
+        p = self.spawn(name, [EG, "run", "-c", self.path("gw%d.lua" % slot)])
+        self.gws[slot] = {"proc": p, "name": name}
+        self.log("start %s (pid %d)" % (name, p.pid))
+
+    def running(self):
+        return sorted(s for s, g in self.gws.items() if g["proc"] and g["proc"].poll() is None)
+
+    def check_alive(self):
+        """An exit nobody asked for is a crash; a SIGTERM must end in exit 0.
+        The embedded broker's own end (librdkafka's mock can abort on an
+        assertion of its group coordinator) voids the seed at once."""
+        if self.broker.poll() is not None:
+            raise SeedFailed("the embedded broker exited (%s): %s" % (self.broker.returncode, self.tail("broker.err", 2)))
+        for slot in list(self.terminating):
+            p, name, deadline, why = self.terminating[slot]
+            if p.poll() is None and now() < deadline:
+                continue
+            del self.terminating[slot]
+            if p.poll() is None:
+                self.stack(p.pid, name)
+                p.kill()
+                p.wait()
+                rc = "none: still running 30 s after SIGTERM (stacks in %s.stack), killed" % name
+            else:
+                rc = p.returncode
+            self.log("%s exited %s after SIGTERM (%s)" % (name, rc, why))
+            if rc != 0:
+                self.failures.append("%s: %s exited %s after SIGTERM: %s" % (why, name, rc, self.tail(name + ".err")))
+        for slot, g in self.gws.items():
+            p = g["proc"]
+            if p is not None and p.poll() is not None:
+                self.failures.append("crash: %s exited %d on its own: %s" % (g["name"], p.returncode, self.tail(g["name"] + ".err")))
+                self.log("CRASH %s exit %d" % (g["name"], p.returncode))
+                g["proc"] = None
+
+    def stack(self, pid, name):
+        """Every thread's stack of a hung process, into NAME.stack (gdb, when installed)."""
+        if shutil.which("gdb"):
+            with open(self.path(name + ".stack"), "w") as f:
+                subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                               stdout=f, stderr=subprocess.STDOUT, timeout=60)
+
+    def started(self, slot):
+        """True once the gateway has logged its start (its policy is loaded)."""
+        try:
+            return '"event":"start"' in open(self.path(self.gws[slot]["name"] + ".err"), errors="replace").read()
+        except OSError:
+            return False
+
+    def term_gw(self, slot, why):
+        """Sends SIGTERM; check_alive collects the exit status (0 expected)."""
+        g = self.gws[slot]
+        p, g["proc"] = g["proc"], None
+        p.send_signal(signal.SIGTERM)
+        self.terminating[slot] = (p, g["name"], now() + 30, why)
+
+    def wait_terminated(self, slots):
+        while any(s in self.terminating for s in slots):
+            time.sleep(0.05)
+            self.check_alive()
+
+    # ---- faults ---------------------------------------------------------------
+    def pick(self, f, candidates):
+        return candidates[int(f["pick"] * len(candidates))] if candidates else None
+
+    def fault(self, f, queue, seq):
+        kind = f["kind"]
+        label = "%s#%d" % (kind, seq)
+        self.mark(label)
+        if kind in ("kill9", "sigterm"):
+            slot = self.pick(f, [s for s in self.running() if s not in self.protected])
+            if slot is None:
+                self.log("%s: no gateway running, skipped" % label)
+                return False
+            g = self.gws[slot]
+            if kind == "kill9":
+                g["proc"].kill()
+                g["proc"].wait()
+                g["proc"] = None
+                self.log("%s: kill -9 %s" % (label, g["name"]))
+            else:
+                self.log("%s: SIGTERM %s" % (label, g["name"]))
+                self.term_gw(slot, label)
+            heapq.heappush(queue, (f["t"] + f["back"], next(self.seqno), {"kind": "restart", "slot": slot}))
+        elif kind == "join":
+            slot = 3 if 3 not in self.gws else None
+            if slot is None:
+                return False
+            self.start_gw(slot)
+            self.log("%s: gw3 joins" % label)
+        elif kind == "req_err":
+            self.ctl("request-errors", f["api"], f["count"], f["err"])
+            self.log("%s: request-errors %s %d %s" % (label, f["api"], f["count"], f["err"]))
+        elif kind == "broker_down":
+            self.ctl("broker-down", f["broker"])
+            self.log("%s: broker %d down" % (label, f["broker"]))
+            heapq.heappush(queue, (f["t"] + f["back"], next(self.seqno), {"kind": "broker_up", "broker": f["broker"]}))
+        elif kind == "lane_fault":
+            self.ctl("topic-fault", f["topic"], f["secs"], f["err"])
+            self.log("%s: topic-fault %s %ds %s" % (label, f["topic"], f["secs"], f["err"]))
+        elif kind == "outage":
+            self.handler.kill()
+            self.handler.wait()
+            self.log("%s: handler killed (target down)" % label)
+            heapq.heappush(queue, (f["t"] + f["back"], next(self.seqno), {"kind": "handler_up"}))
+        elif kind == "slowdown":
+            self.handler.send_signal(signal.SIGSTOP)
+            self.stopped = True
+            self.log("%s: handler stopped (SIGSTOP)" % label)
+            heapq.heappush(queue, (f["t"] + f["back"], next(self.seqno), {"kind": "handler_cont"}))
+        elif kind == "reload":
+            how = f["how"]
+            if how == "broken":
+                # a gateway still starting would load the broken file and
+                # refuse to start (exit 2, as it must): wait for their start
+                end = now() + 30
+                while now() < end and not all(self.started(s) for s in self.running()):
+                    time.sleep(0.1)
+                shutil.copy(BROKEN, self.path("policy.lua.new"))
+                os.replace(self.path("policy.lua.new"), self.path("policy.lua"))
+                self.log("%s: broken policy written, SIGHUP to %s" % (label, self.hup()))
+                time.sleep(1.5)
+                self.write_policy(self.policy_version)
+                self.log("%s: policy %d restored" % (label, self.policy_version))
+            else:
+                self.write_policy(3 - self.policy_version)
+                sent = self.hup() if how == "sighup" else "watch"
+                self.log("%s: policy version %d written (%s)" % (label, self.policy_version, sent))
+        return True
+
+    def write_policy(self, version):
+        with open(self.path("policy.lua.new"), "w") as f:
+            f.write(self.policy_text[version])
+        os.replace(self.path("policy.lua.new"), self.path("policy.lua"))
+        self.policy_version = version
+
+    def hup(self):
+        """SIGHUP to every gateway that has begun to log (a signal before
+        main() runs has its default action, as in any program)."""
+        sent = []
+        for s in self.running():
+            if os.path.getsize(self.path(self.gws[s]["name"] + ".err")) > 0:
+                self.gws[s]["proc"].send_signal(signal.SIGHUP)
+                sent.append(s)
+        return sent
+
+    def follow_up(self, ev):
+        kind = ev["kind"]
+        if kind == "restart":
+            self.wait_terminated([ev["slot"]])  # its journal is locked until it exits
+            self.start_gw(ev["slot"])
+        elif kind == "broker_up":
+            self.ctl("broker-up", ev["broker"])
+            self.log("broker %d up" % ev["broker"])
+        elif kind == "handler_up":
+            self.start_handler(int(self.handler_addr.rsplit(":", 1)[1]))
+            self.log("handler restarted")
+        elif kind == "handler_cont":
+            self.handler.send_signal(signal.SIGCONT)
+            self.stopped = False
+            self.log("handler continued (SIGCONT)")
+        elif kind == "wave":
+            self.produce(ev["lines"], "wave%d" % ev["n"])
+            self.log("wave %d: %d records produced" % (ev["n"], len(ev["lines"])))
+
+    # ---- the seed ---------------------------------------------------------------
+    def offsets(self, topics):
+        """{(topic, partition): (committed or None, end)} of the group."""
+        r = subprocess.run([EG, "offsets", "-b", self.bootstrap, "-g", self.group] + topics,
+                           capture_output=True, text=True, timeout=60)
+        out = {}
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) >= 4 and f[0] != "total" and f[1].isdigit():
+                out[(f[0], int(f[1]))] = (int(f[2]) if f[2].lstrip("-").isdigit() and int(f[2]) >= 0 else None, int(f[3]))
+        return out
+
+    def all_committed(self):
+        offs = self.offsets(["src"] + ["src.retry." + r for r in RUNGS])
+        bad = {k: v for k, v in offs.items() if v[1] > 0 and v[0] != v[1]}
+        return len(offs) == PARTS * (1 + len(RUNGS)) and not bad, bad, offs
+
+    def journals(self):
+        """{slot: frames} of every journal that is not empty."""
+        left = {}
+        for slot in range(4):
+            r = subprocess.run([EG, "spill", "ls", self.path("spill%d" % slot)], capture_output=True, text=True)
+            for line in r.stdout.splitlines():
+                if line.startswith("total"):
+                    frames = int(line.split()[3])
+                    if frames:
+                        left[slot] = frames
+        return left
+
+    def run(self):
+        plan = self.plan
+        self.seqno = iter(range(1, 1 << 30))
+        self.start_broker()
+        self.start_handler()
+        self.write_configs()
+        self.produce(plan.records[:plan.head], "head")
+        self.t0 = now()
+        self.mark("start")
+        for slot in range(3):
+            self.start_gw(slot)
+        queue = []
+        for i, f in enumerate(plan.faults):
+            heapq.heappush(queue, (f["t"], next(self.seqno), f))
+        rest = plan.records[plan.head:]
+        step = (len(rest) + len(plan.waves) - 1) // len(plan.waves)
+        for n, t in enumerate(plan.waves):
+            heapq.heappush(queue, (t, next(self.seqno), {"kind": "wave", "n": n + 1, "lines": rest[n * step:(n + 1) * step]}))
+        done = {}
+        while queue:
+            t, _, ev = heapq.heappop(queue)
+            while now() - self.t0 < t:
+                time.sleep(min(0.1, t - (now() - self.t0)))
+                self.check_alive()
+            self.check_alive()
+            if ev["kind"] in FAULT_KINDS:
+                done[ev["kind"]] = done.get(ev["kind"], 0) + 1
+                if not self.fault(ev, queue, done[ev["kind"]]):
+                    done[ev["kind"]] -= 1
+            else:
+                self.follow_up(ev)
+        self.faults_done = done
+        self.settle()
+
+    def settle(self):
+        self.mark("settle")
+        self.log("settle: faults off")
+        for api in sorted(REQ_ERRORS):
+            self.ctl("clear-request-errors", api)
+        for b in (1, 2, 3):
+            self.ctl("broker-up", b)
+        if self.stopped:
+            self.handler.send_signal(signal.SIGCONT)
+            self.stopped = False
+        if self.handler.poll() is not None:
+            self.start_handler(int(self.handler_addr.rsplit(":", 1)[1]))
+        for name, p in self.producers:
+            rc = p.wait(timeout=120)
+            if rc != 0:
+                raise SeedFailed("producer %s exited %d: %s" % (name, rc, self.tail(name + ".err")))
+        self.wait_terminated(list(self.terminating))
+        for slot in sorted(self.gws):
+            if self.gws[slot]["proc"] is None:
+                self.start_gw(slot)
+        limit = 90 if self.plan.short else 150
+        end = now() + limit
+        quiet = 0
+        while now() < end:
+            self.check_alive()
+            ok, bad, offs = self.all_committed()
+            journals = self.journals()
+            quiet = quiet + 1 if ok and not journals else 0
+            if quiet >= 2:
+                break
+            time.sleep(1)
+        else:
+            self.failures.append("not settled after %d s: lag on %s, journals %s" % (
+                limit, sorted(bad.items())[:6], self.journals()))
+        self.log("settled, stopping the gateways")
+        for slot in self.running():
+            self.term_gw(slot, "final stop")
+        self.wait_terminated(list(self.terminating))
+        self.check_alive()
+        ok, bad, offs = self.all_committed()
+        if not ok:
+            self.failures.append("committed != end after the stop: %s" % sorted(bad.items())[:6])
+        left = self.journals()
+        if left:
+            self.failures.append("spill journals not empty: %s" % left)
+        self.handler.send_signal(signal.SIGTERM)
+        self.handler.wait(timeout=10)
+        self.audit()
+
+    def audit(self):
+        res_path = self.path("audit.json")
+        r = subprocess.run([PY, AUDIT, "--bootstrap", self.bootstrap, "--source", "src", "--dlq", "src.dlq",
+                            "--quarantine", "src.quarantine", "--rungs", ",".join("src.retry." + x for x in RUNGS),
+                            "--group", self.group, "--handler-log", self.path("ok.log"),
+                            "--gateway-logs", self.path("gw*.err"), "--policies", ",".join(sorted(self.policy_ids)),
+                            "--marks", self.path("marks.txt"), "--lane-partitions", str(PARTS), "--out", res_path]
+                           + (["--in-place"] if self.plan.ordering == "partition" else []),
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode == 2 or not os.path.exists(res_path):
+            raise SeedFailed("audit could not read the topics: %s" % r.stderr.strip()[-400:])
+        self.result = json.load(open(res_path))
+        if self.result["records"] != len(self.plan.records):
+            self.failures.append("the source holds %d records, %d were produced" % (self.result["records"], len(self.plan.records)))
+        if self.result["missing"] or self.result["misrouted"]:
+            self.failures.append("audit: missing %d %s, misrouted %d %s" % (
+                self.result["missing"], self.result["missing_ids"], self.result["misrouted"],
+                json.dumps(self.result["problems"])[:1500]))
+
+    def sanitizer_reports(self):
+        """A sanitizer report in any process's stderr fails the seed (make test SAN=1)."""
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".err"):
+                text = open(self.path(name), errors="replace").read()
+                if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", text):
+                    self.failures.append("sanitizer report in %s" % name)
+
+    def close(self):
+        for p in [g["proc"] for g in self.gws.values()] + [t[0] for t in self.terminating.values()]:
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        for name, p in self.producers:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for p in (self.handler, getattr(self, "broker", None)):
+            if p is not None and p.poll() is None:
+                if p is self.handler and self.stopped:
+                    p.send_signal(signal.SIGCONT)
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        self.marks.close()
+
+
+def run_seed(seed, args):
+    records = args.records or (6000 if args.short else 50000)
+    plan = Plan(seed, records, args.short)
+    start = now()
+    run = Run(plan, args.out, args.verbose)
+    err = None
+    try:
+        run.run()
+    except SeedFailed as e:
+        err = str(e)
+    except Exception as e:  # the runner's own failure: still report the seed
+        err = "runner error: %r" % (e,)
+    finally:
+        run.close()
+    run.sanitizer_reports()
+    elapsed = now() - start
+    res = getattr(run, "result", {})
+    failures = run.failures + ([err] if err else [])
+    faults = getattr(run, "faults_done", {})
+    line = "seed=%d records=%s missing=%s misrouted=%s dup=%s faults=%s time=%ds" % (
+        seed, res.get("records", "?"), res.get("missing", "?"), res.get("misrouted", "?"), res.get("dup", "?"),
+        ",".join("%s:%d" % (k, faults[k]) for k in FAULT_KINDS if faults.get(k)), round(elapsed))
+    print(line, flush=True)
+    detail = "#   ordering=%s outcomes=%s rung_records=%s source_duplicates=%s dup_parts=%s dup_by=%s" % (
+        plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("source_duplicates"),
+        res.get("dup_parts"), res.get("dup_by"))
+    with open(os.path.join(run.dir, "seed.txt"), "w") as f:
+        f.write(line + "\n" + detail + "\n" + "\n".join(run.flog) + "\n")
+    with open(args.report, "a") as f:
+        f.write(line + "\n" + detail + "\n")
+    if args.verbose:
+        print(detail, flush=True)
+    if failures:
+        print("# FAILED seed=%d (replay: make chaos SEED=%d); scratch kept in %s" % (seed, seed, run.dir))
+        for f in failures:
+            print("#   failure: " + f)
+        print("#   fault log:")
+        for l in run.flog:
+            print("#     " + l)
+        sys.stdout.flush()
+    elif not args.keep:
+        shutil.rmtree(run.dir, ignore_errors=True)
+    return not failures, elapsed, res
+
+
+def main():
+    ap = argparse.ArgumentParser(description="errgate's seeded chaos runner")
+    ap.add_argument("--seeds", type=int, default=0, help="run seeds FIRST..FIRST+N-1")
+    ap.add_argument("--first", type=int, default=1)
+    ap.add_argument("--seed", type=int, action="append", default=[], help="run this seed (repeatable)")
+    ap.add_argument("--records", type=int, default=0)
+    ap.add_argument("--short", action="store_true", help="the make-test variant: 6,000 records, a shorter schedule")
+    ap.add_argument("--keep", action="store_true", help="keep every scratch directory")
+    ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--out", default=None, help="where scratch directories go (default /tmp)")
+    ap.add_argument("--report", default=None,
+                    help="every seed's line and details (ordering, outcomes, duplicates by kind and by fault) "
+                         "are appended here (default chaos-report.txt beside the scratch directories)")
+    args = ap.parse_args()
+    args.report = args.report or os.path.join(args.out or tempfile.gettempdir(), "chaos-report.txt")
+    for exe in (EG, FLAKY):
+        if not os.access(exe, os.X_OK):
+            sys.exit("chaos: no %s (run make first)" % exe)
+    seeds = args.seed or list(range(args.first, args.first + (args.seeds or 1)))
+    passed, slowest, total = 0, (0, None), {"missing": 0, "misrouted": 0, "dup": 0}
+    failed = []
+    for s in seeds:
+        ok, elapsed, res = run_seed(s, args)
+        passed += ok
+        if not ok:
+            failed.append(str(s))
+        for k in total:
+            total[k] += res.get(k) or 0
+        if elapsed > slowest[0]:
+            slowest = (elapsed, s)
+    print("summary: passed=%d/%d missing=%d misrouted=%d dup=%d slowest=seed %s %ds%s" % (
+        passed, len(seeds), total["missing"], total["misrouted"], total["dup"], slowest[1], round(slowest[0]),
+        " failed=" + ",".join(failed) if failed else ""), flush=True)
+    print("# details (ordering, outcomes, duplicates by kind and by fault): %s" % args.report)
+    sys.exit(0 if passed == len(seeds) else 1)
+
+
+if __name__ == "__main__":
+    main()
