@@ -57,6 +57,7 @@ enum {
 #define STOP_PURGE_WAIT_MS 2000  /* at the stop: wait for the lanes' queued writes */
 #define SPILL_DRAIN_IDLE_MS 1000 /* the spill drainer's step when idle (eg_spill_drain_attach) */
 #define SPILL_STOP_WAIT_MS 2000  /* at teardown: wait for the drainer's deliveries */
+#define TEARDOWN_MAX_MS 15000    /* after the loop: the teardown ends the process by then */
 #define POLICY_WATCH_MS 1000     /* how often the policy file is checked for a change */
 
 /* ms as a libevent timeout. */

@@ -12,6 +12,7 @@
 #include "gw.h"
 #include "log.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -265,8 +266,12 @@ int eg_cmd_run(int argc, char **argv) {
     eg_gw_log_summary(&gw);
     eg_log_flush_suppressed();
     eg_log_buffer_stop();
+    /* nothing is left to commit: the teardown may end the process early
+     * without loss, and must not hang it (watchdog.c) */
+    eg_watchdog_arm(TEARDOWN_MAX_MS, rc, "the teardown (Kafka clients, target, spill drainer)");
 out:
     gateway_free(&gw);
     eg_config_free(&cfg);
+    eg_watchdog_disarm();
     return rc;
 }
