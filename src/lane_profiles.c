@@ -19,7 +19,7 @@
  * streams Apache Kafka, streams/.../errors/ExceptionHandlerUtils (KIP-1034):
  *         "__streams.errors." + exception (Throwable.toString(): "class:
  *         message"), message, stacktrace, topic, partition, offset (decimal).
- * x-dlq-metadata  one JSON object (issue 16 defines it): original_headers,
+ * x-dlq-metadata  one JSON object (a house format): original_headers,
  *         original_topic, original_consumer_group, original_timestamp,
  *         error_info.
  *
@@ -72,7 +72,7 @@ const char eg_profile_names[] = "spring, connect, streams, x-dlq-metadata";
 #define ST_TOPIC "__streams.errors.topic"
 #define ST_PARTITION "__streams.errors.partition"
 #define ST_OFFSET "__streams.errors.offset"
-/* the house format of issue 16 */
+/* the x-dlq-metadata house format */
 #define XDLQ "x-dlq-metadata"
 
 static const struct {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_hostile_headers.sh — headers a producer controls cannot break identity
-# or park a rung (issue 11, lesser items):
+# or park a rung:
 #   - errgate.id: a source record whose errgate.id holds CR/LF reaches the
 #     handler with a well-formed Errgate-Id (its own coordinates), is counted
 #     (errgate_bad_ids_total) and logged; a well-formed foreign id (a replay)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_lane_fatal.sh — a fatal error of the idempotent lane producer is never
-# "recovered" (issue 11, lesser): the mock broker answers the gateway's first
+# "recovered": the mock broker answers the gateway's first
 # DLQ write with OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka raises as a
 # fatal idempotence error (rd_kafka_fatal_error). The gateway logs it
 # (lane_producer_fatal), stops, commits only the finished prefix (up to the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_lane_refused.sh — a lane write Kafka refuses for good is never spilled
-# and never wedges anything (issue 11, item 1).
+# and never wedges anything.
 #
 # Part 1, the reported repro: kafka["message.max.bytes"] = 4096 and
 # lanes.spill.after_ms = 500. One 6 KB permanent record is refused by the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_source_checks.sh — source settings the gateway cannot honour are
 # refused at load, and a regex source never consumes the gateway's own lanes
-# (issue 11, lesser items):
+#
 #   - kafka partition.assignment.strategy = cooperative-sticky: exit 2 with a
 #     message naming the key and the eager strategies;
 #   - a regex source that matches a lane of a source topic (^src.* and

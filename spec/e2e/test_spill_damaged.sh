@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_spill_damaged.sh — a damaged journal costs at most its damaged frames
-# (issue 11, item 2), through the operator's commands.
+# through the operator's commands.
 #
 # A real journal (400 records in ~20 segments, written by the test tool
 # spill-write-test) is damaged at random, seeded: bytes flipped at random

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_tracker_bound.sh — the offset tracker is bounded (issue 11, lesser):
+# test_tracker_bound.sh — the offset tracker is bounded:
 # under ordering = "none" one record retries in place for seconds (503 for
 # its first 20 attempts) while 3,000 others succeed. The tracker spans from
 # the stuck record to the newest read one; at source.max_tracked (400) the
