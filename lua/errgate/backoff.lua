@@ -3,7 +3,8 @@
 -- Pure functions over a compiled schedule (see errgate.schedule for its
 -- fields) and the retry number n (1 for the first retry after the first
 -- failure of a class). The un-jittered delay is either fixed (base_ms) or
--- exponential (base_ms * 2^(n-1)), capped at max_ms. Jitter then spreads it:
+-- exponential (base_ms * multiplier^(n-1), multiplier 2 unless the schedule
+-- says otherwise), capped at max_ms. Jitter then spreads it:
 -- "none" keeps it, "full" draws uniformly from [0, d], "equal" keeps half and
 -- draws the other half. A Retry-After the server sent, when the schedule
 -- honours it, is a floor: we never come back sooner than the server asked
@@ -31,7 +32,7 @@ backoff.KINDS = { exponential = true, fixed = true, list = true }
 
 -- base(schedule, n) -> ms
 -- The delay before retry n (n >= 1) without jitter: fixed -> base_ms;
--- exponential -> base_ms * 2^(n-1); both capped at max_ms.
+-- exponential -> base_ms * multiplier^(n-1); both capped at max_ms.
 local function base(schedule, n)
   local b, cap = schedule.base_ms, schedule.max_ms
   if schedule.backoff == "list" then
@@ -39,8 +40,13 @@ local function base(schedule, n)
     return min(cap, delays[min(n, #delays)])
   end
   if schedule.backoff == "fixed" or n <= 1 or b == 0 then return min(b, cap) end
-  if n - 1 >= 52 then return cap end -- 2^52 * anything > any cap we accept
-  return min(cap, b * (POW2[n - 1] or 2 ^ (n - 1)))
+  local m = schedule.multiplier or 2
+  if m == 2 then
+    if n - 1 >= 52 then return cap end -- 2^52 * anything > any cap we accept
+    return min(cap, b * (POW2[n - 1] or 2 ^ (n - 1)))
+  end
+  -- m^(n-1) is at most inf (never NaN: 1 <= m <= 10), and min() keeps the cap
+  return floor(min(cap, b * m ^ (n - 1)))
 end
 backoff.base = base
 

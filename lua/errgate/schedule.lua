@@ -11,7 +11,11 @@
 --                                   -- (required, except with delays: default #delays)
 --     backoff = "exponential",      -- or "fixed"; "list" when delays is given
 --     base_ms = 100,                -- required (except with delays); ms or "100ms"
---     delays = "5s x3, 15s x5",     -- a fixed list of delays (the last repeats)
+--     multiplier = 2,               -- exponential only: delay n = base_ms * multiplier^(n-1)
+--                                   -- (a number from 1 to 10; default 2)
+--     delays = "5s x3, 15s x5",     -- a fixed list of delays (the last repeats); inside
+--                                   -- a list a bare number is milliseconds, so
+--                                   -- "5000x3,10000x2" (as Spring users write it) works
 --     max_ms = 30000,               -- cap of one delay; default max(30s, base_ms)
 --     jitter = "full",              -- "none" | "full" | "equal" | "decorrelated"
 --                                   -- (default "none" for a list, else "full")
@@ -57,14 +61,18 @@ end
 local KNOWN = {
   attempts = true, backoff = true, base_ms = true, max_ms = true, jitter = true,
   honor_retry_after = true, retry_after_cap_ms = true, delays = true, max_elapsed_ms = true,
+  multiplier = true,
 }
 local LADDER_KNOWN = { ladder = true, honor_retry_after = true, retry_after_cap_ms = true }
 local RUNG_KEYS = { name = true, delay = true }
 local MAX_LIST = 1000
+local MAX_MULTIPLIER = 10
 
 -- parse_delays(where, v) -> list of ms
 -- "5s x3, 15s x5, 60s" or a Lua list of durations; each item may carry
--- " xN" (repeat N times).
+-- " xN" (repeat N times). Inside a list a bare number is milliseconds
+-- ("5000x3,10000x2"): a list is delays by definition, so the unit the
+-- plain duration refuses to guess is the one Spring's retry lists use.
 local function parse_delays(where, v)
   local items = {}
   if type(v) == "string" then
@@ -80,6 +88,7 @@ local function parse_delays(where, v)
     if type(item) == "string" then
       local body, n = item:match("^%s*(.-)%s*[xX]%s*(%d+)%s*$")
       if body then d, times = body, tonumber(n) else d = item:match("^%s*(.-)%s*$") end
+      if d:match("^%d+$") then d = tonumber(d) end
     end
     local ms, err = duration.parse(d)
     if not ms then fail(where, "delays: %s", err) end
@@ -210,6 +219,14 @@ function schedule.compile(name, spec)
     jitter = choice(where, spec, "jitter", backoff.JITTER, delays and "none" or "full"),
     base_ms = delays and ms_field(where, spec, "base_ms", delays[1]) or ms_field(where, spec, "base_ms"),
   }
+  local m = spec.multiplier
+  if m ~= nil then
+    if kind ~= "exponential" then fail(where, "multiplier goes with backoff \"exponential\" only") end
+    if type(m) ~= "number" or m ~= m or m < 1 or m > MAX_MULTIPLIER then
+      fail(where, "multiplier must be a number from 1 to %d, got %s", MAX_MULTIPLIER, tostring(m))
+    end
+  end
+  s.multiplier = kind == "exponential" and (m or 2) or nil
   local longest = s.base_ms
   for _, d in ipairs(delays or {}) do longest = math.max(longest, d) end
   s.max_ms = ms_field(where, spec, "max_ms", math.max(DEFAULT_MAX_MS, longest))

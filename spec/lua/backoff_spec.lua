@@ -93,7 +93,7 @@ describe("errgate.schedule.compile", function()
   it("fills defaults", function()
     local s = schedule.compile("x", { attempts = 3, base_ms = "1s" })
     assert.are.same({
-      name = "x", shape = "backoff", attempts = 3, backoff = "exponential", jitter = "full",
+      name = "x", shape = "backoff", attempts = 3, backoff = "exponential", multiplier = 2, jitter = "full",
       base_ms = 1000, max_ms = 30000, honor_retry_after = true, retry_after_cap_ms = 60000,
     }, s)
   end)

@@ -1,4 +1,5 @@
 -- schedule_spec.lua — errgate.schedule: delay lists ("5s x3, 15s x5"),
+-- Spring-style bare-millisecond lists, the exponential multiplier,
 -- decorrelated jitter and max elapsed time, through the DSL and the decide
 -- pipeline.
 local backoff = require "errgate.backoff"
@@ -94,5 +95,52 @@ describe("max elapsed time", function()
       { last_class = "transient", class_attempts = 3, first_failure_ms = 1000, now_ms = 1000 + 60000 })
     assert.are.equal("quarantine", d.action)
     assert.are.equal("exhausted", d.reason)
+  end)
+end)
+
+describe("Spring-style delay lists and the multiplier", function()
+  it("a bare number inside a delay list is milliseconds: \"5000x3,10000x2\"", function()
+    local s = schedule.compile("spring", "5000x3,10000x2")
+    assert.are.equal(5, s.attempts)
+    local got = {}
+    for n = 1, 6 do got[n] = backoff.delay(s, n, const(0.5)) end
+    assert.are.same({ 5000, 5000, 5000, 10000, 10000, 10000 }, got)
+    assert.are.same({ 250, 1000 }, schedule.compile("mixed", { delays = { "250", "1s" } }).delays)
+  end)
+
+  it("outside a list a bare number string is still refused", function()
+    local ok, err = pcall(schedule.compile, "x", { base_ms = "100", attempts = 2 })
+    assert.is_false(ok)
+    assert.matches("a unit is required", err)
+  end)
+
+  it("an exponential schedule takes a multiplier (default 2)", function()
+    local s = schedule.compile("x3", { attempts = 5, base_ms = 100, multiplier = 3, max_ms = "10s", jitter = "none" })
+    local got = {}
+    for n = 1, 6 do got[n] = backoff.delay(s, n) end
+    assert.are.same({ 100, 300, 900, 2700, 8100, 10000 }, got) -- capped at max_ms
+    local two = schedule.compile("x2", { attempts = 3, base_ms = 100, jitter = "none" })
+    assert.are.equal(2, two.multiplier)
+    assert.are.same({ 100, 200, 400 }, { backoff.delay(two, 1), backoff.delay(two, 2), backoff.delay(two, 3) })
+    local half = schedule.compile("x1.5", { attempts = 3, base_ms = 1000, multiplier = 1.5, jitter = "none" })
+    assert.are.same({ 1000, 1500, 2250 }, { backoff.delay(half, 1), backoff.delay(half, 2), backoff.delay(half, 3) })
+    local far = schedule.compile("far",
+      { attempts = 1000, base_ms = 100, multiplier = 10, max_ms = "1h", jitter = "none" })
+    assert.are.equal(3600000, backoff.delay(far, 1000)) -- 10^999 overflows to inf: still the cap
+  end)
+
+  it("refuses a multiplier out of range, of the wrong type, or on a non-exponential schedule", function()
+    for _, bad in ipairs({
+      { { attempts = 2, base_ms = 100, multiplier = 0.5 }, "multiplier must be a number from 1 to 10" },
+      { { attempts = 2, base_ms = 100, multiplier = 11 }, "multiplier must be a number from 1 to 10" },
+      { { attempts = 2, base_ms = 100, multiplier = "2" }, "multiplier must be a number" },
+      { { attempts = 2, base_ms = 100, multiplier = 0 / 0 }, "multiplier must be a number" },
+      { { attempts = 2, base_ms = 100, backoff = "fixed", multiplier = 3 }, "exponential\" only" },
+      { { delays = "1s x2", multiplier = 3 }, "exponential\" only" },
+    }) do
+      local ok, err = pcall(schedule.compile, "bad", bad[1])
+      assert.is_false(ok)
+      assert.matches(bad[2], err, 1, true)
+    end
   end)
 end)
