@@ -136,13 +136,15 @@ static void usage(void) {
            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
            "         [--state S] [--include-resolved]\n"
            "\n"
-           "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic)\n"
-           "  --to TOPIC         the topic to republish to (must exist)\n"
+           "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic);\n"
+           "                     also spelled --from-topic\n"
+           "  --to TOPIC         the topic to republish to (must exist); also --to-topic\n"
            "  -b, -c             broker address, or a gateway config to take the kafka\n"
            "                     settings from (else $ERRGATE_BOOTSTRAP)\n"
            "  --since DUR        only records written in the last DUR (90s, 15m, 2h, 7d)\n"
            "  --until TIME       only records written before TIME (RFC 3339 or epoch ms)\n"
            "  --class, --code    only records with this error.class / error.code\n"
+           "                     (--error-class is --class)\n"
            "  --key K            only records with this key\n"
            "  --where LUA_EXPR   only records for which the sandboxed expression is true\n"
            "                     (headers, topic, partition, offset, timestamp, key)\n"
@@ -194,6 +196,11 @@ static int parse(int argc, char **argv, opts *o) {
             o->include_resolved = 1;
             continue;
         }
+        /* the names other DLQ tools use for the same options */
+        static const char *const alias[][2] = {
+            {"--from-topic", "--from"}, {"--to-topic", "--to"}, {"--error-class", "--class"}, {NULL, NULL}};
+        for (int j = 0; alias[j][0]; j++)
+            if (!strcmp(a, alias[j][0])) a = alias[j][1];
         static const char *const valued[] = {"--from",        "--to",    "--since", "--until", "--class",
                                              "--code",        "--key",   "--where", "--rate",  "--limit",
                                              "--max-replays", "--group", "--state", NULL};

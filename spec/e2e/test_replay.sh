@@ -36,6 +36,9 @@ check "dry run: would replay every transient record ($would of $N_TRANSIENT)" [ 
 check "dry run: a table row per record, with lane and original coordinates, class and code" \
   [ "$(grep -cE '^src\.dlq/[0-3]/[0-9]+ +src/[0-3]/[0-9]+ +transient +http_503 +0 +by key +replay$' "$T/dry.out")" = "$N_TRANSIENT" ]
 check "dry run: writes nothing" [ "$(count_topic src.replay)" = 0 ]
+replay --from-topic src.dlq --to-topic src.replay --error-class transient --since 1h --dry-run >"$T/alias.out" 2>"$T/alias.err"; rc=$?
+expect "--from-topic, --to-topic and --error-class are --from, --to and --class (rc $rc)" \
+  '[ "$rc" = 0 ] && [ "$(field "would replay" "$T/alias.out")" = "$N_TRANSIENT" ] && cmp -s "$T/dry.out" "$T/alias.out"'
 # group_of FILE: the progress group a replay printed on its first line.
 group_of() { sed -n 's/^replay .* group \([^ ]*\).*/\1/p' "$1"; }
 # uncommitted GROUP: GROUP has committed nothing on src.dlq.
