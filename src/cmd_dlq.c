@@ -2,7 +2,7 @@
  * record what became of its items (`dlq watch` is dlq_watch.c's).
  *
  *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state] [--since DUR]
- *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [-n N]
+ *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [--json] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
  *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
  *
@@ -21,11 +21,14 @@
  *
  * tail prints the last N records (default 10) of the lane in timestamp
  * order, one line each:
- *   TIME ORIGINAL class=C code=X reason=R retry.count=N message="..."
+ *   TIME ORIGINAL class=C code=X reason=R retry.count=N attempts=N message="..."
  * TIME is error.timestamp (else the record's timestamp), ORIGINAL is
  * original.topic/partition/offset; values are escaped so that a line stays
  * one line. The key and value are printed (key="..." value="...") only with
  * --payload. -f keeps printing new records until SIGINT or SIGTERM (exit 0).
+ * --json prints one JSON object per record instead (tail_json: the same
+ * fields, plus lane coordinates, id, policy and action; absent ones null;
+ * key and value only with --payload, as strings, invalid UTF-8 replaced).
  *
  * resolve checks that a record of the lane carries the id, then writes the
  * status to the state topic (creating it compacted when it can, dlq_state.c)
@@ -46,6 +49,7 @@
 #include "dlq.h"
 #include "dlq_foreign.h"
 #include "headers.h"
+#include "json.h"
 #include "kcli.h"
 #include "parse.h"
 #include "record.h"
@@ -63,7 +67,7 @@ static void usage(void) {
     printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
            "[--by class|code|reason|original.topic|policy|state] [--since DUR]\n"
            "               [--prometheus]\n"
-           "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [-n N]\n"
+           "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [--json] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
            "[--reason TEXT]\n"
            "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
@@ -73,7 +77,8 @@ static void usage(void) {
 
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"
-           "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value\n"
+           "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value;\n"
+           "                --json prints one JSON object per record\n"
            "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
            "                accepted-loss needs --reason\n"
            "  approve       approves the selected pending-approval items (replay --state approved\n"
@@ -101,7 +106,7 @@ typedef struct args {
     eg_kcli k;
     const char *lane, *by, *since, *id, *status, *reason;
     const char *where, *klass, *author; /* approve */
-    int follow, payload, dry, prom;
+    int follow, payload, dry, prom, json;
     long n;
 } args;
 
@@ -136,6 +141,10 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
         }
         if (tail && !strcmp(o, "--payload")) {
             a->payload = 1;
+            continue;
+        }
+        if (tail && !strcmp(o, "--json")) {
+            a->json = 1;
             continue;
         }
         const char **slot = NULL;
@@ -376,7 +385,7 @@ static void hval(const rd_kafka_message_t *m, const char *name, char *out, size_
 
 /* The tail line of m (malloc'ed). */
 static char *tail_line(const rd_kafka_message_t *m, int payload) {
-    char time[64], ot[300], op[32], oo[32], klass[200], code[200], reason[200], rc[32], msg[1200];
+    char time[64], ot[300], op[32], oo[32], klass[200], code[200], reason[200], rc[32], at[32], msg[1200];
     hval(m, EG_H_TIMESTAMP, time, sizeof time);
     if (!strcmp(time, "-")) eg_rfc3339(ts_of(m), time, sizeof time);
     hval(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
@@ -386,6 +395,7 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     hval(m, EG_H_CODE, code, sizeof code);
     hval(m, EG_H_REASON, reason, sizeof reason);
     hval(m, EG_H_RETRY_COUNT, rc, sizeof rc);
+    hval(m, EG_H_ATTEMPTS, at, sizeof at);
     hval(m, EG_H_MESSAGE, msg, sizeof msg);
     /* a foreign DLQ's (dlq_foreign.h) where errgate's headers are absent */
     eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
@@ -395,8 +405,8 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     eg_dlq_foreign_fill(m, EG_H_MESSAGE, msg, sizeof msg);
     size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 64 : 0);
     char *line = eg_xmalloc(cap);
-    int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s message=\"%s\"", time, ot, op,
-                     oo, klass, code, reason, rc, msg);
+    int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s attempts=%s message=\"%s\"",
+                     time, ot, op, oo, klass, code, reason, rc, at, msg);
     if (payload && n > 0 && (size_t)n < cap) {
         size_t kcap = 4 * m->key_len + 8, vcap = 4 * m->len + 8;
         char *k = eg_xmalloc(kcap), *v = eg_xmalloc(vcap);
@@ -408,6 +418,80 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
         free(k);
         free(v);
     }
+    return line;
+}
+
+/* Appends `,"name":` and the header called hname of m as a JSON string
+ * (null when absent) to b; with fill, a foreign DLQ's value when errgate's
+ * header is absent (dlq_foreign.h). */
+static void json_hdr(struct evbuffer *b, const rd_kafka_message_t *m, const char *name, const char *hname, int fill) {
+    size_t n = 0;
+    const void *v = eg_header(m, hname, &n);
+    evbuffer_add_printf(b, ",\"%s\":", name);
+    if (v) {
+        eg_json_strn(b, v, n);
+        return;
+    }
+    char alt[1200] = "";
+    if (fill) eg_dlq_foreign_fill(m, hname, alt, sizeof alt);
+    if (alt[0]) eg_json_str(b, alt);
+    else evbuffer_add(b, "null", 4);
+}
+
+/* Appends `,"name":` and the header hname of m as a JSON number (null when
+ * absent or not an unsigned integer) to b. */
+static void json_num(struct evbuffer *b, const rd_kafka_message_t *m, const char *name, const char *hname) {
+    size_t n = 0;
+    const void *v = eg_header(m, hname, &n);
+    int64_t x = v ? eg_uint_parse(v, n) : -1;
+    if (x >= 0) evbuffer_add_printf(b, ",\"%s\":%lld", name, (long long)x);
+    else evbuffer_add_printf(b, ",\"%s\":null", name);
+}
+
+/* The --json line of m (malloc'ed): one JSON object, the fields of
+ * tail_line plus the lane coordinates, id, policy and action. */
+static char *tail_json(const rd_kafka_message_t *m, int payload) {
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        fputs("errgate dlq tail: out of memory\n", stderr);
+        exit(1);
+    }
+    char time[64];
+    size_t n = 0;
+    const void *t = eg_header(m, EG_H_TIMESTAMP, &n);
+    if (!t || n >= sizeof time) eg_rfc3339(ts_of(m), time, sizeof time);
+    else memcpy(time, t, n), time[n] = '\0';
+    evbuffer_add_printf(b, "{\"time\":");
+    eg_json_str(b, time);
+    evbuffer_add_printf(b, ",\"lane\":{\"topic\":");
+    eg_json_str(b, rd_kafka_topic_name(m->rkt));
+    evbuffer_add_printf(b, ",\"partition\":%d,\"offset\":%lld}", (int)m->partition, (long long)m->offset);
+    json_hdr(b, m, "original_topic", EG_H_ORIG_TOPIC, 1);
+    json_hdr(b, m, "original_partition", EG_H_ORIG_PARTITION, 1);
+    json_hdr(b, m, "original_offset", EG_H_ORIG_OFFSET, 1);
+    json_hdr(b, m, "id", EG_H_ID, 0);
+    json_hdr(b, m, "class", EG_H_CLASS, 0);
+    json_hdr(b, m, "code", EG_H_CODE, 1);
+    json_hdr(b, m, "reason", EG_H_REASON, 0);
+    json_num(b, m, "retry_count", EG_H_RETRY_COUNT);
+    json_num(b, m, "attempts", EG_H_ATTEMPTS);
+    json_hdr(b, m, "message", EG_H_MESSAGE, 1);
+    json_hdr(b, m, "policy", EG_H_POLICY, 0);
+    json_hdr(b, m, "action", EG_H_ACTION, 0);
+    if (payload) {
+        evbuffer_add_printf(b, ",\"key\":");
+        if (m->key) eg_json_strn(b, m->key, m->key_len);
+        else evbuffer_add_printf(b, "null");
+        evbuffer_add_printf(b, ",\"value\":");
+        if (m->payload) eg_json_strn(b, m->payload, m->len);
+        else evbuffer_add_printf(b, "null");
+    }
+    evbuffer_add_printf(b, "}");
+    size_t len = evbuffer_get_length(b);
+    char *line = eg_xmalloc(len + 1);
+    evbuffer_remove(b, line, len);
+    line[len] = '\0';
+    evbuffer_free(b);
     return line;
 }
 
@@ -452,7 +536,7 @@ static int cmd_tail(const args *a) {
             break;
         }
         if (got != 1) continue;
-        char *line = tail_line(m, a->payload);
+        char *line = a->json ? tail_json(m, a->payload) : tail_line(m, a->payload);
         if (live) {
             puts(line);
             fflush(stdout);

@@ -18,6 +18,7 @@
 #define EG_H_CLASS_HINT "error.class-hint"      /* the service's own Error-Class, when it sent one */
 #define EG_H_RETRY_AFTER "error.retry-after-ms" /* only when the target sent one */
 #define EG_H_RETRY_COUNT "retry.count"          /* rungs climbed */
+#define EG_H_ATTEMPTS "errgate.attempts"        /* target attempts in all: in place, on every rung */
 #define EG_H_PREVIOUS "previous.topic"
 #define EG_H_ORIG_TOPIC "original.topic"
 #define EG_H_ORIG_PARTITION "original.partition"

@@ -205,9 +205,9 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
     static const char *const names[] = {
-        EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,   EG_H_STATUS,
-        EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY, EG_H_ACTION,
-        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, NULL};
+        EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,     EG_H_STATUS,
+        EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY,   EG_H_ACTION,
+        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, EG_H_ATTEMPTS, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
     return strcmp(name, EG_H_APPROVAL) == 0; /* decided afresh by each lane write */
@@ -239,10 +239,14 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     const void *v;
     /* the same reading as the policy's ctx.retry_count */
     long long retry_count = eg_record_retry_count(rec);
+    int64_t attempts = 0; /* errgate.attempts of the lane the record came from */
     for (size_t i = 0; src && rd_kafka_header_get_all(src, i, &name, &val, &size) == 0; i++) {
         if (strcmp(name, EG_H_HISTORY) == 0) {
             prev_hist = val;
             prev_hist_len = size;
+        } else if (strcmp(name, EG_H_ATTEMPTS) == 0) {
+            int64_t n = eg_uint_parse(val, size);
+            attempts = n > 0 && n < INT32_MAX ? n : 0; /* a malformed count starts afresh */
         }
         /* errgate.id is written below from eg_record_id: a malformed one is not carried on */
         if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0 && !eg_profile_replaced(l->profiles, name))
@@ -266,6 +270,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     retry_count += fl->virtual_rungs; /* rungs waited in place (ordering = partition) */
     if (d->action == EG_ACT_LADDER) retry_count++;
     add_int(h, EG_H_RETRY_COUNT, retry_count);
+    add_int(h, EG_H_ATTEMPTS, attempts + fl->nhist);
     add(h, EG_H_PREVIOUS, rec->topic);
     if (l->inbox) eg_dlq_origin_adopt(h); /* a foreign DLQ record's birth place */
     /* written once: a record coming back from a lane keeps its birth place */

@@ -50,10 +50,10 @@ dlq stats src.dlq -b "$BOOTSTRAP" --since 500ms >"$T/s7.out"
 expect "stats --since 500ms counts nothing older" '[ "$(row "$T/s7.out" total 2)" = 0 ]'
 
 # ---- tail ------------------------------------------------------------------
-LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z src/[0-3]/[0-9]+ class=(transient|permanent) code=http_(503|400) reason=(exhausted|permanent) retry.count=0 message="HTTP (503|400) [^"]*"$'
+LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z src/[0-3]/[0-9]+ class=(transient|permanent) code=http_(503|400) reason=(exhausted|permanent) retry.count=0 attempts=[0-9]+ message="HTTP (503|400) [^"]*"$'
 dlq tail src.dlq -b "$BOOTSTRAP" >"$T/t1.out" 2>"$T/t1.err"; rc=$?
 expect "tail: the last 10 records by default, one line each (rc $rc)" '[ "$rc" = 0 ] && [ "$(wc -l <"$T/t1.out")" = 10 ]'
-expect "tail: every line has time, original coordinates, class, code, reason, retry.count and message" \
+expect "tail: every line has time, original coordinates, class, code, reason, retry.count, attempts and message" \
   '[ "$(grep -cE "$LINE" "$T/t1.out")" = 10 ]'
 expect "tail: no payload (the records carry \"mode\")" '! grep -q mode "$T/t1.out"'
 dlq tail src.dlq -b "$BOOTSTRAP" -n 1000 >"$T/t2.out"
@@ -61,6 +61,25 @@ expect "tail -n 1000: every record once" \
   '[ "$(wc -l <"$T/t2.out")" = "$N_DLQ" ] && [ "$(cut -d" " -f2 "$T/t2.out" | sort -u | wc -l)" = "$N_DLQ" ]'
 expect "tail: lines in time order" 'cut -d" " -f1 "$T/t2.out" | sort -c'
 expect "tail -n 3: the 3 newest" '[ "$(dlq tail src.dlq -b "$BOOTSTRAP" -n 3)" = "$(tail -3 "$T/t2.out")" ]'
+expect "tail: errgate.attempts counts every attempt: 5 for an exhausted transient record (4 retries), 1 for a permanent one" \
+  '[ "$(grep -c " class=transient .* attempts=5 " "$T/t2.out")" = "$N_TRANSIENT" ] && [ "$(grep -c " class=permanent .* attempts=1 " "$T/t2.out")" = "$N_PERMANENT" ]'
+dlq tail src.dlq -b "$BOOTSTRAP" -n 1000 --json >"$T/tj.out"; rc=$?
+expect "tail --json: one JSON object per record with the line's fields, lane coordinates, id, policy and action, no payload (rc $rc)" \
+  '[ "$rc" = 0 ] && $PY - "$T/tj.out" "$T/t2.out" "$N_DLQ" <<"PY"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1])]
+lines = open(sys.argv[2]).read().splitlines()
+assert len(objs) == int(sys.argv[3]) == len(lines), (len(objs), len(lines))
+for o, l in zip(objs, lines):  # the same records in the same order as the text lines
+    orig = "%s/%s/%s" % (o["original_topic"], o["original_partition"], o["original_offset"])
+    assert l.split(" ")[1] == orig and o["id"] == orig, (l, o)
+    assert " class=%s code=%s reason=%s retry.count=%d attempts=%d " % (o["class"], o["code"], o["reason"], o["retry_count"], o["attempts"]) in l, (l, o)
+    assert o["lane"]["topic"] == "src.dlq" and o["action"] == "dlq" and o["policy"].startswith("default@1+"), o
+    assert o["message"].startswith("HTTP ") and "key" not in o and "value" not in o, o
+PY'
+dlq tail src.dlq -b "$BOOTSTRAP" -n 1 --json --payload >"$T/tjp.out"
+expect "tail --json --payload adds key and value as strings" \
+  '$PY -c "import json,sys; o=json.loads(open(sys.argv[1]).read()); assert o[\"key\"].startswith(\"k\") and json.loads(o[\"value\"])[\"mode\"]" "$T/tjp.out"'
 dlq tail src.dlq -b "$BOOTSTRAP" -n 1000 --payload >"$T/t3.out"
 expect "tail --payload adds key and value" \
   '[ "$(grep -cE " key=\"k[0-9]+\" value=\"\{\\\\\"id\\\\\":\\\\\"r[0-9]+\\\\\",\\\\\"mode\\\\\":" "$T/t3.out")" = "$N_DLQ" ]'

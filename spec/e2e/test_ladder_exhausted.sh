@@ -3,7 +3,8 @@
 # `unavailable`, 503 every time) climb the whole ladder of the payments demo
 # policy (examples/payments/policy.lua: 2 quick in-place retries, rungs 1s /
 # 2s / 4s) and end in the DLQ with reason `exhausted`:
-#   - DLQ headers: retry.count=3, previous.topic = the last rung topic,
+#   - DLQ headers: retry.count=3, errgate.attempts=6 (every attempt, in
+#     place and on the rungs), previous.topic = the last rung topic,
 #     original.topic/partition/offset and errgate.id = the source record,
 #     errgate.action=dlq, error.class=transient; key, value and partition kept;
 #   - errgate.history (msgpack, decoded by ladder_lanes.py) lists every
@@ -84,7 +85,7 @@ gaps = []
 for r in dlq:
     h, rid = r["headers"], r["v"]["id"]
     s = src[rid]
-    want = {"retry.count": "3", "previous.topic": "src.retry.4s", "original.topic": "src",
+    want = {"retry.count": "3", "errgate.attempts": "6", "previous.topic": "src.retry.4s", "original.topic": "src",
             "original.partition": str(s["partition"]), "original.offset": str(s["offset"]),
             "errgate.id": "src/%d/%d" % (s["partition"], s["offset"]), "errgate.reason": "exhausted",
             "errgate.action": "dlq", "error.class": "transient", "error.code": "http_503",
@@ -92,7 +93,7 @@ for r in dlq:
     diff = {k: h.get(k) for k, v in want.items() if h.get(k) != v}
     if diff or r["key"] != s["key"] or r["value"] != s["value"] or r["partition"] != s["partition"]:
         bad_h.append("%s: %s" % (rid, diff or "key/value/partition changed"))
-    if r["header_counts"].get("retry.count") != 1 or r["header_counts"].get("error.class") != 1:
+    if any(r["header_counts"].get(k) != 1 for k in ("retry.count", "errgate.attempts", "error.class")):
         bad_h.append("%s: error headers appended, not replaced: %s" % (rid, r["header_counts"]))
     hist = r["history"] or []
     actions = [e.get("action") for e in hist]
@@ -110,7 +111,8 @@ for r in dlq:
         gaps.append(gap - d)
         if not (d - 10 <= gap <= d + 1500):
             bad_gap.append("%s: %d ms between the %d ms rung's write and its next attempt" % (rid, gap, d))
-check(dlq and not bad_h, "DLQ headers: retry.count=3, previous.topic=src.retry.4s, original coordinates, reason exhausted, "
+check(dlq and not bad_h, "DLQ headers: retry.count=3, errgate.attempts=6 (the first, 2 in place, one per rung), "
+      "previous.topic=src.retry.4s, original coordinates, reason exhausted, "
       "error headers replaced (%d bad: %s)" % (len(bad_h), bad_h[:3]))
 check(dlq and not bad_hist, "errgate.history: retry, retry, a ladder entry per rung naming its lane, the DLQ (%d bad: %s)"
       % (len(bad_hist), bad_hist[:2]))
