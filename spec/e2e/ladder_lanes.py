@@ -193,16 +193,17 @@ def record_json(m):
             "headers": hdrs, "header_counts": counts, "history": hist, "history_error": herr}
 
 
-def main():
-    self_test()
-    bootstrap, out_path, topics = sys.argv[1], sys.argv[2], sys.argv[3:]
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "ladder-lanes-reader",
+def read_topics(bootstrap, topics, convert, who, group):
+    """Every record of the topics, from their low to their high watermark as
+    they are now, as convert(message), in the order read; exits naming who
+    when a topic cannot be read or the read stops before the end."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                   "enable.auto.commit": False, "enable.partition.eof": False})
     todo, assign = {}, []
     for topic in topics:
         tm = c.list_topics(topic, timeout=10).topics.get(topic)
         if tm is None or tm.error is not None:
-            sys.exit("ladder_lanes.py: cannot read topic %s: %s" % (topic, tm.error if tm else "missing"))
+            sys.exit("%s: cannot read topic %s: %s" % (who, topic, tm.error if tm else "missing"))
         for p in sorted(tm.partitions):
             lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             if hi > lo:
@@ -219,16 +220,23 @@ def main():
             continue
         idle = 0
         if m.error():
-            sys.exit("ladder_lanes.py: %s[%d]: %s" % (m.topic(), m.partition(), m.error()))
+            sys.exit("%s: %s[%d]: %s" % (who, m.topic(), m.partition(), m.error()))
         key = (m.topic(), m.partition())
         if key not in todo:
             continue
-        out.append(record_json(m))
+        out.append(convert(m))
         if m.offset() + 1 >= todo[key]:
             del todo[key]
     c.close()
     if todo:
-        sys.exit("ladder_lanes.py: read stopped before the end of %s" % ", ".join("%s[%d]" % k for k in sorted(todo)))
+        sys.exit("%s: read stopped before the end of %s" % (who, ", ".join("%s[%d]" % k for k in sorted(todo))))
+    return out
+
+
+def main():
+    self_test()
+    bootstrap, out_path, topics = sys.argv[1], sys.argv[2], sys.argv[3:]
+    out = read_topics(bootstrap, topics, record_json, "ladder_lanes.py", "ladder-lanes-reader")
     out.sort(key=lambda r: (topics.index(r["topic"]), r["partition"], r["offset"]))
     with open(out_path, "w") as f:
         for r in out:

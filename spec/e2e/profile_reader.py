@@ -32,7 +32,7 @@ import json
 import struct
 import sys
 
-from confluent_kafka import Consumer, TopicPartition
+from ladder_lanes import read_topics  # the read loop only; the decoding here is independent
 
 
 def _utf8(b):
@@ -147,39 +147,7 @@ def decode(m):
 
 def main():
     bootstrap, out_path, topics = sys.argv[1], sys.argv[2], sys.argv[3:]
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "profile-reader",
-                  "enable.auto.commit": False, "enable.partition.eof": False})
-    todo, assign = {}, []
-    for topic in topics:
-        tm = c.list_topics(topic, timeout=10).topics.get(topic)
-        if tm is None or tm.error is not None:
-            sys.exit("profile_reader.py: cannot read topic %s" % topic)
-        for p in sorted(tm.partitions):
-            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if hi > lo:
-                todo[(topic, p)] = hi
-                assign.append(TopicPartition(topic, p, lo))
-    out = []
-    if assign:
-        c.assign(assign)
-    idle = 0
-    while todo and idle < 100:
-        m = c.poll(0.1)
-        if m is None:
-            idle += 1
-            continue
-        idle = 0
-        if m.error():
-            sys.exit("profile_reader.py: %s" % m.error())
-        k = (m.topic(), m.partition())
-        if k not in todo:
-            continue
-        out.append(decode(m))
-        if m.offset() + 1 >= todo[k]:
-            del todo[k]
-    c.close()
-    if todo:
-        sys.exit("profile_reader.py: timed out reading %s" % sorted(todo))
+    out = read_topics(bootstrap, topics, decode, "profile_reader.py", "profile-reader")
     with open(out_path, "w") as f:
         json.dump(out, f)
 
