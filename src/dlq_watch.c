@@ -10,8 +10,10 @@
  *    "original_partition", "original_offset", "original_timestamp",
  *    "class", "code", "reason", "attempts", "retry_count", "policy", "id",
  *    "message"}
- * time is error.timestamp (else the lane record's timestamp); attempts is the
- * number of attempts errgate.history lists (at most 10); message is
+ * time is error.timestamp (else the lane record's timestamp); attempts is
+ * errgate.attempts (every attempt, in place and on every rung), else, on a
+ * record written before that header existed, the number of attempts
+ * errgate.history lists (at most 10); message is
  * error.message, which the gateway redacted; the key and value are never
  * written. The progress moves only over records whose lines were written and
  * fdatasync'ed (at least every 500 ms and at the end), so a restart with the
@@ -52,6 +54,7 @@
 #include <event2/buffer.h>
 #include <fcntl.h>
 #include <msgpack.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,10 +212,14 @@ static void put_count(struct evbuffer *b, const rd_kafka_message_t *m, const cha
     else put_header(b, m, key, header);
 }
 
-/* The number of attempts errgate.history lists (0 when absent or unreadable). */
-static long history_len(const rd_kafka_message_t *m) {
+/* The record's attempts: errgate.attempts, else the number of attempts
+ * errgate.history lists (0 when both are absent or unreadable). */
+static long attempts_of(const rd_kafka_message_t *m) {
     size_t n = 0;
-    const void *v = eg_header(m, EG_H_HISTORY, &n);
+    const void *v = eg_header(m, EG_H_ATTEMPTS, &n);
+    int64_t a = v ? eg_uint_parse(v, n) : -1;
+    if (a >= 0 && a <= LONG_MAX) return (long)a;
+    v = eg_header(m, EG_H_HISTORY, &n);
     if (!v) return 0;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
@@ -246,7 +253,7 @@ static void incident_line(struct evbuffer *b, const watch *w, const rd_kafka_mes
     put_header(b, m, "class", EG_H_CLASS);
     put_header(b, m, "code", EG_H_CODE);
     put_header(b, m, "reason", EG_H_REASON);
-    evbuffer_add_printf(b, ",\"attempts\":%ld", history_len(m));
+    evbuffer_add_printf(b, ",\"attempts\":%ld", attempts_of(m));
     put_count(b, m, "retry_count", EG_H_RETRY_COUNT);
     put_header(b, m, "policy", EG_H_POLICY);
     eg_dlq_item_id(m, id, sizeof id);

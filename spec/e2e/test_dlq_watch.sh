@@ -15,14 +15,16 @@ bg hook $PY "$ROOT/spec/e2e/webhook_server.py" "$T/alerts.jsonl" --fail 2
 wait_for 10 grep -q '^listening=' "$T/hook.out" || die "webhook receiver did not start"
 HOOK="http://$(sed -n 's/^listening=//p' "$T/hook.out")/alert"
 
-# lane_records CLASS N FIRST: N lane records of CLASS, ids src/0/FIRST.., as the gateway writes them
+# lane_records CLASS N FIRST [ATTEMPTS]: N lane records of CLASS, ids src/0/FIRST.., as the gateway
+# writes them (with errgate.attempts when ATTEMPTS is given)
 lane_records() {
   local i
   for i in $(seq "$3" $(($3 + $2 - 1))); do
     printf 'k%s\t{"note":"%s"}\n' "$i" "$MARKER" | kcat -P -b "$BOOTSTRAP" -t src.dlq -K $'\t' \
       -H error.class="$1" -H error.code="code_$1" -H errgate.reason="$1" -H errgate.id="src/0/$i" \
       -H original.topic=src -H original.partition=0 -H original.offset="$i" -H retry.count=0 \
-      -H errgate.policy=default@1 -H error.message="failed $i" -H error.timestamp=2026-01-01T00:00:00.000Z 2>/dev/null
+      -H errgate.policy=default@1 -H error.message="failed $i" -H error.timestamp=2026-01-01T00:00:00.000Z \
+      ${4:+-H errgate.attempts=$4} 2>/dev/null
   done
 }
 count() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
@@ -32,7 +34,7 @@ bg watch "$EG" dlq watch src.dlq --incidents "$T/incidents.jsonl" --webhook "$HO
 WPID=$LASTPID
 wait_for 20 grep -q '^watch src.dlq, group errgate-dlq-watch.src.dlq' "$T/watch.out" || die "watch did not start: $(cat "$T/watch.err")"
 lane_records permanent 8 1
-lane_records transient 3 100
+lane_records transient 3 100 12
 wait_for 30 bash -c "[ \$(wc -l <'$T/incidents.jsonl') -ge 11 ]" || not_ok "incidents: $(count "$T/incidents.jsonl") of 11"
 wait_for 30 bash -c "[ -s '$T/alerts.jsonl' ]" || not_ok "no alert reached the webhook"
 sleep 1.5 # a second alert, if one were (wrongly) sent, would arrive now
@@ -52,6 +54,8 @@ ok = not bad and all(want <= set(x) for x in recs) and r["original_topic"] == "s
 print("# %d lines, sample %s" % (len(recs), r))
 sys.exit(0 if ok else 1)
 PY
+expect "incident lines: attempts is errgate.attempts when the record has it (12, past the 10 entries errgate.history keeps)" \
+  '[ "$(grep -c "\"class\":\"transient\".*\"attempts\":12," "$T/incidents.jsonl")" = 3 ]'
 expect "exactly one alert, for the class that crossed its threshold (permanent: 8 records, 5/10m)" \
   $PY - "$T/alerts.jsonl" <<'PY'
 import json, sys
