@@ -85,4 +85,23 @@ describe("errgate.recorded.inbox", function()
     assert.are.equal("inbox_unrecognized", recorded.inbox({ headers = { ["x-dlq-metadata"] = "[1" } }, "auto").code)
     assert.are.equal("inbox_unrecognized", recorded.inbox({}, "auto").code)
   end)
+
+  it("reads hostile headers without raising: huge, binary, deeply nested, overflowing", function()
+    local json = require("errgate.json")
+    for i, h in ipairs({
+      { ["kafka_dlt-exception-fqcn"] = "\255\254%.*+?[", ["kafka_dlt-exception-message"] = string.rep("A", 4194304) },
+      { ["kafka_dlt-exception-cause-fqcn"] = string.rep(".", 100000), ["kafka_dlt-original-partition"] = "\1" },
+      { ["x-dlq-metadata"] = string.rep("[", 100000) },
+      { ["x-dlq-metadata"] = '{"original_topic":' .. string.rep("9", 5000) .. "}" },
+      { ["__streams.errors.exception"] = string.rep(":", 50000) },
+      { ["__connect.errors.exception.class.name"] = "", ["__connect.errors.partition"] = "-99999999999999999999" },
+      { ["kafka_dlt-exception-fqcn"] = "\0\0\0", ["kafka_dlt-exception-message"] = "\0\255\n\r" },
+    }) do
+      local ok, f = pcall(recorded.inbox, { headers = h }, "auto")
+      assert.is_true(ok, "case " .. i .. ": " .. tostring(f))
+      assert.are.equal("recorded", f.kind, "case " .. i)
+      assert.is_true(f.code == nil or type(f.code) == "string", "case " .. i)
+      assert.is_table(json.decode(f.body), "case " .. i .. ": the body stays JSON")
+    end
+  end)
 end)
