@@ -6,6 +6,7 @@
  *   errgate ctl [...] override set NAME (--class C|--code X|--topic T[:P])
  *                     --action A --ttl DUR --reason TEXT [--by WHO]
  *   errgate ctl [...] override list | override clear NAME
+ *   errgate ctl [...] shadow   (the shadow policy's agreement table, GET /shadow)
  *
  * URL defaults to $ERRGATE_ADMIN or http://127.0.0.1:9464 (admin.listen's
  * default); the token file (the gateway's admin.token_file) to
@@ -18,6 +19,7 @@
  * 2 for a usage error (nothing sent). The token is read once, kept on the
  * stack and wiped after the request. */
 #include "cli.h"
+#include "shadow.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -47,6 +49,8 @@ static void usage(void) {
            "                   setting NAME again replaces it (--by defaults to $USER)\n"
            "  override list    the overrides in force (no token needed)\n"
            "  override clear NAME  end an override before its TTL\n"
+           "  shadow           the shadow policy's agreement table with the live one\n"
+           "                   (no token needed)\n"
            "\n"
            "  --admin URL       the admin endpoint (default $ERRGATE_ADMIN or %s)\n"
            "  --token-file F    the bearer token (the gateway's admin.token_file;\n"
@@ -148,6 +152,8 @@ static void print_ok(const char *what, const char *json) {
         else printf("dlq-guard reset: %d tripped guard(s) re-armed\n", n ? atoi(n + 10) : 0);
     } else if (!strcmp(what, "override list")) {
         print_overrides(json);
+    } else if (!strcmp(what, "shadow")) {
+        if (eg_shadow_print(json, stdout) != 0) printf("%s\n", json);
     } else {
         char result[32], name[80], action[16], until[48];
         json_field(json, "result", result, sizeof result);
@@ -292,6 +298,10 @@ int eg_cmd_ctl(int argc, char **argv) {
     } else if (!strcmp(cmd, "dlq-guard") && nargs == 2 && !strcmp(sub, "reset")) {
         path = "/dlq-guard/reset";
         what = "dlq-guard reset";
+    } else if (!strcmp(cmd, "shadow") && nargs == 1) {
+        path = "/shadow";
+        what = "shadow";
+        method = "GET";
     } else if (!strcmp(cmd, "override") && !strcmp(sub, "list") && nargs == 2) {
         path = "/overrides";
         what = "override list";

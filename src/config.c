@@ -149,6 +149,12 @@ const eg_config_key eg_config_keys[] = {
           "memory cap of the policy's Lua state"),
     K_INT("policy_timeout_ms", EG_DEF_POLICY_TIMEOUT_MS, 1, 60000, policy_timeout_ms,
           "wall-clock budget of one policy call"),
+    K_STR("shadow_policy", EG_CK_FILE, NULL, shadow_policy,
+          "a candidate policy that decides every failure too, never acted on (see Shadow policy)"),
+    K_INT("shadow_timeout_ms", EG_DEF_SHADOW_TIMEOUT_MS, 1, 60000, shadow_timeout_ms,
+          "wall-clock budget of one shadow decision"),
+    K_INT("shadow_cpu_percent", EG_DEF_SHADOW_CPU_PERCENT, 1, 100, shadow_cpu_percent,
+          "the share of the loop's time shadow decisions may take"),
     K_TABLE("lanes", 0, "the topics records are written to"),
     K_STR("lanes.dlq", 0, EG_DEF_LANE_DLQ, lane_dlq, "DLQ topic; {topic} is the source topic"),
     K_STR("lanes.quarantine", 0, EG_DEF_LANE_QUARANTINE, lane_quarantine, "quarantine topic"),
@@ -1103,6 +1109,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->http_headers);
     free(cfg->lua_target);
     free(cfg->policy);
+    free(cfg->shadow_policy);
     free(cfg->lane_dlq);
     free(cfg->lane_quarantine);
     free(cfg->lane_retry);

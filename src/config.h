@@ -41,6 +41,8 @@
 #define EG_DEF_COMMIT_INTERVAL_MS 1000
 #define EG_DEF_SHUTDOWN_TIMEOUT_MS 10000
 #define EG_DEF_POLICY_TIMEOUT_MS 50
+#define EG_DEF_SHADOW_TIMEOUT_MS 10
+#define EG_DEF_SHADOW_CPU_PERCENT 10
 #define EG_DEF_LOG_LEVEL "info"
 #define EG_DEF_LOG_FORMAT "json"
 #define EG_DEF_LOG_DECISIONS_PER_SECOND 1000
@@ -164,6 +166,9 @@ typedef struct eg_config {
     int commit_interval_ms;
     int shutdown_timeout_ms;
     int policy_timeout_ms;        /* wall-clock budget of one policy call */
+    char *shadow_policy;          /* the shadow candidate's file, or NULL (shadow.h) */
+    int shadow_timeout_ms;        /* wall-clock budget of one shadow decision */
+    int shadow_cpu_percent;       /* the shadow's share of the loop's time */
     char *log_level;              /* debug|info|warn|error */
     char *log_format;             /* json|text */
     int log_decisions_per_second; /* decision lines in full per (topic, class, action) and second; 0: all */

@@ -665,6 +665,7 @@ static void decide(eg_gw *gw, eg_record *r) {
     int64_t t0 = eg_now_ns();
     eg_policy_decide(gw->policy, &fl->failure, r, &ctx, &d);
     eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
+    if (gw->shadow) eg_shadow_offer(gw->shadow, &fl->failure, r, &ctx, &d); /* a copy, decided later */
     adjust(gw, r, &ctx, &d);
     count(gw, &d);
     fl->class_attempts = fl->class_attempts && strcmp(d.klass, fl->decision.klass) == 0 ? fl->class_attempts + 1 : 1;

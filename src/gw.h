@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "override.h"
 #include "policy.h"
+#include "shadow.h"
 #include "record.h"
 #include "spill.h"
 #include "target.h"
@@ -171,6 +172,7 @@ typedef struct eg_gw {
     eg_dlq_guard guard;          /* the dead-letter flood guard (cfg->guard_enabled) */
     eg_overrides overrides;      /* operator overrides in force */
     struct event *override_ev;   /* their expiry tick */
+    eg_shadow *shadow;           /* the shadow policy (cfg->shadow_policy), or NULL */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */

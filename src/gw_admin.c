@@ -411,8 +411,16 @@ int eg_gw_control(void *arg, int method, const char *path, const char *body, siz
     eg_gw *gw = arg;
     int resume = strcmp(path, "/resume") == 0;
     int overrides = strcmp(path, "/overrides") == 0 || strncmp(path, "/overrides/", 11) == 0;
-    if (!resume && !overrides && strcmp(path, "/dlq-guard/reset") != 0) return 0;
+    int shadow = strcmp(path, "/shadow") == 0;
+    if (!resume && !overrides && !shadow && strcmp(path, "/dlq-guard/reset") != 0) return 0;
     if (!out) return 200;
+    if (shadow && method != EG_ADMIN_GET && method != EG_ADMIN_HEAD) {
+        evbuffer_add_printf(out, "{\"error\":\"use GET\"}");
+        return 405;
+    }
+    if (shadow && gw->shadow) eg_shadow_json(gw->shadow, out);
+    else if (shadow) evbuffer_add_printf(out, "{\"error\":\"no shadow_policy is configured\"}");
+    if (shadow) return gw->shadow ? 200 : 404;
     if (overrides) return eg_gw_overrides_request(gw, method, path, body, len, out);
     if (method != EG_ADMIN_POST) {
         evbuffer_add_printf(out, "{\"error\":\"use POST\"}");

@@ -51,6 +51,9 @@ typedef struct build {
     size_t mem_limit;
     eg_policy *fresh; /* the new policy, NULL when refused */
     char err[1024];
+    eg_shadow_cfg shadow;  /* the shadow candidate, built after it (path NULL: none) */
+    eg_policy *sh_fresh;   /* the new candidate, NULL when refused */
+    char sh_err[1024];
     char trigger[16]; /* of the first request it serves */
     int64_t t0_ms;
     waiter *w;
@@ -68,6 +71,8 @@ struct eg_gw_reloader {
 static void build_free(build *b) {
     if (!b) return;
     eg_policy_free(b->fresh);
+    eg_policy_free(b->sh_fresh);
+    free((char *)b->shadow.path);
     free(b->path);
     free(b->w);
     free(b);
@@ -100,6 +105,9 @@ static void *worker_main(void *arg) {
     free(arg);
     build *b = wa.b;
     b->fresh = eg_policy_load_capped(b->path, b->timeout_ms, b->mem_limit, b->err, sizeof b->err);
+    if (b->shadow.path)
+        b->sh_fresh = eg_policy_load_capped(b->shadow.path, b->shadow.timeout_ms, b->shadow.mem_limit, b->sh_err,
+                                            sizeof b->sh_err);
     char c = 1;
     while (write(wa.fd, &c, 1) < 0 && errno == EINTR) {}
     return NULL;
@@ -119,6 +127,7 @@ static int policy_stat(const eg_gw *gw, int64_t *mtime_ns, int64_t *size) {
  * for /policy; log, count, and answer its waiters. */
 static void finish(eg_gw *gw, build *b) {
     char before[256];
+    if (gw->shadow && b->shadow.path) eg_shadow_swap(gw->shadow, &b->sh_fresh, b->sh_err, b->trigger);
     eg_strlcpy(before, eg_policy_id(gw->policy), sizeof before);
     if (!b->fresh) {
         char clean[sizeof gw->last_reload_error];
@@ -188,6 +197,10 @@ static void start(eg_gw *gw, build *b) {
     b->path = eg_xstrdup(eg_policy_path(gw->policy));
     b->timeout_ms = eg_policy_timeout_ms(gw->policy);
     b->mem_limit = eg_policy_mem_limit(gw->policy);
+    if (gw->shadow) {
+        b->shadow = *eg_shadow_config(gw->shadow);
+        b->shadow.path = eg_xstrdup(b->shadow.path);
+    }
     b->t0_ms = eg_now_ms();
     gw->last_reload_ms = eg_wall_ms();
     worker_arg *wa = eg_xcalloc(1, sizeof *wa);
@@ -281,7 +294,12 @@ static void on_watch(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     int64_t mt, sz;
     char sha[65];
-    if (gw->stopping || policy_stat(gw, &mt, &sz) != 0) return;
+    if (gw->stopping) return;
+    if (gw->shadow && eg_shadow_changed(gw->shadow)) { /* the candidate is rebuilt with the policy */
+        eg_gw_reload_request(gw, "file", NULL, NULL);
+        return;
+    }
+    if (policy_stat(gw, &mt, &sz) != 0) return;
     if (mt == gw->policy_mtime_ns && sz == gw->policy_size) return;
     gw->policy_mtime_ns = mt;
     gw->policy_size = sz;

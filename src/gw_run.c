@@ -121,6 +121,7 @@ static void gateway_free(eg_gw *gw) {
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
     if (gw->rk) rd_kafka_destroy(gw->rk);
     eg_policy_free(gw->policy);
+    eg_shadow_free(gw->shadow);
     eg_gw_rungs_free(gw);
     eg_breaker_free(&gw->breaker);
     eg_gw_incident_free(gw);
@@ -236,6 +237,11 @@ int eg_cmd_run(int argc, char **argv) {
         eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
+    }
+    if (cfg.shadow_policy) {
+        eg_shadow_cfg sc = {cfg.shadow_policy, cfg.shadow_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
+                            cfg.shadow_cpu_percent};
+        gw.shadow = eg_shadow_new(&sc, gw.base, gw.reg);
     }
     eg_logline l;
     if (eg_log_begin(&l, EG_INFO, "start")) {

@@ -384,6 +384,8 @@ typedef struct decide_call {
     const eg_record *r;
     const eg_ctx *ctx;
     eg_decision *out;
+    eg_policy_push_fn push; /* pushes the record's table instead of r, or NULL */
+    const void *push_arg;
 } decide_call;
 
 /* Pushes the decision's arguments, calls the decider and reads its answer
@@ -427,7 +429,8 @@ static int decide_protected(lua_State *L) {
     push_breaker(p, L, ctx->breaker);
     lua_pushboolean(L, ctx->retry_budget);
     /* the record, only for a policy that reads it */
-    if (p->reads_record) eg_vm_push_record(p->vm, c->r, 0, EG_POLICY_STR_CAP);
+    if (p->reads_record && c->push) c->push(L, c->push_arg);
+    else if (p->reads_record) eg_vm_push_record(p->vm, c->r, 0, EG_POLICY_STR_CAP);
     else lua_pushnil(L);
     if (eg_vm_pcall(p->vm, DECIDE_NARGS, DECIDE_NRESULTS, err, sizeof err) != 0) {
         fallback(out, err);
@@ -469,7 +472,14 @@ static int decide_protected(lua_State *L) {
 }
 
 void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r, const eg_ctx *ctx, eg_decision *out) {
-    decide_call c = {.p = p, .f = f, .r = r, .ctx = ctx, .out = out};
+    eg_policy_decide_pushed(p, f, NULL, NULL, r, ctx, out);
+}
+
+int eg_policy_reads_record(const eg_policy *p) { return p->reads_record; }
+
+void eg_policy_decide_pushed(eg_policy *p, const eg_failure *f, eg_policy_push_fn push, const void *push_arg,
+                             const eg_record *r, const eg_ctx *ctx, eg_decision *out) {
+    decide_call c = {.p = p, .f = f, .r = r, .ctx = ctx, .out = out, .push = push, .push_arg = push_arg};
     char err[256], why[320];
     fallback(out, "policy VM: no decision");
     if (protected(p->vm, decide_protected, &c, err, sizeof err) != 0) {

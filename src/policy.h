@@ -74,4 +74,16 @@ int eg_policy_call(eg_policy *p, const char *fn, const char *arg, char **text, i
  * hold with the reason as its message. */
 void eg_policy_decide(eg_policy *p, const eg_failure *f, const eg_record *r, const eg_ctx *ctx, eg_decision *out);
 
+/* eg_policy_decide for a record the caller no longer holds (the shadow
+ * policy decides after the record may be gone): when the policy reads the
+ * record, push(L, push_arg) pushes its table onto L (it runs protected, may
+ * raise); r is then not read and may be NULL. */
+struct lua_State;
+typedef void (*eg_policy_push_fn)(struct lua_State *L, const void *push_arg);
+void eg_policy_decide_pushed(eg_policy *p, const eg_failure *f, eg_policy_push_fn push, const void *push_arg,
+                             const eg_record *r, const eg_ctx *ctx, eg_decision *out);
+/* 1 when the policy reads the record (a classify function, a header rule or
+ * a route function), else 0. */
+int eg_policy_reads_record(const eg_policy *p);
+
 #endif
