@@ -346,6 +346,39 @@ static void hostile_corpus(eg_policy *live) {
     CHECK(ran >= 10, "%d decide-time attacks ran as candidates", ran);
 }
 
+/* The cost the decision point pays (the live decision, then the copy
+ * queued for the shadow) and a shadow decision's own cost, measured over
+ * 20,000 failures with the record-reading candidate; printed for the README. */
+static void bench(eg_policy *live) {
+    eg_shadow *s = shadow_of(write_file("candidate.lua", CANDIDATE), NULL, 100);
+    int64_t t_live = 0, t_offer = 0, t_drain = 0;
+    const int rounds = 40, per = 500;
+    for (int k = 0; k < rounds; k++) {
+        for (int i = 0; i < per; i++) {
+            eg_failure f = http(i % 2 ? 400 : 503);
+            eg_ctx c = first_attempt();
+            eg_decision d;
+            int64_t t0 = eg_now_ns();
+            eg_policy_decide(live, &f, NULL, &c, &d);
+            int64_t t1 = eg_now_ns();
+            eg_shadow_rec r = rec_at(k * per + i, "std");
+            eg_shadow_offer_rec(s, &f, &r, &c, &d);
+            t_live += t1 - t0;
+            t_offer += eg_now_ns() - t1;
+        }
+        int64_t t0 = eg_now_ns();
+        eg_shadow_drain(s, (int64_t)10 * 1000000000);
+        t_drain += eg_now_ns() - t0;
+    }
+    double n = rounds * per;
+    printf("# bench: live decision %.2f us, shadow copy at the decision point %.2f us (%.0f%% of it), "
+           "shadow decision off the path %.2f us, per failure (%d failures)\n",
+           (double)t_live / n / 1e3, (double)t_offer / n / 1e3, 100.0 * (double)t_offer / (double)t_live,
+           (double)t_drain / n / 1e3, rounds * per);
+    CHECK(t_offer < 2 * t_live, "the copy at the decision point costs less than twice the live decision itself");
+    eg_shadow_free(s);
+}
+
 static void on_stop(evutil_socket_t fd, short what, void *arg) { event_base_loopbreak(arg); }
 
 /* On a loop, a candidate that always runs to its budget takes at most about
@@ -387,6 +420,7 @@ int main(void) {
     hostile(live);
     hostile_corpus(live);
     share(live);
+    bench(live);
     eg_policy_free(live);
     eg_registry_free(g_reg);
     char cmd[128];
