@@ -51,8 +51,8 @@ typedef struct build {
     size_t mem_limit;
     eg_policy *fresh; /* the new policy, NULL when refused */
     char err[1024];
-    eg_shadow_cfg shadow;  /* the shadow candidate, built after it (path NULL: none) */
-    eg_policy *sh_fresh;   /* the new candidate, NULL when refused */
+    eg_shadow_cfg shadow; /* the shadow candidate, built after it (path NULL: none) */
+    eg_policy *sh_fresh;  /* the new candidate, NULL when refused */
     char sh_err[1024];
     char trigger[16]; /* of the first request it serves */
     int64_t t0_ms;

@@ -249,9 +249,9 @@ eg_shadow *eg_shadow_new(const eg_shadow_cfg *cfg, struct event_base *base, eg_r
                                EG_MT_COUNTER, 1, reason_label, NULL, 0);
     s->reloads = eg_family_new(reg, "errgate_shadow_reloads_total", "Loads of the shadow candidate, by result.",
                                EG_MT_COUNTER, 1, result_label, NULL, 0);
-    s->seconds = eg_family_new(reg, "errgate_shadow_decision_seconds",
-                               "Time of one shadow decision (off the live path).", EG_MT_HISTOGRAM, 0, NULL,
-                               sec_bounds, (int)(sizeof sec_bounds / sizeof sec_bounds[0]));
+    s->seconds =
+        eg_family_new(reg, "errgate_shadow_decision_seconds", "Time of one shadow decision (off the live path).",
+                      EG_MT_HISTOGRAM, 0, NULL, sec_bounds, (int)(sizeof sec_bounds / sizeof sec_bounds[0]));
     char err[1024];
     file_stat(s->cfg.path, &s->mtime_ns, &s->size);
     eg_policy *p = eg_policy_load_capped(s->cfg.path, s->cfg.timeout_ms, s->cfg.mem_limit, err, sizeof err);
@@ -451,9 +451,8 @@ void eg_shadow_json(const eg_shadow *s, struct evbuffer *out) {
     evbuffer_add_printf(out,
                         ",\"decided\":%llu,\"errors\":%llu,\"skipped\":%llu,\"pending\":%d,\"timeout_ms\":%d,"
                         "\"cpu_percent\":%d,\"table_total\":%llu,\"table\":",
-                        (unsigned long long)s->evaluated, (unsigned long long)*s->errors,
-                        (unsigned long long)skipped, s->len, s->cfg.timeout_ms, s->cfg.cpu_percent,
-                        (unsigned long long)s->table.total);
+                        (unsigned long long)s->evaluated, (unsigned long long)*s->errors, (unsigned long long)skipped,
+                        s->len, s->cfg.timeout_ms, s->cfg.cpu_percent, (unsigned long long)s->table.total);
     eg_shadow_table_json(&s->table, out);
     evbuffer_add(out, "}", 1);
 }

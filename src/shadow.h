@@ -59,7 +59,7 @@ typedef struct eg_shadow_cell {
     char klass[64];
     char live[16], shadow[16]; /* action names; shadow may be EG_SHADOW_ERROR */
     uint64_t count;
-    int nex;                   /* examples kept (disagreements only) */
+    int nex; /* examples kept (disagreements only) */
     char (*ex)[EG_SHADOW_ID_MAX];
 } eg_shadow_cell;
 
@@ -125,8 +125,7 @@ void eg_shadow_free(eg_shadow *s);
  * own adjustments) for failure f of record r in context ctx. Queues a copy
  * for the candidate, or counts a skip (queue full, or no candidate). Cheap
  * and never fails. */
-void eg_shadow_offer(eg_shadow *s, const eg_failure *f, const eg_record *r, const eg_ctx *ctx,
-                     const eg_decision *live);
+void eg_shadow_offer(eg_shadow *s, const eg_failure *f, const eg_record *r, const eg_ctx *ctx, const eg_decision *live);
 /* eg_shadow_offer with the record already copied (rec is taken over). */
 void eg_shadow_offer_rec(eg_shadow *s, const eg_failure *f, eg_shadow_rec *rec, const eg_ctx *ctx,
                          const eg_decision *live);

@@ -174,18 +174,19 @@ static void table(void) {
     free(out);
 }
 
-static const char *CANDIDATE = "local policy = require \"errgate.policy\"\n"
-                               "return policy.define { name = \"candidate\", version = \"2\",\n"
-                               "  classify = {\n"
-                               "    { header = { \"x-tenant\", \"vip\" }, class = \"vip\" },\n"
-                               "    { status = { 502, 503, 504 }, class = \"transient\" },\n"
-                               "    { status = { 400, 404 }, class = \"permanent\" },\n"
-                               "    { class = \"unknown\" } },\n"
-                               "  retry = { transient = { attempts = 4, backoff = \"exponential\", base_ms = \"100ms\",\n"
-                               "    max_ms = \"5s\", jitter = \"full\" } },\n"
-                               "  route = { vip = \"ignore\", transient = { retry = \"transient\", exhausted = \"dlq\" },\n"
-                               "            permanent = \"quarantine\",\n"
-                               "            default = \"dlq\" } }\n";
+static const char *CANDIDATE =
+    "local policy = require \"errgate.policy\"\n"
+    "return policy.define { name = \"candidate\", version = \"2\",\n"
+    "  classify = {\n"
+    "    { header = { \"x-tenant\", \"vip\" }, class = \"vip\" },\n"
+    "    { status = { 502, 503, 504 }, class = \"transient\" },\n"
+    "    { status = { 400, 404 }, class = \"permanent\" },\n"
+    "    { class = \"unknown\" } },\n"
+    "  retry = { transient = { attempts = 4, backoff = \"exponential\", base_ms = \"100ms\",\n"
+    "    max_ms = \"5s\", jitter = \"full\" } },\n"
+    "  route = { vip = \"ignore\", transient = { retry = \"transient\", exhausted = \"dlq\" },\n"
+    "            permanent = \"quarantine\",\n"
+    "            default = \"dlq\" } }\n";
 
 static void agreement(eg_policy *live) {
     eg_shadow *s = shadow_of(write_file("candidate.lua", CANDIDATE), NULL, 100);
@@ -214,8 +215,7 @@ static void agreement(eg_policy *live) {
     int rc;
     char *text = printed(j, &rc);
     CHECK(rc == 0 && strstr(text, "candidate: candidate@2+") && strstr(text, "decided 11 (errors 0)") &&
-              strstr(text, "t/0/0 t/0/1 t/0/2 t/0/3 t/0/4") && strstr(text, "transient") &&
-              strstr(text, "quarantine"),
+              strstr(text, "t/0/0 t/0/1 t/0/2 t/0/3 t/0/4") && strstr(text, "transient") && strstr(text, "quarantine"),
           "ctl shadow prints the table with the examples:\n%s", text);
     free(text);
     free(j);
@@ -295,23 +295,35 @@ static void hostile(eg_policy *live) {
     } cases[] = {
         {"syntax error", PRELUDE "return policy.define { name = \"x\", version = \"1\", route = { default = \n", 0},
         {"error at load", PRELUDE "error(\"not today\")\n", 0},
-        {"raising route", PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
-                                  "  classify = { { class = \"c\" } }, route = function() error(\"boom\") end }\n", 1},
-        {"endless loop", PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
-                                 "  classify = function() while true do end end, route = { default = \"dlq\" } }\n", 1},
-        {"string.rep bomb", PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
-                                    "  classify = function() local s = ('x'):rep(1e6)\n"
-                                    "    while true do s = s:rep(2):sub(1, 4e6):upper() end end,\n"
-                                    "  route = { default = \"dlq\" } }\n", 1},
-        {"memory bomb", PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
-                                "  classify = function() local t = {} for i = 1, 1e9 do t[i] = ('y'):rep(64) .. i end "
-                                "end,\n  route = { default = \"dlq\" } }\n", 1},
-        {"metatable trick", PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
-                                    "  classify = { { class = \"c\" } },\n"
-                                    "  route = function() return setmetatable({}, { __index = function() while true "
-                                    "do end end,\n    __tostring = function() while true do end end }) end }\n", 1},
-        {"wrong return type", PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
-                                      "  classify = { { class = \"c\" } }, route = function() return 42 end }\n", 1},
+        {"raising route",
+         PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
+                 "  classify = { { class = \"c\" } }, route = function() error(\"boom\") end }\n",
+         1},
+        {"endless loop",
+         PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
+                 "  classify = function() while true do end end, route = { default = \"dlq\" } }\n",
+         1},
+        {"string.rep bomb",
+         PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
+                 "  classify = function() local s = ('x'):rep(1e6)\n"
+                 "    while true do s = s:rep(2):sub(1, 4e6):upper() end end,\n"
+                 "  route = { default = \"dlq\" } }\n",
+         1},
+        {"memory bomb",
+         PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
+                 "  classify = function() local t = {} for i = 1, 1e9 do t[i] = ('y'):rep(64) .. i end "
+                 "end,\n  route = { default = \"dlq\" } }\n",
+         1},
+        {"metatable trick",
+         PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
+                 "  classify = { { class = \"c\" } },\n"
+                 "  route = function() return setmetatable({}, { __index = function() while true "
+                 "do end end,\n    __tostring = function() while true do end end }) end }\n",
+         1},
+        {"wrong return type",
+         PRELUDE "return policy.define { name = \"x\", version = \"1\",\n"
+                 "  classify = { { class = \"c\" } }, route = function() return 42 end }\n",
+         1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         hostile_one(live, cases[i].name, write_file("hostile.lua", cases[i].text), cases[i].loads);
