@@ -282,7 +282,7 @@ int eg_cmd_ctl(int argc, char **argv) {
         if (!strcmp(a, "--admin")) admin = argv[++i];
         else token_file = argv[++i];
     }
-    if (i >= argc) return eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override)");
+    if (i >= argc) return eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow)");
     for (int k = i; k < argc; k++)
         if (eg_is_help(argv[k])) {
             usage();
@@ -322,9 +322,10 @@ int eg_cmd_ctl(int argc, char **argv) {
         if (rc) return rc;
         path = "/overrides";
         what = "override set";
-    } else if (!strcmp(cmd, "resume") || !strcmp(cmd, "dlq-guard") || !strcmp(cmd, "override")) {
+    } else if (!strcmp(cmd, "resume") || !strcmp(cmd, "dlq-guard") || !strcmp(cmd, "override") ||
+               !strcmp(cmd, "shadow")) {
         return eg_usage_error("ctl", "expected 'resume', 'dlq-guard reset', 'override set NAME ...', "
-                                     "'override list' or 'override clear NAME'");
+                                     "'override list', 'override clear NAME' or 'shadow'");
     } else {
         return eg_usage_error("ctl", "unknown command '%s'", cmd);
     }

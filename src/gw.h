@@ -282,7 +282,8 @@ void eg_gw_metrics_new(eg_gw *gw);
 /* Breaker transition hook: logs and counts. */
 void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_breaker_state to, int64_t now_ms);
 /* The admin control endpoints (eg_admin_ops.control): POST /resume,
- * POST /dlq-guard/reset, and /overrides (eg_gw_overrides_request). */
+ * POST /dlq-guard/reset, /overrides (eg_gw_overrides_request) and GET
+ * /shadow (eg_shadow_json; 404 without a shadow_policy). */
 int eg_gw_control(void *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 /* Starts the admin endpoint when the config has one. Returns 0 or -1 with err. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);

@@ -13,6 +13,8 @@
 # on. A candidate that loops forever is counted as shadow errors and does
 # not stop or slow the live records beyond a bound: the same batch drains
 # in at most twice the time it took under the good candidate, plus 5 s.
+# Bad input: a missing candidate file is a config error; `ctl shadow`
+# with an extra argument is a usage error.
 source "$(dirname "$0")/lib.sh"
 N=${SHADOW_RECORDS:-3000}
 BATCH=${SHADOW_BATCH:-1500}
@@ -33,6 +35,13 @@ return policy.define { name = "looping", version = "1",
   classify = function() while true do end end,
   route = { default = "dlq" } }
 LUA
+# bad input: a candidate file that is not there is a config error naming the key
+write_config "$T/missing.lua" shadowg partition "shadow_policy = \"$T/nowhere.lua\","
+out=$("$EG" run -c "$T/missing.lua" 2>&1); rc=$?
+check "a missing shadow_policy file is refused at start, naming the key ($rc: $out)" exits_with "$rc" 2 "shadow_policy" "$out"
+out=$("$EG" ctl --admin http://127.0.0.1:1 shadow now 2>&1); rc=$?
+check "ctl shadow with an extra argument is a usage error ($rc: $out)" exits_with "$rc" 2 "or 'shadow'" "$out"
+
 write_config "$T/gw.lua" shadowg partition \
   "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" }, shadow_policy = \"$T/cand.lua\","
 start_gateway gw "$T/gw.lua"
