@@ -6,7 +6,7 @@
  *   errgate ctl [...] override set NAME (--class C|--code X|--topic T[:P])
  *                     --action A --ttl DUR --reason TEXT [--by WHO]
  *   errgate ctl [...] override list | override clear NAME
- *   errgate ctl [...] shadow   (the shadow policy's agreement table, GET /shadow)
+ *   errgate ctl [...] shadow [--json]  (the shadow policy's agreement table, GET /shadow)
  *
  * URL defaults to $ERRGATE_ADMIN or http://127.0.0.1:9464 (admin.listen's
  * default); the token file (the gateway's admin.token_file) to
@@ -49,7 +49,7 @@ static void usage(void) {
            "                   setting NAME again replaces it (--by defaults to $USER)\n"
            "  override list    the overrides in force (no token needed)\n"
            "  override clear NAME  end an override before its TTL\n"
-           "  shadow           the shadow policy's agreement table with the live one\n"
+           "  shadow [--json]  the shadow policy's agreement table with the live one\n"
            "                   (no token needed)\n"
            "\n"
            "  --admin URL       the admin endpoint (default $ERRGATE_ADMIN or %s)\n"
@@ -298,7 +298,8 @@ int eg_cmd_ctl(int argc, char **argv) {
     } else if (!strcmp(cmd, "dlq-guard") && nargs == 2 && !strcmp(sub, "reset")) {
         path = "/dlq-guard/reset";
         what = "dlq-guard reset";
-    } else if (!strcmp(cmd, "shadow") && nargs == 1) {
+    } else if (!strcmp(cmd, "shadow") && (nargs == 1 || (nargs == 2 && !strcmp(sub, "--json")))) {
+        json |= nargs == 2; /* `ctl shadow --json` too */
         path = "/shadow";
         what = "shadow";
         method = "GET";

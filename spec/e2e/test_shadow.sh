@@ -115,6 +115,8 @@ check "errgate ctl shadow prints the table ($rc)" \
   exits_with "$rc" 0 "^permanent  *dlq  *quarantine  *$PERM  *src/" "$out"
 out=$("$EG" ctl --admin "http://$ADDR" --json shadow 2>&1)
 check "ctl --json shadow prints the endpoint's JSON" grep -q '^{"path":".*"table":\[' <<<"$out"
+out=$("$EG" ctl --admin "http://$ADDR" shadow --json 2>&1)
+check "ctl shadow --json does the same" grep -q '^{"path":".*"table":\[' <<<"$out"
 
 # ---- phase 2: timing a batch of permanent failures under the good candidate --
 batch() { # batch NAME: BATCH permanent records with ids NAME-i, drained; prints the seconds
