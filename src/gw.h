@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "admin.h"
+#include "audit.h"
 #include "breaker.h"
 #include "budget.h"
 #include "config.h"
@@ -43,6 +44,7 @@ enum {
     PAUSE_LANE = 1 << 2,  /* a lane write is failing */
     PAUSE_STOP = 1 << 3,
     PAUSE_DUE = 1 << 4, /* a rung partition's head record is not due yet */
+    PAUSE_OPERATOR = 1 << 5, /* a pause override is in force */
 };
 
 /* The loop's ticks, budgets and waits. */
@@ -171,6 +173,9 @@ typedef struct eg_gw {
     eg_dlq_guard guard;          /* the dead-letter flood guard (cfg->guard_enabled) */
     eg_overrides overrides;      /* operator overrides in force */
     struct event *override_ev;   /* their expiry tick */
+    eg_audit *audit;             /* the audit topic the overrides come from */
+    struct eg_ov_req *ov_reqs;   /* admin requests waiting for their audit record (gw_incident.c) */
+    int overrides_changed;       /* set by gw_incident.c: pauses and rung due times are to follow */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -219,19 +224,24 @@ void eg_gw_redo_stopped(eg_gw *gw);
 
 /* gw_incident.c: the operator's incident controls. */
 
-/* Sets up the dead-letter flood guard when the config has one, and the
- * overrides' expiry tick. Returns 0 or -1 with err. */
+/* Sets up the dead-letter flood guard when the config has one, reads the
+ * audit topic to its end (the overrides in force) and follows it, and arms
+ * the overrides' expiry tick. Returns 0 or -1 with err. */
 int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen);
 /* Frees what eg_gw_incident_start set up. */
 void eg_gw_incident_free(eg_gw *gw);
 /* Applies the first operator override in force that matches r's decision
  * d: its action replaces the policy's (reason "override", d->override
- * names it). Runs after the flood guard: an operator's explicit action
- * wins over it. */
+ * names it); a ladder decision to a rung with a rung override in force
+ * takes its delay (errgate.not-before = now + delay, d->override names
+ * it). Runs after the flood guard: an operator's explicit action wins over
+ * it. */
 void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
 /* The admin's /overrides routes: GET lists, POST sets (a form body, see
- * override.h), DELETE /overrides/NAME clears. Appends JSON to out and
- * returns the HTTP status. */
+ * override.h), DELETE /overrides/NAME clears. A change is written to the
+ * audit topic and answered once this instance has read it back (or with
+ * 503 when it cannot be written): returns EG_ADMIN_DEFERRED then, else
+ * appends JSON to out and returns the HTTP status. */
 int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
                             struct evbuffer *out);
 /* Adjusts a DLQ or quarantine decision d of r to the flood guard: while the
