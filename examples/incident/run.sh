@@ -79,7 +79,7 @@ for _ in $(seq 50); do ctl "$B" override list 2>/dev/null | grep -q '^slow-5s ' 
 ctl "$B" override list | sed 's/^/    B: /'
 ctl "$B" override list | grep -q '^slow-5s  rung=5s  delay 15000 ms' || fail "instance B does not see the override"
 
-# ---- shadow policy step (issue 18 part 2) goes here: policy-fixed.lua runs
+# ---- SHADOW POLICY STEP (not built yet) goes here: policy-fixed.lua runs
 # ---- as shadow_policy next to the live one and its agreement table is read
 # ---- (errgate ctl shadow) before the file is replaced below.
 
