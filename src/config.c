@@ -212,7 +212,7 @@ const eg_config_key eg_config_keys[] = {
     K_INT("admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, override_max_ttl_ms,
           "the longest TTL an operator override may have (see Overrides)"),
     K_STR("admin.audit_topic", 0, EG_DEF_AUDIT_TOPIC, audit_topic,
-          "the compacted topic every operator change is written to and every instance reads (see Incident control)"),
+          "the compacted topic every operator change is written to and every instance reads (see Incident controls)"),
 };
 const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
 
