@@ -1112,6 +1112,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->log_level);
     free(cfg->log_format);
     free(cfg->admin_listen);
+    free(cfg->audit_topic);
     free(cfg->inbox);
     free(cfg->admin_token_file);
     memset(cfg, 0, sizeof *cfg);
