@@ -400,6 +400,12 @@ int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char 
         char err[320];
         if (eg_override_parse(body, len, now, gw->cfg->override_max_ttl_ms, &o, err, sizeof err) != 0)
             return ov_error(out, 400, err);
+        if (o.match == EG_OV_CLASS && !eg_policy_knows_class(gw->policy, o.value)) {
+            char classes[200];
+            eg_policy_classes(gw->policy, classes, sizeof classes);
+            snprintf(err, sizeof err, "class: unknown class '%.64s' (the policy's classes: %s)", o.value, classes);
+            return ov_error(out, 400, err);
+        }
         if (o.match == EG_OV_RUNG && !known_rung(gw, o.value)) {
             snprintf(err, sizeof err, "rung: unknown rung '%s' (not one the policy's ladders name)", o.value);
             return ov_error(out, 400, err);
