@@ -169,9 +169,8 @@ static void reload_done(void *arg, int rc, const char *err) {
 static const struct {
     int code;
     const char *reason;
-} control_reasons[] = {{200, "OK"},        {400, "Bad Request"},
-                       {404, "Not Found"}, {405, "Method Not Allowed"},
-                       {409, "Conflict"},  {503, "Service Unavailable"}};
+} control_reasons[] = {{200, "OK"},       {400, "Bad Request"},        {404, "Not Found"}, {405, "Method Not Allowed"},
+                       {409, "Conflict"}, {503, "Service Unavailable"}};
 
 /* The reason phrase of a control's status code. */
 static const char *control_reason(int code) {

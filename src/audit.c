@@ -64,7 +64,8 @@ static void consume_one(eg_audit *a, rd_kafka_message_t *m) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             eg_log_msg(EG_WARN, "audit_consumer_error", "%s: %s", a->topic, rd_kafka_message_errstr(m));
     } else if (m->partition >= 0 && m->partition < a->nparts) {
-        if (m->offset + 1 > a->next[m->partition]) a->next[m->partition] = m->offset + 1; /* applied once apply returns */
+        if (m->offset + 1 > a->next[m->partition])
+            a->next[m->partition] = m->offset + 1; /* applied once apply returns */
         a->apply(a->arg, m->key, m->key_len, m->payload, m->len, m->partition, m->offset, a->live);
     }
     rd_kafka_message_destroy(m);

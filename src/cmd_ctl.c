@@ -250,8 +250,8 @@ static int form_add(char *out, size_t outlen, const char *key, const char *value
  * or an exit code after a usage error. */
 static int override_form(int argc, char **argv, char *out, size_t outlen) {
     enum { CLASS, CODE, TOPIC, RUNG, PAUSE, ACTION, DELAY, TTL, REASON, BY, NKEYS };
-    static const char *const keys[NKEYS] = {"--class",  "--code", "--topic", "--rung",   "--pause",
-                                            "--action", "--delay", "--ttl",  "--reason", "--by"};
+    static const char *const keys[NKEYS] = {"--class",  "--code",  "--topic", "--rung",   "--pause",
+                                            "--action", "--delay", "--ttl",   "--reason", "--by"};
     const char *vals[NKEYS] = {0};
     if (argc < 2 || argv[1][0] == '-') return eg_usage_error("ctl override set", "missing NAME");
     for (int i = 2; i < argc; i++) {

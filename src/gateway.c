@@ -135,12 +135,11 @@ static void log_pause(eg_part *p, const char *event, unsigned reasons) {
 /* Recomputes the pause reasons of p and applies a change to the consumer. */
 static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
-    unsigned m = (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
-                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping || gw->waiting ? PAUSE_STOP : 0) |
-                 (p->due_wait ? PAUSE_DUE : 0) |
-                 (gw->overrides.n && eg_overrides_paused(&gw->overrides, p->topic, p->partition, eg_wall_ms())
-                      ? PAUSE_OPERATOR
-                      : 0);
+    unsigned m =
+        (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) | (p->lane_failing ? PAUSE_LANE : 0) |
+        (gw->stopping || gw->waiting ? PAUSE_STOP : 0) | (p->due_wait ? PAUSE_DUE : 0) |
+        (gw->overrides.n && eg_overrides_paused(&gw->overrides, p->topic, p->partition, eg_wall_ms()) ? PAUSE_OPERATOR
+                                                                                                      : 0);
     int want = m != 0;
     unsigned old = p->pause;
     p->pause = m;
@@ -1302,14 +1301,15 @@ static int drain_partitions(eg_gw *gw) {
     return more;
 }
 
-/* The consumer's queues signalled (or the poll tick fired): serve group
- * events and commit results (rd_kafka_consumer_poll), then messages. */
 /* Operator overrides changed (gw_incident.c): pauses and rung due times follow. */
 static void overrides_changed(eg_gw *gw) {
     gw->overrides_changed = 0;
     for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
     eg_gw_rungs_recheck(gw);
 }
+
+/* The consumer's queues signalled (or the poll tick fired): serve group
+ * events and commit results (rd_kafka_consumer_poll), then messages. */
 
 void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;

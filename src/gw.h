@@ -43,7 +43,7 @@ enum {
     PAUSE_RETRY = 1 << 1, /* in-place retry under partition ordering */
     PAUSE_LANE = 1 << 2,  /* a lane write is failing */
     PAUSE_STOP = 1 << 3,
-    PAUSE_DUE = 1 << 4, /* a rung partition's head record is not due yet */
+    PAUSE_DUE = 1 << 4,      /* a rung partition's head record is not due yet */
     PAUSE_OPERATOR = 1 << 5, /* a pause override is in force */
 };
 

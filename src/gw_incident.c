@@ -217,8 +217,8 @@ static void ov_reqs_check(eg_gw *gw) {
         if (!applied && now < r->deadline_ms) continue;
         if (!applied)
             eg_log_msg(EG_WARN, "override_not_read_back",
-                       "%s: written to the audit topic, not read back within %d ms; it applies once read",
-                       r->o.name, OV_APPLY_WAIT_MS);
+                       "%s: written to the audit topic, not read back within %d ms; it applies once read", r->o.name,
+                       OV_APPLY_WAIT_MS);
         struct evbuffer *b = evbuffer_new();
         evbuffer_add_printf(b, "{\"result\":\"%s\",\"override\":", r->result);
         eg_override_json(&r->o, b);

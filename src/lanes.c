@@ -207,10 +207,11 @@ static int replaced_header(const char *name) {
     static const char *const names[] = {
         EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,     EG_H_STATUS,
         EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY,   EG_H_ACTION,
-        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, EG_H_ATTEMPTS, EG_H_OVERRIDE, NULL};
+        EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, EG_H_ATTEMPTS, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
-    return strcmp(name, EG_H_APPROVAL) == 0; /* decided afresh by each lane write */
+    /* decided afresh by each lane write */
+    return strcmp(name, EG_H_APPROVAL) == 0 || strcmp(name, EG_H_OVERRIDE) == 0;
 }
 
 /* Adds a NUL-terminated header value. */

@@ -370,7 +370,8 @@ void eg_override_json(const eg_override *o, struct evbuffer *out) {
     eg_json_str(out, o->value);
     if (o->partition >= 0) evbuffer_add_printf(out, ",\"partition\":%d", (int)o->partition);
     if (o->match == EG_OV_RUNG) evbuffer_add_printf(out, ",\"delay_ms\":%lld", (long long)o->delay_ms);
-    else if (o->match != EG_OV_PAUSE) evbuffer_add_printf(out, ",\"action\":\"%s\"", eg_action_name((eg_action)o->action));
+    else if (o->match != EG_OV_PAUSE)
+        evbuffer_add_printf(out, ",\"action\":\"%s\"", eg_action_name((eg_action)o->action));
     evbuffer_add_printf(out, ",\"reason\":");
     eg_json_str(out, o->reason);
     evbuffer_add_printf(out, ",\"by\":");
