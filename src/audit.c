@@ -125,7 +125,11 @@ static int read_to_end(eg_audit *a, char *err, size_t errlen) {
     int rc = -1;
     for (int32_t p = 0; p < a->nparts; p++) {
         int64_t lo = 0;
-        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(a->cons, a->topic, p, &lo, &high[p], 10000);
+        rd_kafka_resp_err_t e;
+        /* a leader may be moving (a broker down): asked again until the deadline */
+        while ((e = rd_kafka_query_watermark_offsets(a->cons, a->topic, p, &lo, &high[p], 5000)) &&
+               eg_now_ms() < deadline)
+            usleep(200 * 1000);
         if (e) {
             snprintf(err, errlen, "%s[%d]: cannot read its watermarks: %s", a->topic, (int)p, rd_kafka_err2str(e));
             goto out;
