@@ -41,7 +41,8 @@ static void usage(void) {
            "commands:\n"
            "  resume           after a stop decision with on_stop = \"wait\": decide the\n"
            "                   stopping record again from scratch and go on consuming\n"
-           "  dlq-guard reset  re-arm every tripped dead-letter flood guard now\n"
+           "  dlq-guard reset  re-arm every tripped dead-letter flood guard now, on every\n"
+           "                   instance of the group (through the audit topic)\n"
            "  override set NAME (--class C | --code X | --topic T[:P]) --action A\n"
            "               --ttl DUR --reason TEXT [--by WHO]\n"
            "                   for DUR, decisions that match get action A (hold, dlq,\n"
@@ -315,6 +316,8 @@ int eg_cmd_ctl(int argc, char **argv) {
     } else if (!strcmp(cmd, "dlq-guard") && nargs == 2 && !strcmp(sub, "reset")) {
         path = "/dlq-guard/reset";
         what = "dlq-guard reset";
+        const char *user = getenv("USER");
+        if (user && *user && form_add(form, sizeof form, "by", user) != 0) form[0] = '\0';
     } else if (!strcmp(cmd, "override") && !strcmp(sub, "list") && nargs == 2) {
         path = "/overrides";
         what = "override list";

@@ -176,6 +176,11 @@ typedef struct eg_gw {
     eg_audit *audit;             /* the audit topic the overrides come from */
     struct eg_ov_req *ov_reqs;   /* admin requests waiting for their audit record (gw_incident.c) */
     int overrides_changed;       /* set by gw_incident.c: pauses and rung due times are to follow */
+    struct {
+        int32_t partition;
+        int64_t offset;
+        int rearmed;
+    } last_reset; /* the last dlq-guard reset record read: where, and the guards it re-armed here */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -253,9 +258,12 @@ void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
  * operator's resume (on_stop = "wait"; gw->waiting set, logged: the caller
  * pauses the partitions). */
 int eg_gw_stop_wait(eg_gw *gw, const eg_record *r);
-/* Re-arms every tripped flood guard (an operator's reset); appends the
- * JSON answer to out. */
-void eg_gw_guard_reset(eg_gw *gw, struct evbuffer *out);
+/* An operator's reset of the flood guards (POST /dlq-guard/reset; body: a
+ * form with an optional `by`): written to the audit topic, so every
+ * instance of the group re-arms its tripped guards when it reads it, and
+ * answered (EG_ADMIN_DEFERRED) once read back here with how many this
+ * instance re-armed; else 503 with out. */
+int eg_gw_guard_reset(eg_gw *gw, const char *body, size_t len, struct evbuffer *out);
 /* Readiness of the incident controls: 0 with why while waiting after a stop
  * or while a flood guard is tripped, else 1. */
 int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen);

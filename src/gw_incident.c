@@ -80,12 +80,6 @@ void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
     eg_strlcpy(d->reason, "dlq_guard", sizeof d->reason);
 }
 
-void eg_gw_guard_reset(eg_gw *gw, struct evbuffer *out) {
-    int n = gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
-    evbuffer_add_printf(out, "{\"result\":\"reset\",\"enabled\":%s,\"rearmed\":%d}",
-                        gw->cfg->guard_enabled ? "true" : "false", n);
-}
-
 int eg_gw_stop_wait(eg_gw *gw, const eg_record *r) {
     if (!gw->cfg->on_stop_wait || gw->stopping) return 0;
     const eg_decision *d = &r->fail->decision;
@@ -160,8 +154,10 @@ void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
 typedef struct eg_ov_req {
     eg_gw *gw;
     eg_admin_pending *ap;
-    eg_override o;
-    const char *result; /* "set", "replaced", "cleared" */
+    eg_override o; /* an override change, or (reset) nothing */
+    int reset;     /* a dlq-guard reset: rearmed counts this instance's re-armed guards */
+    int rearmed;
+    const char *result; /* "set", "replaced", "cleared", "reset" */
     int32_t partition;
     int64_t offset;      /* -1 until acknowledged */
     int64_t deadline_ms; /* monotonic */
@@ -220,9 +216,16 @@ static void ov_reqs_check(eg_gw *gw) {
                        "%s: written to the audit topic, not read back within %d ms; it applies once read", r->o.name,
                        OV_APPLY_WAIT_MS);
         struct evbuffer *b = evbuffer_new();
-        evbuffer_add_printf(b, "{\"result\":\"%s\",\"override\":", r->result);
-        eg_override_json(&r->o, b);
-        evbuffer_add_printf(b, ",\"applied\":%s}", applied ? "true" : "false");
+        if (r->reset) {
+            if (gw->last_reset.partition == r->partition && gw->last_reset.offset == r->offset)
+                r->rearmed = gw->last_reset.rearmed; /* its own record, read back (maybe before its report) */
+            evbuffer_add_printf(b, "{\"result\":\"reset\",\"enabled\":%s,\"rearmed\":%d}",
+                                gw->cfg->guard_enabled ? "true" : "false", r->rearmed);
+        } else {
+            evbuffer_add_printf(b, "{\"result\":\"%s\",\"override\":", r->result);
+            eg_override_json(&r->o, b);
+            evbuffer_add_printf(b, ",\"applied\":%s}", applied ? "true" : "false");
+        }
         ov_req_answer(r, 200, b);
     }
 }
@@ -234,7 +237,7 @@ static void on_ov_written(void *req, int32_t partition, int64_t offset, const ch
         char msg[400];
         snprintf(msg, sizeof msg, "cannot write the change to the audit topic %s: %s; nothing changed",
                  r->gw->cfg->audit_topic, err);
-        eg_log_msg(EG_ERROR, "override_audit_failed", "%s: %s", r->o.name, msg);
+        eg_log_msg(EG_ERROR, "audit_write_failed", "%s: %s", r->reset ? "dlq-guard reset" : r->o.name, msg);
         struct evbuffer *b = evbuffer_new();
         evbuffer_add_printf(b, "{\"error\":");
         eg_json_str(b, msg);
@@ -248,6 +251,23 @@ static void on_ov_written(void *req, int32_t partition, int64_t offset, const ch
     ov_reqs_check(r->gw);
 }
 
+#define GUARD_RESET_KEY "!dlq-guard-reset" /* after "GROUP/"; no override name starts with '!' */
+
+/* A dlq-guard reset record of this group: read live (not when re-read at
+ * start: it is past), every tripped guard of this instance re-arms. */
+static void on_guard_reset_record(eg_gw *gw, const char *val, size_t vlen, int32_t partition, int64_t offset,
+                                  int live) {
+    char group[256], by[80] = "unknown";
+    if (eg_json_get_str(val, vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->group) != 0) return;
+    eg_json_get_str(val, vlen, "by", by, sizeof by);
+    int n = live && gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
+    if (live) eg_log_msg(EG_WARN, "dlq_guard_reset", "by %s, through the audit topic: %d guard(s) re-armed", by, n);
+    gw->last_reset.partition = partition;
+    gw->last_reset.offset = offset;
+    gw->last_reset.rearmed = n;
+    ov_reqs_check(gw);
+}
+
 /* One record of the audit topic: an override of this group set, replaced
  * or cleared (an expired one is ignored: each instance expires its own). */
 static void on_audit(void *arg, const char *key, size_t klen, const char *val, size_t vlen, int32_t partition,
@@ -255,6 +275,10 @@ static void on_audit(void *arg, const char *key, size_t klen, const char *val, s
     eg_gw *gw = arg;
     size_t gl = strlen(gw->cfg->group);
     if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/' || !val) return;
+    if (klen == gl + 1 + strlen(GUARD_RESET_KEY) && !memcmp(key + gl + 1, GUARD_RESET_KEY, klen - gl - 1)) {
+        on_guard_reset_record(gw, val, vlen, partition, offset, live);
+        return;
+    }
     eg_override o;
     char group[256], err[320];
     int64_t cleared;
@@ -297,6 +321,7 @@ static void on_override_tick(evutil_socket_t fd, short what, void *arg) {
 }
 
 int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen) {
+    gw->last_reset.offset = -1;
     if (!(gw->audit = eg_audit_open(gw->cfg, gw->base, on_audit, gw, err, errlen))) return -1;
     gw->override_ev = event_new(gw->base, -1, EV_PERSIST, on_override_tick, gw);
     struct timeval tv = eg_gw_tv(OVERRIDE_TICK_MS);
@@ -355,18 +380,12 @@ static int known_rung(const eg_gw *gw, const char *rung) {
     return 0;
 }
 
-/* Writes o (cleared at cleared_at_ms when > 0) to the audit topic for an
- * admin request and defers its answer. Returns EG_ADMIN_DEFERRED, or 503
- * with out when it cannot be queued. */
-static int ov_write(eg_gw *gw, const eg_override *o, int64_t cleared_at_ms, const char *result, struct evbuffer *out) {
-    char key[400], err[320];
-    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, o->name);
-    struct evbuffer *v = evbuffer_new();
-    eg_override_audit_json(o, gw->cfg->group, cleared_at_ms, v);
-    eg_ov_req *r = eg_xcalloc(1, sizeof *r);
+/* Writes value v (freed) under key to the audit topic for the admin
+ * request r (owned from here) and defers its answer. Returns
+ * EG_ADMIN_DEFERRED, or 503 with out when it cannot be queued. */
+static int audit_request(eg_gw *gw, const char *key, struct evbuffer *v, eg_ov_req *r, struct evbuffer *out) {
+    char err[320];
     r->gw = gw;
-    r->o = *o;
-    r->result = result;
     r->offset = -1;
     size_t vlen = evbuffer_get_length(v);
     int rc = eg_audit_write(gw->audit, key, evbuffer_pullup(v, -1), vlen, on_ov_written, r, err, sizeof err);
@@ -379,6 +398,36 @@ static int ov_write(eg_gw *gw, const eg_override *o, int64_t cleared_at_ms, cons
     r->next = gw->ov_reqs;
     gw->ov_reqs = r;
     return EG_ADMIN_DEFERRED;
+}
+
+/* Writes o (cleared at cleared_at_ms when > 0) to the audit topic for an
+ * admin request (see audit_request). */
+static int ov_write(eg_gw *gw, const eg_override *o, int64_t cleared_at_ms, const char *result, struct evbuffer *out) {
+    char key[400];
+    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, o->name);
+    struct evbuffer *v = evbuffer_new();
+    eg_override_audit_json(o, gw->cfg->group, cleared_at_ms, v);
+    eg_ov_req *r = eg_xcalloc(1, sizeof *r);
+    r->o = *o;
+    r->result = result;
+    return audit_request(gw, key, v, r, out);
+}
+
+int eg_gw_guard_reset(eg_gw *gw, const char *body, size_t len, struct evbuffer *out) {
+    char key[400], at[40], by[80];
+    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, GUARD_RESET_KEY);
+    if (eg_override_form_field(body, len, "by", by, sizeof by) != 0 || !by[0]) eg_strlcpy(by, "unknown", sizeof by);
+    eg_rfc3339(eg_wall_ms(), at, sizeof at);
+    struct evbuffer *v = evbuffer_new();
+    evbuffer_add_printf(v, "{\"group\":");
+    eg_json_str(v, gw->cfg->group);
+    evbuffer_add_printf(v, ",\"event\":\"dlq-guard-reset\",\"by\":");
+    eg_json_str(v, by);
+    evbuffer_add_printf(v, ",\"at\":\"%s\"}", at);
+    eg_ov_req *r = eg_xcalloc(1, sizeof *r);
+    r->reset = 1;
+    r->result = "reset";
+    return audit_request(gw, key, v, r, out);
 }
 
 int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,

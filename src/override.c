@@ -90,6 +90,18 @@ static int split_form(const char *body, size_t len, form *f, char *err, size_t e
     return 0;
 }
 
+int eg_override_form_field(const char *body, size_t len, const char *field, char *out, size_t outlen) {
+    size_t fl = strlen(field);
+    for (const char *p = body, *end = body + len; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *e = amp ? amp : end;
+        if ((size_t)(e - p) > fl && p[fl] == '=' && !strncmp(p, field, fl))
+            return form_decode(p + fl + 1, (size_t)(e - p - fl - 1), out, outlen);
+        p = amp ? amp + 1 : end;
+    }
+    return -1;
+}
+
 /* Reads "TOPIC" or "TOPIC:PARTITION" of field k into o->value and
  * o->partition. Returns 0, or -1 with err. */
 static int topic_part(const form *f, int k, eg_override *o, char *err, size_t errlen) {

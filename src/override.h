@@ -58,6 +58,10 @@ typedef struct eg_overrides {
 int eg_override_parse(const char *body, size_t len, int64_t now_ms, int64_t max_ttl_ms, eg_override *o, char *err,
                       size_t errlen);
 
+/* The value of field `field` of the form body (len bytes), decoded into out
+ * (outlen bytes). Returns 0, or -1 when it is absent, malformed or longer. */
+int eg_override_form_field(const char *body, size_t len, const char *field, char *out, size_t outlen);
+
 /* Appends o's audit record (see above) for consumer group `group` to out;
  * cleared_at_ms > 0 marks it cleared at that time. */
 void eg_override_audit_json(const eg_override *o, const char *group, int64_t cleared_at_ms, struct evbuffer *out);

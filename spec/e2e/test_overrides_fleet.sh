@@ -6,7 +6,8 @@
 # get its action and the errgate.override lane header); it survives a
 # restart of B (re-read from the audit topic before B consumes); an override
 # with a short TTL expires on its own on both, each logging it; a clear sent
-# to B removes the override from A. The audit topic holds every change.
+# to B removes the override from A; a dlq-guard reset sent to B reaches A.
+# The audit topic holds every change.
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:2 --topic src.dlq:2 --topic src.quarantine:2
@@ -90,10 +91,16 @@ check "A no longer lists it within 5 s" gone_from "$A" q-perm
 check "A logged the clear" grep -q '"event":"override_cleared".*"name":"q-perm"' "$T/gwa.err"
 check "errgate_overrides_active is 0 on A" bash -c "curl -s http://$A/metrics | grep -q '^errgate_overrides_active 0'"
 
+# a dlq-guard reset sent to B is the group's too
+out=$(USER=sre ctl "$B" dlq-guard reset 2>&1); rc=$?
+check "dlq-guard reset through B: exit 0 ($rc: $out)" exits_with "$rc" 0 "dlq-guard reset" "$out"
+wait_for 5 grep -q '"event":"dlq_guard_reset".*by sre' "$T/gwa.err"
+check "A applied it (logged, by sre)" grep -q '"event":"dlq_guard_reset".*by sre' "$T/gwa.err"
+
 # the audit topic: one record per change, keyed GROUP/NAME
 kcat -C -b "$BOOTSTRAP" -t errgate.audit -e -q -f '%k %s\n' >"$T/audit.txt" 2>/dev/null
-check "the audit topic holds the set, the short one and the clear ($(wc -l <"$T/audit.txt") records)" \
-  bash -c "grep -q '^flt/q-perm {\"group\":\"flt\",\"name\":\"q-perm\",\"spec\":\"class=permanent&action=quarantine\",\"reason\":\"provider misreports 400\",\"by\":\"ana\",\"at\":\"[0-9T:.Z-]*\",\"expires_at\":\"[0-9T:.Z-]*\",\"cleared_at\":null}' '$T/audit.txt' &&
+check "the audit topic holds the set, the short one, the clear and the reset ($(wc -l <"$T/audit.txt") records)" \
+  bash -c "grep -q '^flt/!dlq-guard-reset {\"group\":\"flt\",\"event\":\"dlq-guard-reset\",\"by\":\"sre\",\"at\":\"20' '$T/audit.txt' && grep -q '^flt/q-perm {\"group\":\"flt\",\"name\":\"q-perm\",\"spec\":\"class=permanent&action=quarantine\",\"reason\":\"provider misreports 400\",\"by\":\"ana\",\"at\":\"[0-9T:.Z-]*\",\"expires_at\":\"[0-9T:.Z-]*\",\"cleared_at\":null}' '$T/audit.txt' &&
     grep -q '^flt/q-perm .*\"cleared_at\":\"20' '$T/audit.txt' && grep -q '^flt/short .*\"spec\":\"code=http_418&action=ignore\"' '$T/audit.txt'"
 
 stop_gateway "$A_PID"; RA=$RC
