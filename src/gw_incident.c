@@ -212,9 +212,9 @@ static void ov_reqs_check(eg_gw *gw) {
         int applied = eg_audit_applied(gw->audit, r->partition, r->offset);
         if (!applied && now < r->deadline_ms) continue;
         if (!applied)
-            eg_log_msg(EG_WARN, "override_not_read_back",
-                       "%s: written to the audit topic, not read back within %d ms; it applies once read", r->o.name,
-                       OV_APPLY_WAIT_MS);
+            eg_log_msg(EG_WARN, "audit_not_read_back",
+                       "%s: written to the audit topic, not read back within %d ms; it applies once read",
+                       r->reset ? "dlq-guard reset" : r->o.name, OV_APPLY_WAIT_MS);
         struct evbuffer *b = evbuffer_new();
         if (r->reset) {
             if (gw->last_reset.partition == r->partition && gw->last_reset.offset == r->offset)
