@@ -99,6 +99,10 @@ static int wire(struct event_base *base, rd_kafka_queue_t *q, int fds[2], struct
 static int topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen) {
     int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt) {
+        snprintf(err, errlen, "not a valid topic name: %s", rd_kafka_err2str(rd_kafka_last_error()));
+        return -1;
+    }
     const char *why = "no such topic";
     int n = -1;
     while (n < 0 && eg_now_ms() < deadline) {
@@ -163,6 +167,10 @@ out:
 
 eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_apply apply, void *arg, char *err,
                         size_t errlen) {
+    if (!cfg->audit_topic || !cfg->audit_topic[0] || strlen(cfg->audit_topic) > 249) {
+        snprintf(err, errlen, "admin.audit_topic: a topic name of 1 to 249 characters is required");
+        return NULL;
+    }
     eg_audit *a = eg_xcalloc(1, sizeof *a);
     a->ppipe[0] = a->ppipe[1] = a->cpipe[0] = a->cpipe[1] = -1;
     a->topic = eg_xstrdup(cfg->audit_topic);
