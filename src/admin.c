@@ -52,6 +52,7 @@ struct eg_admin {
     int max_conns;
     int nconns;
     conn *conns;      /* open connections, freed with the server */
+    conn *serving;    /* the connection whose control request is being served, or NULL */
     uint64_t refused; /* connections closed at once at the cap */
 };
 
@@ -165,9 +166,44 @@ static void reload_done(void *arg, int rc, const char *err) {
     free(pr);
 }
 
+static const struct {
+    int code;
+    const char *reason;
+} control_reasons[] = {{200, "OK"},       {400, "Bad Request"},        {404, "Not Found"}, {405, "Method Not Allowed"},
+                       {409, "Conflict"}, {503, "Service Unavailable"}};
+
+/* The reason phrase of a control's status code. */
+static const char *control_reason(int code) {
+    for (size_t i = 0; i < sizeof control_reasons / sizeof control_reasons[0]; i++)
+        if (control_reasons[i].code == code) return control_reasons[i].reason;
+    return "Error";
+}
+
+eg_admin_pending *eg_admin_defer(eg_admin *a) {
+    pending_reload *pr = eg_xcalloc(1, sizeof *pr);
+    pr->a = a;
+    pr->c = a->serving;
+    if (pr->c) {
+        pr->c->reload = pr;
+        evtimer_del(pr->c->deadline); /* the owner answers within its own bound */
+    }
+    return pr;
+}
+
+void eg_admin_answer(eg_admin_pending *pr, int code, struct evbuffer *body) {
+    if (pr->c) {
+        answer an = {.body = body};
+        reply_json(&an, code, control_reason(code));
+        pr->c->reload = NULL;
+        send_answer(pr->c, NULL, &an);
+    }
+    evbuffer_free(body);
+    free(pr);
+}
+
 /* Routes one parsed request of c (its body: rq->content_length bytes at
- * body) into an. Returns 1 when the answer comes later (POST /reload),
- * else 0. */
+ * body) into an. Returns 1 when the answer comes later (POST /reload, a
+ * deferred control), else 0. */
 static int route(eg_admin *a, conn *c, const eg_admin_req *rq, const char *body, answer *an) {
     const char *path = rq->path;
     int get = rq->method == EG_ADMIN_GET || rq->method == EG_ADMIN_HEAD;
@@ -187,17 +223,11 @@ static int route(eg_admin *a, conn *c, const eg_admin_req *rq, const char *body,
         }
     } else if (a->ops.control && a->ops.control(a->arg, rq->method, path, NULL, 0, NULL)) {
         if (get || authorized(a, rq, an)) {
-            static const struct {
-                int code;
-                const char *reason;
-            } reasons[] = {{200, "OK"},        {400, "Bad Request"},
-                           {404, "Not Found"}, {405, "Method Not Allowed"},
-                           {409, "Conflict"},  {503, "Service Unavailable"}};
+            a->serving = c;
             int code = a->ops.control(a->arg, rq->method, path, body, rq->content_length, b);
-            const char *reason = "Error";
-            for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-                if (reasons[i].code == code) reason = reasons[i].reason;
-            reply_json(an, code, reason);
+            a->serving = NULL;
+            if (code == EG_ADMIN_DEFERRED) return 1;
+            reply_json(an, code, control_reason(code));
         }
     } else if (!get) {
         snprintf(an->extra, sizeof an->extra, "Allow: GET, HEAD\r\n");

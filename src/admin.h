@@ -41,7 +41,8 @@ typedef struct eg_admin_ops {
      * (method an eg_admin_method, body the request's len bytes), appends a
      * JSON object and returns the HTTP status (200, 400 for bad input, 404,
      * 405 for a method the path does not take, 409 when it cannot apply
-     * now). May be NULL. */
+     * now, 503 when it could not be done), or EG_ADMIN_DEFERRED after
+     * eg_admin_defer when the answer comes later. May be NULL. */
     int (*control)(void *arg, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 } eg_admin_ops;
 
@@ -81,6 +82,18 @@ typedef struct eg_admin_req {
  * -400 malformed, -411 Transfer-Encoding (chunked) sent, -413 body over the
  * limit, -431 head over the limit, -505 not HTTP/1.0 or 1.1. */
 int eg_admin_parse(const char *buf, size_t len, eg_admin_req *rq);
+/* A control answered later (a write that must be acknowledged first). */
+typedef struct pending_reload eg_admin_pending;
+#define EG_ADMIN_DEFERRED (-1)
+/* Called by eg_admin_ops.control while it serves a request of a: the
+ * request's answer will be given by eg_admin_answer (exactly once, also
+ * after the server is freed: it is then dropped), and control returns
+ * EG_ADMIN_DEFERRED. */
+eg_admin_pending *eg_admin_defer(eg_admin *a);
+/* Answers a deferred request with status code and the JSON object in body
+ * (consumed), and frees p. */
+void eg_admin_answer(eg_admin_pending *p, int code, struct evbuffer *body);
+
 /* Stops listening and frees the server (NULL is fine). */
 void eg_admin_free(eg_admin *a);
 

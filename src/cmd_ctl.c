@@ -5,6 +5,8 @@
  *   errgate ctl [--admin URL] [--token-file F] [--json] dlq-guard reset
  *   errgate ctl [...] override set NAME (--class C|--code X|--topic T[:P])
  *                     --action A --ttl DUR --reason TEXT [--by WHO]
+ *   errgate ctl [...] override set NAME --rung R --delay D --ttl DUR ...
+ *   errgate ctl [...] override set NAME --pause T[:P] --ttl DUR ...
  *   errgate ctl [...] override list | override clear NAME
  *   errgate ctl [...] shadow [--json]  (the shadow policy's agreement table, GET /shadow)
  *
@@ -41,14 +43,23 @@ static void usage(void) {
            "commands:\n"
            "  resume           after a stop decision with on_stop = \"wait\": decide the\n"
            "                   stopping record again from scratch and go on consuming\n"
-           "  dlq-guard reset  re-arm every tripped dead-letter flood guard now\n"
+           "  dlq-guard reset  re-arm every tripped dead-letter flood guard now, on every\n"
+           "                   instance of the group (through the audit topic)\n"
            "  override set NAME (--class C | --code X | --topic T[:P]) --action A\n"
            "               --ttl DUR --reason TEXT [--by WHO]\n"
            "                   for DUR, decisions that match get action A (hold, dlq,\n"
-           "                   quarantine, ignore, retry, stop) instead of the policy's;\n"
-           "                   setting NAME again replaces it (--by defaults to $USER)\n"
+           "                   quarantine, ignore, retry, stop) instead of the policy's\n"
+           "  override set NAME --rung R --delay D --ttl DUR --reason TEXT [--by WHO]\n"
+           "                   for DUR, ladder rung R waits D instead of its delay\n"
+           "                   (records written to it meanwhile carry errgate.not-before)\n"
+           "  override set NAME --pause T[:P] --ttl DUR --reason TEXT [--by WHO]\n"
+           "                   for DUR, topic T (partition P) is not consumed\n"
+           "                   An override applies to every instance of the group (it is\n"
+           "                   written to the audit topic, admin.audit_topic) and expires\n"
+           "                   on its own; setting NAME again replaces it (--by defaults\n"
+           "                   to $USER)\n"
            "  override list    the overrides in force (no token needed)\n"
-           "  override clear NAME  end an override before its TTL\n"
+           "  override clear NAME  end an override before its TTL, on every instance\n"
            "  shadow [--json]  the shadow policy's agreement table with the live one\n"
            "                   (no token needed)\n"
            "\n"
@@ -122,7 +133,7 @@ static void json_field(const char *json, const char *key, char *out, size_t outl
 static void print_overrides(const char *json) {
     int n = 0;
     for (const char *p = strstr(json, "{\"name\":"); p; p = strstr(p + 1, "{\"name\":"), n++) {
-        char name[80], match[16], value[300], action[16], until[48], by[80], reason[300];
+        char name[80], match[16], value[300], action[40], until[48], by[80], reason[300];
         json_field(p, "name", name, sizeof name);
         json_field(p, "match", match, sizeof match);
         json_field(p, "value", value, sizeof value);
@@ -131,11 +142,14 @@ static void print_overrides(const char *json) {
         json_field(p, "by", by, sizeof by);
         json_field(p, "reason", reason, sizeof reason);
         const char *part = strstr(p, "\"partition\":");
+        const char *delay = strstr(p, "\"delay_ms\":");
         const char *end = strchr(p, '}');
-        if (part && end && part < end)
-            printf("%s  %s=%s:%d  %s  until %s  by %s: %s\n", name, match, value, atoi(part + 12), action, until, by,
-                   reason);
-        else printf("%s  %s=%s  %s  until %s  by %s: %s\n", name, match, value, action, until, by, reason);
+        char where[340];
+        if (part && end && part < end) snprintf(where, sizeof where, "%s:%d", value, atoi(part + 12));
+        else snprintf(where, sizeof where, "%s", value);
+        if (delay && end && delay < end) snprintf(action, sizeof action, "delay %lld ms", atoll(delay + 11));
+        else if (!strcmp(match, "pause")) snprintf(action, sizeof action, "paused");
+        printf("%s  %s=%s  %s  until %s  by %s: %s\n", name, match, where, action, until, by, reason);
     }
     if (n == 0) printf("no overrides in force\n");
 }
@@ -155,11 +169,15 @@ static void print_ok(const char *what, const char *json) {
     } else if (!strcmp(what, "shadow")) {
         if (eg_shadow_print(json, stdout) != 0) printf("%s\n", json);
     } else {
-        char result[32], name[80], action[16], until[48];
+        char result[32], name[80], match[16], action[40], until[48];
         json_field(json, "result", result, sizeof result);
         json_field(json, "name", name, sizeof name);
+        json_field(json, "match", match, sizeof match);
         json_field(json, "action", action, sizeof action);
         json_field(json, "expires_at", until, sizeof until);
+        const char *delay = strstr(json, "\"delay_ms\":");
+        if (delay) snprintf(action, sizeof action, "delay %lld ms", atoll(delay + 11));
+        else if (!strcmp(match, "pause")) snprintf(action, sizeof action, "paused");
         if (!strcmp(result, "cleared")) printf("override %s cleared\n", name);
         else printf("override %s %s: %s until %s\n", name, result, action, until);
     }
@@ -238,27 +256,33 @@ static int form_add(char *out, size_t outlen, const char *key, const char *value
 /* `override set NAME ...` into a form body. argv[0] is "set". Returns 0,
  * or an exit code after a usage error. */
 static int override_form(int argc, char **argv, char *out, size_t outlen) {
-    static const char *const keys[] = {"--class", "--code", "--topic", "--action", "--ttl", "--reason", "--by", NULL};
-    const char *vals[7] = {0};
+    enum { CLASS, CODE, TOPIC, RUNG, PAUSE, ACTION, DELAY, TTL, REASON, BY, NKEYS };
+    static const char *const keys[NKEYS] = {"--class",  "--code",  "--topic", "--rung",   "--pause",
+                                            "--action", "--delay", "--ttl",   "--reason", "--by"};
+    const char *vals[NKEYS] = {0};
     if (argc < 2 || argv[1][0] == '-') return eg_usage_error("ctl override set", "missing NAME");
     for (int i = 2; i < argc; i++) {
         int k = -1;
-        for (int j = 0; keys[j]; j++)
+        for (int j = 0; j < NKEYS; j++)
             if (!strcmp(argv[i], keys[j])) k = j;
         if (k < 0) return eg_usage_error("ctl override set", "unknown argument '%s'", argv[i]);
         if (i + 1 >= argc) return eg_usage_error("ctl override set", "%s needs a value", argv[i]);
         if (vals[k]) return eg_usage_error("ctl override set", "%s given twice", argv[i]);
         vals[k] = argv[++i];
     }
-    if (!!vals[0] + !!vals[1] + !!vals[2] != 1)
-        return eg_usage_error("ctl override set", "give exactly one of --class, --code, --topic");
-    if (!vals[3]) return eg_usage_error("ctl override set", "missing --action");
-    if (!vals[4]) return eg_usage_error("ctl override set", "missing --ttl (an override always expires)");
-    if (!vals[5] || !*vals[5]) return eg_usage_error("ctl override set", "missing --reason");
-    if (!vals[6]) vals[6] = getenv("USER");
+    if (!!vals[CLASS] + !!vals[CODE] + !!vals[TOPIC] + !!vals[RUNG] + !!vals[PAUSE] != 1)
+        return eg_usage_error("ctl override set", "give exactly one of --class, --code, --topic, --rung, --pause");
+    if (vals[RUNG] && !vals[DELAY]) return eg_usage_error("ctl override set", "--rung needs --delay DUR");
+    if (!vals[RUNG] && vals[DELAY]) return eg_usage_error("ctl override set", "--delay goes with --rung only");
+    if ((vals[RUNG] || vals[PAUSE]) && vals[ACTION])
+        return eg_usage_error("ctl override set", "--action goes with --class, --code or --topic only");
+    if (!vals[RUNG] && !vals[PAUSE] && !vals[ACTION]) return eg_usage_error("ctl override set", "missing --action");
+    if (!vals[TTL]) return eg_usage_error("ctl override set", "missing --ttl (an override always expires)");
+    if (!vals[REASON] || !*vals[REASON]) return eg_usage_error("ctl override set", "missing --reason");
+    if (!vals[BY]) vals[BY] = getenv("USER");
     out[0] = '\0';
     int bad = form_add(out, outlen, "name", argv[1]);
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < NKEYS; k++)
         if (vals[k] && !bad) bad = form_add(out, outlen, keys[k] + 2, vals[k]);
     return bad ? eg_usage_error("ctl override set", "the arguments are too long") : 0;
 }
@@ -298,6 +322,8 @@ int eg_cmd_ctl(int argc, char **argv) {
     } else if (!strcmp(cmd, "dlq-guard") && nargs == 2 && !strcmp(sub, "reset")) {
         path = "/dlq-guard/reset";
         what = "dlq-guard reset";
+        const char *user = getenv("USER");
+        if (user && *user && form_add(form, sizeof form, "by", user) != 0) form[0] = '\0';
     } else if (!strcmp(cmd, "shadow") && (nargs == 1 || (nargs == 2 && !strcmp(sub, "--json")))) {
         json |= nargs == 2; /* `ctl shadow --json` too */
         path = "/shadow";

@@ -217,6 +217,8 @@ const eg_config_key eg_config_keys[] = {
           "open admin connections; more are closed at once"),
     K_INT("admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, override_max_ttl_ms,
           "the longest TTL an operator override may have (see Overrides)"),
+    K_STR("admin.audit_topic", 0, EG_DEF_AUDIT_TOPIC, audit_topic,
+          "the compacted topic every operator change is written to and every instance reads (see Incident controls)"),
 };
 const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
 
@@ -1117,6 +1119,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->log_level);
     free(cfg->log_format);
     free(cfg->admin_listen);
+    free(cfg->audit_topic);
     free(cfg->inbox);
     free(cfg->admin_token_file);
     memset(cfg, 0, sizeof *cfg);

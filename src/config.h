@@ -54,6 +54,7 @@
 #define EG_DEF_GUARD_ACTION "hold"
 #define EG_DEF_GUARD_COOLDOWN_S 60
 #define EG_DEF_OVERRIDE_MAX_TTL_MS 86400000 /* 24 h */
+#define EG_DEF_AUDIT_TOPIC "errgate.audit"
 
 /* The kinds of value a config key takes. */
 typedef enum {
@@ -179,6 +180,7 @@ typedef struct eg_config {
     int ready_lane_failure_ms;    /* /readyz turns false past this much lane failure */
     /* incident controls (gw_incident.c) */
     int override_max_ttl_ms;     /* the longest TTL an override may have */
+    char *audit_topic;           /* admin.audit_topic: operator changes, read by every instance */
     int on_stop_wait;            /* on_stop = "wait": a stop decision waits for `errgate ctl resume` */
     int guard_enabled;           /* 1 when the file has a `dlq_guard` table */
     double guard_max_per_second; /* dead letters per second (per source topic) over the window */

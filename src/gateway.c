@@ -117,7 +117,7 @@ static void part_unref(eg_part *p) {
 }
 
 static void log_pause(eg_part *p, const char *event, unsigned reasons) {
-    static const char *const names[] = {"hold", "retry", "lane", "stop", "due"};
+    static const char *const names[] = {"hold", "retry", "lane", "stop", "due", "operator"};
     char why[96] = "";
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (reasons & (1u << i)) {
@@ -135,9 +135,11 @@ static void log_pause(eg_part *p, const char *event, unsigned reasons) {
 /* Recomputes the pause reasons of p and applies a change to the consumer. */
 static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
-    unsigned m = (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) |
-                 (p->lane_failing ? PAUSE_LANE : 0) | (gw->stopping || gw->waiting ? PAUSE_STOP : 0) |
-                 (p->due_wait ? PAUSE_DUE : 0);
+    unsigned m =
+        (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) | (p->lane_failing ? PAUSE_LANE : 0) |
+        (gw->stopping || gw->waiting ? PAUSE_STOP : 0) | (p->due_wait ? PAUSE_DUE : 0) |
+        (gw->overrides.n && eg_overrides_paused(&gw->overrides, p->topic, p->partition, eg_wall_ms()) ? PAUSE_OPERATOR
+                                                                                                      : 0);
     int want = m != 0;
     unsigned old = p->pause;
     p->pause = m;
@@ -1111,6 +1113,10 @@ void eg_gw_on_commit_tick(evutil_socket_t fd, short what, void *arg) {
 static int excluded_topic(const eg_gw *gw, const char *topic, const char **lane) {
     for (int i = 0; i < gw->cfg->ntopics; i++)
         if (strcmp(gw->cfg->topics[i], topic) == 0) return 0;
+    if (strcmp(topic, gw->cfg->audit_topic) == 0) { /* operator changes, read by audit.c */
+        *lane = "audit";
+        return 1;
+    }
     return eg_gw_rung_of(gw, topic) < 0 && eg_config_own_lane(gw->cfg, topic, lane);
 }
 
@@ -1296,8 +1302,16 @@ static int drain_partitions(eg_gw *gw) {
     return more;
 }
 
+/* Operator overrides changed (gw_incident.c): pauses and rung due times follow. */
+static void overrides_changed(eg_gw *gw) {
+    gw->overrides_changed = 0;
+    for (eg_part *p = gw->parts; p; p = p->next) part_update_pause(gw, p);
+    eg_gw_rungs_recheck(gw);
+}
+
 /* The consumer's queues signalled (or the poll tick fired): serve group
  * events and commit results (rd_kafka_consumer_poll), then messages. */
+
 void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
     char buf[64];
@@ -1307,6 +1321,7 @@ void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     for (int n = 0; !gw->closed && n < POLL_BUDGET && (m = rd_kafka_consumer_poll(gw->rk, 0)); n++)
         on_message(gw, NULL, m); /* errors; messages arrive on the partition queues */
     if (gw->closed) return;
+    if (gw->overrides_changed) overrides_changed(gw);
     if (drain_partitions(gw)) event_active(gw->cev, EV_READ, 0); /* more may wait; let others run */
     dispatch(gw);
 }

@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "admin.h"
+#include "audit.h"
 #include "breaker.h"
 #include "budget.h"
 #include "config.h"
@@ -43,7 +44,8 @@ enum {
     PAUSE_RETRY = 1 << 1, /* in-place retry under partition ordering */
     PAUSE_LANE = 1 << 2,  /* a lane write is failing */
     PAUSE_STOP = 1 << 3,
-    PAUSE_DUE = 1 << 4, /* a rung partition's head record is not due yet */
+    PAUSE_DUE = 1 << 4,      /* a rung partition's head record is not due yet */
+    PAUSE_OPERATOR = 1 << 5, /* a pause override is in force */
 };
 
 /* The loop's ticks, budgets and waits. */
@@ -173,6 +175,14 @@ typedef struct eg_gw {
     eg_overrides overrides;      /* operator overrides in force */
     struct event *override_ev;   /* their expiry tick */
     eg_shadow *shadow;           /* the shadow policy (cfg->shadow_policy), or NULL */
+    eg_audit *audit;             /* the audit topic the overrides come from */
+    struct eg_ov_req *ov_reqs;   /* admin requests waiting for their audit record (gw_incident.c) */
+    int overrides_changed;       /* set by gw_incident.c: pauses and rung due times are to follow */
+    struct {
+        int32_t partition;
+        int64_t offset;
+        int rearmed;
+    } last_reset; /* the last dlq-guard reset record read: where, and the guards it re-armed here */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -221,19 +231,24 @@ void eg_gw_redo_stopped(eg_gw *gw);
 
 /* gw_incident.c: the operator's incident controls. */
 
-/* Sets up the dead-letter flood guard when the config has one, and the
- * overrides' expiry tick. Returns 0 or -1 with err. */
+/* Sets up the dead-letter flood guard when the config has one, reads the
+ * audit topic to its end (the overrides in force) and follows it, and arms
+ * the overrides' expiry tick. Returns 0 or -1 with err. */
 int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen);
 /* Frees what eg_gw_incident_start set up. */
 void eg_gw_incident_free(eg_gw *gw);
 /* Applies the first operator override in force that matches r's decision
  * d: its action replaces the policy's (reason "override", d->override
- * names it). Runs after the flood guard: an operator's explicit action
- * wins over it. */
+ * names it); a ladder decision to a rung with a rung override in force
+ * takes its delay (errgate.not-before = now + delay, d->override names
+ * it). Runs after the flood guard: an operator's explicit action wins over
+ * it. */
 void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
 /* The admin's /overrides routes: GET lists, POST sets (a form body, see
- * override.h), DELETE /overrides/NAME clears. Appends JSON to out and
- * returns the HTTP status. */
+ * override.h), DELETE /overrides/NAME clears. A change is written to the
+ * audit topic and answered once this instance has read it back (or with
+ * 503 when it cannot be written): returns EG_ADMIN_DEFERRED then, else
+ * appends JSON to out and returns the HTTP status. */
 int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
                             struct evbuffer *out);
 /* Adjusts a DLQ or quarantine decision d of r to the flood guard: while the
@@ -245,9 +260,12 @@ void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d);
  * operator's resume (on_stop = "wait"; gw->waiting set, logged: the caller
  * pauses the partitions). */
 int eg_gw_stop_wait(eg_gw *gw, const eg_record *r);
-/* Re-arms every tripped flood guard (an operator's reset); appends the
- * JSON answer to out. */
-void eg_gw_guard_reset(eg_gw *gw, struct evbuffer *out);
+/* An operator's reset of the flood guards (POST /dlq-guard/reset; body: a
+ * form with an optional `by`): written to the audit topic, so every
+ * instance of the group re-arms its tripped guards when it reads it, and
+ * answered (EG_ADMIN_DEFERRED) once read back here with how many this
+ * instance re-armed; else 503 with out. */
+int eg_gw_guard_reset(eg_gw *gw, const char *body, size_t len, struct evbuffer *out);
 /* Readiness of the incident controls: 0 with why while waiting after a stop
  * or while a flood guard is tripped, else 1. */
 int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen);

@@ -426,10 +426,7 @@ int eg_gw_control(void *arg, int method, const char *path, const char *body, siz
         evbuffer_add_printf(out, "{\"error\":\"use POST\"}");
         return 405;
     }
-    if (!resume) {
-        eg_gw_guard_reset(gw, out);
-        return 200;
-    }
+    if (!resume) return eg_gw_guard_reset(gw, body, len, out);
     if (!gw->waiting || gw->stopping) {
         evbuffer_add_printf(out, "{\"error\":\"%s\"}",
                             gw->stopping ? "the gateway is shutting down" : "not waiting: no stop to resume from");

@@ -1,6 +1,7 @@
 /* gw_incident.c — the gateway's incident controls: the dead-letter flood
  * guard (dlq_guard), stop-and-wait (on_stop = "wait") and operator
- * overrides with expiry (override.c; this instance's only, for now).
+ * overrides with expiry (override.c), shared by the group through the
+ * audit topic (audit.c).
  *
  * Flood guard: every DLQ or quarantine decision is counted per source topic
  * by dlq_guard.c; while a topic's guard is tripped such a decision becomes a
@@ -8,6 +9,16 @@
  * downstream outage misclassified as permanent cannot drain a topic into
  * its DLQ. A trip, a re-arm and a reset are each one log line; the state is
  * the gauge errgate_dlq_guard_tripped{topic} and a /readyz reason.
+ *
+ * Overrides: an operator's change through any instance's admin endpoint is
+ * written to the audit topic (audit.c), and every instance applies what it
+ * reads there (on_audit): so the whole group sees one set of overrides, and
+ * a restarted instance re-reads them before it consumes. The admin request
+ * is answered once the record is acknowledged and read back here. Each
+ * instance expires overrides by its own clock (logged once per instance);
+ * an expired record is ignored when read. A pause override pauses the
+ * matching assigned partitions; a rung override re-times a rung (gateway.c
+ * and gw_rungs.c follow when gw->overrides_changed is set).
  *
  * Stop-and-wait: a stop decision with on_stop = "wait" leaves its record
  * unfinished (nothing committed past it), pauses every partition and turns
@@ -21,6 +32,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define OVERRIDE_TICK_MS 1000 /* how often expired overrides are removed (and logged) */
@@ -66,12 +78,6 @@ void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
     d->action = gw->cfg->guard_stop ? EG_ACT_STOP : EG_ACT_HOLD;
     d->delay_ms = gw->cfg->guard_stop ? 0 : DEFAULT_HOLD_MS;
     eg_strlcpy(d->reason, "dlq_guard", sizeof d->reason);
-}
-
-void eg_gw_guard_reset(eg_gw *gw, struct evbuffer *out) {
-    int n = gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
-    evbuffer_add_printf(out, "{\"result\":\"reset\",\"enabled\":%s,\"rearmed\":%d}",
-                        gw->cfg->guard_enabled ? "true" : "false", n);
 }
 
 int eg_gw_stop_wait(eg_gw *gw, const eg_record *r) {
@@ -142,28 +148,181 @@ void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
 
 /* ------------------------------------------------------------ overrides */
 
-/* Logs a change of the overrides (an operator's, or an expiry). */
+/* An admin request whose change was written to the audit topic: answered
+ * once this instance has read its record back (or at its deadline: it is
+ * durable, and applies when read), or with 503 when the write failed. */
+typedef struct eg_ov_req {
+    eg_gw *gw;
+    eg_admin_pending *ap;
+    eg_override o; /* an override change, or (reset) nothing */
+    int reset;     /* a dlq-guard reset: rearmed counts this instance's re-armed guards */
+    int rearmed;
+    const char *result; /* "set", "replaced", "cleared", "reset" */
+    int32_t partition;
+    int64_t offset;      /* -1 until acknowledged */
+    int64_t deadline_ms; /* monotonic */
+    struct eg_ov_req *next;
+} eg_ov_req;
+
+#define OV_APPLY_WAIT_MS 3000 /* after the acknowledgement: the longest wait to read it back */
+
+/* Logs a change of the overrides (an operator's, a restore at start, or an
+ * expiry). */
 static void log_override(const char *event, const eg_override *o) {
+    static const char *const kinds[] = {"", "class", "code", "topic", "rung", "pause"};
     eg_logline l;
     if (!eg_log_begin(&l, EG_WARN, event)) return;
     eg_log_str(&l, "name", o->name);
-    eg_log_str(&l, "action", eg_action_name((eg_action)o->action));
+    eg_log_str(&l, "match", kinds[o->match]);
+    eg_log_str(&l, "value", o->value);
+    if (o->partition >= 0) eg_log_int(&l, "partition", o->partition);
+    if (o->match == EG_OV_RUNG) eg_log_int(&l, "delay_ms", o->delay_ms);
+    else if (o->match != EG_OV_PAUSE) eg_log_str(&l, "action", eg_action_name((eg_action)o->action));
     eg_log_str(&l, "reason", o->reason);
     eg_log_str(&l, "by", o->by);
     eg_log_int(&l, "expires_at_ms", o->expires_at_ms);
     eg_log_end(&l);
 }
 
+/* The overrides changed: the record path re-reads pauses and rung delays
+ * on its next pass (gateway.c), woken now. */
+static void overrides_changed(eg_gw *gw) {
+    gw->overrides_changed = 1;
+    if (gw->cev) event_active(gw->cev, EV_READ, 0);
+}
+
+/* Answers r with code and a body, unlinks and frees it. */
+static void ov_req_answer(eg_ov_req *r, int code, struct evbuffer *b) {
+    for (eg_ov_req **pp = &r->gw->ov_reqs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    eg_admin_answer(r->ap, code, b);
+    free(r);
+}
+
+/* Answers every request whose record was read back here, or whose wait is
+ * over. */
+static void ov_reqs_check(eg_gw *gw) {
+    int64_t now = eg_now_ms();
+    for (eg_ov_req *r = gw->ov_reqs, *next; r; r = next) {
+        next = r->next;
+        if (r->offset < 0) continue;
+        int applied = eg_audit_applied(gw->audit, r->partition, r->offset);
+        if (!applied && now < r->deadline_ms) continue;
+        if (!applied)
+            eg_log_msg(EG_WARN, "audit_not_read_back",
+                       "%s: written to the audit topic, not read back within %d ms; it applies once read",
+                       r->reset ? "dlq-guard reset" : r->o.name, OV_APPLY_WAIT_MS);
+        struct evbuffer *b = evbuffer_new();
+        if (r->reset) {
+            if (gw->last_reset.partition == r->partition && gw->last_reset.offset == r->offset)
+                r->rearmed = gw->last_reset.rearmed; /* its own record, read back (maybe before its report) */
+            evbuffer_add_printf(b, "{\"result\":\"reset\",\"enabled\":%s,\"rearmed\":%d}",
+                                gw->cfg->guard_enabled ? "true" : "false", r->rearmed);
+        } else {
+            evbuffer_add_printf(b, "{\"result\":\"%s\",\"override\":", r->result);
+            eg_override_json(&r->o, b);
+            evbuffer_add_printf(b, ",\"applied\":%s}", applied ? "true" : "false");
+        }
+        ov_req_answer(r, 200, b);
+    }
+}
+
+/* The audit write of an admin request was acknowledged or failed. */
+static void on_ov_written(void *req, int32_t partition, int64_t offset, const char *err) {
+    eg_ov_req *r = req;
+    if (err) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot write the change to the audit topic %s: %s; nothing changed",
+                 r->gw->cfg->audit_topic, err);
+        eg_log_msg(EG_ERROR, "audit_write_failed", "%s: %s", r->reset ? "dlq-guard reset" : r->o.name, msg);
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add_printf(b, "{\"error\":");
+        eg_json_str(b, msg);
+        evbuffer_add(b, "}", 1);
+        ov_req_answer(r, 503, b);
+        return;
+    }
+    r->partition = partition;
+    r->offset = offset;
+    r->deadline_ms = eg_now_ms() + OV_APPLY_WAIT_MS;
+    ov_reqs_check(r->gw);
+}
+
+#define GUARD_RESET_KEY "!dlq-guard-reset" /* after "GROUP/"; no override name starts with '!' */
+
+/* A dlq-guard reset record of this group: read live (not when re-read at
+ * start: it is past), every tripped guard of this instance re-arms. */
+static void on_guard_reset_record(eg_gw *gw, const char *val, size_t vlen, int32_t partition, int64_t offset,
+                                  int live) {
+    char group[256], by[80] = "unknown";
+    if (eg_json_get_str(val, vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->group) != 0) return;
+    eg_json_get_str(val, vlen, "by", by, sizeof by);
+    int n = live && gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
+    if (live) eg_log_msg(EG_WARN, "dlq_guard_reset", "by %s, through the audit topic: %d guard(s) re-armed", by, n);
+    gw->last_reset.partition = partition;
+    gw->last_reset.offset = offset;
+    gw->last_reset.rearmed = n;
+    ov_reqs_check(gw);
+}
+
+/* One record of the audit topic: an override of this group set, replaced
+ * or cleared (an expired one is ignored: each instance expires its own). */
+static void on_audit(void *arg, const char *key, size_t klen, const char *val, size_t vlen, int32_t partition,
+                     int64_t offset, int live) {
+    eg_gw *gw = arg;
+    size_t gl = strlen(gw->cfg->group);
+    if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/' || !val) return;
+    if (klen == gl + 1 + strlen(GUARD_RESET_KEY) && !memcmp(key + gl + 1, GUARD_RESET_KEY, klen - gl - 1)) {
+        on_guard_reset_record(gw, val, vlen, partition, offset, live);
+        return;
+    }
+    eg_override o;
+    char group[256], err[320];
+    int64_t cleared;
+    if (eg_override_from_audit(val, vlen, &o, group, sizeof group, &cleared, err, sizeof err) != 0 ||
+        strcmp(group, gw->cfg->group) != 0) {
+        eg_log_msg(EG_WARN, "audit_record_ignored", "%s[%d]@%lld: %s", gw->cfg->audit_topic, (int)partition,
+                   (long long)offset, err);
+        return;
+    }
+    int changed = 0;
+    if (cleared) {
+        eg_override old;
+        if (eg_overrides_clear(&gw->overrides, o.name, &old) == 0) {
+            log_override("override_cleared", &old);
+            changed = 1;
+        }
+    } else if (o.expires_at_ms <= eg_wall_ms()) {
+        changed = eg_overrides_clear(&gw->overrides, o.name, NULL) == 0; /* a replaced one ended too */
+    } else {
+        int rc = eg_overrides_set(&gw->overrides, &o);
+        if (rc < 0) eg_log_msg(EG_ERROR, "override_refused", "%s: too many overrides in force", o.name);
+        else log_override(!live ? "override_restored" : rc ? "override_replaced" : "override_set", &o);
+        changed = rc >= 0;
+    }
+    if (changed && live) overrides_changed(gw);
+    ov_reqs_check(gw);
+}
+
 /* An override ran out: logged, and gone. */
 static void on_override_expired(void *arg, const eg_override *o) { log_override("override_expired", o); }
 
-/* The expiry tick: overrides end on time even when no decision looks. */
+/* The expiry tick: overrides end on time even when no decision looks; the
+ * audit topic is served (a safety net for its wake-ups) and requests past
+ * their wait are answered. */
 static void on_override_tick(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
-    eg_overrides_expire(&gw->overrides, eg_wall_ms(), on_override_expired, gw);
+    if (eg_overrides_expire(&gw->overrides, eg_wall_ms(), on_override_expired, gw) > 0) overrides_changed(gw);
+    eg_audit_poll(gw->audit);
+    ov_reqs_check(gw);
 }
 
 int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen) {
+    gw->last_reset.offset = -1;
+    if (!(gw->audit = eg_audit_open(gw->cfg, gw->base, on_audit, gw, err, errlen))) return -1;
     gw->override_ev = event_new(gw->base, -1, EV_PERSIST, on_override_tick, gw);
     struct timeval tv = eg_gw_tv(OVERRIDE_TICK_MS);
     event_add(gw->override_ev, &tv);
@@ -173,14 +332,29 @@ int eg_gw_incident_start(eg_gw *gw, char *err, size_t errlen) {
 void eg_gw_incident_free(eg_gw *gw) {
     if (gw->override_ev) event_free(gw->override_ev);
     gw->override_ev = NULL;
+    eg_audit_free(gw->audit); /* unacknowledged writes answer 503 */
+    gw->audit = NULL;
+    while (gw->ov_reqs) {
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add_printf(b, "{\"error\":\"the gateway is shutting down\"}");
+        ov_req_answer(gw->ov_reqs, 503, b);
+    }
     eg_overrides_free(&gw->overrides);
     eg_dlq_guard_free(&gw->guard);
 }
 
 void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
     if (gw->overrides.n == 0) return;
-    const eg_override *o =
-        eg_overrides_match(&gw->overrides, r->part->origin, r->partition, d->klass, d->code, eg_wall_ms());
+    int64_t now = eg_wall_ms();
+    if (d->action == EG_ACT_LADDER) {
+        const eg_override *ro = eg_overrides_rung(&gw->overrides, d->rung, now);
+        if (ro) {
+            d->delay_ms = ro->delay_ms;
+            d->not_before_ms = now + ro->delay_ms;
+            eg_strlcpy(d->override, ro->name, sizeof d->override);
+        }
+    }
+    const eg_override *o = eg_overrides_match(&gw->overrides, r->part->origin, r->partition, d->klass, d->code, now);
     if (!o) return;
     if (!d->fallback) /* a fallback keeps its error as the message (and is still counted as one) */
         snprintf(d->message, sizeof d->message, "override %s (by %s): %s; the policy decided %s", o->name, o->by,
@@ -191,10 +365,75 @@ void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
     eg_strlcpy(d->override, o->name, sizeof d->override);
 }
 
+/* A JSON {"error": msg} into out; returns code. */
+static int ov_error(struct evbuffer *out, int code, const char *msg) {
+    evbuffer_add_printf(out, "{\"error\":");
+    eg_json_str(out, msg);
+    evbuffer_add(out, "}", 1);
+    return code;
+}
+
+/* 1 when the gateway consumes a rung of that name (for some source). */
+static int known_rung(const eg_gw *gw, const char *rung) {
+    for (int i = 0; i < gw->nrts; i++)
+        if (!strcmp(gw->rts[i].rung, rung)) return 1;
+    return 0;
+}
+
+/* Writes value v (freed) under key to the audit topic for the admin
+ * request r (owned from here) and defers its answer. Returns
+ * EG_ADMIN_DEFERRED, or 503 with out when it cannot be queued. */
+static int audit_request(eg_gw *gw, const char *key, struct evbuffer *v, eg_ov_req *r, struct evbuffer *out) {
+    char err[320];
+    r->gw = gw;
+    r->offset = -1;
+    size_t vlen = evbuffer_get_length(v);
+    int rc = eg_audit_write(gw->audit, key, evbuffer_pullup(v, -1), vlen, on_ov_written, r, err, sizeof err);
+    evbuffer_free(v);
+    if (rc != 0) {
+        free(r);
+        return ov_error(out, 503, err);
+    }
+    r->ap = eg_admin_defer(gw->admin);
+    r->next = gw->ov_reqs;
+    gw->ov_reqs = r;
+    return EG_ADMIN_DEFERRED;
+}
+
+/* Writes o (cleared at cleared_at_ms when > 0) to the audit topic for an
+ * admin request (see audit_request). */
+static int ov_write(eg_gw *gw, const eg_override *o, int64_t cleared_at_ms, const char *result, struct evbuffer *out) {
+    char key[400];
+    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, o->name);
+    struct evbuffer *v = evbuffer_new();
+    eg_override_audit_json(o, gw->cfg->group, cleared_at_ms, v);
+    eg_ov_req *r = eg_xcalloc(1, sizeof *r);
+    r->o = *o;
+    r->result = result;
+    return audit_request(gw, key, v, r, out);
+}
+
+int eg_gw_guard_reset(eg_gw *gw, const char *body, size_t len, struct evbuffer *out) {
+    char key[400], at[40], by[80];
+    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, GUARD_RESET_KEY);
+    if (eg_override_form_field(body, len, "by", by, sizeof by) != 0 || !by[0]) eg_strlcpy(by, "unknown", sizeof by);
+    eg_rfc3339(eg_wall_ms(), at, sizeof at);
+    struct evbuffer *v = evbuffer_new();
+    evbuffer_add_printf(v, "{\"group\":");
+    eg_json_str(v, gw->cfg->group);
+    evbuffer_add_printf(v, ",\"event\":\"dlq-guard-reset\",\"by\":");
+    eg_json_str(v, by);
+    evbuffer_add_printf(v, ",\"at\":\"%s\"}", at);
+    eg_ov_req *r = eg_xcalloc(1, sizeof *r);
+    r->reset = 1;
+    r->result = "reset";
+    return audit_request(gw, key, v, r, out);
+}
+
 int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char *body, size_t len,
                             struct evbuffer *out) {
     int64_t now = eg_wall_ms();
-    eg_overrides_expire(&gw->overrides, now, on_override_expired, gw);
+    if (eg_overrides_expire(&gw->overrides, now, on_override_expired, gw) > 0) overrides_changed(gw);
     const char *name = path[10] == '/' ? path + 11 : NULL;
     if (method == EG_ADMIN_GET && !name) {
         evbuffer_add_printf(out, "{\"overrides\":[");
@@ -208,38 +447,32 @@ int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char 
     if (method == EG_ADMIN_POST && !name) {
         eg_override o;
         char err[320];
-        if (eg_override_parse(body, len, now, gw->cfg->override_max_ttl_ms, &o, err, sizeof err) != 0) {
-            evbuffer_add_printf(out, "{\"error\":");
-            eg_json_str(out, err);
-            evbuffer_add(out, "}", 1);
-            return 400;
+        if (eg_override_parse(body, len, now, gw->cfg->override_max_ttl_ms, &o, err, sizeof err) != 0)
+            return ov_error(out, 400, err);
+        if (o.match == EG_OV_CLASS && !eg_policy_knows_class(gw->policy, o.value)) {
+            char classes[200];
+            eg_policy_classes(gw->policy, classes, sizeof classes);
+            snprintf(err, sizeof err, "class: unknown class '%.64s' (the policy's classes: %s)", o.value, classes);
+            return ov_error(out, 400, err);
         }
-        int rc = eg_overrides_set(&gw->overrides, &o);
-        if (rc < 0) {
-            evbuffer_add_printf(out, "{\"error\":\"too many overrides in force (%d)\"}", EG_OVERRIDE_MAX);
-            return 409;
+        if (o.match == EG_OV_RUNG && !known_rung(gw, o.value)) {
+            snprintf(err, sizeof err, "rung: unknown rung '%s' (not one the policy's ladders name)", o.value);
+            return ov_error(out, 400, err);
         }
-        log_override(rc ? "override_replaced" : "override_set", &o);
-        evbuffer_add_printf(out, "{\"result\":\"%s\",\"override\":", rc ? "replaced" : "set");
-        eg_override_json(&o, out);
-        evbuffer_add(out, "}", 1);
-        return 200;
+        int exists = 0;
+        for (int i = 0; i < gw->overrides.n; i++) exists |= !strcmp(gw->overrides.v[i].name, o.name);
+        if (!exists && gw->overrides.n >= EG_OVERRIDE_MAX) {
+            snprintf(err, sizeof err, "too many overrides in force (%d)", EG_OVERRIDE_MAX);
+            return ov_error(out, 409, err);
+        }
+        return ov_write(gw, &o, 0, exists ? "replaced" : "set", out);
     }
     if (method == EG_ADMIN_DELETE && name && *name) {
-        eg_override o;
-        if (eg_overrides_clear(&gw->overrides, name, &o) != 0) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "no override in force is called '%.64s'", name);
-            evbuffer_add_printf(out, "{\"error\":");
-            eg_json_str(out, msg);
-            evbuffer_add(out, "}", 1);
-            return 404;
-        }
-        log_override("override_cleared", &o);
-        evbuffer_add_printf(out, "{\"result\":\"cleared\",\"override\":");
-        eg_override_json(&o, out);
-        evbuffer_add(out, "}", 1);
-        return 200;
+        for (int i = 0; i < gw->overrides.n; i++)
+            if (!strcmp(gw->overrides.v[i].name, name)) return ov_write(gw, &gw->overrides.v[i], now, "cleared", out);
+        char msg[160];
+        snprintf(msg, sizeof msg, "no override in force is called '%.64s'", name);
+        return ov_error(out, 404, msg);
     }
     evbuffer_add_printf(out, "{\"error\":\"use GET or POST /overrides, DELETE /overrides/NAME\"}");
     return 405;

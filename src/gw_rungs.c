@@ -11,7 +11,9 @@
  * on. errgate.not-before is trusted up to source.not_before_max_ms past the
  * record's timestamp (default 24 h): a hostile or absurd value cannot park a
  * rung partition for good. Delays come from the policy, so a reload that
- * changes a rung's delay applies to every record still waiting in that rung.
+ * changes a rung's delay applies to every record still waiting in that rung,
+ * and so does a rung override (`ctl override set --rung R --delay D`) while
+ * it is in force.
  *
  * A regex source has no rung topics (its topics are known only at
  * assignment): a ladder decision for its records becomes a hold
@@ -106,7 +108,10 @@ int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r, in
                    r->topic, (int)r->partition, (long long)r->offset, (long long)ts, (long long)cap);
         ts = 0;
     }
-    int64_t due = ts + gw->rts[p->rung].delay_ms;
+    int64_t delay = gw->rts[p->rung].delay_ms;
+    const eg_override *o = gw->overrides.n ? eg_overrides_rung(&gw->overrides, gw->rts[p->rung].rung, now) : NULL;
+    if (o) delay = o->delay_ms; /* an operator re-timed the rung */
+    int64_t due = ts + delay;
     int64_t nb = eg_header_uint(r->msg, EG_H_NOT_BEFORE);
     if (nb > ts + cap) {
         eg_log_msg(EG_WARN, "not_before_capped",

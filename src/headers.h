@@ -35,6 +35,7 @@
 #define EG_H_REPLAY_TS "replay.timestamp"
 #define EG_H_REPLAYS "errgate.replays"     /* how many times replayed */
 #define EG_H_REPLAY_TO "errgate.replay-to" /* replay-rung records: "original" or the topic to republish to */
+#define EG_H_OVERRIDE "errgate.override"   /* the operator override that changed the decision, when one did */
 
 /* "required" on a DLQ or quarantine record whose item starts
  * pending-approval (lanes.*_approval, route { dlq = true, approval = true }) */

@@ -210,7 +210,8 @@ static int replaced_header(const char *name) {
         EG_H_REASON,     EG_H_HISTORY,     EG_H_NOT_BEFORE,  EG_H_REPLAY_TO, EG_H_ATTEMPTS, NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
-    return strcmp(name, EG_H_APPROVAL) == 0; /* decided afresh by each lane write */
+    /* decided afresh by each lane write */
+    return strcmp(name, EG_H_APPROVAL) == 0 || strcmp(name, EG_H_OVERRIDE) == 0;
 }
 
 /* Adds a NUL-terminated header value. */
@@ -295,6 +296,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     if ((d->action == EG_ACT_LADDER || d->action == EG_ACT_REPLAY) && d->not_before_ms > 0)
         add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
     if (d->action == EG_ACT_REPLAY) add(h, EG_H_REPLAY_TO, d->replay_to);
+    if (d->override[0]) add(h, EG_H_OVERRIDE, d->override);
     char hist[EG_HISTORY_MAX_BYTES];
     int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;
     int first = fl->nhist < EG_HIST_MAX ? 0 : fl->nhist % EG_HIST_MAX; /* ring: oldest kept */

@@ -1,13 +1,23 @@
 /* override.h — operator overrides with expiry: "for the next hour, records
  * of class X get action A, because R", applied after the policy decides
- * and before the gateway acts.
+ * and before the gateway acts; or "for the next hour, rung 5m waits 15m";
+ * or "for the next hour, do not read topic T (partition P)".
  *
  * Pure logic (no loop, no Kafka; every call is given the wall-clock time),
  * unit-tested in spec/c/test_override.c. An override has a name (its key:
  * setting a name again replaces it), exactly one matcher (a class, an error
- * code, or a source topic with an optional partition), an action, an
- * expiry (a TTL is mandatory, at most max_ttl_ms), a reason and an author.
- * The first override (in the order set) that matches a decision wins.
+ * code, or a source topic with an optional partition, each with an action;
+ * a rung with its new delay; a topic with an optional partition to pause),
+ * an expiry (a TTL is mandatory, at most max_ttl_ms), a reason and an
+ * author. The first decision override (in the order set) that matches a
+ * decision wins; the first rung override of a rung gives its delay.
+ *
+ * The audit record (the value of the override's record in the audit topic,
+ * see audit.h) is one JSON object of strings:
+ *   {"group":G,"name":N,"spec":S,"reason":R,"by":B,"at":T,"expires_at":T,
+ *    "cleared_at":T|null}
+ * where S is the matcher as a form ("class=transient&action=hold",
+ * "rung=5m&delay=15m", "pause=payments%3A2") and T RFC 3339 UTC times.
  *
  * Ownership: the table owns its overrides and their strings. One thread. */
 #ifndef EG_OVERRIDE_H
@@ -20,14 +30,15 @@
 #define EG_OVERRIDE_MAX 256 /* overrides in force at once */
 #define EG_OVERRIDE_DEFAULT_MAX_TTL_MS (24LL * 3600 * 1000)
 
-typedef enum { EG_OV_CLASS = 1, EG_OV_CODE, EG_OV_TOPIC } eg_override_match;
+typedef enum { EG_OV_CLASS = 1, EG_OV_CODE, EG_OV_TOPIC, EG_OV_RUNG, EG_OV_PAUSE } eg_override_match;
 
 typedef struct eg_override {
     char name[65];
     eg_override_match match;
-    char value[256];   /* the class, the code, or the topic */
-    int32_t partition; /* EG_OV_TOPIC: the partition, or -1 for all */
-    int action;        /* an eg_action (record.h) */
+    char value[256];   /* the class, the code, the topic, or the rung */
+    int32_t partition; /* EG_OV_TOPIC, EG_OV_PAUSE: the partition, or -1 for all */
+    int action;        /* an eg_action (record.h); 0 for EG_OV_RUNG and EG_OV_PAUSE */
+    int64_t delay_ms;  /* EG_OV_RUNG: the rung's delay while in force */
     char reason[256];
     char by[65];
     int64_t set_at_ms, expires_at_ms; /* wall clock */
@@ -39,12 +50,27 @@ typedef struct eg_overrides {
 } eg_overrides;
 
 /* Parses an override from an application/x-www-form-urlencoded body:
- * name, one of class / code / topic (TOPIC or TOPIC:PARTITION), action
- * (hold, dlq, quarantine, ignore, retry, stop), ttl (a duration: "90s",
+ * name; one of class / code / topic (TOPIC or TOPIC:PARTITION) with action
+ * (hold, dlq, quarantine, ignore, retry, stop), or rung with delay (a
+ * duration), or pause (TOPIC or TOPIC:PARTITION); ttl (a duration: "90s",
  * "1h"), reason, and optionally by. now_ms is the wall clock. Returns 0
  * with *o filled, or -1 with a one-line reason in err. */
 int eg_override_parse(const char *body, size_t len, int64_t now_ms, int64_t max_ttl_ms, eg_override *o, char *err,
                       size_t errlen);
+
+/* The value of field `field` of the form body (len bytes), decoded into out
+ * (outlen bytes). Returns 0, or -1 when it is absent, malformed or longer. */
+int eg_override_form_field(const char *body, size_t len, const char *field, char *out, size_t outlen);
+
+/* Appends o's audit record (see above) for consumer group `group` to out;
+ * cleared_at_ms > 0 marks it cleared at that time. */
+void eg_override_audit_json(const eg_override *o, const char *group, int64_t cleared_at_ms, struct evbuffer *out);
+/* Reads an audit record (json, len bytes) into *o, its group (into group,
+ * grouplen bytes) and *cleared_at_ms (0 when not cleared). Returns 0, or -1
+ * with a one-line reason in err (not an object, a field missing, a spec
+ * the parser refuses). */
+int eg_override_from_audit(const char *json, size_t len, eg_override *o, char *group, size_t grouplen,
+                           int64_t *cleared_at_ms, char *err, size_t errlen);
 
 /* Adds o, replacing the one of the same name. Returns 1 when it replaced
  * one, 0 when added, -1 when the table is full (EG_OVERRIDE_MAX). */
@@ -55,12 +81,19 @@ int eg_overrides_clear(eg_overrides *t, const char *name, eg_override *out);
 /* Removes every override expired at now_ms, calling expired(arg, o) for
  * each first (may be NULL). Returns how many. */
 int eg_overrides_expire(eg_overrides *t, int64_t now_ms, void (*expired)(void *arg, const eg_override *o), void *arg);
-/* The first override in force at now_ms matching a decision of class klass
- * and code code on topic[partition], or NULL. */
+/* The first decision override (class, code or topic) in force at now_ms
+ * matching a decision of class klass and code code on topic[partition], or
+ * NULL. */
 const eg_override *eg_overrides_match(const eg_overrides *t, const char *topic, int32_t partition, const char *klass,
                                       const char *code, int64_t now_ms);
-/* Appends {"name":..,"match":"class"|"code"|"topic","value":..,["partition":..,]
- * "action":..,"reason":..,"by":..,"set_at":..,"expires_at":..} (RFC 3339). */
+/* The first rung override in force at now_ms for rung `rung`, or NULL. */
+const eg_override *eg_overrides_rung(const eg_overrides *t, const char *rung, int64_t now_ms);
+/* The first pause override in force at now_ms for topic[partition], or
+ * NULL. */
+const eg_override *eg_overrides_paused(const eg_overrides *t, const char *topic, int32_t partition, int64_t now_ms);
+/* Appends {"name":..,"match":"class"|"code"|"topic"|"rung"|"pause",
+ * "value":..,["partition":..,]["action":..,]["delay_ms":..,]"reason":..,
+ * "by":..,"set_at":..,"expires_at":..} (RFC 3339). */
 void eg_override_json(const eg_override *o, struct evbuffer *out);
 void eg_overrides_free(eg_overrides *t);
 

@@ -59,6 +59,8 @@ struct eg_policy {
     int nrungs;
     char (*unguarded)[64]; /* rt.unguarded_classes(pol), read once at load */
     int nunguarded;
+    char (*classes)[64]; /* rt.known_classes(pol), read once at load (none: any class) */
+    int nclasses;
     char *path;
     int64_t loaded_at;
     char sha256[65];
@@ -135,21 +137,27 @@ static void load_rungs(eg_policy *p) {
     lua_pop(L, 1);
 }
 
-/* Reads rt.unguarded_classes(pol) into p. A runtime without it, or an
- * invalid answer, gives none (the guard then covers every class). Runs
- * protected. */
-static void load_unguarded(eg_policy *p) {
+/* Reads the list of names runtime function fn answers into *names
+ * (allocated) and *n. A runtime without it, or an invalid answer, gives
+ * none. Runs protected. */
+static void load_names(eg_policy *p, const char *fn, char (**names)[64], int *count) {
     lua_State *L = p->vm->L;
-    int n = push_runtime_list(p, "unguarded_classes");
+    int n = push_runtime_list(p, fn);
     if (n < 0) return;
-    p->unguarded = n ? eg_xcalloc((size_t)n, sizeof *p->unguarded) : NULL;
+    *names = n ? eg_xcalloc((size_t)n, sizeof **names) : NULL;
     for (int i = 1; i <= n; i++) {
         lua_rawgeti(L, -1, i);
-        if (lua_type(L, -1) == LUA_TSTRING)
-            eg_strlcpy(p->unguarded[p->nunguarded++], lua_tostring(L, -1), sizeof *p->unguarded);
+        if (lua_type(L, -1) == LUA_TSTRING) eg_strlcpy((*names)[(*count)++], lua_tostring(L, -1), sizeof **names);
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
+}
+
+/* Reads rt.unguarded_classes(pol) into p (none: the guard then covers every
+ * class) and rt.known_classes(pol) (none: any class). */
+static void load_unguarded(eg_policy *p) {
+    load_names(p, "unguarded_classes", &p->unguarded, &p->nunguarded);
+    load_names(p, "known_classes", &p->classes, &p->nclasses);
 }
 
 /* Stores rt.decider(pol) in p->decide_ref and p->reads_record, and interns
@@ -274,6 +282,7 @@ void eg_policy_free(eg_policy *p) {
     eg_vm_free(p->vm);
     free(p->rungs);
     free(p->unguarded);
+    free(p->classes);
     free(p->path);
     free(p);
 }
@@ -294,6 +303,19 @@ int eg_policy_guarded(const eg_policy *p, const char *klass) {
     for (int i = 0; i < p->nunguarded; i++)
         if (strcmp(p->unguarded[i], klass) == 0) return 0;
     return 1;
+}
+
+int eg_policy_knows_class(const eg_policy *p, const char *klass) {
+    for (int i = 0; i < p->nclasses; i++)
+        if (strcmp(p->classes[i], klass) == 0) return 1;
+    return p->nclasses == 0;
+}
+
+void eg_policy_classes(const eg_policy *p, char *out, size_t outlen) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < p->nclasses && len + 1 < outlen; i++)
+        len += (size_t)snprintf(out + len, outlen - len, "%s%s", i ? ", " : "", p->classes[i]);
 }
 
 /* call_protected's argument block. */

@@ -45,6 +45,11 @@ int eg_policy_rungs(const eg_policy *p, const eg_rung **rungs);
 /* 0 when the policy's route entry for class klass says guard = false (its
  * dead letters pass the dlq_guard), else 1. */
 int eg_policy_guarded(const eg_policy *p, const char *klass);
+/* 1 when the policy can give a failure class klass (rt.known_classes; any
+ * class when it cannot tell), else 0. */
+int eg_policy_knows_class(const eg_policy *p, const char *klass);
+/* The classes it can give, ", "-separated, truncated to outlen ("" when any). */
+void eg_policy_classes(const eg_policy *p, char *out, size_t outlen);
 void eg_policy_free(eg_policy *p);
 
 /* "name@version+sha" of the loaded policy: the declared version plus the

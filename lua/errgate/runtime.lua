@@ -16,6 +16,8 @@
 --                                                 and each rung's current delay
 --   rt.unguarded_classes(pol) -> { class, ... }  after every (re)load: the
 --                                                 classes the dlq_guard lets pass
+--   rt.known_classes(pol) -> { class, ... }     after every (re)load: the
+--                                                 classes it can decide (empty: any)
 -- Loading never raises: errors come back as one line naming the file (and
 -- line), ready for a log or the admin endpoint. decide raises on anything
 -- invalid; the C core then applies its fallback (`hold` by default). Files
@@ -118,6 +120,27 @@ function rt.unguarded_classes(pol)
   if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
   local out = {}
   for i, c in ipairs(pol.unguarded) do out[i] = c end
+  return out
+end
+
+-- known_classes(pol) -> array of the class names the policy names: those
+-- its classify rules return and its route table names ("default" aside),
+-- sorted; an empty table when it cannot tell (classify or route is a
+-- function). A class only a service's explicit Error-Class gives is not
+-- among them. Operator overrides are checked against it (a typo in a class
+-- is refused). A fresh table.
+function rt.known_classes(pol)
+  if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
+  local s, seen, out = pol.shape, {}, {}
+  if s.classify_fn or s.route_fn then return out end
+  for _, r in ipairs(s.rules) do
+    if r.class then seen[r.class] = true end
+  end
+  for class in pairs(s.routes) do
+    if class ~= "default" then seen[class] = true end
+  end
+  for class in pairs(seen) do out[#out + 1] = class end
+  table.sort(out)
   return out
 end
 

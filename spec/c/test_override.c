@@ -7,6 +7,7 @@
 #include "record.h"
 #include "tap.h"
 
+#include <event2/buffer.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +42,8 @@ int main(void) {
     } bad[] = {
         {"class=x&action=hold&ttl=1h&reason=r", "name: required"},
         {"name=a b&class=x&action=hold&ttl=1h&reason=r", "name: required"},
-        {"name=a&action=hold&ttl=1h&reason=r", "exactly one of class, code, topic (got 0)"},
-        {"name=a&class=x&code=y&action=hold&ttl=1h&reason=r", "exactly one of class, code, topic (got 2)"},
+        {"name=a&action=hold&ttl=1h&reason=r", "exactly one of class, code, topic, rung, pause (got 0)"},
+        {"name=a&class=x&code=y&action=hold&ttl=1h&reason=r", "exactly one of class, code, topic, rung, pause (got 2)"},
         {"name=a&class=x&action=explode&ttl=1h&reason=r", "action: unknown action 'explode'"},
         {"name=a&class=x&action=ladder&ttl=1h&reason=r", "action: unknown action 'ladder'"},
         {"name=a&class=x&ttl=1h&reason=r", "action: required"},
@@ -57,9 +58,77 @@ int main(void) {
         {"name=a&class=%0a&action=hold&ttl=1h&reason=r", "class: malformed"},
         {"name=a&topic=:3&action=hold&ttl=1h&reason=r", "topic: expected TOPIC or TOPIC:PARTITION"},
         {"name=a&topic=t:x&action=hold&ttl=1h&reason=r", "topic: expected TOPIC or TOPIC:PARTITION"},
+        {"name=a&rung=5m&ttl=1h&reason=r", "delay: required with rung"},
+        {"name=a&rung=5m&delay=soon&ttl=1h&reason=r", "delay: required with rung, a duration such as 15m, got soon"},
+        {"name=a&rung=5m&delay=15m&action=hold&ttl=1h&reason=r", "action: a rung override takes a delay"},
+        {"name=a&class=x&action=hold&delay=15m&ttl=1h&reason=r", "delay: only a rung override"},
+        {"name=a&pause=t:1&action=hold&ttl=1h&reason=r", "action: a pause override takes no action"},
+        {"name=a&pause=t:z&ttl=1h&reason=r", "pause: expected TOPIC or TOPIC:PARTITION"},
+        {"name=a&rung=5m&pause=t&delay=1s&ttl=1h&reason=r", "exactly one of class, code, topic, rung, pause (got 2)"},
+        {"name=a&rung=5m&delay=15m&reason=r", "ttl: required"},
+        {"name=a&pause=t&ttl=1h", "reason: required"},
+        {"name=a&class=x&action=replay&ttl=1h&reason=r", "action: unknown action 'replay'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(parse(bad[i].body) == -1 && strstr(err, bad[i].want), "refused: %s -> %s", bad[i].body, err);
+
+    CHECK(parse("name=slow&rung=5m&delay=15m&ttl=1h&reason=provider+slow") == 0 && o.match == EG_OV_RUNG &&
+              !strcmp(o.value, "5m") && o.delay_ms == 900000,
+          "a rung override: the rung and its new delay (%s)", err);
+    CHECK(parse("name=p&pause=payments:2&ttl=1h&reason=r") == 0 && o.match == EG_OV_PAUSE &&
+              !strcmp(o.value, "payments") && o.partition == 2,
+          "a pause override: topic and partition (%s)", err);
+
+    /* the audit record: written and read back, field for field */
+    const char *specs[] = {"name=a1&class=trans+ient&action=hold&ttl=1h&reason=r%C3%A9+%22q%22&by=ana",
+                           "name=a2&topic=pay:3&action=dlq&ttl=90s&reason=r",
+                           "name=a3&rung=5m&delay=15m&ttl=1h&reason=r", "name=a4&pause=p%26q:1&ttl=1h&reason=r",
+                           "name=a5&code=http_503&action=ignore&ttl=1h&reason=r"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        CHECK(parse(specs[i]) == 0, "parses: %s (%s)", specs[i], err);
+        eg_override in = o, back;
+        struct evbuffer *b = evbuffer_new();
+        eg_override_audit_json(&in, "grp", i == 1 ? 2000000 : 0, b);
+        size_t n = evbuffer_get_length(b);
+        char *json = (char *)evbuffer_pullup(b, -1);
+        char group[64];
+        int64_t cleared = -1;
+        int rc = eg_override_from_audit(json, n, &back, group, sizeof group, &cleared, err, sizeof err);
+        CHECK(rc == 0 && !strcmp(group, "grp") && !strcmp(back.name, in.name) && back.match == in.match &&
+                  !strcmp(back.value, in.value) && back.partition == in.partition && back.action == in.action &&
+                  back.delay_ms == in.delay_ms && !strcmp(back.reason, in.reason) && !strcmp(back.by, in.by) &&
+                  back.set_at_ms == in.set_at_ms && back.expires_at_ms == in.expires_at_ms &&
+                  cleared == (i == 1 ? 2000000 : 0),
+              "audit record round trip: %.*s (%s)", (int)n, json, rc ? err : "ok");
+        evbuffer_free(b);
+    }
+    struct {
+        const char *json, *want;
+    } badj[] = {
+        {"[]", "no string \"group\""},
+        {"{\"group\":\"g\",\"name\":\"n\",\"spec\":\"class=x\",\"reason\":\"r\",\"by\":\"b\","
+         "\"at\":\"2026-01-01T00:00:00Z\",\"expires_at\":\"2026-01-01T01:00:00Z\"}",
+         "action: required"},
+        {"{\"group\":\"g\",\"name\":\"n\",\"spec\":\"class=x&action=hold&ttl=1h\",\"reason\":\"r\",\"by\":\"b\","
+         "\"at\":\"2026-01-01T00:00:00Z\",\"expires_at\":\"2026-01-01T01:00:00Z\"}",
+         "spec: holds more than the matcher"},
+        {"{\"group\":\"g\",\"name\":\"n\",\"spec\":\"class=x&action=hold\",\"reason\":\"r\",\"by\":\"b\","
+         "\"at\":\"yesterday\",\"expires_at\":\"2026-01-01T01:00:00Z\"}",
+         "not RFC 3339"},
+        {"{\"group\":\"g\",\"name\":\"a b\",\"spec\":\"class=x&action=hold\",\"reason\":\"r\",\"by\":\"b\","
+         "\"at\":\"2026-01-01T00:00:00Z\",\"expires_at\":\"2026-01-01T01:00:00Z\"}",
+         "name: not a name"},
+    };
+    for (size_t i = 0; i < sizeof badj / sizeof badj[0]; i++) {
+        char group[64];
+        int64_t cleared;
+        eg_override back;
+        err[0] = 0;
+        CHECK(eg_override_from_audit(badj[i].json, strlen(badj[i].json), &back, group, sizeof group, &cleared, err,
+                                     sizeof err) == -1 &&
+                  strstr(err, badj[i].want),
+              "a bad audit record is refused: %s", err);
+    }
 
     eg_overrides t = {0};
     parse("name=a&class=transient&action=hold&ttl=10s&reason=r");
@@ -81,6 +150,18 @@ int main(void) {
     m = eg_overrides_match(&t, "pay", 1, "transient", "x", 1000001);
     CHECK(m && !strcmp(m->name, "c"), "after the replace, transient on pay[1] falls to c");
     CHECK(!eg_overrides_match(&t, "q", 0, "semantic", "x", 1000000 + 10000), "not in force at its expiry");
+    parse("name=r&rung=5m&delay=15m&ttl=40s&reason=r");
+    eg_overrides_set(&t, &o);
+    parse("name=p&pause=pay:1&ttl=40s&reason=r");
+    eg_overrides_set(&t, &o);
+    m = eg_overrides_rung(&t, "5m", 1000001);
+    CHECK(m && m->delay_ms == 900000 && !eg_overrides_rung(&t, "30s", 1000001), "the rung override of 5m, none of 30s");
+    CHECK(eg_overrides_paused(&t, "pay", 1, 1000001) && !eg_overrides_paused(&t, "pay", 0, 1000001) &&
+              !eg_overrides_paused(&t, "pay", 1, 1000000 + 40000),
+          "pay[1] is paused, pay[0] is not, nor pay[1] at the expiry");
+    CHECK(!eg_overrides_match(&t, "pay", 0, "5m", "5m", 1000001), "rung and pause overrides never match a decision");
+    eg_overrides_clear(&t, "r", NULL);
+    eg_overrides_clear(&t, "p", NULL);
     char names[64] = "";
     expired_n = 0;
     CHECK(eg_overrides_expire(&t, 1000000 + 20000, on_expired, names) == 2 && !strcmp(names, "ab") && t.n == 1,

@@ -4,9 +4,9 @@
 # decision log names it, reason "override"), `override list` shows it (and
 # errgate_overrides_active), it expires on its own at its TTL (logged), and
 # the policy decides again after it; `override clear` ends one early; bad
-# input is refused clearly (unknown action, missing TTL or reason, TTL above
-# admin.override_max_ttl_ms, no token, a wrong token). Overrides are this
-# instance's only (no audit topic yet).
+# input is refused clearly (unknown class or action, missing TTL or reason, TTL above
+# admin.override_max_ttl_ms, no token, a wrong token). (Two instances:
+# test_overrides_fleet.)
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:1 --topic src.dlq:1
@@ -53,6 +53,8 @@ check "clearing it again: 404, exit 1 ($rc: $out)" exits_with "$rc" 1 "HTTP 404.
 set_ov() { ctl --token-file "$T/token" override set x --class c "$@" 2>&1; }
 out=$(set_ov --action explode --ttl 1h --reason r); rc=$?
 check "unknown action: refused by the gateway, exit 1 ($rc: $out)" exits_with "$rc" 1 "HTTP 400.*unknown action 'explode'" "$out"
+out=$(ctl --token-file "$T/token" override set x --class no_such_class --action hold --ttl 1h --reason r 2>&1); rc=$?
+check "a class the policy never gives: refused, exit 1 ($rc: $out)" exits_with "$rc" 1 "HTTP 400.*unknown class 'no_such_class' (the policy's classes: .*permanent" "$out"
 out=$(set_ov --action hold --reason r); rc=$?
 check "missing TTL: usage error, exit 2 ($rc: $out)" exits_with "$rc" 2 "missing --ttl" "$out"
 out=$(set_ov --action hold --ttl 1h); rc=$?

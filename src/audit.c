@@ -1,0 +1,278 @@
+/* audit.c — the audit topic's producer and group-less consumer (see
+ * audit.h).
+ *
+ * Design: the topic is small (one record per change, compacted to one per
+ * key), so every instance simply reads all of it. At start, before the
+ * gateway consumes anything, the consumer is assigned every partition from
+ * the beginning and read synchronously up to the high watermarks it asked
+ * for first: the state in force is known before the first source record is
+ * decided (and a start that cannot read it fails, loudly, rather than
+ * decide without the overrides an operator set). Then both clients are
+ * served on the loop: their queues wake it through one pipe each, as the
+ * lane producer does; fetch.wait.max.ms is short so that a change made
+ * elsewhere applies here well within a second. The consumer never commits
+ * and belongs to no group, so instances never share or move its
+ * partitions. Partitions added to the topic later are not read (the topic
+ * is created with one).
+ *
+ * A write's delivery report comes back on the loop through the producer's
+ * main queue; each write carries its caller's request as the message
+ * opaque and its done runs exactly once (purged writes at free included). */
+#include "audit.h"
+
+#include "dlq.h"
+#include "kconf.h"
+#include "log.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct wreq {
+    eg_audit_written done;
+    void *req;
+} wreq;
+
+struct eg_audit {
+    rd_kafka_t *prod, *cons;
+    rd_kafka_queue_t *pq, *cq; /* the producer's main queue, the consumer's queue */
+    int ppipe[2], cpipe[2];
+    struct event *pev, *cev;
+    char *topic;
+    int32_t nparts;
+    int64_t *next; /* per partition: the next offset to read (everything before it applied) */
+    int live;
+    eg_audit_apply apply;
+    void *arg;
+};
+
+/* Delivery report (served by rd_kafka_poll on the loop thread). */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    wreq *w = m->_private;
+    if (!w) return;
+    w->done(w->req, m->partition, m->offset, m->err ? rd_kafka_err2str(m->err) : NULL);
+    free(w);
+}
+
+/* Applies one consumed message (or logs a consumer error). */
+static void consume_one(eg_audit *a, rd_kafka_message_t *m) {
+    if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            eg_log_msg(EG_WARN, "audit_consumer_error", "%s: %s", a->topic, rd_kafka_message_errstr(m));
+    } else if (m->partition >= 0 && m->partition < a->nparts) {
+        if (m->offset + 1 > a->next[m->partition])
+            a->next[m->partition] = m->offset + 1; /* applied once apply returns */
+        a->apply(a->arg, m->key, m->key_len, m->payload, m->len, m->partition, m->offset, a->live);
+    }
+    rd_kafka_message_destroy(m);
+}
+
+void eg_audit_poll(eg_audit *a) {
+    if (!a) return;
+    rd_kafka_message_t *m;
+    while ((m = rd_kafka_consumer_poll(a->cons, 0))) consume_one(a, m);
+    while (rd_kafka_poll(a->prod, 0) > 0) {}
+}
+
+/* A client's queue woke the loop: drain the pipe, serve both. */
+static void on_queue(evutil_socket_t fd, short what, void *arg) {
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {}
+    eg_audit_poll(arg);
+}
+
+/* Wakes the loop through a new pipe when q has events. Returns 0 or -1. */
+static int wire(struct event_base *base, rd_kafka_queue_t *q, int fds[2], struct event **ev, eg_audit *a) {
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return -1;
+    rd_kafka_queue_io_event_enable(q, fds[1], "1", 1);
+    *ev = event_new(base, fds[0], EV_READ | EV_PERSIST, on_queue, a);
+    return *ev && event_add(*ev, NULL) == 0 ? 0 : -1;
+}
+
+/* The topic's partition count, asking about it by name (a cluster that
+ * auto-creates topics creates it then) until it has some, within
+ * EG_AUDIT_START_MS. Returns the count, or -1 with err. */
+static int topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen) {
+    int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt) {
+        snprintf(err, errlen, "not a valid topic name: %s", rd_kafka_err2str(rd_kafka_last_error()));
+        return -1;
+    }
+    const char *why = "no such topic";
+    int n = -1;
+    while (n < 0 && eg_now_ms() < deadline) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, 5000);
+        if (e) why = rd_kafka_err2str(e);
+        for (int i = 0; !e && i < md->topic_cnt; i++)
+            if (md->topics[i].err) why = rd_kafka_err2str(md->topics[i].err);
+            else if (md->topics[i].partition_cnt > 0) n = md->topics[i].partition_cnt;
+        if (md) rd_kafka_metadata_destroy(md);
+        if (n < 0) usleep(200 * 1000);
+    }
+    rd_kafka_topic_destroy(rkt);
+    if (n < 0) snprintf(err, errlen, "cannot read its partitions within %d s: %s", EG_AUDIT_START_MS / 1000, why);
+    return n;
+}
+
+/* Reads every partition from the beginning up to the high watermark it has
+ * now, within EG_AUDIT_START_MS. Returns 0 or -1 with err. */
+static int read_to_end(eg_audit *a, char *err, size_t errlen) {
+    int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
+    int64_t *high = eg_xcalloc((size_t)a->nparts, sizeof *high);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(a->nparts);
+    int rc = -1;
+    for (int32_t p = 0; p < a->nparts; p++) {
+        int64_t lo = 0;
+        rd_kafka_resp_err_t e;
+        /* a leader may be moving (a broker down): asked again until the deadline */
+        while ((e = rd_kafka_query_watermark_offsets(a->cons, a->topic, p, &lo, &high[p], 5000)) &&
+               eg_now_ms() < deadline)
+            usleep(200 * 1000);
+        if (e) {
+            snprintf(err, errlen, "%s[%d]: cannot read its watermarks: %s", a->topic, (int)p, rd_kafka_err2str(e));
+            goto out;
+        }
+        a->next[p] = lo;
+        rd_kafka_topic_partition_list_add(l, a->topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_assign(a->cons, l);
+    if (e) {
+        snprintf(err, errlen, "%s: cannot assign its partitions: %s", a->topic, rd_kafka_err2str(e));
+        goto out;
+    }
+    for (;;) {
+        int behind = 0;
+        for (int32_t p = 0; p < a->nparts; p++) behind |= a->next[p] < high[p];
+        if (!behind) break;
+        int64_t left = deadline - eg_now_ms();
+        if (left <= 0) {
+            snprintf(err, errlen, "%s: not read to its end within %d s", a->topic, EG_AUDIT_START_MS / 1000);
+            goto out;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(a->cons, (int)(left < 100 ? left : 100));
+        if (m) consume_one(a, m);
+    }
+    rc = 0;
+out:
+    rd_kafka_topic_partition_list_destroy(l);
+    free(high);
+    return rc;
+}
+
+eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_apply apply, void *arg, char *err,
+                        size_t errlen) {
+    if (!cfg->audit_topic || !cfg->audit_topic[0] || strlen(cfg->audit_topic) > 249) {
+        snprintf(err, errlen, "admin.audit_topic: a topic name of 1 to 249 characters is required");
+        return NULL;
+    }
+    eg_audit *a = eg_xcalloc(1, sizeof *a);
+    a->ppipe[0] = a->ppipe[1] = a->cpipe[0] = a->cpipe[1] = -1;
+    a->topic = eg_xstrdup(cfg->audit_topic);
+    a->apply = apply;
+    a->arg = arg;
+    char e[512], note[512];
+    rd_kafka_conf_t *pc = eg_lanes_producer_conf(cfg, "errgate-audit", err, errlen);
+    if (!pc) goto fail;
+    char tmo[16];
+    snprintf(tmo, sizeof tmo, "%d", EG_AUDIT_WRITE_TIMEOUT_MS);
+    rd_kafka_conf_set(pc, "message.timeout.ms", tmo, e, sizeof e);
+    rd_kafka_conf_set(pc, "linger.ms", "0", e, sizeof e);
+    rd_kafka_conf_set_dr_msg_cb(pc, on_delivery);
+    if (!(a->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, e, sizeof e))) {
+        rd_kafka_conf_destroy(pc);
+        snprintf(err, errlen, "audit producer: %s", e);
+        goto fail;
+    }
+    static const char *const defaults[][2] = {{"client.id", "errgate-audit"}, {NULL, NULL}};
+    static const char *const fixed[][2] = {{"enable.auto.commit", "false"},
+                                           {"enable.auto.offset.store", "false"},
+                                           {"enable.partition.eof", "false"},
+                                           {"fetch.wait.max.ms", "100"},
+                                           {"group.id", "errgate-audit-reader"}, /* never joined, never committed */
+                                           {NULL, NULL}};
+    rd_kafka_conf_t *cc = eg_kconf_build(cfg, defaults, fixed, err, errlen);
+    if (!cc) goto fail;
+    if (!(a->cons = rd_kafka_new(RD_KAFKA_CONSUMER, cc, e, sizeof e))) {
+        rd_kafka_conf_destroy(cc);
+        snprintf(err, errlen, "audit consumer: %s", e);
+        goto fail;
+    }
+    rd_kafka_poll_set_consumer(a->cons);
+    if (eg_dlq_state_ensure(a->prod, a->topic, 1, note, sizeof note, err, errlen) != 0) goto fail;
+    if (note[0]) eg_log_msg(EG_INFO, "audit_topic", "%s", note);
+    int n = topic_partitions(a->cons, a->topic, err, errlen);
+    if (n <= 0) goto fail;
+    a->nparts = n;
+    a->next = eg_xcalloc((size_t)n, sizeof *a->next);
+    if (read_to_end(a, err, errlen) != 0) goto fail;
+    a->live = 1;
+    a->pq = rd_kafka_queue_get_main(a->prod);
+    a->cq = rd_kafka_queue_get_consumer(a->cons);
+    if (wire(base, a->pq, a->ppipe, &a->pev, a) != 0 || wire(base, a->cq, a->cpipe, &a->cev, a) != 0) {
+        snprintf(err, errlen, "audit: cannot watch the Kafka queues");
+        goto fail;
+    }
+    eg_log_msg(EG_INFO, "audit_topic", "%s read to its end (%d partitions); following it", a->topic, n);
+    eg_audit_poll(a); /* what arrived meanwhile */
+    return a;
+fail:
+    if (strncmp(err, "audit", 5) && strncmp(err, a->topic, strlen(a->topic))) {
+        char tmp[1024];
+        snprintf(tmp, sizeof tmp, "audit topic %s: %s", a->topic, err);
+        eg_strlcpy(err, tmp, errlen);
+    }
+    eg_audit_free(a);
+    return NULL;
+}
+
+int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, eg_audit_written done, void *req,
+                   char *err, size_t errlen) {
+    wreq *w = eg_xcalloc(1, sizeof *w);
+    w->done = done;
+    w->req = req;
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        a->prod, RD_KAFKA_V_TOPIC(a->topic), RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)val, vlen),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(w), RD_KAFKA_V_END);
+    if (e) {
+        snprintf(err, errlen, "cannot queue the write to %s: %s", a->topic, rd_kafka_err2str(e));
+        free(w);
+        return -1;
+    }
+    return 0;
+}
+
+int eg_audit_applied(const eg_audit *a, int32_t partition, int64_t offset) {
+    return partition >= 0 && partition < a->nparts && a->next[partition] > offset;
+}
+
+void eg_audit_free(eg_audit *a) {
+    if (!a) return;
+    if (a->prod) {
+        rd_kafka_purge(a->prod, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        for (int i = 0; i < 50 && rd_kafka_outq_len(a->prod) > 0; i++) rd_kafka_poll(a->prod, 20);
+    }
+    if (a->pq) rd_kafka_queue_io_event_enable(a->pq, -1, NULL, 0);
+    if (a->cq) rd_kafka_queue_io_event_enable(a->cq, -1, NULL, 0);
+    if (a->pev) event_free(a->pev);
+    if (a->cev) event_free(a->cev);
+    if (a->pq) rd_kafka_queue_destroy(a->pq);
+    if (a->cq) rd_kafka_queue_destroy(a->cq);
+    if (a->cons) {
+        rd_kafka_consumer_close(a->cons);
+        rd_kafka_destroy(a->cons);
+    }
+    if (a->prod) rd_kafka_destroy(a->prod);
+    for (int i = 0; i < 2; i++) {
+        if (a->ppipe[i] >= 0) close(a->ppipe[i]);
+        if (a->cpipe[i] >= 0) close(a->cpipe[i]);
+    }
+    free(a->next);
+    free(a->topic);
+    free(a);
+}

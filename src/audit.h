@@ -1,0 +1,63 @@
+/* audit.h — the audit topic (admin.audit_topic, default errgate.audit):
+ * every operator change is a record there, and every gateway instance
+ * reads the whole topic, so a change made through one instance applies to
+ * the whole group and survives restarts.
+ *
+ * The topic is compacted (created with cleanup.policy=compact when missing
+ * and the cluster serves Admin requests; librdkafka's mock cluster does
+ * not, and auto-creates it uncompacted). Records are keyed by what they
+ * change (for an override "GROUP/NAME"), so compaction keeps the last state
+ * of each; the value is the owner's (override.h's audit record).
+ *
+ * This file is only the Kafka side: a producer whose writes are durable
+ * when their delivery report says so (idempotent, acks=all), and a
+ * consumer of its own, outside any group (it assigns every partition from
+ * the beginning and never commits), read to its end before the gateway
+ * starts and then followed on the loop. Loop thread only. */
+#ifndef EG_AUDIT_H
+#define EG_AUDIT_H
+
+#include <event2/event.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef struct eg_audit eg_audit;
+
+/* One record read: key and value bytes (either may be NULL), where it is,
+ * and live = 0 while the topic is re-read at start, 1 after. */
+typedef void (*eg_audit_apply)(void *arg, const char *key, size_t klen, const char *val, size_t vlen, int32_t partition,
+                               int64_t offset, int live);
+/* A write's outcome: err NULL when the broker acknowledged it at
+ * partition/offset, else why it failed. */
+typedef void (*eg_audit_written)(void *req, int32_t partition, int64_t offset, const char *err);
+
+/* Opens the audit topic of cfg (admin.audit_topic): creates it compacted
+ * when missing (a note is logged when it cannot), reads every partition
+ * from the beginning to the end it had when asked, calling apply(live 0)
+ * for each record, within EG_AUDIT_START_MS; then follows it on base
+ * (apply with live 1). Returns NULL with err when the topic cannot be read
+ * to its end in time: the gateway must not start without the overrides in
+ * force. */
+eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_apply apply, void *arg, char *err,
+                        size_t errlen);
+#define EG_AUDIT_START_MS 30000
+#define EG_AUDIT_WRITE_TIMEOUT_MS 5000 /* a write not acknowledged by then fails */
+
+/* Writes key/value (copied) to the topic; done(req, ...) runs once, on the
+ * loop, with the delivery report (or at eg_audit_free, with an error).
+ * Returns 0, or -1 with err when it cannot even be queued (done not
+ * called). */
+int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, eg_audit_written done, void *req,
+                   char *err, size_t errlen);
+/* 1 when the record at partition/offset has been read and applied here. */
+int eg_audit_applied(const eg_audit *a, int32_t partition, int64_t offset);
+/* Serves what the consumer and the producer have (also done on their
+ * queues' wake-ups; call it from a tick as a safety net). */
+void eg_audit_poll(eg_audit *a);
+/* Fails the writes not acknowledged yet (done with an error), closes both
+ * clients and frees a (NULL is fine). */
+void eg_audit_free(eg_audit *a);
+
+#endif
