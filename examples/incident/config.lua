@@ -18,6 +18,9 @@ return {
   policy = os.getenv("INCIDENT_POLICY") or "policy.lua",
   lanes = { dlq = "{topic}.dlq", retry = "{topic}.retry.{rung}" },
   dlq_guard = { max_per_second = 1, window_s = 5, action = "hold", cooldown_s = 60 },
+  -- the fix, candidate.lua in real life: decides every failure beside the
+  -- live policy, never acted on (errgate ctl shadow shows the agreement)
+  shadow_policy = "policy-fixed.lua",
   admin = { listen = "127.0.0.1:0", token_file = os.getenv("INCIDENT_TOKEN_FILE") },
   commit_interval_ms = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },

@@ -6,8 +6,10 @@
 # flood guard (dlq_guard) stops the storm from draining into the DLQ after
 # a handful of dead letters and holds the rest. The SRE slows the 5s rung
 # to 15s with an override set through instance A (seen by instance B at
-# once, through the audit topic); the policy file is replaced with the
-# fixed one and both instances hot-reload it; the held orders climb the
+# once, through the audit topic); the fixed policy, which has been running
+# as the shadow policy, shows on the storm's failures what it would have
+# done (errgate ctl shadow); the policy file is replaced with the fixed one
+# and both instances hot-reload it; the held orders climb the
 # ladder (waiting the overridden 15 s) and succeed once the provider is
 # back; the override expires on its own (a short TTL here). Each step is
 # checked: the script exits non-zero, naming the step, when one does not
@@ -79,9 +81,15 @@ for _ in $(seq 50); do ctl "$B" override list 2>/dev/null | grep -q '^slow-5s ' 
 ctl "$B" override list | sed 's/^/    B: /'
 ctl "$B" override list | grep -q '^slow-5s  rung=5s  delay 15000 ms' || fail "instance B does not see the override"
 
-# ---- SHADOW POLICY STEP (not built yet) goes here: policy-fixed.lua runs
-# ---- as shadow_policy next to the live one and its agreement table is read
-# ---- (errgate ctl shadow) before the file is replaced below.
+echo "==> the fix, tried on the real failures first: policy-fixed.lua has decided every failure as shadow_policy"
+ctl "$A" shadow | sed 's/^/    /' || fail "ctl shadow failed"
+ctl "$A" shadow --json | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+cells = [c for c in t["table"] if c["live"] == "dlq" and c["shadow"] == "ladder" and c["examples"]]
+print("    the candidate would have laddered %d failures the live policy dead-lettered (e.g. %s)"
+      % (sum(c["count"] for c in cells), cells[0]["examples"][0] if cells else "-"))
+sys.exit(0 if cells and t["errors"] == 0 else 1)' || fail "the shadow table does not show the fix laddering the 503s"
 
 echo "==> the fixed policy (503 = transient) replaces the file; both instances hot-reload it"
 cp "$HERE/policy-fixed.lua" "$W/policy.lua.new" && mv "$W/policy.lua.new" "$W/policy.lua"

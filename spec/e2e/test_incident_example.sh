@@ -3,8 +3,9 @@
 # runs from a clean checkout and checks itself: a 503 storm misclassified as
 # permanent trips the flood guard after a handful of dead letters; an
 # override slowing the 5s rung to 15s, set through instance A, is seen by
-# instance B; the fixed policy replaces the file and both instances reload
-# it; the held orders climb the ladder with the override's delay and
+# instance B; the fixed policy, running as the shadow policy, shows the
+# 503s it would have laddered (ctl shadow); it replaces the file and both
+# instances reload it; the held orders climb the ladder with the override's delay and
 # errgate.override header and succeed once the provider is back; the
 # override expires on its own on both instances.
 source "$(dirname "$0")/lib.sh"
