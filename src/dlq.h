@@ -49,6 +49,13 @@ extern volatile sig_atomic_t eg_dlq_stop;
 void eg_dlq_catch_signals(void);
 void eg_dlq_release_signals(void);
 
+/* Makes printable text s (eg_printable's output, capacity cap) one
+ * column of a DLQ command's line or table, in place: a space becomes \x20
+ * (so a foreign value cannot forge the next `name=value` column), an empty
+ * value "-"; past cap the text is cut (never inside an escape) and ends
+ * in "...". */
+void eg_dlq_column(char *s, size_t cap);
+
 /* eg_kcli_opt for a command's argument loop: returns 1 when argv[*i] was a
  * connection option (consumed), 0 when it is something else, -1 with
  * "OPTION needs a value" in why. */

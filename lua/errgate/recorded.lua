@@ -346,7 +346,8 @@ end
 -- the class name Throwable.toString() starts with ("a.b.C: message" -> "a.b.C")
 local function to_string_class(s)
   if not s then return nil end
-  return match(sub(s, 1, CLASS_MAX), "^([%w_%.%$]+):") or match(sub(s, 1, CLASS_MAX), "^([%w_%.%$]+)%s*$")
+  local head = sub(s, 1, CLASS_MAX + 1)
+  return match(head, "^([^:%s]+):") or match(head, "^(%S+)%s*$") or head
 end
 
 -- INBOX_READ[format](headers) -> class, message, status, outer class,
@@ -358,10 +359,10 @@ local INBOX_READ = {
     return code or false, hdr(h, "error.message"), int(h["error.status"])
   end,
   spring = function(h)
-    local outer = hdr(h, "kafka_dlt-exception-fqcn")
+    local outer, cause = hdr(h, "kafka_dlt-exception-fqcn"), hdr(h, "kafka_dlt-exception-cause-fqcn")
     local msg = hdr(h, "kafka_dlt-exception-message")
-    if not outer and not msg then return end
-    return hdr(h, "kafka_dlt-exception-cause-fqcn") or outer or false, msg, nil, outer
+    if not outer and not cause and not msg then return end
+    return cause or outer or false, msg, nil, outer
   end,
   connect = function(h)
     local class = hdr(h, "__connect.errors.exception.class.name")
@@ -386,7 +387,7 @@ local INBOX_READ = {
     local class = e.exception or e.exception_class or e.class_name or e.code
     class = type(class) == "string" and class or nil
     return class or false, type(e.message) == "string" and e.message or nil,
-      type(e.status) == "number" and e.status or nil, class
+      type(e.status) == "number" and status_ok(e.status) or nil, class
   end,
 }
 
@@ -422,12 +423,43 @@ end
 -- format read, the outer exception class and a share group's delivery
 -- count it travels in failure.body as JSON, which errgate.failure turns
 -- into failure.format, .exception, .original and .delivery_count.
+-- Foreign bytes, one rule per field (README, "Foreign DLQ records"):
+--   class      a JVM binary class name: ASCII identifiers ([%a_$][%w_$]*)
+--              joined by ".", at most CLASS_MAX bytes; anything else reads
+--              as the class INVALID_CLASS (code "invalid_class_name"), the
+--              outer class as absent, so no foreign byte reaches a code
+--   code       errgate's own error.code: 1 to 128 bytes of printable ASCII,
+--              else "invalid_code"
+--   delivery   a share group's count: 0 to 2^31-1, else absent
+--   status     100 to 599 (status_ok), else absent
+--   message    kept as recorded (multi-line), capped where it is written
+local INVALID_CLASS, INVALID_CODE, CODE_MAX = "invalid_class_name", "invalid_code", 128
+recorded.INVALID_CLASS, recorded.INVALID_CODE = INVALID_CLASS, INVALID_CODE
+
+local function class_ok(s)
+  return #s <= CLASS_MAX and find(s, "^[%a_%$][%w_%$%.]*$") and not find(s, "%.%.") and not find(s, "%.$") and
+    not find(s, "%.%d") and true or false
+end
+
+local function delivery_ok(n)
+  return n and n >= 0 and n <= 2147483647 and n == math.floor(n) and n or nil
+end
+
 read_dlq = function(h, list)
   for _, name in ipairs(list) do
     local read = INBOX_READ[name]
     local class, msg, status, outer, delivery
     if read then class, msg, status, outer, delivery = read(h) end
-    if class ~= nil then return name, class or nil, msg, status, outer, delivery end
+    if class ~= nil then
+      class = class or nil
+      if class and name == "errgate" then
+        if #class > CODE_MAX or find(class, "[^\32-\126]") then class = INVALID_CODE end
+      elseif class and not class_ok(class) then
+        class = INVALID_CLASS
+      end
+      if outer and not class_ok(outer) then outer = nil end
+      return name, class, msg, status, outer, delivery_ok(delivery)
+    end
   end
 end
 
