@@ -57,6 +57,10 @@ for k, code in want.items():
             v = r["errgate"].get(name)
             if v is not None and not re.match(r"^[A-Za-z0-9._$-]+$", v):
                 bad.append("%s: %s = %r" % (k, name, v))
+    for r in w:
+        m = r["errgate"].get("error.message") or ""
+        if re.search(r"[\x00-\x1f\x7f]", m) or len(m.encode()) > 1100:
+            bad.append("%s: error.message %r..." % (k, m[:60]))
 rows = {r["key"]: r["errgate"] for r in lanes}
 # a topic that is no topic name is no origin: the inbox's own coordinates
 checks = {"badtopic": ("hostile", "0"), "dup": ("two", None), "range": ("orders", None)}
