@@ -78,6 +78,7 @@
 #include "cli.h"
 #include "dlq.h"
 #include "dlq_foreign.h"
+#include "dlq_origin.h"
 #include "headers.h"
 #include "kcli.h"
 #include "parse.h"
@@ -543,9 +544,11 @@ static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, si
         snprintf(why, whylen, "no original topic (neither original.topic nor a DLQ dialect's); give --to");
         return -2;
     }
-    if (rp->o->home && (strlen(orig) > EG_TOPIC_NAME_MAX || !strcmp(orig, rp->o->from))) {
-        snprintf(why, whylen, "original topic '%s' is %s; give --to", orig,
-                 strlen(orig) > EG_TOPIC_NAME_MAX ? "not a topic name" : "the lane itself");
+    if (rp->o->home && (!eg_dlq_topic_ok(orig, strlen(orig)) || !strcmp(orig, rp->o->from))) {
+        char shown[300];
+        eg_printable(orig, strlen(orig), shown, sizeof shown);
+        snprintf(why, whylen, "original topic '%s' is %s; give --to", shown,
+                 strcmp(orig, rp->o->from) ? "not a topic name" : "the lane itself");
         return -2;
     }
     int parts = parts_of(rp, to, err, sizeof err);

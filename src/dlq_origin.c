@@ -62,8 +62,7 @@ static int64_t be_or_dec(const void *v, size_t n, size_t size) {
 /* The latest time a timestamp may state: 9999-12-31T23:59:59.999Z. */
 #define TS_MAX 253402300799999LL
 
-/* 1 when s[0..n) is a legal Kafka topic name. */
-static int topic_ok(const char *s, size_t n) {
+int eg_dlq_topic_ok(const char *s, size_t n) {
     if (n == 0 || n > EG_TOPIC_NAME_MAX) return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -85,7 +84,7 @@ static int text_ok(const char *s, size_t n) {
  * name, else text (see the file comment); empties out otherwise. */
 static int keep(char *out, int is_topic) {
     size_t n = strlen(out);
-    if (n && (is_topic ? topic_ok(out, n) : text_ok(out, n))) return 1;
+    if (n && (is_topic ? eg_dlq_topic_ok(out, n) : text_ok(out, n))) return 1;
     out[0] = '\0';
     return 0;
 }
