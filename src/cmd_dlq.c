@@ -407,7 +407,7 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     struct {
         char *s;
         size_t cap;
-    } cols[] = {{time, sizeof time}, {ot, sizeof ot},   {op, sizeof op},         {oo, sizeof oo}, {klass, sizeof klass},
+    } cols[] = {{time, sizeof time}, {ot, sizeof ot},         {op, sizeof op}, {oo, sizeof oo}, {klass, sizeof klass},
                 {code, sizeof code}, {reason, sizeof reason}, {rc, sizeof rc}, {at, sizeof at}};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) eg_dlq_column(cols[i].s, cols[i].cap);
     size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 64 : 0);

@@ -131,11 +131,11 @@ typedef struct replay {
     int64_t *committed;      /* per partition: the offset last sent in a commit (or the start) */
     unsigned char **verdict; /* --where results per partition, bit (offset - start) */
     int64_t *start0;         /* the starts the verdicts are indexed from */
-    int target_parts; /* of --to */
+    int target_parts;        /* of --to */
     struct {
         char topic[EG_TOPIC_NAME_MAX + 1];
         int parts; /* 0: does not exist */
-    } *homes;      /* no --to: the original topics asked about */
+    } * homes;     /* no --to: the original topics asked about */
     size_t nhomes;
     char state_topic[512];
     char by[300];
@@ -534,8 +534,7 @@ static int parts_of(replay *rp, const char *to, char *err, size_t errlen) {
  * the partition (its original one when to is its original topic and has
  * that partition, see the file comment; else RD_KAFKA_PARTITION_UA), or -2
  * when m is unroutable (why filled). */
-static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, size_t tolen, char *why,
-                           size_t whylen) {
+static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, size_t tolen, char *why, size_t whylen) {
     char orig[512], err[512];
     long p;
     origin_of(m, orig, sizeof orig, &p);

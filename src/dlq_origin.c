@@ -164,7 +164,8 @@ int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
     const char *x = eg_headers_get(h, "x-dlq-metadata", &n);
     /* a string cut by the reader is longer than a topic name may be: refused as such; an
      * escaped NUL would end a string early: a document with one states nothing */
-    if (x && !memmem(x, n, "\\u0000", 6) && eg_json_get_str(x, n, "original_topic", o->topic, sizeof o->topic) == 0 && keep(o->topic, 1)) {
+    if (x && !memmem(x, n, "\\u0000", 6) && eg_json_get_str(x, n, "original_topic", o->topic, sizeof o->topic) == 0 &&
+        keep(o->topic, 1)) {
         o->format = "x-dlq-metadata";
         if (eg_json_get_str(x, n, "original_consumer_group", o->group, sizeof o->group) != 0 ||
             strlen(o->group) >= sizeof o->group - 1)

@@ -111,8 +111,9 @@ int main(void) {
     static const struct {
         const char *v;
         size_t n;
-    } bad_topics[] = {{"\xff\xfe%.*+?[", 9}, {"orders\nx", 8}, {"ord ers", 7}, {"orders\0evil", 11},
-                      {".", 1},              {"..", 2},         {"t\xc3\xa9", 3}};
+    } bad_topics[] = {{"\xff\xfe%.*+?[", 9}, {"orders\nx", 8}, {"ord ers", 7},
+                      {"orders\0evil", 11},  {".", 1},         {"..", 2},
+                      {"t\xc3\xa9", 3}};
     for (size_t i = 0; i < sizeof bad_topics / sizeof bad_topics[0]; i++) {
         h = rd_kafka_headers_new(8);
         add(h, "kafka_dlt-original-topic", bad_topics[i].v, bad_topics[i].n);
@@ -127,7 +128,8 @@ int main(void) {
     add(h, EG_H_ORIG_TOPIC, big, 250);
     CHECK(eg_dlq_origin_read(h, &o) == -1 && !o.topic[0], "a 250-byte topic is no topic name (not cut to one)");
     add(h, EG_H_ORIG_TOPIC, big, 249);
-    CHECK(eg_dlq_origin_read(h, &o) == 0 && strlen(o.topic) == 249, "249 bytes is (the last value of a repeated header counts)");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && strlen(o.topic) == 249,
+          "249 bytes is (the last value of a repeated header counts)");
     rd_kafka_headers_destroy(h);
 
     h = rd_kafka_headers_new(8);
@@ -154,8 +156,7 @@ int main(void) {
     add(h, "kafka_dlt-original-timestamp", "\x7f\xff\xff\xff\xff\xff\xff\xff", 8);
     add(h, "kafka_dlt-original-consumer-group", "\xc3\x28", 2);
     add(h, "kafka_dlt-original-offset", NULL, 0);
-    CHECK(eg_dlq_origin_read(h, &o) == 0 && o.partition == -1 && o.timestamp_ms == -1 && !o.group[0] &&
-              o.offset == -1,
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && o.partition == -1 && o.timestamp_ms == -1 && !o.group[0] && o.offset == -1,
           "spring: negative partition, a timestamp past year 9999, invalid UTF-8 group, NULL offset: unknown");
     eg_dlq_origin_adopt(h);
     CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "orders") && !strcmp(last(h, EG_H_ORIG_PARTITION), "(absent)") &&

@@ -21,9 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              o.format ? o.format : "-");
     if (rc == 0) {
         size_t tn = strlen(o.topic);
-        FZ_CHECK(tn <= 249 && strspn(o.topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == tn,
+        FZ_CHECK(tn <= 249 &&
+                     strspn(o.topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == tn,
                  "topic is no topic name: %s", o.topic);
-        for (const char *g = o.group; *g; g++) FZ_CHECK((unsigned char)*g >= 0x20 && *g != 0x7f, "control byte in group");
+        for (const char *g = o.group; *g; g++)
+            FZ_CHECK((unsigned char)*g >= 0x20 && *g != 0x7f, "control byte in group");
         FZ_CHECK(o.partition >= -1 && o.partition <= 2147483647 && o.offset >= -1 && o.timestamp_ms >= -1 &&
                      o.timestamp_ms <= 253402300799999LL,
                  "out of range: %lld %lld %lld", (long long)o.partition, (long long)o.offset,

@@ -198,7 +198,8 @@ describe("errgate.recorded: Kafka Streams, share-group and x-dlq-metadata header
 
   it("reads a share-group record (no class, the message)", function()
     local c = case_of(rec({ ["__dlq.errors.topic"] = "orders", ["__dlq.errors.message"] = "delivery attempts exhausted",
-      ["__dlq.errors.delivery.count"] = "5" }, { format = "share-group", topic = "orders", partition = 3, offset = 77 }))
+      ["__dlq.errors.delivery.count"] = "5" },
+      { format = "share-group", topic = "orders", partition = 3, offset = 77 }))
     assert.are.same({ kind = "lua", message = "delivery attempts exhausted" }, c.failure)
     assert.are.same({ "share-group", "orders/3/77", "share-group" }, { c.profile, c.id, c.decided.by })
   end)
@@ -213,8 +214,8 @@ describe("errgate.recorded: Kafka Streams, share-group and x-dlq-metadata header
   end)
 
   it("tries the formats in the order of auto, per record", function()
-    local c = case_of(rec({ ["__streams.errors.exception"] = "a.StreamsBoom", ["__connect.errors.exception.class.name"] =
-      "b.ConnectBoom" }))
+    local c = case_of(rec({ ["__streams.errors.exception"] = "a.StreamsBoom",
+      ["__connect.errors.exception.class.name"] = "b.ConnectBoom" }))
     assert.are.same({ "connect", "ConnectBoom" }, { c.profile, c.failure.code })
   end)
 end)
@@ -241,8 +242,8 @@ describe("errgate.recorded: Kafka Connect DLQ headers", function()
   it("calls a record without any profile unreadable", function()
     local c, why, label = recorded.case(lane())
     assert.is_nil(c)
-    assert.are.equal("no errgate, Spring Kafka, Kafka Connect, Kafka Streams, share-group or x-dlq-metadata error headers",
-      why)
+    assert.are.equal(
+      "no errgate, Spring Kafka, Kafka Connect, Kafka Streams, share-group or x-dlq-metadata error headers", why)
     assert.are.equal("src.dlq[0]@7", label)
     c, why = recorded.decode("not json")
     assert.is_nil(c)

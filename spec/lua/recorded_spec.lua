@@ -112,8 +112,8 @@ describe("errgate.recorded.inbox", function()
       assert.is_nil(f.delivery_count, n)
     end
     for _, st in ipairs({ 99, 600, -503, 1e300 }) do
-      local f = recorded.inbox({ headers = { ["x-dlq-metadata"] = '{"error_info":{"code":"E","status":' .. st .. "}}" } },
-        "auto")
+      local doc = '{"error_info":{"code":"E","status":' .. st .. "}}"
+      local f = recorded.inbox({ headers = { ["x-dlq-metadata"] = doc } }, "auto")
       assert.is_nil(f.status, tostring(st))
     end
   end)
