@@ -235,14 +235,6 @@ static void print_prometheus(const char *lane, const long count[EG_DLQ__N], cons
                    eg_dlq_status_name((eg_dlq_status)s), (double)oldest[s] / 1000.0);
 }
 
-/* The header as escaped printable text, "-" when absent. */
-static void hval(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
-    size_t n = 0;
-    const void *v = eg_header(m, name, &n);
-    if (!v) eg_strlcpy(out, "-", outlen);
-    else eg_printable(v, n, out, outlen);
-}
-
 /* `dlq stats`: counts the lane's records (open and resolved) per --by
  * field and prints them as a table. Returns the exit code. */
 static int cmd_stats(const args *a) {
@@ -306,7 +298,7 @@ static int cmd_stats(const args *a) {
         eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
         if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
         else {
-            hval(m, header, val, sizeof val);
+            eg_dlq_header_text(m, header, val, sizeof val);
             eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
             eg_dlq_column(val, sizeof val);
         }
@@ -387,17 +379,17 @@ static int cmp_lines(const void *x, const void *y) {
 /* The tail line of m (malloc'ed). */
 static char *tail_line(const rd_kafka_message_t *m, int payload) {
     char time[64], ot[300], op[32], oo[32], klass[200], code[200], reason[200], rc[32], at[32], msg[1200];
-    hval(m, EG_H_TIMESTAMP, time, sizeof time);
+    eg_dlq_header_text(m, EG_H_TIMESTAMP, time, sizeof time);
     if (!strcmp(time, "-")) eg_rfc3339(ts_of(m), time, sizeof time);
-    hval(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
-    hval(m, EG_H_ORIG_PARTITION, op, sizeof op);
-    hval(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
-    hval(m, EG_H_CLASS, klass, sizeof klass);
-    hval(m, EG_H_CODE, code, sizeof code);
-    hval(m, EG_H_REASON, reason, sizeof reason);
-    hval(m, EG_H_RETRY_COUNT, rc, sizeof rc);
-    hval(m, EG_H_ATTEMPTS, at, sizeof at);
-    hval(m, EG_H_MESSAGE, msg, sizeof msg);
+    eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+    eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
+    eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
+    eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
+    eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
+    eg_dlq_header_text(m, EG_H_REASON, reason, sizeof reason);
+    eg_dlq_header_text(m, EG_H_RETRY_COUNT, rc, sizeof rc);
+    eg_dlq_header_text(m, EG_H_ATTEMPTS, at, sizeof at);
+    eg_dlq_header_text(m, EG_H_MESSAGE, msg, sizeof msg);
     /* a foreign DLQ's (dlq_foreign.h) where errgate's headers are absent */
     eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
     eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
@@ -720,8 +712,8 @@ static int cmd_approve(const args *a) {
                 if (ts < items[at].since) items[at].since = ts;
             } else {
                 char klass[200], code[200], line[1200];
-                hval(m, EG_H_CLASS, klass, sizeof klass);
-                hval(m, EG_H_CODE, code, sizeof code);
+                eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
+                eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
                 eg_dlq_column(klass, sizeof klass);
                 eg_dlq_column(code, sizeof code);
                 snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", id, a->lane, (int)m->partition,

@@ -563,16 +563,19 @@ static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, si
 static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, const char *dest,
                     int32_t p, const char *skip) {
     char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[300];
-    if (eg_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
-    if (eg_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
-    if (eg_header_str(m, EG_H_ORIG_OFFSET, oo, sizeof oo) < 0) eg_strlcpy(oo, "-", sizeof oo);
+    eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+    eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
+    eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
     eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot); /* a foreign DLQ's (dlq_foreign.h) */
     eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
     eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
-    snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
-    if (eg_header_str(m, EG_H_CLASS, klass, sizeof klass) < 0) eg_strlcpy(klass, "-", sizeof klass);
-    if (eg_header_str(m, EG_H_CODE, code, sizeof code) < 0) eg_strlcpy(code, "-", sizeof code);
+    eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
+    eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
     eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
+    char *const cols[] = {ot, op, oo, klass, code}; /* table cells: nothing forges another */
+    const size_t caps[] = {sizeof ot, sizeof op, sizeof oo, sizeof klass, sizeof code};
+    for (size_t i = 0; i < 5; i++) eg_dlq_column(cols[i], caps[i]);
+    snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
     const char *sep = rp->o->home ? " " : "";
     if (!rp->o->home) dest = "";
     if (p >= 0) snprintf(to, sizeof to, "%s%s%d", dest, rp->o->home ? "/" : "", (int)p);

@@ -49,6 +49,10 @@ extern volatile sig_atomic_t eg_dlq_stop;
 void eg_dlq_catch_signals(void);
 void eg_dlq_release_signals(void);
 
+/* Header `name` of m as escaped printable text (eg_printable) into out,
+ * "-" when absent. */
+void eg_dlq_header_text(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen);
+
 /* Makes printable text s (eg_printable's output, capacity cap) one
  * column of a DLQ command's line or table, in place: a space becomes \x20
  * (so a foreign value cannot forge the next `name=value` column), an empty

@@ -5,6 +5,8 @@
  * command catches the signals for the length of its run only and gives the
  * previous handlers back. */
 #include "dlq.h"
+#include "record.h"
+#include "text.h"
 #include "util.h"
 
 #include <signal.h>
@@ -33,6 +35,13 @@ void eg_dlq_catch_signals(void) {
 void eg_dlq_release_signals(void) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+}
+
+void eg_dlq_header_text(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
+    size_t n = 0;
+    const void *v = eg_header(m, name, &n);
+    if (!v) eg_strlcpy(out, "-", outlen);
+    else eg_printable(v, n, out, outlen);
 }
 
 void eg_dlq_column(char *s, size_t cap) {

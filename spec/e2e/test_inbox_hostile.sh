@@ -116,6 +116,17 @@ ok = all(len(r) == len(rows[0]) and r[1].isdigit() for r in body) and tot and su
 print("# %r" % [r[:2] for r in body])
 sys.exit(0 if ok else 1)
 PY
+broker_ctl topic-create hostile-out 1 >/dev/null
+"$EG" replay -b "$BOOTSTRAP" --from hostile --to hostile-out --dry-run >"$T/dry.out" 2>"$T/dry.err"; rc=$?
+check "replay --dry-run: a table row per record, each exactly its 7 cells, no raw control byte (rc $rc)" \
+  $PY - "$T/dry.out" "$N" <<'PY'
+import re, sys
+raw = open(sys.argv[1], "rb").read()
+rows = [l.split() for l in raw.decode("utf-8", "replace").splitlines() if l.startswith("hostile/")]
+bad = [r for r in rows if len(r) != 7 and not (len(r) == 8 and r[5:7] == ["by", "key"])]
+print("# %d rows, %d malformed %r" % (len(rows), len(bad), bad[:2]))
+sys.exit(0 if len(rows) == int(sys.argv[2]) and not bad and not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", raw) else 1)
+PY
 "$EG" policy test "$FIXTURES/inbox_triage.lua" --from-topic hostile -b "$BOOTSTRAP" >"$T/ptest.out" 2>"$T/ptest.err"; rc=$?
 check "policy test --from-topic: a row per record, no crash (rc $rc)" \
   bash -c '[ "$1" -le 1 ] && grep -q ": $2 records, " "$3"' _ "$rc" "$N" "$T/ptest.out"
