@@ -711,12 +711,14 @@ static int cmd_approve(const args *a) {
             } else if (at >= 0) { /* another copy of an item taken: the approval reaches back to it */
                 if (ts < items[at].since) items[at].since = ts;
             } else {
-                char klass[200], code[200], line[1200];
+                char klass[200], code[200], shown[400], line[1200];
+                eg_printable(id, strlen(id), shown, sizeof shown); /* an errgate.id is a foreign header too */
+                eg_dlq_column(shown, sizeof shown);
                 eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
                 eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
                 eg_dlq_column(klass, sizeof klass);
                 eg_dlq_column(code, sizeof code);
-                snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", id, a->lane, (int)m->partition,
+                snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", shown, a->lane, (int)m->partition,
                          (long long)m->offset, klass, code);
                 eg_strmap_put(&seen, id, strlen(id), (int64_t)n);
                 items = eg_xrealloc(items, (n + 1) * sizeof *items);

@@ -621,8 +621,9 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     size_t rlen = 0;
     const void *rv = eg_header(m, EG_H_REPLAYS, &rlen);
     long replays = eg_replays_parse(rv, rlen);
-    char id[320], lane[600], nrep[32];
+    char id[320], shown[400], lane[600], nrep[32];
     eg_dlq_status st = eg_dlq_item_state(&rp->states, m, id, sizeof id);
+    eg_printable(id, strlen(id), shown, sizeof shown); /* an errgate.id is a foreign header too */
     snprintf(lane, sizeof lane, "%s/%d/%lld", o->from, (int)m->partition, (long long)m->offset);
     if (replays >= 0) snprintf(nrep, sizeof nrep, "%ld", replays);
     else eg_strlcpy(nrep, "not a count", sizeof nrep);
@@ -640,14 +641,14 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
             fprintf(stderr,
                     "errgate replay: refused %s (errgate.id %s): errgate.replays is %s, "
                     "--max-replays %ld (--force overrides)\n",
-                    lane, id, nrep, o->max_replays);
+                    lane, shown, nrep, o->max_replays);
     }
     char to[EG_TOPIC_NAME_MAX + 1] = "", why[1024];
     int32_t p = refuse ? RD_KAFKA_PARTITION_UA : destination(rp, m, to, sizeof to, why, sizeof why);
     if (p == -2) {
         /* not finished: the group's progress stays before it (see the file comment) */
         rp->unroutable++;
-        fprintf(stderr, "errgate replay: unroutable %s (errgate.id %s): %s\n", lane, id, why);
+        fprintf(stderr, "errgate replay: unroutable %s (errgate.id %s): %s\n", lane, shown, why);
         if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "unroutable");
         return 0;
     }

@@ -33,7 +33,7 @@ RECORDS = [
                   ("__streams.errors.topic", b"orders x\n"), ("__streams.errors.partition", b"1")], "TopicException"),
     ("range", [("__dlq.errors.topic", b"orders"), ("__dlq.errors.partition", b"2147483648"),
                ("__dlq.errors.offset", b"-5"), ("__dlq.errors.delivery.count", b"9" * 400)], "recorded"),
-    ("errcode", [("errgate.id", b"x/0/1"), ("error.code", b"X\nreason=forged")], "invalid_code"),
+    ("errcode", [("errgate.id", b"x/0/1\x1b[2J\n"), ("error.code", b"X\nreason=forged")], "invalid_code"),
     ("errspace", [("errgate.id", b"x/0/2"), ("error.code", b"E42"), ("error.class", b"a b reason=forged")], "E42"),
     ("xdlq", [("x-dlq-metadata", b'{"original_topic":"o\\u0000x","error_info":{"exception":"\\u00ff.*","status":1e999}}')],
      "invalid_class_name"),

@@ -127,6 +127,11 @@ bad = [r for r in rows if len(r) != 7 and not (len(r) == 8 and r[5:7] == ["by", 
 print("# %d rows, %d malformed %r" % (len(rows), len(bad), bad[:2]))
 sys.exit(0 if len(rows) == int(sys.argv[2]) and not bad and not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", raw) else 1)
 PY
+"$EG" replay -b "$BOOTSTRAP" --from hostile --to hostile-out --max-replays 0 >"$T/refused.out" 2>"$T/refused.err"; rc=$?
+check "replay refusing every record names each on one line, no raw control byte (rc $rc)" \
+  $PY -c 'import re, sys; raw = open(sys.argv[1], "rb").read(); n = raw.count(b"errgate replay: refused ")
+print("# %d refused lines" % n); sys.exit(0 if n == int(sys.argv[2]) and all(l.startswith(b"errgate replay: ") for l in raw.splitlines()) and not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", raw) else 1)' \
+  "$T/refused.err" "$N"
 "$EG" policy test "$FIXTURES/inbox_triage.lua" --from-topic hostile -b "$BOOTSTRAP" >"$T/ptest.out" 2>"$T/ptest.err"; rc=$?
 check "policy test --from-topic: a row per record, no crash (rc $rc)" \
   bash -c '[ "$1" -le 1 ] && grep -q ": $2 records, " "$3"' _ "$rc" "$N" "$T/ptest.out"
