@@ -417,12 +417,6 @@ local function body_of(fields, origin)
   return "{" .. table.concat(out, ",") .. "}"
 end
 
--- inbox(record, format[, origin]) -> failure (see above). origin, when
--- given, is where the record was born ({format, topic, partition, offset,
--- timestamp, group}, the C side's reading of the same headers): with the
--- format read, the outer exception class and a share group's delivery
--- count it travels in failure.body as JSON, which errgate.failure turns
--- into failure.format, .exception, .original and .delivery_count.
 -- Foreign bytes, one rule per field (README, "Foreign DLQ records"):
 --   class      a JVM binary class name: ASCII identifiers ([%a_$][%w_$]*)
 --              joined by ".", at most CLASS_MAX bytes; anything else reads
@@ -463,6 +457,12 @@ read_dlq = function(h, list)
   end
 end
 
+-- inbox(record, format[, origin]) -> failure (see above). origin, when
+-- given, is where the record was born ({format, topic, partition, offset,
+-- timestamp, group}, the C side's reading of the same headers): with the
+-- format read, the outer exception class and a share group's delivery
+-- count it travels in failure.body as JSON, which errgate.failure turns
+-- into failure.format, .exception, .original and .delivery_count.
 function recorded.inbox(rec, format, origin)
   local h = type(rec) == "table" and type(rec.headers) == "table" and rec.headers or {}
   local name, class, msg, status, outer, delivery = read_dlq(h, format == "auto" and INBOX_FORMATS or { format })
