@@ -298,8 +298,9 @@ static int cmd_stats(const args *a) {
         eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
         if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
         else {
-            if (eg_header_str(m, header, val, sizeof val) < 0 || !*val) eg_strlcpy(val, "-", sizeof val);
+            eg_dlq_header_text(m, header, val, sizeof val);
             eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
+            eg_dlq_column(val, sizeof val);
         }
         int64_t at = eg_strmap_get(&idx, val, strlen(val));
         if (at < 0) {
@@ -375,34 +376,32 @@ static int cmp_lines(const void *x, const void *y) {
     return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
-/* The header as escaped printable text, "-" when absent. */
-static void hval(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
-    size_t n = 0;
-    const void *v = eg_header(m, name, &n);
-    if (!v) eg_strlcpy(out, "-", outlen);
-    else eg_printable(v, n, out, outlen);
-}
-
 /* The tail line of m (malloc'ed). */
 static char *tail_line(const rd_kafka_message_t *m, int payload) {
     char time[64], ot[300], op[32], oo[32], klass[200], code[200], reason[200], rc[32], at[32], msg[1200];
-    hval(m, EG_H_TIMESTAMP, time, sizeof time);
+    eg_dlq_header_text(m, EG_H_TIMESTAMP, time, sizeof time);
     if (!strcmp(time, "-")) eg_rfc3339(ts_of(m), time, sizeof time);
-    hval(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
-    hval(m, EG_H_ORIG_PARTITION, op, sizeof op);
-    hval(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
-    hval(m, EG_H_CLASS, klass, sizeof klass);
-    hval(m, EG_H_CODE, code, sizeof code);
-    hval(m, EG_H_REASON, reason, sizeof reason);
-    hval(m, EG_H_RETRY_COUNT, rc, sizeof rc);
-    hval(m, EG_H_ATTEMPTS, at, sizeof at);
-    hval(m, EG_H_MESSAGE, msg, sizeof msg);
+    eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+    eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
+    eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
+    eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
+    eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
+    eg_dlq_header_text(m, EG_H_REASON, reason, sizeof reason);
+    eg_dlq_header_text(m, EG_H_RETRY_COUNT, rc, sizeof rc);
+    eg_dlq_header_text(m, EG_H_ATTEMPTS, at, sizeof at);
+    eg_dlq_header_text(m, EG_H_MESSAGE, msg, sizeof msg);
     /* a foreign DLQ's (dlq_foreign.h) where errgate's headers are absent */
     eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
     eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
     eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
     eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
     eg_dlq_foreign_fill(m, EG_H_MESSAGE, msg, sizeof msg);
+    struct {
+        char *s;
+        size_t cap;
+    } cols[] = {{time, sizeof time}, {ot, sizeof ot},         {op, sizeof op}, {oo, sizeof oo}, {klass, sizeof klass},
+                {code, sizeof code}, {reason, sizeof reason}, {rc, sizeof rc}, {at, sizeof at}};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) eg_dlq_column(cols[i].s, cols[i].cap);
     size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 64 : 0);
     char *line = eg_xmalloc(cap);
     int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s attempts=%s message=\"%s\"",
@@ -712,10 +711,14 @@ static int cmd_approve(const args *a) {
             } else if (at >= 0) { /* another copy of an item taken: the approval reaches back to it */
                 if (ts < items[at].since) items[at].since = ts;
             } else {
-                char klass[200], code[200], line[1200];
-                hval(m, EG_H_CLASS, klass, sizeof klass);
-                hval(m, EG_H_CODE, code, sizeof code);
-                snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", id, a->lane, (int)m->partition,
+                char klass[200], code[200], shown[400], line[1200];
+                eg_printable(id, strlen(id), shown, sizeof shown); /* an errgate.id is a foreign header too */
+                eg_dlq_column(shown, sizeof shown);
+                eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
+                eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
+                eg_dlq_column(klass, sizeof klass);
+                eg_dlq_column(code, sizeof code);
+                snprintf(line, sizeof line, "%s %s/%d/%lld class=%s code=%s", shown, a->lane, (int)m->partition,
                          (long long)m->offset, klass, code);
                 eg_strmap_put(&seen, id, strlen(id), (int64_t)n);
                 items = eg_xrealloc(items, (n + 1) * sizeof *items);

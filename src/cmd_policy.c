@@ -9,8 +9,9 @@
  * test replays hand-written cases (see lua/errgate/cli.lua for the format)
  * and prints an aligned table of expected versus decided; with --from-topic
  * it reads what a lane topic held when the command started (lane_cases.h),
- * rebuilds each recorded failure from its headers (errgate's own, Spring
- * Kafka's or Kafka Connect's) and asks the policy what it would decide now,
+ * rebuilds each recorded failure from its headers (errgate's own, or any
+ * DLQ dialect inbox mode reads: Spring Kafka, Kafka Connect, Kafka Streams,
+ * share group, x-dlq-metadata, through the same mapper) and asks the policy what it would decide now,
  * printing decided-then against would-decide-now (lua/errgate/recorded.lua).
  * Exit codes: 0 all good, 1 the policy does not load, lint errors, a case
  * mismatched, a recorded decision changed, or the lane could not be read,
@@ -49,7 +50,8 @@ static const char OPTIONS[] = "\n"
                               "                `partition` is an error)\n"
                               "  test CASES    replay JSON-lines cases, compare with their `expect`\n"
                               "  --from-topic  replay the failures recorded on a lane topic (errgate,\n"
-                              "                Spring Kafka DLT or Kafka Connect DLQ headers) and show\n"
+                              "                Spring Kafka, Kafka Connect, Kafka Streams, share-group\n"
+                              "                or x-dlq-metadata DLQ headers) and show\n"
                               "                decided-then against would-decide-now; exit 1 if any changed\n"
                               "  -b, -c        broker address, or a gateway config to take the kafka\n"
                               "                settings from (else $ERRGATE_BOOTSTRAP)\n"

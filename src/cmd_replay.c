@@ -1,6 +1,7 @@
 /* cmd_replay.c — `errgate replay`: send lane records back to a topic.
  *
  *   errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)
+ *   errgate replay -c CONFIG [--from LANE] [--to TOPIC] ...
  *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]
  *       [--where LUA_EXPR] [--dry-run] [--rate N] [--limit N]
  *       [--max-replays N] [--force] [--group G]
@@ -32,7 +33,21 @@
  * says what failed, and the next run retries it. What was replayed is then
  * marked `replayed` in the lane's state topic (dlq.h).
  *
- * The default group is errgate-replay.LANE.TOPIC.HASH, HASH covering the
+ * Defaults from a config (-c): without --from, the lanes are the config's
+ * DLQ lanes (lanes.dlq expanded for each literal source topic; a regex
+ * source cannot be expanded and is named in a note), replayed one after the
+ * other, each with its own group and summary (several sources with a
+ * shared lanes.dlq are one lane); the exit code is the worst of the runs.
+ * Without --to, each record goes back to its own original topic:
+ * original.topic, or the original topic its foreign dialect states
+ * (dlq_foreign.h). A record with none, one whose original topic is the lane
+ * itself, or one whose original topic does not exist is unroutable: not
+ * replayed, said on stderr, counted, and not finished, so the group's
+ * progress stops before it (records replayed after it are marked
+ * `replayed` and skipped by the rerun) and the run exits 1.
+ *
+ * The default group is errgate-replay.LANE.TOPIC.HASH (TOPIC "original"
+ * without --to), HASH covering the
  * filter options as typed: rerunning the same command resumes it, while a
  * replay with other filters is not blinded by records an earlier one
  * committed as filtered out. It is printed on the first line.
@@ -63,6 +78,7 @@
 #include "cli.h"
 #include "dlq.h"
 #include "dlq_foreign.h"
+#include "dlq_origin.h"
 #include "headers.h"
 #include "kcli.h"
 #include "parse.h"
@@ -85,6 +101,7 @@ typedef struct opts {
     eg_replay_filter f;
     int dry, force, include_resolved;
     int state; /* --state: the only state replayed, or -1 */
+    int home;  /* no --to: each record goes to its original topic */
     double rate;
     long limit, max_replays;
 } opts;
@@ -95,7 +112,8 @@ typedef struct pending {
     int pidx;     /* lane partition index */
     uint64_t seq; /* tracker sequence */
     int64_t lane_off;
-    char id[]; /* item id */
+    char to[EG_TOPIC_NAME_MAX + 1]; /* the topic it went to */
+    char id[];                      /* item id */
 } pending;
 
 /* A --dry-run table row, kept until the end to be printed in lane order. */
@@ -113,10 +131,15 @@ typedef struct replay {
     int64_t *committed;      /* per partition: the offset last sent in a commit (or the start) */
     unsigned char **verdict; /* --where results per partition, bit (offset - start) */
     int64_t *start0;         /* the starts the verdicts are indexed from */
-    int target_parts;
+    int target_parts;        /* of --to */
+    struct {
+        char topic[EG_TOPIC_NAME_MAX + 1];
+        int parts; /* 0: does not exist */
+    } * homes;     /* no --to: the original topics asked about */
+    size_t nhomes;
     char state_topic[512];
     char by[300];
-    long read, matched, replayed, refused, failed, state_failed, commit_failed;
+    long read, matched, replayed, refused, failed, state_failed, commit_failed, unroutable;
     long inflight, state_inflight;
     int abort;   /* a delivery failed: read no further */
     int closing; /* teardown: purged deliveries are not counted */
@@ -132,13 +155,16 @@ typedef struct replay {
 /* Prints the usage text of `errgate replay` on stdout. */
 static void usage(void) {
     printf("usage: errgate replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG)\n"
+           "       errgate replay -c CONFIG [--from LANE] [--to TOPIC]\n"
            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
            "         [--state S] [--include-resolved]\n"
            "\n"
            "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic);\n"
-           "                     also spelled --from-topic\n"
-           "  --to TOPIC         the topic to republish to (must exist); also --to-topic\n"
+           "                     also spelled --from-topic. Default with -c: each of the\n"
+           "                     config's DLQ lanes in turn\n"
+           "  --to TOPIC         the topic to republish to (must exist); also --to-topic.\n"
+           "                     Default with -c: each record's own original topic\n"
            "  -b, -c             broker address, or a gateway config to take the kafka\n"
            "                     settings from (else $ERRGATE_BOOTSTRAP)\n"
            "  --since DUR        only records written in the last DUR (90s, 15m, 2h, 7d)\n"
@@ -262,9 +288,11 @@ static int parse(int argc, char **argv, opts *o) {
             else o->max_replays = n;
         }
     }
-    if (!o->from) return usage_error("--from LANE is required");
-    if (!o->to) return usage_error("--to TOPIC is required");
-    if (!strcmp(o->from, o->to))
+    if (!o->from && !o->k.config) return usage_error("--from LANE is required (or -c CONFIG: its DLQ lanes)");
+    if (!o->to && !o->k.config)
+        return usage_error("--to TOPIC is required (or -c CONFIG: each record's original topic)");
+    o->home = !o->to;
+    if (o->from && o->to && !strcmp(o->from, o->to))
         return usage_error("--to must differ from --from (that would replay the lane into itself)");
     if (o->where && !*o->where) return usage_error("--where: the expression is empty");
     if (o->f.klass && !*o->f.klass) return usage_error("--class is empty");
@@ -297,7 +325,8 @@ static void default_group(const opts *o, char *out, size_t outlen) {
         if (n < 0 || (size_t)n >= sizeof buf - len) break;
         len += (size_t)n;
     }
-    snprintf(out, outlen, "errgate-replay.%s.%s.%08x", o->from, o->to, (unsigned)(eg_hash64(buf, len) & 0xffffffffu));
+    snprintf(out, outlen, "errgate-replay.%s.%s.%08x", o->from, o->home ? "original" : o->to,
+             (unsigned)(eg_hash64(buf, len) & 0xffffffffu));
 }
 
 /* ---- per record ----------------------------------------------------------- */
@@ -399,13 +428,14 @@ static void maybe_commit(replay *rp) {
 /* Queues the `replayed` state write of an item. */
 static void mark_replayed(replay *rp, const pending *pd) {
     char reason[1200], json[4096];
-    snprintf(reason, sizeof reason, "replayed to %s from %s/%d/%lld", rp->o->to, rp->o->from, (int)rp->r.part[pd->pidx],
+    snprintf(reason, sizeof reason, "replayed to %s from %s/%d/%lld", pd->to, rp->o->from, (int)rp->r.part[pd->pidx],
              (long long)pd->lane_off);
     int64_t now = eg_wall_ms();
     int n = eg_dlq_state_json(EG_DLQ_REPLAYED, reason, now, rp->by, json, sizeof json);
     size_t idlen = strlen(pd->id);
     pending *sp = eg_xmalloc(sizeof *sp + idlen + 1);
     *sp = (pending){.state = 1, .pidx = pd->pidx, .lane_off = pd->lane_off};
+    memcpy(sp->to, pd->to, sizeof sp->to);
     memcpy(sp->id, pd->id, idlen + 1);
     rd_kafka_resp_err_t e =
         n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
@@ -449,7 +479,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     rp->inflight--;
     if (m->err) {
         fprintf(stderr, "errgate replay: %s/%d/%lld -> %s: delivery failed: %s\n", rp->o->from,
-                (int)rp->r.part[pd->pidx], (long long)pd->lane_off, rp->o->to, rd_kafka_err2str(m->err));
+                (int)rp->r.part[pd->pidx], (long long)pd->lane_off, pd->to, rd_kafka_err2str(m->err));
         rp->failed++;
         rp->abort = 1;
     } else {
@@ -473,34 +503,83 @@ static void pace(replay *rp) {
     rp->next_due = (rp->next_due > now ? rp->next_due : now) + 1000.0 / rp->o->rate;
 }
 
-/* The partition a replayed record goes to (see the file comment). */
-static int32_t target_partition(const replay *rp, const rd_kafka_message_t *m) {
-    char topic[512], part[32];
+/* The original topic and partition m states (errgate's headers, else its
+ * foreign dialect's, dlq_foreign.h) into topic ("" when none) and *part
+ * (-1 when none). */
+static void origin_of(const rd_kafka_message_t *m, char *topic, size_t topiclen, long *part) {
+    char p[32];
+    if (eg_header_str(m, EG_H_ORIG_TOPIC, topic, topiclen) < 0) topic[0] = '\0';
+    if (eg_header_str(m, EG_H_ORIG_PARTITION, p, sizeof p) < 0) p[0] = '\0';
+    eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, topic, topiclen);
+    eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, p, sizeof p);
+    if (eg_parse_count(p, part) < 0) *part = -1;
+}
+
+/* The partition count of `to` (without --to: asked once per original
+ * topic and remembered), 0 when it does not exist, -1 when the cluster
+ * cannot tell (err filled). */
+static int parts_of(replay *rp, const char *to, char *err, size_t errlen) {
+    if (!rp->o->home) return rp->target_parts;
+    for (size_t i = 0; i < rp->nhomes; i++)
+        if (!strcmp(rp->homes[i].topic, to)) return rp->homes[i].parts;
+    int n = eg_topic_partitions(rp->r.rk, to, err, errlen);
+    if (n < 0) return -1;
+    rp->homes = eg_xrealloc(rp->homes, (rp->nhomes + 1) * sizeof *rp->homes);
+    eg_strlcpy(rp->homes[rp->nhomes].topic, to, sizeof rp->homes[rp->nhomes].topic);
+    rp->homes[rp->nhomes++].parts = n;
+    return n;
+}
+
+/* Where m goes: --to, or (without it) its original topic, into to. Returns
+ * the partition (its original one when to is its original topic and has
+ * that partition, see the file comment; else RD_KAFKA_PARTITION_UA), or -2
+ * when m is unroutable (why filled). */
+static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, size_t tolen, char *why, size_t whylen) {
+    char orig[512], err[512];
     long p;
-    if (eg_header_str(m, EG_H_ORIG_TOPIC, topic, sizeof topic) == 0 && !strcmp(topic, rp->o->to) &&
-        eg_header_str(m, EG_H_ORIG_PARTITION, part, sizeof part) == 0 && eg_parse_count(part, &p) == 0 &&
-        p < rp->target_parts)
-        return (int32_t)p;
-    return RD_KAFKA_PARTITION_UA;
+    origin_of(m, orig, sizeof orig, &p);
+    eg_strlcpy(to, rp->o->home ? orig : rp->o->to, tolen);
+    if (rp->o->home && !orig[0]) {
+        snprintf(why, whylen, "no original topic (neither original.topic nor a DLQ dialect's); give --to");
+        return -2;
+    }
+    if (rp->o->home && (!eg_dlq_topic_ok(orig, strlen(orig)) || !strcmp(orig, rp->o->from))) {
+        char shown[300];
+        eg_printable(orig, strlen(orig), shown, sizeof shown);
+        snprintf(why, whylen, "original topic '%s' is %s; give --to", shown,
+                 strcmp(orig, rp->o->from) ? "not a topic name" : "the lane itself");
+        return -2;
+    }
+    int parts = parts_of(rp, to, err, sizeof err);
+    if (parts <= 0) {
+        snprintf(why, whylen, "original topic %s %s", to, parts == 0 ? "does not exist (create it first)" : err);
+        return -2;
+    }
+    return !strcmp(orig, to) && p >= 0 && p < parts ? (int32_t)p : RD_KAFKA_PARTITION_UA;
 }
 
 /* Adds the --dry-run table row of a matched record; skip names why it is
  * not replayed (refused, or the state that skips it), NULL when it is. */
-static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, int32_t p,
-                    const char *skip) {
-    char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[32];
-    if (eg_header_str(m, EG_H_ORIG_TOPIC, ot, sizeof ot) < 0) eg_strlcpy(ot, "-", sizeof ot);
-    if (eg_header_str(m, EG_H_ORIG_PARTITION, op, sizeof op) < 0) eg_strlcpy(op, "-", sizeof op);
-    if (eg_header_str(m, EG_H_ORIG_OFFSET, oo, sizeof oo) < 0) eg_strlcpy(oo, "-", sizeof oo);
+static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, const char *dest,
+                    int32_t p, const char *skip) {
+    char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[300];
+    eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+    eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
+    eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
     eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot); /* a foreign DLQ's (dlq_foreign.h) */
     eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
     eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
-    snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
-    if (eg_header_str(m, EG_H_CLASS, klass, sizeof klass) < 0) eg_strlcpy(klass, "-", sizeof klass);
-    if (eg_header_str(m, EG_H_CODE, code, sizeof code) < 0) eg_strlcpy(code, "-", sizeof code);
+    eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
+    eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
     eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
-    if (p >= 0) snprintf(to, sizeof to, "%d", (int)p);
-    else eg_strlcpy(to, "by key", sizeof to);
+    char *const cols[] = {ot, op, oo, klass, code}; /* table cells: nothing forges another */
+    const size_t caps[] = {sizeof ot, sizeof op, sizeof oo, sizeof klass, sizeof code};
+    for (size_t i = 0; i < 5; i++) eg_dlq_column(cols[i], caps[i]);
+    snprintf(orig, sizeof orig, "%s/%s/%s", ot, op, oo);
+    const char *sep = rp->o->home ? " " : "";
+    if (!rp->o->home) dest = "";
+    if (p >= 0) snprintf(to, sizeof to, "%s%s%d", dest, rp->o->home ? "/" : "", (int)p);
+    else snprintf(to, sizeof to, "%s%sby key", dest, sep);
     char verdict[64];
     snprintf(verdict, sizeof verdict, "%s%s", skip && strcmp(skip, "refused") ? "skip: " : "", skip ? skip : "replay");
     const char *row[] = {lane, orig, klass, code, nrep, skip ? "-" : to, verdict};
@@ -542,15 +621,16 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     size_t rlen = 0;
     const void *rv = eg_header(m, EG_H_REPLAYS, &rlen);
     long replays = eg_replays_parse(rv, rlen);
-    char id[320], lane[600], nrep[32];
+    char id[320], shown[400], lane[600], nrep[32];
     eg_dlq_status st = eg_dlq_item_state(&rp->states, m, id, sizeof id);
+    eg_printable(id, strlen(id), shown, sizeof shown); /* an errgate.id is a foreign header too */
     snprintf(lane, sizeof lane, "%s/%d/%lld", o->from, (int)m->partition, (long long)m->offset);
     if (replays >= 0) snprintf(nrep, sizeof nrep, "%ld", replays);
     else eg_strlcpy(nrep, "not a count", sizeof nrep);
     if (!state_admits(o, st)) {
         rp->skipped[st]++;
         if (eg_dlq_resolved(st)) eg_tracker_finish(&rp->trk[i], seq); /* final: it stays skipped */
-        if (o->dry) dry_row(rp, m, lane, nrep, -1, eg_dlq_status_name(st));
+        if (o->dry) dry_row(rp, m, lane, nrep, "", -1, eg_dlq_status_name(st));
         return 0;
     }
     int refuse = !o->force && (replays < 0 || replays >= o->max_replays);
@@ -561,11 +641,19 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
             fprintf(stderr,
                     "errgate replay: refused %s (errgate.id %s): errgate.replays is %s, "
                     "--max-replays %ld (--force overrides)\n",
-                    lane, id, nrep, o->max_replays);
+                    lane, shown, nrep, o->max_replays);
     }
-    int32_t p = target_partition(rp, m);
+    char to[EG_TOPIC_NAME_MAX + 1] = "", why[1024];
+    int32_t p = refuse ? RD_KAFKA_PARTITION_UA : destination(rp, m, to, sizeof to, why, sizeof why);
+    if (p == -2) {
+        /* not finished: the group's progress stays before it (see the file comment) */
+        rp->unroutable++;
+        fprintf(stderr, "errgate replay: unroutable %s (errgate.id %s): %s\n", lane, shown, why);
+        if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "unroutable");
+        return 0;
+    }
     if (o->dry) {
-        dry_row(rp, m, lane, nrep, p, refuse ? "refused" : NULL);
+        dry_row(rp, m, lane, nrep, to, p, refuse ? "refused" : NULL);
         if (refuse) return 0;
         rp->replayed++; /* would be */
         eg_tracker_finish(&rp->trk[i], seq);
@@ -576,16 +664,17 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     size_t idlen = strlen(id);
     pending *pd = eg_xmalloc(sizeof *pd + idlen + 1);
     *pd = (pending){.pidx = i, .seq = seq, .lane_off = m->offset};
+    eg_strlcpy(pd->to, to, sizeof pd->to);
     memcpy(pd->id, id, idlen + 1);
     rd_kafka_headers_t *src = NULL;
     rd_kafka_message_headers(m, &src);
     rd_kafka_headers_t *h = eg_replay_headers(src, lane, eg_wall_ms(), (replays < 0 ? 0 : replays) + 1);
-    rd_kafka_resp_err_t e = rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(o->to), RD_KAFKA_V_PARTITION(p),
+    rd_kafka_resp_err_t e = rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(pd->to), RD_KAFKA_V_PARTITION(p),
                                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                               RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len),
                                               RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
     if (e) {
-        fprintf(stderr, "errgate replay: %s -> %s: cannot produce: %s\n", lane, o->to, rd_kafka_err2str(e));
+        fprintf(stderr, "errgate replay: %s -> %s: cannot produce: %s\n", lane, pd->to, rd_kafka_err2str(e));
         rd_kafka_headers_destroy(h);
         free(pd);
         rp->failed++;
@@ -617,6 +706,7 @@ static void print_summary(const replay *rp, int interrupted) {
     }
     long skipped = 0;
     for (int s = 0; s < EG_DLQ__N; s++) skipped += rp->skipped[s];
+    if (rp->unroutable) printf("  unroutable %ld", rp->unroutable);
     printf("  skipped %ld", skipped);
     for (int s = 0, any = 0; s < EG_DLQ__N; s++)
         if (rp->skipped[s])
@@ -651,6 +741,7 @@ static void teardown(replay *rp) {
     for (size_t i = 0; i < rp->nrows; i++)
         for (int c = 0; c < 7; c++) free(rp->rows[i].cell[c]);
     free(rp->rows);
+    free(rp->homes);
     eg_where_free(rp->where);
     eg_dlq_states_free(&rp->states);
 }
@@ -665,7 +756,8 @@ static int run(replay *rp, const opts *o) {
     }
     if (o->group) eg_strlcpy(group, o->group, sizeof group);
     else default_group(o, group, sizeof group);
-    printf("replay %s -> %s, group %s%s\n", o->from, o->to, group, o->dry ? " (dry run)" : "");
+    printf("replay %s -> %s, group %s%s\n", o->from, o->home ? "original topics" : o->to, group,
+           o->dry ? " (dry run)" : "");
     fflush(stdout);
 
     rd_kafka_conf_t *conf = eg_kcli_conf(&o->k, "errgate-replay", err, sizeof err);
@@ -688,7 +780,7 @@ static int run(replay *rp, const opts *o) {
         fprintf(stderr, "errgate replay: %s\n", err);
         return 2;
     }
-    rp->target_parts = eg_topic_partitions(rp->r.rk, o->to, err, sizeof err);
+    rp->target_parts = o->home ? 1 : eg_topic_partitions(rp->r.rk, o->to, err, sizeof err);
     if (rp->target_parts <= 0) {
         if (rp->target_parts == 0)
             fprintf(stderr, "errgate replay: --to: topic %s does not exist (create it first)\n", o->to);
@@ -756,20 +848,75 @@ static int run(replay *rp, const opts *o) {
         commit(rp, 1);
     }
     print_summary(rp, interrupted);
-    return rp->failed || rp->state_failed || rp->commit_failed || fatal || interrupted ? 1 : 0;
+    return rp->failed || rp->state_failed || rp->commit_failed || rp->unroutable || fatal || interrupted ? 1 : 0;
+}
+
+/* The config's DLQ lanes (see the file comment) into *lanes (fresh
+ * strings, the caller frees them and the array). Returns their count, or
+ * -1 with err. */
+static int config_lanes(const opts *o, char ***lanes, char *err, size_t errlen) {
+    eg_config cfg = {0};
+    /* the config loader wants a bootstrap; -b supplies it when the file has none */
+    if (o->k.bootstrap) setenv("ERRGATE_BOOTSTRAP", o->k.bootstrap, 1);
+    if (eg_config_load(o->k.config, &cfg, err, errlen) != 0) return -1;
+    int n = 0;
+    *lanes = eg_xcalloc((size_t)cfg.ntopics + 1, sizeof **lanes);
+    for (int i = 0; i < cfg.ntopics; i++) {
+        if (eg_topic_is_regex(cfg.topics[i])) {
+            fprintf(stderr,
+                    "errgate replay: note: source %s is a pattern: its DLQ lanes cannot be named from the config "
+                    "(give --from)\n",
+                    cfg.topics[i]);
+            continue;
+        }
+        char *lane = eg_lane_topic(cfg.lane_dlq, cfg.topics[i], NULL);
+        int seen = 0;
+        for (int j = 0; j < n && !seen; j++) seen = !strcmp((*lanes)[j], lane);
+        if (seen) free(lane);
+        else (*lanes)[n++] = lane;
+    }
+    eg_config_free(&cfg);
+    if (n == 0) snprintf(err, errlen, "%s names no DLQ lane (its sources are patterns); give --from", o->k.config);
+    return n ? n : -1;
+}
+
+/* Replays one lane (o->from): returns the exit code. */
+static int replay_lane(const opts *o) {
+    replay rp;
+    memset(&rp, 0, sizeof rp);
+    rp.o = o;
+    int rc = run(&rp, o);
+    teardown(&rp);
+    return rc;
 }
 
 int eg_cmd_replay(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? EG_EXIT_OK : rc;
-    replay rp;
-    memset(&rp, 0, sizeof rp);
-    rp.o = &o;
+    char **lanes = NULL, err[1024];
+    int n = 1;
+    if (!o.from && (n = config_lanes(&o, &lanes, err, sizeof err)) < 0) {
+        fprintf(stderr, "errgate replay: -c: %s\n", err);
+        free(lanes);
+        return 2;
+    }
     eg_dlq_catch_signals();
-    rc = run(&rp, &o);
+    rc = 0;
+    for (int i = 0; i < n && !eg_dlq_stop; i++) {
+        if (lanes) o.from = lanes[i];
+        if (o.to && !strcmp(o.from, o.to)) {
+            fprintf(stderr, "errgate replay: %s: --to must differ from the lane (that would replay it into itself)\n",
+                    o.from);
+            rc = rc > 2 ? rc : 2;
+            continue;
+        }
+        int r = replay_lane(&o);
+        rc = r > rc ? r : rc;
+    }
     eg_dlq_release_signals();
-    teardown(&rp);
     eg_dlq_foreign_done();
+    for (int i = 0; lanes && i < n; i++) free(lanes[i]);
+    free(lanes);
     return rc;
 }

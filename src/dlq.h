@@ -49,6 +49,17 @@ extern volatile sig_atomic_t eg_dlq_stop;
 void eg_dlq_catch_signals(void);
 void eg_dlq_release_signals(void);
 
+/* Header `name` of m as escaped printable text (eg_printable) into out,
+ * "-" when absent. */
+void eg_dlq_header_text(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen);
+
+/* Makes printable text s (eg_printable's output, capacity cap) one
+ * column of a DLQ command's line or table, in place: a space becomes \x20
+ * (so a foreign value cannot forge the next `name=value` column), an empty
+ * value "-"; past cap the text is cut (never inside an escape) and ends
+ * in "...". */
+void eg_dlq_column(char *s, size_t cap);
+
 /* eg_kcli_opt for a command's argument loop: returns 1 when argv[*i] was a
  * connection option (consumed), 0 when it is something else, -1 with
  * "OPTION needs a value" in why. */
@@ -101,7 +112,10 @@ long eg_replays_parse(const void *val, size_t len);
 /* The headers of a replayed record: every header of src (may be NULL) in
  * order, except retry.count, replay.from-dlq, replay.timestamp and
  * errgate.replays, which are then set to "0", from ("lane/partition/offset"),
- * the RFC 3339 form of now_ms, and replays. original.*, errgate.id,
+ * the RFC 3339 form of now_ms, and replays, and errgate.attempts, which is
+ * written once, as the largest well-formed count (0 to 2^31-2) of its
+ * values, or dropped when none is well-formed (non-numeric, negative,
+ * huge, empty: the gateway counts afresh). original.*, errgate.id,
  * errgate.history and the error headers survive unchanged. The caller owns
  * the result (rd_kafka_producev takes it on success). */
 rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays);

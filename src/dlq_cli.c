@@ -1,12 +1,17 @@
 /* dlq_cli.c — the command plumbing `errgate replay` and `errgate dlq` share
  * (see dlq.h): SIGINT/SIGTERM turned into a stop flag the read loops poll,
- * the connection options of their argument loops, and their producer. Each
+ * the connection options of their argument loops, their producer, and the
+ * column form of header values in their output. Each
  * command catches the signals for the length of its run only and gives the
  * previous handlers back. */
 #include "dlq.h"
+#include "record.h"
+#include "text.h"
+#include "util.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 volatile sig_atomic_t eg_dlq_stop;
@@ -30,6 +35,39 @@ void eg_dlq_catch_signals(void) {
 void eg_dlq_release_signals(void) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+}
+
+void eg_dlq_header_text(const rd_kafka_message_t *m, const char *name, char *out, size_t outlen) {
+    size_t n = 0;
+    const void *v = eg_header(m, name, &n);
+    if (!v) eg_strlcpy(out, "-", outlen);
+    else eg_printable(v, n, out, outlen);
+}
+
+void eg_dlq_column(char *s, size_t cap) {
+    static const char dots[] = "...";
+    size_t n = strlen(s), spaces = 0;
+    if (n == 0 && cap >= 2) memcpy(s, "-", 2);
+    for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
+    if (!spaces || cap == 0) return;
+    char *tmp = eg_xmalloc(cap);
+    size_t room = cap - 1, o = 0, i = 0;
+    int cut = n + 3 * spaces > room;
+    if (cut) room = room > 3 ? room - 3 : 0;
+    while (i < n) {
+        /* one unit: a space (4 bytes out), an escape of eg_printable's
+         * (\xNN, \n, \\: never split) or a byte */
+        size_t k = s[i] == '\\' ? (s[i + 1] == 'x' ? 4 : 2) : 1, w = s[i] == ' ' ? 4 : k;
+        if (i + k > n || o + w > room) break;
+        if (s[i] == ' ') memcpy(tmp + o, "\\x20", 4);
+        else memcpy(tmp + o, s + i, k);
+        o += w;
+        i += k;
+    }
+    if (cut && cap > 3) memcpy(tmp + o, dots, 3), o += 3;
+    tmp[o] = '\0';
+    memcpy(s, tmp, o + 1);
+    free(tmp);
 }
 
 int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t whylen) {

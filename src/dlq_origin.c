@@ -14,10 +14,20 @@
  *   share-group  Kafka ShareGroupDLQRecordHelper (KIP-1191):
  *            __dlq.errors.topic, .partition, .offset (toString), .group
  *   x-dlq-metadata  JSON: original_topic, original_consumer_group (strings;
- *            original_timestamp is not read: its type is not fixed) */
+ *            original_timestamp is not read: its type is not fixed)
+ *
+ * Foreign bytes, one rule per field (a value that breaks it is unknown, as
+ * if the dialect did not state it; nothing is cut or repaired, so nothing
+ * forged survives): the topic is a legal Kafka topic name (1 to 249 of
+ * [A-Za-z0-9._-]), else the dialect states no origin and the next one is
+ * tried; the group is 1 to 255 bytes of UTF-8 text without control
+ * characters; the partition is 0 to 2^31-1, the offset 0 to 10^18-1, the
+ * timestamp 0 to 9999-12-31T23:59:59.999Z. Of a repeated header, the last
+ * value counts (eg_headers_get); an empty or NULL value is absent. */
 #include "dlq_origin.h"
 #include "headers.h"
 #include "json.h"
+#include "config.h"
 #include "parse.h"
 #include "record.h"
 #include "util.h"
@@ -49,24 +59,63 @@ static int64_t be_or_dec(const void *v, size_t n, size_t size) {
     return n == 4 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
 }
 
-/* Copies header `name` as a string into out; returns 1 when present and
- * non-empty. */
-static int str(const rd_kafka_headers_t *h, const char *name, char *out, size_t outlen) {
+/* The latest time a timestamp may state: 9999-12-31T23:59:59.999Z. */
+#define TS_MAX 253402300799999LL
+
+int eg_dlq_topic_ok(const char *s, size_t n) {
+    if (n == 0 || n > EG_TOPIC_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return 0;
+    }
+    return !(n == 1 && s[0] == '.') && !(n == 2 && s[0] == '.' && s[1] == '.');
+}
+
+/* 1 when s[0..n) is UTF-8 text without control characters (NUL, C0, DEL). */
+static int text_ok(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return 0;
+    return eg_utf8_valid(s, n);
+}
+
+/* 1 when out (NUL-terminated) keeps its field's rule: is_topic, a topic
+ * name, else text (see the file comment); empties out otherwise. */
+static int keep(char *out, int is_topic) {
+    size_t n = strlen(out);
+    if (n && (is_topic ? eg_dlq_topic_ok(out, n) : text_ok(out, n))) return 1;
+    out[0] = '\0';
+    return 0;
+}
+
+/* Copies header `name` into out when it is present, fits whole and keeps
+ * its rule (is_topic: a topic name, else text); returns 1 then, else 0 with
+ * out empty. */
+static int str(const rd_kafka_headers_t *h, const char *name, char *out, size_t outlen, int is_topic) {
     size_t n = 0;
     const void *v = eg_headers_get(h, name, &n);
     out[0] = '\0';
-    if (!v || n == 0) return 0;
-    if (n >= outlen) n = outlen - 1;
+    if (!v || n == 0 || n >= outlen) return 0;
     memcpy(out, v, n);
     out[n] = '\0';
-    return memchr(out, '\0', n) == NULL;
+    if (strlen(out) != n) out[0] = '\0'; /* a NUL inside */
+    return keep(out, is_topic);
 }
 
-static int64_t num(const rd_kafka_headers_t *h, const char *name, size_t be_size) {
+/* x in [0, max], else -1. */
+static int64_t within(int64_t x, int64_t max) { return x >= 0 && x <= max ? x : -1; }
+
+/* Header `name` as a number in [0, max] (be_size: Spring's big-endian
+ * encoding of that many bytes, or decimal), else -1. */
+static int64_t num(const rd_kafka_headers_t *h, const char *name, size_t be_size, int64_t max) {
     size_t n = 0;
     const void *v = eg_headers_get(h, name, &n);
-    return be_size ? be_or_dec(v, n, be_size) : dec(v, n);
+    return within(be_size ? be_or_dec(v, n, be_size) : dec(v, n), max);
 }
+
+#define PART_MAX INT32_MAX
+#define OFF_MAX 999999999999999999LL
 
 /* One text dialect: prefix + topic / partition / offset [/ group]. */
 typedef struct dialect {
@@ -84,37 +133,44 @@ int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
     o->partition = o->offset = o->timestamp_ms = -1;
     if (!h) return -1;
     char ts[64];
-    if (str(h, EG_H_ORIG_TOPIC, o->topic, sizeof o->topic)) {
+    if (str(h, EG_H_ORIG_TOPIC, o->topic, sizeof o->topic, 1)) {
         o->format = "errgate";
-        o->partition = num(h, EG_H_ORIG_PARTITION, 0);
-        o->offset = num(h, EG_H_ORIG_OFFSET, 0);
-        if (!str(h, EG_H_ORIG_TIMESTAMP, ts, sizeof ts) || eg_parse_time_ms(ts, &o->timestamp_ms) != 0)
+        o->partition = num(h, EG_H_ORIG_PARTITION, 0, PART_MAX);
+        o->offset = num(h, EG_H_ORIG_OFFSET, 0, OFF_MAX);
+        if (!str(h, EG_H_ORIG_TIMESTAMP, ts, sizeof ts, 0) || eg_parse_time_ms(ts, &o->timestamp_ms) != 0)
             o->timestamp_ms = -1;
-        str(h, EG_H_ORIG_GROUP, o->group, sizeof o->group);
+        o->timestamp_ms = within(o->timestamp_ms, TS_MAX);
+        str(h, EG_H_ORIG_GROUP, o->group, sizeof o->group, 0);
         return 0;
     }
-    if (str(h, "kafka_dlt-original-topic", o->topic, sizeof o->topic)) {
+    if (str(h, "kafka_dlt-original-topic", o->topic, sizeof o->topic, 1)) {
         o->format = "spring";
-        o->partition = num(h, "kafka_dlt-original-partition", 4);
-        o->offset = num(h, "kafka_dlt-original-offset", 8);
-        o->timestamp_ms = num(h, "kafka_dlt-original-timestamp", 8);
-        str(h, "kafka_dlt-original-consumer-group", o->group, sizeof o->group);
+        o->partition = num(h, "kafka_dlt-original-partition", 4, PART_MAX);
+        o->offset = num(h, "kafka_dlt-original-offset", 8, OFF_MAX);
+        o->timestamp_ms = num(h, "kafka_dlt-original-timestamp", 8, TS_MAX);
+        str(h, "kafka_dlt-original-consumer-group", o->group, sizeof o->group, 0);
         return 0;
     }
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         const dialect *d = &texts[i];
-        if (!str(h, d->topic, o->topic, sizeof o->topic)) continue;
+        if (!str(h, d->topic, o->topic, sizeof o->topic, 1)) continue;
         o->format = d->format;
-        o->partition = num(h, d->partition, 0);
-        o->offset = num(h, d->offset, 0);
-        if (d->group) str(h, d->group, o->group, sizeof o->group);
+        o->partition = num(h, d->partition, 0, PART_MAX);
+        o->offset = num(h, d->offset, 0, OFF_MAX);
+        if (d->group) str(h, d->group, o->group, sizeof o->group, 0);
         return 0;
     }
     size_t n = 0;
     const char *x = eg_headers_get(h, "x-dlq-metadata", &n);
-    if (x && eg_json_get_str(x, n, "original_topic", o->topic, sizeof o->topic) == 0 && o->topic[0]) {
+    /* a string cut by the reader is longer than a topic name may be: refused as such; an
+     * escaped NUL would end a string early: a document with one states nothing */
+    if (x && !memmem(x, n, "\\u0000", 6) && eg_json_get_str(x, n, "original_topic", o->topic, sizeof o->topic) == 0 &&
+        keep(o->topic, 1)) {
         o->format = "x-dlq-metadata";
-        if (eg_json_get_str(x, n, "original_consumer_group", o->group, sizeof o->group) != 0) o->group[0] = '\0';
+        if (eg_json_get_str(x, n, "original_consumer_group", o->group, sizeof o->group) != 0 ||
+            strlen(o->group) >= sizeof o->group - 1)
+            o->group[0] = '\0';
+        keep(o->group, 0);
         return 0;
     }
     o->topic[0] = '\0';

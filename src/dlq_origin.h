@@ -26,6 +26,10 @@ typedef struct eg_dlq_origin {
  * when h states no origin. h may be NULL. Never reads past a value. */
 int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o);
 
+/* 1 when s[0..n) is a legal Kafka topic name (1 to 249 of [A-Za-z0-9._-],
+ * not "." or ".."): the rule every original topic read here must keep. */
+int eg_dlq_topic_ok(const char *s, size_t n);
+
 /* Inbox mode: when h has no original.topic yet and states a foreign origin,
  * adds errgate's original.topic, .partition, .offset, .timestamp (RFC 3339)
  * and .consumer.group headers from it (those the dialect states), so the

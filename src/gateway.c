@@ -58,6 +58,7 @@
  * counters gw.h gives it. */
 #include "cli.h"
 #include "dlq.h"
+#include "dlq_origin.h"
 #include "gw.h"
 #include "headers.h"
 #include "log.h"
@@ -690,9 +691,11 @@ static void republish(eg_gw *gw, eg_record *r) {
     r->state = EG_RS_IN_TARGET; /* carry_out takes it from where a decision would */
     eg_decision d;
     memset(&d, 0, sizeof d);
-    char to[256];
+    char to[256], prev[256];
+    /* "original": a legal topic name (dlq_origin.h) other than the inbox the record was triaged from */
     if (eg_header_str(r->msg, EG_H_REPLAY_TO, to, sizeof to) == 0 && !strcmp(to, "original") &&
-        eg_header_str(r->msg, EG_H_ORIG_TOPIC, to, sizeof to) < 0)
+        (eg_header_str(r->msg, EG_H_ORIG_TOPIC, to, sizeof to) < 0 || !eg_dlq_topic_ok(to, strlen(to)) ||
+         (eg_header_str(r->msg, EG_H_PREVIOUS, prev, sizeof prev) == 0 && !strcmp(prev, to))))
         to[0] = '\0';
     size_t n = 0;
     long replays = eg_replays_parse(eg_header(r->msg, EG_H_REPLAYS, &n), n);

@@ -3,15 +3,15 @@
  *
  * One pass over the lane with kcli.h's reader; each record becomes one JSON
  * line in an evbuffer, which is flattened into one owned string at the end.
- * Three header profiles are picked out by name: errgate's own (headers.h),
- * Spring Kafka's DeadLetterPublishingRecoverer (KafkaHeaders.DLT_*) and
- * Kafka Connect's DLQ context headers (DeadLetterQueueReporter
- * ERROR_HEADER_*). Nothing is interpreted here beyond bytes: no profile is
- * preferred, no action inferred; errgate.recorded does that, where it is
- * unit-tested. Spring writes the original partition as a 4-byte and the
- * offset and timestamp as 8-byte big-endian integers, everyone else decimal
- * text: both are turned into decimal text. */
+ * errgate's own headers (headers.h) are picked out by name; the headers
+ * of every foreign DLQ dialect go as they are into "dlq", for the one
+ * mapper of foreign failures (errgate.recorded.inbox, also behind inbox mode
+ * and the DLQ commands), and the record's origin as dlq_origin.h reads it
+ * (Spring's big-endian coordinates included) into "origin". Nothing is
+ * interpreted here beyond bytes and origin: no profile is preferred, no
+ * action inferred; errgate.recorded does that, where it is unit-tested. */
 #include "lane_cases.h"
+#include "dlq_origin.h"
 #include "headers.h"
 #include "json.h"
 #include "record.h"
@@ -26,26 +26,25 @@
 typedef struct field {
     const char *header;
     const char *key;
-    int is_int; /* 1: a partition/offset, binary big-endian or text */
 } field;
 
-static const field errgate_fields[] = {{EG_H_CLASS, "class", 0},
-                                       {EG_H_CODE, "code", 0},
-                                       {EG_H_MESSAGE, "message", 0},
-                                       {EG_H_KIND, "kind", 0},
-                                       {EG_H_STATUS, "status", 0},
-                                       {EG_H_RETRY_AFTER, "retry_after_ms", 0},
-                                       {EG_H_CLASS_HINT, "class_hint", 0},
-                                       {EG_H_RETRY_COUNT, "retry_count", 0},
-                                       {EG_H_ID, "id", 0},
-                                       {EG_H_POLICY, "policy", 0},
-                                       {EG_H_ACTION, "action", 0},
-                                       {EG_H_REASON, "reason", 0},
-                                       {EG_H_TIMESTAMP, "timestamp", 0},
-                                       {EG_H_ORIG_TOPIC, "original_topic", 0},
-                                       {EG_H_ORIG_PARTITION, "original_partition", 0},
-                                       {EG_H_ORIG_OFFSET, "original_offset", 0},
-                                       {NULL, NULL, 0}};
+static const field errgate_fields[] = {{EG_H_CLASS, "class"},
+                                       {EG_H_CODE, "code"},
+                                       {EG_H_MESSAGE, "message"},
+                                       {EG_H_KIND, "kind"},
+                                       {EG_H_STATUS, "status"},
+                                       {EG_H_RETRY_AFTER, "retry_after_ms"},
+                                       {EG_H_CLASS_HINT, "class_hint"},
+                                       {EG_H_RETRY_COUNT, "retry_count"},
+                                       {EG_H_ID, "id"},
+                                       {EG_H_POLICY, "policy"},
+                                       {EG_H_ACTION, "action"},
+                                       {EG_H_REASON, "reason"},
+                                       {EG_H_TIMESTAMP, "timestamp"},
+                                       {EG_H_ORIG_TOPIC, "original_topic"},
+                                       {EG_H_ORIG_PARTITION, "original_partition"},
+                                       {EG_H_ORIG_OFFSET, "original_offset"},
+                                       {NULL, NULL}};
 
 /* errgate's lane headers that are not copied into the case at all (they
  * describe the lane journey, not the failure). */
@@ -53,29 +52,20 @@ static const char *const errgate_other[] = {EG_H_PREVIOUS,  EG_H_ORIG_TIMESTAMP,
                                             EG_H_HISTORY,   EG_H_NOT_BEFORE,     EG_H_REPLAY_FROM,
                                             EG_H_REPLAY_TS, EG_H_REPLAYS,        NULL};
 
-/* Spring Kafka, org.springframework.kafka.support.KafkaHeaders (PREFIX "kafka_"). */
-#define SPRING_PREFIX "kafka_dlt-"
-static const field spring_fields[] = {{"kafka_dlt-exception-fqcn", "exception", 0},
-                                      {"kafka_dlt-exception-cause-fqcn", "cause", 0},
-                                      {"kafka_dlt-exception-message", "message", 0},
-                                      {"kafka_dlt-original-topic", "original_topic", 0},
-                                      {"kafka_dlt-original-partition", "original_partition", 1},
-                                      {"kafka_dlt-original-offset", "original_offset", 1},
-                                      {"kafka_dlt-original-consumer-group", "group", 0},
-                                      {NULL, NULL, 0}};
+/* The headers of the foreign DLQ dialects errgate.recorded.inbox reads
+ * (Spring Kafka KafkaHeaders.DLT_*, Kafka Connect DeadLetterQueueReporter,
+ * Kafka Streams KIP-1034, share groups KIP-1191), by prefix, and the
+ * x-dlq-metadata header. */
+static const char *const dlq_prefixes[] = {"kafka_dlt-", "__connect.errors.", "__streams.errors.", "__dlq.errors.",
+                                           NULL};
+#define XDLQ_HEADER "x-dlq-metadata"
 
-/* Kafka Connect, org.apache.kafka.connect.runtime.errors.DeadLetterQueueReporter. */
-#define CONNECT_PREFIX "__connect.errors."
-static const field connect_fields[] = {{"__connect.errors.exception.class.name", "exception", 0},
-                                       {"__connect.errors.exception.message", "message", 0},
-                                       {"__connect.errors.topic", "original_topic", 0},
-                                       {"__connect.errors.partition", "original_partition", 1},
-                                       {"__connect.errors.offset", "original_offset", 1},
-                                       {"__connect.errors.connector.name", "connector", 0},
-                                       {"__connect.errors.task.id", "task", 0},
-                                       {"__connect.errors.stage", "stage", 0},
-                                       {"__connect.errors.class.name", "class", 0},
-                                       {NULL, NULL, 0}};
+/* True for a foreign DLQ dialect's header. */
+static int dlq_header(const char *name) {
+    for (const char *const *p = dlq_prefixes; *p; p++)
+        if (strncmp(name, *p, strlen(*p)) == 0) return 1;
+    return strcmp(name, XDLQ_HEADER) == 0;
+}
 
 /* Appends v[0..n) as a JSON string when it is UTF-8 text, as {"hex": ".."}
  * otherwise, or null when v is NULL. Values longer than
@@ -111,25 +101,6 @@ static void put_key(struct evbuffer *b, const char *key) {
     evbuffer_add(b, ":", 1);
 }
 
-/* Reads an integer header written as decimal text or as a 4- or 8-byte
- * big-endian integer (Spring). Returns 0 with *out, or -1. */
-static int int_value(const unsigned char *v, size_t n, long long *out) {
-    size_t digits = n > 0 && v[0] == '-' ? 1 : 0;
-    while (digits < n && v[digits] >= '0' && v[digits] <= '9') digits++;
-    if (n > 0 && n < 21 && digits == n && !(n == 1 && v[0] == '-')) {
-        char buf[24];
-        memcpy(buf, v, n);
-        buf[n] = '\0';
-        *out = strtoll(buf, NULL, 10);
-        return 0;
-    }
-    if (n != 4 && n != 8) return -1;
-    uint64_t u = 0;
-    for (size_t i = 0; i < n; i++) u = (u << 8) | v[i];
-    *out = n == 4 ? (long long)(int32_t)(uint32_t)u : (long long)(int64_t)u;
-    return 0;
-}
-
 /* Appends ,"name":{...} with the fields of one profile that m carries;
  * nothing when it carries none. */
 static void put_profile(struct evbuffer *b, const char *name, const field *fields, const rd_kafka_headers_t *h) {
@@ -141,9 +112,7 @@ static void put_profile(struct evbuffer *b, const char *name, const field *field
         if (n++ == 0) evbuffer_add_printf(b, ",\"%s\":{", name);
         else evbuffer_add(b, ",", 1);
         put_key(b, f->key);
-        long long i;
-        if (f->is_int && int_value(v, len, &i) == 0) evbuffer_add_printf(b, "\"%lld\"", i);
-        else put_value(b, v, len);
+        put_value(b, v, len);
     }
     if (n) evbuffer_add(b, "}", 1);
 }
@@ -151,9 +120,7 @@ static void put_profile(struct evbuffer *b, const char *name, const field *field
 /* True for the headers that belong to a profile (or to errgate's lane
  * journey) and so are not the record's own. */
 static int profile_header(const char *name) {
-    if (strncmp(name, SPRING_PREFIX, strlen(SPRING_PREFIX)) == 0 ||
-        strncmp(name, CONNECT_PREFIX, strlen(CONNECT_PREFIX)) == 0)
-        return 1;
+    if (dlq_header(name)) return 1;
     for (const field *f = errgate_fields; f->header; f++)
         if (strcmp(name, f->header) == 0) return 1;
     for (const char *const *p = errgate_other; *p; p++)
@@ -161,10 +128,11 @@ static int profile_header(const char *name) {
     return 0;
 }
 
-/* Appends ,"headers":{...}: the record's own headers (names that are UTF-8
- * text), the last value of each name. */
-static void put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
-    evbuffer_add(b, ",\"headers\":{", 12);
+/* Appends ,"NAME":{...}: the headers (names that are UTF-8 text), the last
+ * value of each name, that are a foreign DLQ dialect's (dlq = 1; stack
+ * traces left out) or the record's own (dlq = 0). */
+static void put_headers(struct evbuffer *b, const rd_kafka_headers_t *h, int dlq) {
+    evbuffer_add_printf(b, ",\"%s\":{", dlq ? "dlq" : "headers");
     int n = 0;
     if (h) {
         const char *name;
@@ -172,7 +140,9 @@ static void put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
         size_t len;
         for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &v, &len) == 0; i++) {
             /* a name that is not text cannot be a JSON key (nor matched by a policy) */
-            if (profile_header(name) || !eg_utf8_valid(name, strlen(name))) continue;
+            if ((dlq ? !dlq_header(name) || strstr(name, "stacktrace") : profile_header(name)) ||
+                !eg_utf8_valid(name, strlen(name)))
+                continue;
             /* the last value wins: skip a name already written */
             int seen = 0;
             const char *prev;
@@ -190,11 +160,31 @@ static void put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
     evbuffer_add(b, "}", 1);
 }
 
+/* Appends ,"origin":{format, topic, partition, offset, timestamp, group}
+ * (the known ones) when h states where the record was born (dlq_origin.h). */
+static void put_origin(struct evbuffer *b, const rd_kafka_headers_t *h) {
+    eg_dlq_origin o;
+    if (eg_dlq_origin_read(h, &o) != 0) return;
+    evbuffer_add_printf(b, ",\"origin\":{\"format\":\"%s\",\"topic\":", o.format);
+    put_value(b, o.topic, strlen(o.topic));
+    const struct {
+        const char *k;
+        int64_t v;
+    } nums[] = {{"partition", o.partition}, {"offset", o.offset}, {"timestamp", o.timestamp_ms}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (nums[i].v >= 0) evbuffer_add_printf(b, ",\"%s\":%lld", nums[i].k, (long long)nums[i].v);
+    if (o.group[0]) {
+        evbuffer_add(b, ",\"group\":", 9);
+        put_value(b, o.group, strlen(o.group));
+    }
+    evbuffer_add(b, "}", 1);
+}
+
 void eg_lane_cases_put_headers(struct evbuffer *b, const rd_kafka_headers_t *h) {
     put_profile(b, "errgate", errgate_fields, h);
-    put_profile(b, "spring", spring_fields, h);
-    put_profile(b, "connect", connect_fields, h);
-    put_headers(b, h);
+    put_headers(b, h, 1);
+    put_origin(b, h);
+    put_headers(b, h, 0);
 }
 
 typedef struct reader {

@@ -6,21 +6,21 @@
  * they mean. Each line is one JSON object:
  *   {"lane": {"topic": T, "partition": P, "offset": O, "timestamp": MS},
  *    "key": K,
- *    "errgate": {...}, "spring": {...}, "connect": {...},
+ *    "errgate": {...}, "dlq": {...}, "origin": {...},
  *    "headers": {NAME: V, ...}}
  * "errgate" holds errgate's own lane headers (headers.h) under short names
  * (class, code, message, kind, status, retry_after_ms, retry_count, id,
  * policy, action, reason, timestamp, original_topic, original_partition,
- * original_offset); "spring" the Spring Kafka DeadLetterPublishingRecoverer
- * headers (exception, cause, message, original_topic, original_partition,
- * original_offset, group); "connect" the Kafka Connect DLQ context headers
- * (exception, message, original_topic, original_partition, original_offset,
- * connector, task, stage, class). Each of the three objects is present only
- * when the record carries at least one of its headers, with only the keys
- * found. "headers" holds every other header (the record's own, which a
- * policy may match on); stack traces and errgate.history are left out.
- * Values are JSON strings (Spring's binary partition and offset are decoded
- * to decimal text), {"hex": "..."} for bytes that are not UTF-8 text, or
+ * original_offset), present only when the record carries one of them;
+ * "dlq" every header of a foreign DLQ dialect (kafka_dlt-*,
+ * __connect.errors.*, __streams.errors.*, __dlq.errors.*, x-dlq-metadata;
+ * stack traces left out) under its own name, as errgate.recorded.inbox
+ * reads them; "origin" where the record was born as dlq_origin.h reads it
+ * ({format, topic, partition, offset, timestamp, group}, the known ones;
+ * absent when no dialect states it). "headers" holds every other header
+ * (the record's own, which a policy may match on); errgate.history is left
+ * out. The last value of a repeated header name wins.
+ * Values are JSON strings, {"hex": "..."} for bytes that are not UTF-8 text, or
  * null; each value is cut to EG_LANE_CASES_VALUE_MAX bytes. The record value
  * (payload) is never read into a case. */
 #ifndef EG_LANE_CASES_H

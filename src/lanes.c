@@ -246,8 +246,9 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
             prev_hist = val;
             prev_hist_len = size;
         } else if (strcmp(name, EG_H_ATTEMPTS) == 0) {
+            /* repeated: the largest well-formed count; a malformed one counts for nothing */
             int64_t n = eg_uint_parse(val, size);
-            attempts = n > 0 && n < INT32_MAX ? n : 0; /* a malformed count starts afresh */
+            if (n > attempts && n < INT32_MAX) attempts = n;
         }
         /* errgate.id is written below from eg_record_id: a malformed one is not carried on */
         if (!replaced_header(name) && strcmp(name, EG_H_ID) != 0 && !eg_profile_replaced(l->profiles, name))

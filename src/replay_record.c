@@ -5,8 +5,10 @@
 #include "dlq.h"
 #include "headers.h"
 #include "parse.h"
+#include "record.h"
 #include "util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +35,7 @@ long eg_replays_parse(const void *val, size_t len) {
 /* True for the headers a replay sets afresh. */
 static int rewritten(const char *name) {
     return !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) || !strcmp(name, EG_H_REPLAY_TS) ||
-           !strcmp(name, EG_H_REPLAYS);
+           !strcmp(name, EG_H_REPLAYS) || !strcmp(name, EG_H_ATTEMPTS);
 }
 
 rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays) {
@@ -42,9 +44,19 @@ rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char 
     const char *name;
     const void *val;
     size_t size;
-    for (size_t i = 0; src && rd_kafka_header_get_all(src, i, &name, &val, &size) == 0; i++)
+    int64_t attempts = -1;
+    for (size_t i = 0; src && rd_kafka_header_get_all(src, i, &name, &val, &size) == 0; i++) {
+        if (!strcmp(name, EG_H_ATTEMPTS)) {
+            int64_t a = eg_uint_parse(val, size);
+            if (a > attempts && a < INT32_MAX) attempts = a;
+        }
         if (!rewritten(name)) rd_kafka_header_add(h, name, -1, val, (ssize_t)size);
+    }
     char ts[40], n[24];
+    if (attempts >= 0) {
+        snprintf(n, sizeof n, "%lld", (long long)attempts);
+        rd_kafka_header_add(h, EG_H_ATTEMPTS, -1, n, -1);
+    }
     eg_rfc3339(now_ms, ts, sizeof ts);
     snprintf(n, sizeof n, "%ld", replays);
     rd_kafka_header_add(h, EG_H_RETRY_COUNT, -1, "0", 1);

@@ -6,10 +6,11 @@
 --
 -- Input: one lane record as the C side reads it (src/lane_cases.h):
 --   { lane = { topic, partition, offset, timestamp }, key,
---     errgate = {...}, spring = {...}, connect = {...}, headers = {...} }
+--     errgate = {...}, dlq = {...}, origin = {...}, headers = {...} }
 -- with every value a string, {hex = "..."} (bytes that are not text) or
--- JSON null. case(rec) rebuilds { failure, record, ctx, decided } from the
--- first profile the record carries, in this order:
+-- JSON null. case(rec) rebuilds { failure, record, ctx, decided } from
+-- errgate's headers when the record carries them, else from the first
+-- foreign dialect it carries:
 --
 -- errgate (DESIGN §4, headers.h):
 --   failure.kind     error.kind; a record written before error.kind existed
@@ -31,15 +32,18 @@
 --                    climbed, for a ladder: lanes.c increments it then);
 --                    breaker "open" for a circuit_open failure
 --
--- spring (Spring Kafka DeadLetterPublishingRecoverer, KafkaHeaders.DLT_*) and
--- connect (Kafka Connect DLQ, __connect.errors.*): the failure was an
--- exception thrown in a JVM consumer, which errgate's vocabulary calls an
+-- foreign: every dialect inbox mode reads (spring, connect, streams,
+-- share-group, x-dlq-metadata; see inbox() below: the same reader, on the
+-- record's `dlq` headers, tried in the order of `auto`): the failure was an
+-- exception thrown in a consumer, which errgate's vocabulary calls an
 -- in-process handler error:
 --   failure.kind     "lua"
 --   failure.code     the exception class's simple name (the part after the
 --                    last "."; Spring: the cause's class when present, since
 --                    the top-level one is the container's
---                    ListenerExecutionFailedException wrapper)
+--                    ListenerExecutionFailedException wrapper; a share-group
+--                    record names none); a class that is not a class name
+--                    gives the code "invalid_class_name" (see inbox())
 --   failure.message  the exception message
 --   surfaced instead, when the exception says so:
 --     HTTP status    a Spring HTTP exception class (HttpClientErrorException$
@@ -55,12 +59,16 @@
 --     connect        java.net.ConnectException -> kind "connect" (both keep
 --                    the class's simple name as the code; Kafka Connect's
 --                    own ConnectException is its generic error, kind "lua")
+--   failure.status   also the status the dialect states (x-dlq-metadata's
+--                    error_info.status)
 --   decided          dlq (ladder for a Spring retry topic: a lane named
 --                    *-retry or *-retry-N); no class or policy is recorded,
---                    so only the action is compared
+--                    so only the action is compared; by names the system
+--                    (spring-kafka, kafka-connect, kafka-streams,
+--                    share-group, x-dlq-metadata)
 --
--- record: the original coordinates (original.* / the profile's original
--- topic, partition, offset; the lane's own when absent), the key and the
+-- record: the original coordinates (original.* / the dialect's original
+-- topic, partition, offset from `origin`; the lane's own when absent), the key and the
 -- record's own headers (every header that is not a profile's), which is
 -- what the policy saw when it decided. Not recorded anywhere, hence not
 -- rebuilt: the response body (the service's Error-Class hint is, as
@@ -234,13 +242,33 @@ local function native(rec, e)
   }
 end
 
-local function foreign(rec, p, profile)
+-- read_dlq(h, list) -> format, class, message, status, outer class,
+-- delivery count of the first format in list whose headers h carries
+-- (INBOX_READ, below), or nothing. Assigned with the inbox reader.
+local read_dlq
+
+-- The system each foreign dialect is written by, as decided.by.
+local WRITTEN_BY = { spring = "spring-kafka", connect = "kafka-connect", streams = "kafka-streams",
+                     ["share-group"] = "share-group", ["x-dlq-metadata"] = "x-dlq-metadata" }
+local FOREIGN = { "spring", "connect", "streams", "share-group", "x-dlq-metadata" }
+
+local function foreign(rec)
   local lane = rec.lane
-  local fqcn = text(p.cause) or text(p.exception)
-  if not fqcn and not text(p.message) then
-    return nil, ("%s headers without an exception class or message"):format(profile)
+  local h = {}
+  if type(rec.dlq) == "table" then
+    for k, v in pairs(rec.dlq) do h[k] = text(v) end
   end
-  local topic, partition, offset = coordinates(p, lane)
+  local profile, fqcn, msg, status = read_dlq(h, FOREIGN)
+  if not profile then
+    return nil, "no errgate, Spring Kafka, Kafka Connect, Kafka Streams, share-group or x-dlq-metadata error headers"
+  end
+  local f = recorded.exception_failure(fqcn, msg)
+  if status and not f.status then f = { kind = "http", status = status, message = msg } end
+  local o = type(rec.origin) == "table" and rec.origin or {}
+  local topic, partition, offset = lane.topic, lane.partition, lane.offset
+  if type(o.topic) == "string" and type(o.partition) == "number" and type(o.offset) == "number" then
+    topic, partition, offset = o.topic, o.partition, o.offset
+  end
   local action = "dlq"
   if profile == "spring" and type(lane.topic) == "string" and
       (find(lane.topic, "%-retry$") or find(lane.topic, "%-retry%-%d+$")) then
@@ -249,11 +277,11 @@ local function foreign(rec, p, profile)
   return {
     profile = profile,
     id = ("%s/%d/%d"):format(topic, partition, offset),
-    failure = recorded.exception_failure(fqcn, text(p.message)),
+    failure = f,
     record = { topic = topic, partition = partition, offset = offset, key = text(rec.key),
                headers = own_headers(rec.headers) },
     ctx = {},
-    decided = { action = action, by = profile == "spring" and "spring-kafka" or "kafka-connect" },
+    decided = { action = action, by = WRITTEN_BY[profile] },
   }
 end
 
@@ -270,12 +298,8 @@ function recorded.case(rec)
   local c, why
   if type(rec.errgate) == "table" then
     c, why = native(rec, rec.errgate)
-  elseif type(rec.spring) == "table" then
-    c, why = foreign(rec, rec.spring, "spring")
-  elseif type(rec.connect) == "table" then
-    c, why = foreign(rec, rec.connect, "connect")
   else
-    why = "no errgate, Spring Kafka or Kafka Connect error headers"
+    c, why = foreign(rec)
   end
   if not c then return nil, why, label end
   c.lane = label
@@ -322,7 +346,8 @@ end
 -- the class name Throwable.toString() starts with ("a.b.C: message" -> "a.b.C")
 local function to_string_class(s)
   if not s then return nil end
-  return match(sub(s, 1, CLASS_MAX), "^([%w_%.%$]+):") or match(sub(s, 1, CLASS_MAX), "^([%w_%.%$]+)%s*$")
+  local head = sub(s, 1, CLASS_MAX + 1)
+  return match(head, "^([^:%s]+):") or match(head, "^(%S+)%s*$") or head
 end
 
 -- INBOX_READ[format](headers) -> class, message, status, outer class,
@@ -334,10 +359,10 @@ local INBOX_READ = {
     return code or false, hdr(h, "error.message"), int(h["error.status"])
   end,
   spring = function(h)
-    local outer = hdr(h, "kafka_dlt-exception-fqcn")
+    local outer, cause = hdr(h, "kafka_dlt-exception-fqcn"), hdr(h, "kafka_dlt-exception-cause-fqcn")
     local msg = hdr(h, "kafka_dlt-exception-message")
-    if not outer and not msg then return end
-    return hdr(h, "kafka_dlt-exception-cause-fqcn") or outer or false, msg, nil, outer
+    if not outer and not cause and not msg then return end
+    return cause or outer or false, msg, nil, outer
   end,
   connect = function(h)
     local class = hdr(h, "__connect.errors.exception.class.name")
@@ -362,7 +387,7 @@ local INBOX_READ = {
     local class = e.exception or e.exception_class or e.class_name or e.code
     class = type(class) == "string" and class or nil
     return class or false, type(e.message) == "string" and e.message or nil,
-      type(e.status) == "number" and e.status or nil, class
+      type(e.status) == "number" and status_ok(e.status) or nil, class
   end,
 }
 
@@ -392,6 +417,46 @@ local function body_of(fields, origin)
   return "{" .. table.concat(out, ",") .. "}"
 end
 
+-- Foreign bytes, one rule per field (README, "Foreign DLQ records"):
+--   class      a JVM binary class name: ASCII identifiers ([%a_$][%w_$]*)
+--              joined by ".", at most CLASS_MAX bytes; anything else reads
+--              as the class INVALID_CLASS (code "invalid_class_name"), the
+--              outer class as absent, so no foreign byte reaches a code
+--   code       errgate's own error.code: 1 to 128 bytes of printable ASCII,
+--              else "invalid_code"
+--   delivery   a share group's count: 0 to 2^31-1, else absent
+--   status     100 to 599 (status_ok), else absent
+--   message    kept as recorded (multi-line), capped where it is written
+local INVALID_CLASS, INVALID_CODE, CODE_MAX = "invalid_class_name", "invalid_code", 128
+recorded.INVALID_CLASS, recorded.INVALID_CODE = INVALID_CLASS, INVALID_CODE
+
+local function class_ok(s)
+  return #s <= CLASS_MAX and find(s, "^[%a_%$][%w_%$%.]*$") and not find(s, "%.%.") and not find(s, "%.$") and
+    not find(s, "%.%d") and true or false
+end
+
+local function delivery_ok(n)
+  return n and n >= 0 and n <= 2147483647 and n == math.floor(n) and n or nil
+end
+
+read_dlq = function(h, list)
+  for _, name in ipairs(list) do
+    local read = INBOX_READ[name]
+    local class, msg, status, outer, delivery
+    if read then class, msg, status, outer, delivery = read(h) end
+    if class ~= nil then
+      class = class or nil
+      if class and name == "errgate" then
+        if #class > CODE_MAX or find(class, "[^\32-\126]") then class = INVALID_CODE end
+      elseif class and not class_ok(class) then
+        class = INVALID_CLASS
+      end
+      if outer and not class_ok(outer) then outer = nil end
+      return name, class, msg, status, outer, delivery_ok(delivery)
+    end
+  end
+end
+
 -- inbox(record, format[, origin]) -> failure (see above). origin, when
 -- given, is where the record was born ({format, topic, partition, offset,
 -- timestamp, group}, the C side's reading of the same headers): with the
@@ -400,19 +465,13 @@ end
 -- into failure.format, .exception, .original and .delivery_count.
 function recorded.inbox(rec, format, origin)
   local h = type(rec) == "table" and type(rec.headers) == "table" and rec.headers or {}
-  local list = format == "auto" and INBOX_FORMATS or { format }
-  for _, name in ipairs(list) do
-    local read = INBOX_READ[name]
-    local class, msg, status, outer, delivery
-    if read then class, msg, status, outer, delivery = read(h) end
-    if class ~= nil then
-      class = class or nil
-      local code = class and (name == "errgate" and class or simple_name(class))
-      if name ~= "errgate" and not status then status = recorded.exception_failure(class, msg).status end
-      return { kind = "recorded", code = code, message = msg, status = status_ok(status),
-               body = body_of({ format = name, exception = outer and sub(outer, 1, CLASS_MAX),
-                                delivery_count = delivery }, origin) }
-    end
+  local name, class, msg, status, outer, delivery = read_dlq(h, format == "auto" and INBOX_FORMATS or { format })
+  if name then
+    local code = class and (name == "errgate" and class or simple_name(class))
+    if name ~= "errgate" and not status then status = recorded.exception_failure(class, msg).status end
+    return { kind = "recorded", code = code, message = msg, status = status_ok(status),
+             body = body_of({ format = name, exception = outer and sub(outer, 1, CLASS_MAX),
+                              delivery_count = delivery }, origin) }
   end
   return { kind = "recorded", code = "inbox_unrecognized",
            message = format == "auto" and "no DLQ headers errgate knows (errgate, spring, connect, streams, " ..

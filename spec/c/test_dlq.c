@@ -9,6 +9,7 @@
 #include "json.h"
 #include "parse.h"
 #include "tap.h"
+#include "util.h"
 #include "text.h"
 
 #include <stdlib.h>
@@ -172,6 +173,51 @@ int main(void) {
     CHECK(rd_kafka_header_cnt(h) == 4, "a record without headers gets the 4 replay headers");
     rd_kafka_headers_destroy(h);
     rd_kafka_headers_destroy(src);
+
+    /* a damaged errgate.attempts: written once, the largest well-formed count, or dropped */
+    static const struct {
+        const char *vals[3];
+        const char *want; /* NULL: dropped */
+    } att[] = {{{"5", NULL, NULL}, "5"},
+               {{"x", NULL, NULL}, NULL},
+               {{"-3", NULL, NULL}, NULL},
+               {{"99999999999999999999", NULL, NULL}, NULL},
+               {{"4294967296", NULL, NULL}, NULL},
+               {{"", NULL, NULL}, NULL},
+               {{"4", "garbage", NULL}, "4"},
+               {{"2", "7", "3"}, "7"},
+               {{"0", NULL, NULL}, "0"}};
+    for (size_t i = 0; i < sizeof att / sizeof att[0]; i++) {
+        src = rd_kafka_headers_new(4);
+        for (int j = 0; j < 3 && att[i].vals[j]; j++) rd_kafka_header_add(src, EG_H_ATTEMPTS, -1, att[i].vals[j], -1);
+        h = eg_replay_headers(src, "l/0/0", 0, 1);
+        size_t cnt = hcount(h, EG_H_ATTEMPTS);
+        CHECK(att[i].want ? cnt == 1 && !strcmp(hget(h, EG_H_ATTEMPTS), att[i].want) : cnt == 0,
+              "replayed errgate.attempts from '%s'%s: %s (%zu headers)", att[i].vals[0], att[i].vals[1] ? ", ..." : "",
+              att[i].want ? att[i].want : "dropped", cnt);
+        rd_kafka_headers_destroy(h);
+        rd_kafka_headers_destroy(src);
+    }
+
+    /* ---- output columns ---- */
+    static const struct {
+        const char *in;
+        size_t cap;
+        const char *want;
+    } col[] = {{"a b", 64, "a\\x20b"},
+               {"", 64, "-"},
+               {"plain", 64, "plain"},
+               {"X reason=forged", 64, "X\\x20reason=forged"},
+               {"ab cd ef", 12, "ab\\x20cd..."},
+               {"\\x0a b", 9, "\\x0a..."},
+               {"a b", 4, "..."}};
+    for (size_t i = 0; i < sizeof col / sizeof col[0]; i++) {
+        char buf[64];
+        eg_strlcpy(buf, col[i].in, sizeof buf);
+        eg_dlq_column(buf, col[i].cap);
+        CHECK(!strcmp(buf, col[i].want) && strlen(buf) < col[i].cap, "column '%s' (cap %zu): '%s'", col[i].in,
+              col[i].cap, buf);
+    }
 
     /* ---- string map ---- */
     eg_strmap m = {0};

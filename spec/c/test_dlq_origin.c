@@ -105,5 +105,73 @@ int main(void) {
     adds(h, "x-dlq-metadata", "[\"original_topic\"]");
     CHECK(eg_dlq_origin_read(h, &o) == -1, "x-dlq-metadata that is not an object states nothing");
     rd_kafka_headers_destroy(h);
+
+    /* hostile values: a topic that is no topic name makes the dialect state
+     * nothing (the next one is tried), never a cut or repaired name */
+    static const struct {
+        const char *v;
+        size_t n;
+    } bad_topics[] = {{"\xff\xfe%.*+?[", 9}, {"orders\nx", 8}, {"ord ers", 7},
+                      {"orders\0evil", 11},  {".", 1},         {"..", 2},
+                      {"t\xc3\xa9", 3}};
+    for (size_t i = 0; i < sizeof bad_topics / sizeof bad_topics[0]; i++) {
+        h = rd_kafka_headers_new(8);
+        add(h, "kafka_dlt-original-topic", bad_topics[i].v, bad_topics[i].n);
+        adds(h, "__connect.errors.topic", "fallback");
+        CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "connect") && !strcmp(o.topic, "fallback"),
+              "bad topic %zu is not a Spring origin (next dialect read)", i);
+        rd_kafka_headers_destroy(h);
+    }
+    char big[300];
+    memset(big, 'a', sizeof big);
+    h = rd_kafka_headers_new(8);
+    add(h, EG_H_ORIG_TOPIC, big, 250);
+    CHECK(eg_dlq_origin_read(h, &o) == -1 && !o.topic[0], "a 250-byte topic is no topic name (not cut to one)");
+    add(h, EG_H_ORIG_TOPIC, big, 249);
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && strlen(o.topic) == 249,
+          "249 bytes is (the last value of a repeated header counts)");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "__dlq.errors.topic", "orders");
+    adds(h, "__dlq.errors.partition", "2147483648");
+    adds(h, "__dlq.errors.offset", "1000000000000000000");
+    add(h, "__dlq.errors.group", "g\x01roup", 6);
+    add(h, "__dlq.errors.group", "group\0x", 7);
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !o.group[0], "a group with a NUL inside is unknown (%s)", o.group);
+    rd_kafka_headers_destroy(h);
+    h = rd_kafka_headers_new(8);
+    adds(h, "__dlq.errors.topic", "orders");
+    adds(h, "__dlq.errors.partition", "2147483648");
+    adds(h, "__dlq.errors.offset", "1000000000000000000");
+    add(h, "__dlq.errors.group", "g\x01roup", 6);
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && o.partition == -1 && o.offset == -1 && !o.group[0],
+          "partition past 2^31-1, offset past 10^18-1, a group with a control byte: unknown (%lld %lld %s)",
+          (long long)o.partition, (long long)o.offset, o.group);
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "kafka_dlt-original-topic", "orders");
+    add(h, "kafka_dlt-original-partition", "\xff\xff\xff\xfe", 4);
+    add(h, "kafka_dlt-original-timestamp", "\x7f\xff\xff\xff\xff\xff\xff\xff", 8);
+    add(h, "kafka_dlt-original-consumer-group", "\xc3\x28", 2);
+    add(h, "kafka_dlt-original-offset", NULL, 0);
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && o.partition == -1 && o.timestamp_ms == -1 && !o.group[0] && o.offset == -1,
+          "spring: negative partition, a timestamp past year 9999, invalid UTF-8 group, NULL offset: unknown");
+    eg_dlq_origin_adopt(h);
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "orders") && !strcmp(last(h, EG_H_ORIG_PARTITION), "(absent)") &&
+              !strcmp(last(h, EG_H_ORIG_TIMESTAMP), "(absent)") && !strcmp(last(h, EG_H_ORIG_GROUP), "(absent)"),
+          "adopt writes only what is known");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "x-dlq-metadata", "{\"original_topic\":\"orders\\u0000evil\",\"original_consumer_group\":\"g\\u0007\"}");
+    CHECK(eg_dlq_origin_read(h, &o) == -1, "x-dlq-metadata with an escaped NUL states nothing");
+    rd_kafka_headers_destroy(h);
+    h = rd_kafka_headers_new(8);
+    adds(h, "x-dlq-metadata", "{\"original_topic\":\"orders\",\"original_consumer_group\":\"g\\u0007\"}");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.topic, "orders") && !o.group[0],
+          "x-dlq-metadata: a group with an escaped control character is unknown");
+    rd_kafka_headers_destroy(h);
     return TAP_DONE();
 }

@@ -36,7 +36,12 @@ from ladder_lanes import read_topics  # the read loop only; the decoding here is
 
 
 def _utf8(b):
-    return None if b is None else b.decode("utf-8")
+    if b is None:
+        return None
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return {"error": "not UTF-8: %s" % e}
 
 
 def _be(b, size, fmt):

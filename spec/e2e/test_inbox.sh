@@ -6,7 +6,9 @@
 # code = the innermost exception class (a Spring NullPointerException
 # wrapped in ListenerExecutionFailedException matches "NullPointerException$").
 # No target exists: a config with both source.inbox and a target is refused.
-# Audit: every record has exactly one outcome and the group commits to the end.
+# Audit: every record has exactly one outcome (normalized, quarantined, or
+# accepted with the reason its decision line states) and the group commits
+# to the end.
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic inbox:1
@@ -72,6 +74,8 @@ for key, (klass, code, action) in want.items():
     lane = {"dlq": ".dlq", "quarantine": ".quarantine"}.get(action)
     if lane is None and written:
         bad.append("%s: ignored but written to %s" % (key, written[0]["topic"]))
+    if action == "ignore" and not d.get("reason"):
+        bad.append("%s: accepted (ignore) without a reason in its decision line" % key)
     if lane and (len(written) != 1 or not written[0]["topic"].endswith(lane)):
         bad.append("%s: %d lane records %s" % (key, len(written), [r["topic"] for r in written]))
     if lane and written and written[0]["errgate"].get("error.code") != code:

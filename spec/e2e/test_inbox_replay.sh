@@ -5,7 +5,9 @@
 # in memory), then goes out with key, value and its headers plus
 # replay.from-dlq and errgate.replays + 1, to its original topic (the one
 # its Spring headers state) or the named one; a record replayed 3 times
-# already is dead-lettered (loop guard, reason loop_guard). Audit: every
+# already is dead-lettered (loop guard, reason loop_guard), and so is one
+# whose original topic is unknown (no origin: not back into the inbox) or
+# no topic name (reason replay_no_topic). Audit: every
 # inbox record has one outcome, inbox and rung committed to the end.
 source "$(dirname "$0")/lib.sh"
 
@@ -26,6 +28,11 @@ p.produce("inbox", key=b"slow", value=b'{"order":3}', partition=0, headers=[("x-
     "original_topic": "orders", "error_info": {"exception": "java.util.concurrent.TimeoutException"}}).encode())])
 p.produce("inbox", key=b"other", value=b'{"order":4}', partition=0,
           headers=[("__connect.errors.topic", b"orders"), ("__connect.errors.exception.class.name", b"x.DataException")])
+p.produce("inbox", key=b"noorigin", value=b'{"order":5}', partition=0,
+          headers=[h for h in spring if h[0] not in ("kafka_dlt-original-topic",)])
+p.produce("inbox", key=b"badorigin", value=b'{"order":6}', partition=0,
+          headers=[("errgate.id", b"x/0/6"), ("error.code", b"NullPointerException"),
+                   ("original.topic", b"orders\nevil"), ("original.partition", b"1")])
 p.flush(30)
 sys.exit(1 if len(p) else 0)
 PY
@@ -87,12 +94,16 @@ manual = by.get("orders-manual", [])
 if [r["key"] for r in manual] != ["slow"] or hdrs(manual[0]).get("errgate.replays") != "1":
     bad.append("orders-manual: %r" % [r["key"] for r in manual])
 dlq = {r["key"]: hdrs(r) for r in by.get("inbox.dlq", [])}
-if set(dlq) != {"looped", "other"}:
+if set(dlq) != {"looped", "other", "noorigin", "badorigin"}:
     bad.append("dlq: %r" % sorted(dlq))
 elif dlq["looped"].get("errgate.reason") != "loop_guard" or dlq["looped"].get("errgate.replays") != "3":
     bad.append("looped: %r" % {k: dlq["looped"].get(k) for k in ("errgate.reason", "errgate.replays")})
+else:
+    for k in ("noorigin", "badorigin"):
+        if dlq[k].get("errgate.reason") != "replay_no_topic":
+            bad.append("%s: reason %r" % (k, dlq[k].get("errgate.reason")))
 rung = by.get("inbox.retry.replay", [])
-if sorted(r["key"] for r in rung) != ["looped", "npe", "slow"]:
+if sorted(r["key"] for r in rung) != ["badorigin", "looped", "noorigin", "npe", "slow"]:
     bad.append("rung: %r" % [r["key"] for r in rung])
 for r in rung:
     h = hdrs(r)

@@ -11,7 +11,7 @@ POL="$ROOT/policies/default.lua"
 # ptest FILE LANE [ARGS...]: policy test FILE --from-topic LANE; sets OUT and RC.
 ptest() { local f=$1 l=$2; shift 2; OUT=$("$EG" policy test "$f" --from-topic "$l" -b "$BOOTSTRAP" "$@" 2>>"$T/ptest.err"); RC=$?; }
 
-start_broker --topic orders.dlq:1 --topic orders-dlt:1 --topic connect-dlq:1 --topic since.dlq:1 --topic hdr.dlq:1 \
+start_broker --topic orders.dlq:1 --topic orders-dlt:1 --topic connect-dlq:1 --topic every.dlq:1 --topic since.dlq:1 --topic hdr.dlq:1 \
   --topic src:2 --topic src.dlq:2 --topic src.quarantine:2
 
 # a candidate that dead-letters nothing permanent: 400/404 go to quarantine
@@ -43,7 +43,7 @@ check "errgate lane: an exhausted 503 is followed through its retries" \
 check "errgate lane: a record without error.kind/errgate.action is rebuilt and says so" \
   grep -q '^orders.dlq\[0\]@2  *orders/0/13  *http 404  *dlq permanent .*same; rebuilt: kind from error.code$' <<<"$OUT"
 check "errgate lane: the garbage record is unreadable, not a crash" \
-  grep -q '^orders.dlq\[0\]@3 .*UNREADABLE no errgate, Spring Kafka or Kafka Connect error headers$' <<<"$OUT"
+  grep -q '^orders.dlq\[0\]@3 .*UNREADABLE no errgate, Spring Kafka, Kafka Connect, Kafka Streams, share-group or x-dlq-metadata error headers$' <<<"$OUT"
 
 ptest "$T/candidate.lua" orders.dlq
 check "errgate lane, candidate routing 400 to quarantine: exit 1 (exit $RC)" [ "$RC" = 1 ]
@@ -100,6 +100,24 @@ check "Connect DLQ: exit 1, a converter error is a Lua-kind failure the default 
   exits_with "$RC" 1 '^connect-dlq\[0\]@1  *orders/1/11  *lua code=DataException  *dlq  *kafka-connect  *stop systemic  *CHANGED action$' "$OUT"
 check "Connect DLQ: an HTTP 404 named in the message is surfaced and agrees" \
   grep -q '^connect-dlq\[0\]@0  *orders/1/10  *http 404  *dlq  *kafka-connect  *dlq permanent  *same$' <<<"$OUT"
+
+# --- every dialect inbox mode reads, by its reader (spec/e2e/foreign_dlq.py: one record of each)
+$PY "$ROOT/spec/e2e/foreign_dlq.py" "$BOOTSTRAP" every.dlq >/dev/null || die "cannot produce the foreign records"
+ptest "$POL" every.dlq
+printf '%s\n' "$OUT" >"$T/every.out"
+# row KEYWORD: the row of record N (lane offset) squeezed to single spaces
+row() { sed -n "s/^every.dlq\[0\]@$1  *//p" "$T/every.out" | tr -s ' '; }
+check "Spring: the cause's class, original coordinates from the binary headers" \
+  bash -c '[[ "$1" == "orders/2/4711 lua code=NullPointerException dlq spring-kafka "* ]]' _ "$(row 0)"
+check "Connect: the converter's class" bash -c '[[ "$1" == "orders/1/99 lua code=SerializationException dlq kafka-connect "* ]]' _ "$(row 1)"
+check "Streams: the class from Throwable.toString()" \
+  bash -c '[[ "$1" == "orders/0/12 lua code=NullPointerException dlq kafka-streams "* ]]' _ "$(row 2)"
+check "share group: no class, its coordinates" bash -c '[[ "$1" == "orders/3/77 lua dlq share-group "* ]]' _ "$(row 3)"
+check "x-dlq-metadata: error_info's class (no partition stated: the lane's coordinates)" \
+  bash -c '[[ "$1" == "every.dlq/0/4 lua code=DuplicateKeyException dlq x-dlq-metadata "* ]]' _ "$(row 4)"
+check "errgate's own record and a record without DLQ headers, per record (auto)" \
+  bash -c '[[ "$1" == *"http 503"* ]] && [[ "$2" == *"UNREADABLE no errgate, Spring Kafka, Kafka Connect, Kafka Streams"* ]]' _ "$(row 5)" "$(row 6)"
+check "summary: 7 records, 1 unreadable" grep -q '^default@1+[0-9a-f]*: 7 records, .* 1 unreadable' "$T/every.out"
 
 # --- the record's own headers reach the policy (binary values, a name that is not text)
 $PY - "$BOOTSTRAP" <<'PY' || die "python produce failed"

@@ -2,8 +2,9 @@
  * original coordinates (Spring's big-endian binary, decimal text, the
  * x-dlq-metadata JSON). Input: a header list (fuzz.h's format). Contract:
  * the topic and group are NUL-terminated inside their buffers, a found
- * origin has a non-empty topic and a known format, and adopt leaves h
- * readable with original.topic equal to the origin's topic. */
+ * origin has a known format and a legal topic name, the group holds no
+ * control byte, partition, offset and timestamp are -1 or in range, and
+ * adopt leaves h readable with original.topic equal to the origin's topic. */
 #include "dlq_origin.h"
 #include "fuzz.h"
 #include "headers.h"
@@ -18,6 +19,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_CHECK(memchr(o.topic, '\0', sizeof o.topic) && memchr(o.group, '\0', sizeof o.group), "unterminated");
     FZ_CHECK(rc == 0 ? (o.format != NULL && o.topic[0]) : (o.format == NULL), "rc %d format %s", rc,
              o.format ? o.format : "-");
+    if (rc == 0) {
+        size_t tn = strlen(o.topic);
+        FZ_CHECK(tn <= 249 &&
+                     strspn(o.topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == tn,
+                 "topic is no topic name: %s", o.topic);
+        for (const char *g = o.group; *g; g++)
+            FZ_CHECK((unsigned char)*g >= 0x20 && *g != 0x7f, "control byte in group");
+        FZ_CHECK(o.partition >= -1 && o.partition <= 2147483647 && o.offset >= -1 && o.timestamp_ms >= -1 &&
+                     o.timestamp_ms <= 253402300799999LL,
+                 "out of range: %lld %lld %lld", (long long)o.partition, (long long)o.offset,
+                 (long long)o.timestamp_ms);
+    }
     int had = eg_headers_get(h, EG_H_ORIG_TOPIC, &(size_t){0}) != NULL;
     eg_dlq_origin_adopt(h);
     size_t n = 0;

@@ -1,6 +1,8 @@
 /* fuzz_lane_cases.c — the header readers of `policy test --from-topic`
- * (lane_cases.c): errgate's own lane headers, Spring's kafka_dlt-* (binary
- * big-endian partition and offset) and Connect's __connect.errors.*. Input:
+ * (lane_cases.c): errgate's own lane headers, the foreign DLQ dialects'
+ * (kafka_dlt-*, __connect.errors.*, __streams.errors.*, __dlq.errors.*,
+ * x-dlq-metadata) and their origin (dlq_origin.c: Spring's binary
+ * big-endian partition and offset). Input:
  * a header list (fuzz.h's format). The JSON the reader writes must be one
  * well-formed object whatever the bytes (checked with json.c's scanner:
  * a member before and after it must both be found). */

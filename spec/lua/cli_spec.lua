@@ -122,16 +122,18 @@ describe("errgate.recorded: errgate's own lane headers", function()
 end)
 
 describe("errgate.recorded: Spring Kafka DLT headers", function()
-  local function spring(s, over)
+  local function spring(s, over, origin)
     local r = lane(over or { lane = { topic = "orders-dlt", partition = 1, offset = 5 } })
-    r.spring = s
+    r.dlq, r.origin = s, origin
     return r
   end
 
   it("maps the cause's exception to a Lua handler error and the original coordinates", function()
-    local c = case_of(spring({ exception = "org.springframework.kafka.listener.ListenerExecutionFailedException",
-      cause = "com.acme.orders.InvalidOrderException", message = "order 5031 has no lines",
-      original_topic = "orders", original_partition = "2", original_offset = "99" }))
+    local c = case_of(spring({
+      ["kafka_dlt-exception-fqcn"] = "org.springframework.kafka.listener.ListenerExecutionFailedException",
+      ["kafka_dlt-exception-cause-fqcn"] = "com.acme.orders.InvalidOrderException",
+      ["kafka_dlt-exception-message"] = "order 5031 has no lines" }, nil,
+      { format = "spring", topic = "orders", partition = 2, offset = 99 }))
     assert.are.same({ kind = "lua", code = "InvalidOrderException", message = "order 5031 has no lines" }, c.failure)
     assert.are.same({ action = "dlq", by = "spring-kafka" }, c.decided)
     assert.are.same({ "orders", 2, 99, "orders/2/99" }, { c.record.topic, c.record.partition, c.record.offset, c.id })
@@ -166,25 +168,65 @@ describe("errgate.recorded: Spring Kafka DLT headers", function()
   end)
 
   it("decodes hex values and calls a record on a Spring retry topic a ladder decision", function()
-    local c = case_of(spring({ exception = { hex = "6a6176612e6c616e672e4572726f72" } },
+    local c = case_of(spring({ ["kafka_dlt-exception-fqcn"] = { hex = "6a6176612e6c616e672e4572726f72" } },
       { lane = { topic = "orders-retry-1", partition = 0, offset = 0 } }))
     assert.are.equal("Error", c.failure.code)
     assert.are.equal("ladder", c.decided.action)
   end)
 
   it("needs an exception class or message", function()
-    local c, why = recorded.case(spring({ original_topic = "orders" }))
+    local c, why = recorded.case(spring({ ["kafka_dlt-original-topic"] = "orders" }))
     assert.is_nil(c)
-    assert.matches("spring headers without an exception", why)
+    assert.matches("^no errgate, Spring Kafka, Kafka Connect, Kafka Streams, share%-group or x%-dlq%-metadata", why)
+  end)
+end)
+
+describe("errgate.recorded: Kafka Streams, share-group and x-dlq-metadata headers (inbox mode's reader)", function()
+  local function rec(dlq, origin)
+    local r = lane({ lane = { topic = "orders.dlq", partition = 0, offset = 4 } })
+    r.dlq, r.origin = dlq, origin
+    return r
+  end
+
+  it("reads a Streams record's class from Throwable.toString()", function()
+    local c = case_of(rec({ ["__streams.errors.exception"] = "java.lang.NullPointerException: no total",
+      ["__streams.errors.message"] = "no total", ["__streams.errors.topic"] = "orders" },
+      { format = "streams", topic = "orders", partition = 0, offset = 12 }))
+    assert.are.same({ kind = "lua", code = "NullPointerException", message = "no total" }, c.failure)
+    assert.are.same({ "streams", "orders/0/12", "kafka-streams" }, { c.profile, c.id, c.decided.by })
+  end)
+
+  it("reads a share-group record (no class, the message)", function()
+    local c = case_of(rec({ ["__dlq.errors.topic"] = "orders", ["__dlq.errors.message"] = "delivery attempts exhausted",
+      ["__dlq.errors.delivery.count"] = "5" },
+      { format = "share-group", topic = "orders", partition = 3, offset = 77 }))
+    assert.are.same({ kind = "lua", message = "delivery attempts exhausted" }, c.failure)
+    assert.are.same({ "share-group", "orders/3/77", "share-group" }, { c.profile, c.id, c.decided.by })
+  end)
+
+  it("reads x-dlq-metadata's error_info, its status included", function()
+    local c = case_of(rec({ ["x-dlq-metadata"] =
+      '{"original_topic":"orders","error_info":{"exception":"com.acme.DuplicateKeyException","message":"dup"}}' }))
+    assert.are.same({ kind = "lua", code = "DuplicateKeyException", message = "dup" }, c.failure)
+    assert.are.same({ "x-dlq-metadata", "orders.dlq/0/4" }, { c.profile, c.id })
+    c = case_of(rec({ ["x-dlq-metadata"] = '{"original_topic":"o","error_info":{"code":"E1","status":503}}' }))
+    assert.are.same({ "http", 503 }, { c.failure.kind, c.failure.status })
+  end)
+
+  it("tries the formats in the order of auto, per record", function()
+    local c = case_of(rec({ ["__streams.errors.exception"] = "a.StreamsBoom",
+      ["__connect.errors.exception.class.name"] = "b.ConnectBoom" }))
+    assert.are.same({ "connect", "ConnectBoom" }, { c.profile, c.failure.code })
   end)
 end)
 
 describe("errgate.recorded: Kafka Connect DLQ headers", function()
   it("maps the exception to a Lua handler error, decided dlq by Kafka Connect", function()
     local r = lane({ lane = { topic = "connect-dlq", partition = 0, offset = 3 } })
-    r.connect = { exception = "org.apache.kafka.connect.errors.DataException", message = "Converting byte[] failed",
-                  original_topic = "orders", original_partition = "1", original_offset = "10",
-                    stage = "VALUE_CONVERTER" }
+    r.dlq = { ["__connect.errors.exception.class.name"] = "org.apache.kafka.connect.errors.DataException",
+              ["__connect.errors.exception.message"] = "Converting byte[] failed",
+              ["__connect.errors.stage"] = "VALUE_CONVERTER" }
+    r.origin = { format = "connect", topic = "orders", partition = 1, offset = 10 }
     local c = case_of(r)
     assert.are.same({ kind = "lua", code = "DataException", message = "Converting byte[] failed" }, c.failure)
     assert.are.same({ action = "dlq", by = "kafka-connect" }, c.decided)
@@ -193,14 +235,15 @@ describe("errgate.recorded: Kafka Connect DLQ headers", function()
 
   it("prefers errgate's own headers when a record carries two profiles", function()
     local r = native({ kind = "http", status = "400", action = "quarantine" })
-    r.connect = { exception = "x.DataException" }
+    r.dlq = { ["__connect.errors.exception.class.name"] = "x.DataException" }
     assert.are.equal("errgate", case_of(r).profile)
   end)
 
   it("calls a record without any profile unreadable", function()
     local c, why, label = recorded.case(lane())
     assert.is_nil(c)
-    assert.are.equal("no errgate, Spring Kafka or Kafka Connect error headers", why)
+    assert.are.equal(
+      "no errgate, Spring Kafka, Kafka Connect, Kafka Streams, share-group or x-dlq-metadata error headers", why)
     assert.are.equal("src.dlq[0]@7", label)
     c, why = recorded.decode("not json")
     assert.is_nil(c)

@@ -75,9 +75,47 @@ describe("errgate.recorded.inbox", function()
   end)
 
   it("escapes what it writes into the body", function()
-    local body = recorded.inbox({ headers = { ["kafka_dlt-exception-fqcn"] = 'a"b\\c\n' } }, "auto").body
-    assert.are.equal('{"format":"spring","exception":"a\\u0022b\\u005cc\\u000a"}', body)
-    assert.are.equal('a"b\\c\n', require("errgate.json").decode(body).exception)
+    local body = recorded.inbox({ headers = { ["kafka_dlt-exception-fqcn"] = "a.B" } }, "auto",
+      { format = "spring", topic = "t", group = 'a"b\\c\n' }).body
+    assert.are.equal('{"format":"spring","exception":"a.B","original":{"format":"spring","topic":"t",' ..
+      '"group":"a\\u0022b\\u005cc\\u000a"}}', body)
+    assert.are.equal('a"b\\c\n', require("errgate.json").decode(body).original.group)
+  end)
+
+  it("lets no foreign byte into a code: a class that is not a class name is invalid_class_name", function()
+    local function code(h) return recorded.inbox({ headers = h }, "auto").code end
+    for _, bad in ipairs({ "\255\254%.*+?[", "a b.C", "com..acme.X", "com.acme.", "com.1acme.X", "1X", "a.B\n",
+                           "a.B\0", string.rep("a", 513), "X; DROP", "a/b.C", "\195\169.Cl" }) do
+      assert.are.equal("invalid_class_name", code({ ["kafka_dlt-exception-fqcn"] = bad }), bad)
+      assert.are.equal("invalid_class_name", code({ ["__connect.errors.exception.class.name"] = bad }), bad)
+      assert.are.equal("invalid_class_name", code({ ["__streams.errors.exception"] = bad .. ": m" }), bad)
+      assert.are.equal("invalid_class_name",
+        code({ ["x-dlq-metadata"] = '{"error_info":{"exception":"' ..
+          bad:gsub("[%c\"\\\128-\255]", function(c) return ("\\u%04x"):format(c:byte()) end) .. '"}}' }), bad)
+      local f = require("errgate.failure").normalize(recorded.inbox({ headers = {
+        ["kafka_dlt-exception-fqcn"] = bad, ["kafka_dlt-exception-cause-fqcn"] = "java.lang.X" } }, "auto"))
+      assert.are.same({ "X" }, { f.code, f.exception }, "the outer class is absent, not repaired")
+    end
+    for _, good in ipairs({ "java.lang.NullPointerException", "a.B$C", "_x.$Y", "Single", string.rep("a", 512) }) do
+      assert.are_not.equal("invalid_class_name", code({ ["kafka_dlt-exception-fqcn"] = good }), good)
+    end
+    assert.are.equal("invalid_code", code({ ["error.code"] = "http\n503" }))
+    assert.are.equal("invalid_code", code({ ["error.code"] = string.rep("x", 129) }))
+    assert.are.equal("E 42 x", code({ ["error.code"] = "E 42 x" }))
+  end)
+
+  it("keeps numbers in range: delivery count, status", function()
+    local failure = require "errgate.failure"
+    for _, n in ipairs({ "-1", "2147483648", string.rep("9", 400), "1.5" }) do
+      local f = failure.normalize(recorded.inbox({ headers = { ["__dlq.errors.topic"] = "o",
+        ["__dlq.errors.delivery.count"] = n } }, "auto"))
+      assert.is_nil(f.delivery_count, n)
+    end
+    for _, st in ipairs({ 99, 600, -503, 1e300 }) do
+      local doc = '{"error_info":{"code":"E","status":' .. st .. "}}"
+      local f = recorded.inbox({ headers = { ["x-dlq-metadata"] = doc } }, "auto")
+      assert.is_nil(f.status, tostring(st))
+    end
   end)
 
   it("names a record without the format's headers inbox_unrecognized", function()
