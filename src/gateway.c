@@ -631,6 +631,14 @@ static void carry_out(eg_gw *gw, eg_record *r) {
         pump(gw, p);
         return;
     case EG_ACT_IGNORE:
+        if (eg_lanes_writes(gw->lanes, d->action)) { /* inbox mode: accepted-loss in <inbox>.state, durably */
+            unhold(r);
+            leave_active(gw, r);
+            log_decision(gw, r, lane_topic_of(gw, r));
+            lane_write(gw, r);
+            pump(gw, p);
+            return;
+        }
         log_decision(gw, r, NULL);
         finish_record(gw, r); /* from IN_TARGET: free_record undoes its active and hold counts */
         return;
@@ -801,14 +809,15 @@ static void lane_ok(eg_gw *gw, eg_record *r) {
 static int spill_record(eg_gw *gw, eg_record *r) {
     const char *topic;
     rd_kafka_headers_t *h = eg_lanes_record(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy), &topic);
-    const rd_kafka_message_t *m = r->msg;
+    eg_lane_body b;
+    eg_lanes_body(r, eg_policy_id(gw->policy), &b);
     eg_spill_rec sr = {.topic = topic,
                        .partition = r->partition,
                        .timestamp_ms = eg_wall_ms(),
-                       .key = m->key,
-                       .key_len = m->key_len,
-                       .value = m->payload,
-                       .value_len = m->len,
+                       .key = b.key,
+                       .key_len = b.key_len,
+                       .value = b.value,
+                       .value_len = b.value_len,
                        .kheaders = h};
     char err[512];
     int rc = eg_spill_append(gw->spill, &sr, err, sizeof err);
@@ -961,6 +970,7 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; break;
     case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; break;
     case EG_ACT_REPUBLISH: break; /* not a lane: the decision log says replay, then republish */
+    case EG_ACT_IGNORE: break;    /* inbox mode's accepted-loss state record: counted as ignored */
     default: (*eg_counter(gw->m.laddered, lv))++; break;
     }
     finish_record(gw, r);

@@ -55,13 +55,17 @@ int eg_lane_of(eg_action a) {
            : a == EG_ACT_QUARANTINE                   ? EG_LANE_QUARANTINE
            : a == EG_ACT_LADDER || a == EG_ACT_REPLAY ? EG_LANE_RETRY
            : a == EG_ACT_REPUBLISH                    ? EG_LANE_OUT
+           : a == EG_ACT_IGNORE                       ? EG_LANE_STATE
                                                       : -1;
 }
+
+int eg_lanes_writes(const eg_lanes *l, eg_action a) { return eg_lane_of(a) >= 0 && (a != EG_ACT_IGNORE || l->inbox); }
 
 const char *eg_lane_name(eg_lane lane) {
     return lane == EG_LANE_DLQ          ? "dlq"
            : lane == EG_LANE_QUARANTINE ? "quarantine"
            : lane == EG_LANE_OUT        ? "replay"
+           : lane == EG_LANE_STATE      ? "state"
                                         : "retry";
 }
 
@@ -146,6 +150,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
     l->tmpl[EG_LANE_OUT] = "{topic}"; /* a republished replay: the decision's topic */
+    l->tmpl[EG_LANE_STATE] = "{topic}.state"; /* dlq.h: eg_dlq_state_topic */
     l->approval[EG_LANE_DLQ] = cfg->dlq_approval;
     l->approval[EG_LANE_QUARANTINE] = cfg->quarantine_approval;
     l->group = eg_xstrdup(cfg->group);
@@ -335,6 +340,10 @@ static rd_kafka_headers_t *build(eg_lanes *l, const eg_record *rec, const char *
         *t = lookup(l, EG_LANE_OUT, d->replay_to, NULL);
         return republish_headers(rec);
     }
+    if (d->action == EG_ACT_IGNORE) { /* a state record: key and value say it all (eg_lanes_body) */
+        *t = lookup(l, EG_LANE_STATE, origin, NULL);
+        return rd_kafka_headers_new(0);
+    }
     *t = lookup(l, (eg_lane)eg_lane_of(d->action), origin, d->rung);
     return lane_headers(l, rec, (*t)->name, policy_id);
 }
@@ -347,14 +356,40 @@ rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const cha
     return h;
 }
 
+void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b) {
+    const rd_kafka_message_t *m = rec->msg;
+    const eg_decision *d = &rec->fail->decision;
+    b->built = d->action == EG_ACT_IGNORE;
+    if (!b->built) {
+        b->key = m->key;
+        b->key_len = m->key_len;
+        b->value = m->payload;
+        b->value_len = m->len;
+        return;
+    }
+    /* the id `dlq stats` and `replay` give the inbox item: its errgate.id, or its coordinates */
+    eg_dlq_item_id(m, b->kbuf, sizeof b->kbuf);
+    char by[320];
+    snprintf(by, sizeof by, "policy %s", policy_id);
+    int n = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, d->reason[0] ? d->reason : d->klass, eg_wall_ms(), by, b->vbuf,
+                              sizeof b->vbuf);
+    if (n < 0) n = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "ignore", eg_wall_ms(), "policy", b->vbuf, sizeof b->vbuf);
+    b->key = b->kbuf;
+    b->key_len = strlen(b->kbuf);
+    b->value = b->vbuf;
+    b->value_len = n > 0 ? (size_t)n : 0;
+}
+
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id) {
     lane_topic *t;
     rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     const rd_kafka_message_t *m = rec->msg;
-    void *value = m->payload;
-    const void *key = m->key;
-    size_t vlen = m->len, klen = m->key_len;
-    if (rec->fail->lane_stub) { /* the lane refused the record's size */
+    eg_lane_body b;
+    eg_lanes_body(rec, policy_id, &b);
+    void *value = (void *)b.value;
+    const void *key = b.key;
+    size_t vlen = b.value_len, klen = b.key_len;
+    if (rec->fail->lane_stub && !b.built) { /* the lane refused the record's size */
         rd_kafka_headers_t *full = h;
         h = eg_stub_headers(full, m->len, m->key_len, NULL);
         rd_kafka_headers_destroy(full);
@@ -365,11 +400,12 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
             klen = 0;
         }
     }
-    /* No copy flag: key and value stay owned by rec->msg, which outlives the
-     * write (the gateway frees the record only after the delivery report). */
+    /* No copy flag for the record's own key and value: they stay owned by
+     * rec->msg, which outlives the write (the gateway frees the record only
+     * after the delivery report); a built state record's are copied. */
     rd_kafka_resp_err_t err =
         rd_kafka_producev(l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-                          RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(value, vlen), RD_KAFKA_V_KEY(key, klen),
+                          RD_KAFKA_V_MSGFLAGS(b.built ? RD_KAFKA_MSG_F_COPY : 0), RD_KAFKA_V_VALUE(value, vlen), RD_KAFKA_V_KEY(key, klen),
                           RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec), RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);

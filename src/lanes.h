@@ -20,21 +20,27 @@
 #include "config.h"
 #include "record.h"
 
-/* OUT: a republished replay (inbox mode), to the topic the decision names. */
-typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE_RETRY, EG_LANE_OUT, EG_LANE__N } eg_lane;
+typedef struct eg_lanes eg_lanes;
 
-/* The lane a decision writes to: dlq, quarantine or (ladder) a retry rung;
- * -1 for actions that write nothing. */
+/* OUT: a republished replay (inbox mode), to the topic the decision names.
+ * STATE: an ignore in inbox mode, recorded as accepted-loss in the inbox's
+ * lifecycle topic `<inbox>.state` (dlq.h), keyed by the item's id. */
+typedef enum { EG_LANE_DLQ = 0, EG_LANE_QUARANTINE, EG_LANE_RETRY, EG_LANE_OUT, EG_LANE_STATE, EG_LANE__N } eg_lane;
+
+/* The lane a decision writes to: dlq, quarantine or (ladder) a retry rung,
+ * STATE for an ignore (written only in inbox mode: eg_lanes_writes); -1 for
+ * actions that write nothing. */
 int eg_lane_of(eg_action a);
-/* "dlq", "quarantine", "retry" or "replay". */
+/* 1 when the gateway carries out decision action a with a lane write:
+ * every action eg_lane_of maps, but an ignore only in inbox mode. */
+int eg_lanes_writes(const eg_lanes *l, eg_action a);
+/* "dlq", "quarantine", "retry", "replay" or "state". */
 const char *eg_lane_name(eg_lane lane);
 
 typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);
 /* The producer hit a fatal error (rd_kafka_fatal_error): it will never
  * write again; reason names the underlying error. */
 typedef void (*eg_lane_fatal_fn)(const char *reason, void *arg);
-
-typedef struct eg_lanes eg_lanes;
 
 /* Creates the producer. done and fatal (both given arg) are called on the
  * loop thread. Returns NULL with a message in err on bad config. */
@@ -52,9 +58,22 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
  * it at once (done is not called). */
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id);
 
+/* The key and value of the lane record rec's decision writes: the
+ * record's own (borrowed from rec->msg), or, for a STATE write, the item id
+ * and the accepted-loss state JSON, built into the struct's buffers (valid
+ * while it lives). */
+typedef struct eg_lane_body {
+    const void *key, *value;
+    size_t key_len, value_len;
+    int built; /* key and value are the buffers below (a producer must copy them) */
+    char kbuf[320], vbuf[1536];
+} eg_lane_body;
+void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b);
+
 /* The lane record rec's decision would write, without writing it: its
  * topic (*topic, valid while l lives) and its headers (the caller owns them:
- * rd_kafka_headers_destroy). For the spill journal. */
+ * rd_kafka_headers_destroy); eg_lanes_body gives its key and value. For the
+ * spill journal. */
 rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
                                     const char **topic);
 

@@ -7,8 +7,8 @@
 # wrapped in ListenerExecutionFailedException matches "NullPointerException$").
 # No target exists: a config with both source.inbox and a target is refused.
 # Audit: every record has exactly one outcome (normalized, quarantined, or
-# accepted with the reason its decision line states) and the group commits
-# to the end.
+# accepted with the reason its decision line states, and recorded as
+# accepted-loss in inbox.state) and the group commits to the end.
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic inbox:1
@@ -100,6 +100,22 @@ check "auto: each format is triaged by its innermost exception class, one outcom
  "xdlq": ["duplicate", "DuplicateKeyException", "ignore"],
  "errgate": ["downstream", "http_503", "dlq"],
  "plain": ["unreadable", "inbox_unrecognized", "quarantine"]}'
+# an ignore in inbox mode is accepted loss, recorded durably in the inbox's
+# lifecycle topic (inbox.state, keyed by the item id) with its reason: the
+# DLQ commands then count it resolved
+xoff=$($PY -c 'import json,sys; print([r["offset"] for r in json.load(open(sys.argv[1])) if r["key"] == "xdlq"][0])' "$T/inbox.json")
+state=$(kcat -C -b "$BOOTSTRAP" -t inbox.state -e -q -f '%k %s\n' 2>/dev/null)
+printf '%s\n' "$state" | sed 's/^/# /'
+check "the ignored record is accepted-loss in inbox.state, by the policy, with its reason" $PY -c '
+import json, sys
+rows = [l.split(" ", 1) for l in sys.argv[1].splitlines() if l]
+ok = len(rows) == 1 and rows[0][0] == "inbox/0/" + sys.argv[2]
+v = json.loads(rows[0][1]) if ok else {}
+sys.exit(0 if ok and v.get("status") == "accepted-loss" and v.get("reason") and v.get("by", "").startswith("policy ") else 1)' "$state" "$xoff"
+stats=$("$EG" dlq stats inbox -b "$BOOTSTRAP" --by state 2>&1)
+printf '%s\n' "$stats" | sed 's/^/# /'
+check "dlq stats --by state counts it accepted-loss" grep -Eq '^accepted-loss +1( |$)' <<<"$stats"
+
 check "the multi-line Spring message: header-safe in error.message, whole in the carried Spring header" $PY -c '
 import json, sys
 r = [r for r in json.load(open(sys.argv[1])) if r["key"] == "spring"][0]
