@@ -149,7 +149,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
-    l->tmpl[EG_LANE_OUT] = "{topic}"; /* a republished replay: the decision's topic */
+    l->tmpl[EG_LANE_OUT] = "{topic}";         /* a republished replay: the decision's topic */
     l->tmpl[EG_LANE_STATE] = "{topic}.state"; /* dlq.h: eg_dlq_state_topic */
     l->approval[EG_LANE_DLQ] = cfg->dlq_approval;
     l->approval[EG_LANE_QUARANTINE] = cfg->quarantine_approval;
@@ -405,8 +405,8 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
      * after the delivery report); a built state record's are copied. */
     rd_kafka_resp_err_t err =
         rd_kafka_producev(l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-                          RD_KAFKA_V_MSGFLAGS(b.built ? RD_KAFKA_MSG_F_COPY : 0), RD_KAFKA_V_VALUE(value, vlen), RD_KAFKA_V_KEY(key, klen),
-                          RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec), RD_KAFKA_V_END);
+                          RD_KAFKA_V_MSGFLAGS(b.built ? RD_KAFKA_MSG_F_COPY : 0), RD_KAFKA_V_VALUE(value, vlen),
+                          RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(rec), RD_KAFKA_V_END);
     if (err) {
         rd_kafka_headers_destroy(h);
         t->failed++;
