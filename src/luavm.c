@@ -403,8 +403,10 @@ void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap
     rd_kafka_timestamp_type_t tstype;
     set_int(L, "timestamp", rd_kafka_message_timestamp(m, &tstype));
     lua_createtable(L, 0, 4);
-    rd_kafka_headers_t *hdrs = NULL;
-    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    /* read once per record (eg_record_headers): librdkafka parses a
+     * header-less consumed message again, with an allocation, on each call */
+    const rd_kafka_headers_t *hdrs = eg_record_headers(r);
+    if (hdrs) {
         const char *name;
         const void *val;
         size_t size;

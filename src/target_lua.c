@@ -85,9 +85,9 @@ typedef struct call {
  * as its DLQ dialect states it (dlq_origin.h), {format, topic, partition,
  * offset, timestamp, group} with the unknown ones absent, or nil. */
 static void push_origin(lua_State *L, const eg_record *rec) {
-    rd_kafka_headers_t *h = NULL;
+    const rd_kafka_headers_t *h = eg_record_headers(rec);
     eg_dlq_origin o;
-    if (rd_kafka_message_headers(rec->msg, &h) != 0 || eg_dlq_origin_read(h, &o) != 0) {
+    if (!h || eg_dlq_origin_read(h, &o) != 0) {
         lua_pushnil(L);
         return;
     }
