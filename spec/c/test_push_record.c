@@ -1,19 +1,30 @@
-/* test_push_record.c — the record table a Lua handler or policy sees
- * (eg_vm_push_record) takes its headers from the record's kept header list
- * (eg_record_read_headers), not from a fresh parse of the message: the
- * gateway reads a record's headers once, as librdkafka 2.0.2 parses a
- * header-less consumed message again, with an allocation, on every call.
- * The message is real (produced to and consumed from an in-process mock
- * cluster) and carries x-tenant: vip; a record whose kept list says "no
- * headers" must show none, one that was never read shows the message's. */
+/* test_push_record.c — the record a Lua handler or policy sees and the
+ * answer the Lua target reads back.
+ *
+ * The record table (eg_vm_push_record) takes its headers from the record's
+ * kept header list (eg_record_read_headers), not from a fresh parse of the
+ * message: the gateway reads a record's headers once, as librdkafka 2.0.2
+ * parses a header-less consumed message again, with an allocation, on every
+ * call. A record whose kept list says "no headers" must show none, one that
+ * was never read shows the message's.
+ *
+ * The Lua target reads each field of a failure table (status,
+ * retry_after_ms, class, code, message) into the failure, through the
+ * field names it keeps from load on. The message is real (produced to and
+ * consumed from an in-process mock cluster) and carries x-tenant: vip. */
+#include "config.h"
 #include "luavm.h"
 #include "record.h"
 #include "tap.h"
+#include "target.h"
 
 #include <lua.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One record with the header x-tenant: vip, produced to a mock cluster and
  * consumed back, or NULL. */
@@ -59,6 +70,62 @@ static void tenant_seen(eg_vm *vm, const eg_record *r, char *out, size_t outlen)
     lua_pop(L, 3);
 }
 
+static eg_failure g_seen;
+static int g_done, g_failed;
+
+/* The target's done callback: takes the failure (its strings are the
+ * callback's to free, as the gateway's). */
+static void on_done(eg_record *rec, eg_failure *f, int cancelled, void *arg) {
+    g_done++;
+    g_failed = f != NULL;
+    if (f) {
+        eg_failure_clear(&g_seen);
+        g_seen = *f;
+        memset(f, 0, sizeof *f);
+    }
+}
+
+/* Every field of a failure table, read by the Lua target from a handler
+ * that answers for record m. */
+static void answer_fields(rd_kafka_message_t *m) {
+    char path[] = "/tmp/eg-answer-XXXXXX";
+    int fd = mkstemp(path);
+    const char *handler = "return function(record) return { status = 429, retry_after_ms = 1500, class = "
+                          "'transient', code = 'E42', message = 'slow ' .. record.headers['x-tenant'] } end\n";
+    CHECK(fd >= 0 && write(fd, handler, strlen(handler)) == (ssize_t)strlen(handler), "handler file written");
+    if (fd >= 0) close(fd);
+    eg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.target_kind = EG_TARGET_LUA;
+    cfg.lua_target = path;
+    char err[512] = "";
+    eg_target *t = eg_target_lua_new(&cfg, NULL, err, sizeof err);
+    CHECK(t != NULL, "the Lua target loads (%s)", err);
+    if (t) {
+        t->done = on_done;
+        eg_record r;
+        eg_record_view(&r, m);
+        eg_record_read_headers(&r);
+        for (int i = 0; i < 3; i++) { /* the kept names serve every call */
+            eg_failure_clear(&g_seen);
+            t->ops->submit(t, &r);
+            t->ops->flush(t);
+        }
+        CHECK(g_done == 3 && g_failed, "three answers, each a failure (%d)", g_done);
+        CHECK(g_seen.kind == EG_FK_HTTP && g_seen.status == 429, "status 429, kind http (%d, %d)", g_seen.status,
+              (int)g_seen.kind);
+        CHECK(g_seen.retry_after_ms == 1500, "retry_after_ms 1500 (%lld)", (long long)g_seen.retry_after_ms);
+        CHECK(g_seen.class_hint && strcmp(g_seen.class_hint, "transient") == 0, "class transient (%s)",
+              g_seen.class_hint ? g_seen.class_hint : "NULL");
+        CHECK(g_seen.code && strcmp(g_seen.code, "E42") == 0, "code E42 (%s)", g_seen.code ? g_seen.code : "NULL");
+        CHECK(g_seen.message && strcmp(g_seen.message, "slow vip") == 0, "message 'slow vip' (%s)",
+              g_seen.message ? g_seen.message : "NULL");
+        eg_failure_clear(&g_seen);
+        t->ops->destroy(t);
+    }
+    unlink(path);
+}
+
 int main(void) {
     rd_kafka_t *prod = NULL, *cons = NULL;
     rd_kafka_message_t *m = real_message(&prod, &cons);
@@ -79,6 +146,7 @@ int main(void) {
         tenant_seen(vm, &r, seen, sizeof seen);
         CHECK(seen[0] == '\0', "the kept list is what the table shows, not a new parse (got '%s')", seen);
     }
+    if (m) answer_fields(m);
     eg_vm_free(vm);
     if (m) rd_kafka_message_destroy(m);
     if (cons) {
