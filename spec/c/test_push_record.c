@@ -18,6 +18,7 @@
 #include "tap.h"
 #include "target.h"
 
+#include <lauxlib.h>
 #include <lua.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -68,6 +69,24 @@ static void tenant_seen(eg_vm *vm, const eg_record *r, char *out, size_t outlen)
     const char *v = lua_tostring(L, -1);
     snprintf(out, outlen, "%s", v ? v : "");
     lua_pop(L, 3);
+}
+
+/* Every field of the record table but its headers, as one string. */
+static void fields_seen(eg_vm *vm, const eg_record *r, char *out, size_t outlen) {
+    lua_State *L = vm->L;
+    char err[200] = "";
+    out[0] = '\0';
+    if (luaL_loadstring(L, "return function(r) return table.concat({r.topic, r.partition, r.offset, r.id, r.value, "
+                           "tostring(r.key), tostring(r.timestamp > 0), type(r.headers)}, '|') end") != 0 ||
+        eg_vm_pcall(vm, 0, 1, err, sizeof err) != 0)
+        return;
+    eg_vm_push_record(vm, r, 1, 0);
+    if (eg_vm_pcall(vm, 1, 1, err, sizeof err) != 0) {
+        snprintf(out, outlen, "error: %s", err);
+        return;
+    }
+    snprintf(out, outlen, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+    lua_pop(L, 1);
 }
 
 static eg_failure g_seen;
@@ -142,6 +161,9 @@ int main(void) {
         eg_record_read_headers(&r);
         tenant_seen(vm, &r, seen, sizeof seen);
         CHECK(strcmp(seen, "vip") == 0, "headers read once: the kept list's (got '%s')", seen);
+        char all[256];
+        fields_seen(vm, &r, all, sizeof all);
+        CHECK(strcmp(all, "t|0|0|t/0/0|v|nil|true|table") == 0, "every field of the record table (got '%s')", all);
         r.hdrs = NULL; /* the kept list says: none */
         tenant_seen(vm, &r, seen, sizeof seen);
         CHECK(seen[0] == '\0', "the kept list is what the table shows, not a new parse (got '%s')", seen);
