@@ -14,6 +14,7 @@
  * consumed from an in-process mock cluster) and carries x-tenant: vip. */
 #include "config.h"
 #include "luavm.h"
+#include "mock_message.h"
 #include "record.h"
 #include "tap.h"
 #include "target.h"
@@ -21,43 +22,10 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* One record with the header x-tenant: vip, produced to a mock cluster and
- * consumed back, or NULL. */
-static rd_kafka_message_t *real_message(rd_kafka_t **prod, rd_kafka_t **cons) {
-    char err[512];
-    rd_kafka_conf_t *pc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof err) != RD_KAFKA_CONF_OK) return NULL;
-    *prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
-    if (!*prod) return NULL;
-    const char *bootstrap = rd_kafka_mock_cluster_bootstraps(rd_kafka_handle_mock_cluster(*prod));
-    if (rd_kafka_producev(*prod, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_VALUE("v", 1),
-                          RD_KAFKA_V_HEADER("x-tenant", "vip", -1), RD_KAFKA_V_END))
-        return NULL;
-    rd_kafka_flush(*prod, 10000);
-    rd_kafka_conf_t *cc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(cc, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(cc, "group.id", "push-record-test", err, sizeof err) != RD_KAFKA_CONF_OK)
-        return NULL;
-    *cons = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
-    if (!*cons) return NULL;
-    rd_kafka_poll_set_consumer(*cons);
-    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(tp, "t", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    rd_kafka_assign(*cons, tp);
-    rd_kafka_topic_partition_list_destroy(tp);
-    for (int i = 0; i < 200; i++) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(*cons, 100);
-        if (m && !m->err) return m;
-        if (m) rd_kafka_message_destroy(m);
-    }
-    return NULL;
-}
 
 /* record.headers["x-tenant"] of the table eg_vm_push_record builds for r,
  * into out ("" when absent). */
@@ -147,7 +115,7 @@ static void answer_fields(rd_kafka_message_t *m) {
 
 int main(void) {
     rd_kafka_t *prod = NULL, *cons = NULL;
-    rd_kafka_message_t *m = real_message(&prod, &cons);
+    rd_kafka_message_t *m = mock_message(&prod, &cons, "push-record-test", NULL, "x-tenant", "vip");
     CHECK(m != NULL, "a record with x-tenant: vip from the mock cluster");
     char err[256];
     eg_vm *vm = eg_vm_new((size_t)16 << 20, err, sizeof err);
@@ -170,11 +138,6 @@ int main(void) {
     }
     if (m) answer_fields(m);
     eg_vm_free(vm);
-    if (m) rd_kafka_message_destroy(m);
-    if (cons) {
-        rd_kafka_consumer_close(cons);
-        rd_kafka_destroy(cons);
-    }
-    if (prod) rd_kafka_destroy(prod);
+    mock_message_free(m, prod, cons);
     return TAP_DONE();
 }
