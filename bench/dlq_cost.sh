@@ -23,6 +23,10 @@
 # These figures move with load; compare trees run in turn and take medians.
 # BENCH_COST_KAFKA adds librdkafka properties to the gateway's kafka table
 # (Lua: '["fetch.max.bytes"] = 1048576'), to try prefetch settings.
+# BENCH_COST_PROFILE=DIR: each run under `perf record -g` (or
+# BENCH_COST_PERF_ARGS, e.g. "--call-graph dwarf -F 499") instead of perf
+# stat, its data kept as DIR/runN.data (read with perf report -i); the CPU,
+# write and fault columns are then empty.
 set -u
 source "$(dirname "$0")/lib.sh"
 N=${BENCH_COST_RECORDS:-100000}
@@ -69,8 +73,14 @@ for tree in "$@"; do
   [ -x "$tree/build/errgate" ] || die "$tree/build/errgate: run make there"
   for r in $(seq "$REPS"); do
     run=$((run + 1))
-    rps=$(one_run "$run" "$tree" flood "$GTIME" -f '%M' -o "$W/t$run" perf stat -x, \
-      -e task-clock,page-faults,syscalls:sys_enter_write -o "$W/ps$run")
+    if [ -n "${BENCH_COST_PROFILE:-}" ]; then
+      mkdir -p "$BENCH_COST_PROFILE"; : >"$W/ps$run"
+      rps=$(one_run "$run" "$tree" flood "$GTIME" -f '%M' -o "$W/t$run" perf record -q ${BENCH_COST_PERF_ARGS:--g} \
+        -o "$BENCH_COST_PROFILE/run$run.data")
+    else
+      rps=$(one_run "$run" "$tree" flood "$GTIME" -f '%M' -o "$W/t$run" perf stat -x, \
+        -e task-clock,page-faults,syscalls:sys_enter_write -o "$W/ps$run")
+    fi
     awk -F, -v n="$N" -v rps="$rps" -v t="$tree" -v rss="$(tail -1 "$W/t$run")" -v lines="$(wc -l <"$W/e$run")" '
       $3=="task-clock"{cpu=$1*1000/n} $3=="page-faults"{pf=$1/n} $3=="syscalls:sys_enter_write"{w=$1/n}
       END{printf "%s: cpu_us/record %.2f  writes/record %.3f  faults/record %.3f  rss_mib %.1f  records/s %s  log lines %d\n",

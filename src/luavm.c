@@ -255,6 +255,16 @@ static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     return q;
 }
 
+/* The record table's field names (EG_VM_REC_KEYS of them): made once per
+ * VM and kept in the registry (eg_vm.rec_key_ref), so that a record's table
+ * is filled with raw sets of kept strings, not by interning each name (a
+ * hash and a string-table lookup) for every record. The table is fresh and
+ * has no metatable: a raw set is what lua_setfield would do. */
+enum { RK_TOPIC, RK_PARTITION, RK_OFFSET, RK_ID, RK_KEY, RK_VALUE, RK_TIMESTAMP, RK_HEADERS, RK__N };
+_Static_assert(RK__N == EG_VM_REC_KEYS, "one kept name per record field");
+static const char *const rec_keys[RK__N] = {"topic", "partition", "offset",    "id",
+                                            "key",   "value",     "timestamp", "headers"};
+
 eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
     eg_vm *vm = eg_xcalloc(1, sizeof *vm);
     vm->timeout_ms = EG_VM_LOAD_BUDGET_MS;
@@ -269,6 +279,10 @@ eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen) {
     lua_atpanic(L, NULL);
     luaL_openlibs(L);
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    for (int k = 0; k < RK__N; k++) {
+        lua_pushstring(L, rec_keys[k]);
+        vm->rec_key_ref[k] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
     lua_pushcfunction(L, traceback);
     vm->traceback_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_sethook(L, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
@@ -376,40 +390,53 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     return 0;
 }
 
-static void set_str(lua_State *L, const char *k, const char *v, size_t n, size_t cap) {
+/* Pushes the kept name of record field k. */
+static void push_rec_key(eg_vm *vm, int k) { lua_rawgeti(vm->L, LUA_REGISTRYINDEX, vm->rec_key_ref[k]); }
+
+/* Sets the table at the stack top's field k to v[0..n) (at most cap bytes
+ * when cap > 0); nothing when v is NULL. */
+static void set_str(eg_vm *vm, int k, const char *v, size_t n, size_t cap) {
     if (!v) return;
     if (cap && n > cap) n = cap;
-    lua_pushlstring(L, v, n);
-    lua_setfield(L, -2, k);
+    push_rec_key(vm, k);
+    lua_pushlstring(vm->L, v, n);
+    lua_rawset(vm->L, -3);
 }
 
-static void set_int(lua_State *L, const char *k, int64_t v) {
-    lua_pushnumber(L, (lua_Number)v);
-    lua_setfield(L, -2, k);
+static void set_int(eg_vm *vm, int k, int64_t v) {
+    push_rec_key(vm, k);
+    lua_pushnumber(vm->L, (lua_Number)v);
+    lua_rawset(vm->L, -3);
 }
 
 void eg_vm_push_record(eg_vm *vm, const eg_record *r, int with_value, size_t cap) {
     lua_State *L = vm->L;
     const rd_kafka_message_t *m = r->msg;
     lua_createtable(L, 0, 8);
-    set_str(L, "topic", r->topic, strlen(r->topic), 0);
-    set_int(L, "partition", r->partition);
-    set_int(L, "offset", r->offset);
+    set_str(vm, RK_TOPIC, r->topic, strlen(r->topic), 0);
+    set_int(vm, RK_PARTITION, r->partition);
+    set_int(vm, RK_OFFSET, r->offset);
     char id[320];
     eg_record_id(r, id, sizeof id);
-    set_str(L, "id", id, strlen(id), 0);
-    if (m->key) set_str(L, "key", m->key, m->key_len, cap);
-    if (with_value && m->payload) set_str(L, "value", m->payload, m->len, cap);
+    set_str(vm, RK_ID, id, strlen(id), 0);
+    if (m->key) set_str(vm, RK_KEY, m->key, m->key_len, cap);
+    if (with_value && m->payload) set_str(vm, RK_VALUE, m->payload, m->len, cap);
     rd_kafka_timestamp_type_t tstype;
-    set_int(L, "timestamp", rd_kafka_message_timestamp(m, &tstype));
+    set_int(vm, RK_TIMESTAMP, rd_kafka_message_timestamp(m, &tstype));
+    push_rec_key(vm, RK_HEADERS);
     lua_createtable(L, 0, 4);
-    rd_kafka_headers_t *hdrs = NULL;
-    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    /* read once per record (eg_record_headers): librdkafka parses a
+     * header-less consumed message again, with an allocation, on each call */
+    const rd_kafka_headers_t *hdrs = eg_record_headers(r);
+    if (hdrs) {
         const char *name;
         const void *val;
         size_t size;
-        for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == 0; i++)
-            if (val) set_str(L, name, val, size, cap);
+        for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == 0; i++) {
+            if (!val) continue;
+            lua_pushlstring(L, val, cap && size > cap ? cap : size);
+            lua_setfield(L, -2, name); /* names vary: interned as they come */
+        }
     }
-    lua_setfield(L, -2, "headers");
+    lua_rawset(L, -3);
 }

@@ -34,6 +34,10 @@
  * deadline there. */
 #define EG_VM_WATCH_SIGNAL SIGURG
 
+/* Fields of the record table (eg_vm_push_record): topic, partition,
+ * offset, id, key, value, timestamp, headers. */
+#define EG_VM_REC_KEYS 8
+
 typedef struct eg_vm {
     lua_State *L;
     size_t mem_used;                   /* bytes allocated by the state */
@@ -48,6 +52,7 @@ typedef struct eg_vm {
     size_t alloc_since_check;        /* bytes grown since the allocator last read the clock */
     int alloc_overdue;               /* the allocator refused growth past the deadline */
     uint64_t calls;                  /* eg_vm_pcall calls so far (the sandbox's call epoch) */
+    int rec_key_ref[EG_VM_REC_KEYS]; /* registry refs of the record table's field names */
     struct eg_vm *wd_next, *wd_prev; /* the watchdog's list of VMs */
 } eg_vm;
 

@@ -46,28 +46,36 @@ typedef struct result {
     eg_failure f;
 } result;
 
+/* The answer table's fields, read per failure: their Lua strings are made
+ * once at load and kept in the registry (key_ref), so a read is a registry
+ * index and a raw get, not an interning of the name (a hash of it and a
+ * lookup in the string table) for each field of each dead letter. */
+enum { K_STATUS, K_RETRY_AFTER, K_KIND, K_CLASS, K_CODE, K_MESSAGE, K_BODY, K__N };
+static const char *const key_names[K__N] = {"status", "retry_after_ms", "kind", "class", "code", "message", "body"};
+
 typedef struct lua_target {
     eg_target base;
     eg_vm *vm;
     int fn_ref;
-    int inbox; /* the inbox target: the handler is errgate.runtime.inbox_target's */
-    result *q; /* results waiting for delivery */
+    int key_ref[K__N]; /* registry refs of the key_names strings */
+    int inbox;         /* the inbox target: the handler is errgate.runtime.inbox_target's */
+    result *q;         /* results waiting for delivery */
     int nq, capq;
 } lua_target;
 
 /* Longest string kept from a handler's failure table (class, code, message). */
 #define ANSWER_STR_CAP 4096
 
-/* Pushes t[k] (t at the stack top) without metamethods. */
-static void raw_field(lua_State *L, const char *k) {
-    lua_pushstring(L, k);
+/* Pushes t[key_names[k]] (t at the stack top) without metamethods. */
+static void raw_field(lua_State *L, const lua_target *lt, int k) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lt->key_ref[k]);
     lua_rawget(L, -2);
 }
 
-/* A copy of the string t[k] (t at the stack top), at most ANSWER_STR_CAP
- * bytes, or NULL when it is not a string. */
-static char *opt_str(lua_State *L, const char *k) {
-    raw_field(L, k);
+/* A copy of the string t[key_names[k]] (t at the stack top), at most
+ * ANSWER_STR_CAP bytes, or NULL when it is not a string. */
+static char *opt_str(lua_State *L, const lua_target *lt, int k) {
+    raw_field(L, lt, k);
     size_t n = 0;
     const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
     char *s = v ? eg_xstrndup(v, n < ANSWER_STR_CAP ? n : ANSWER_STR_CAP) : NULL;
@@ -85,9 +93,9 @@ typedef struct call {
  * as its DLQ dialect states it (dlq_origin.h), {format, topic, partition,
  * offset, timestamp, group} with the unknown ones absent, or nil. */
 static void push_origin(lua_State *L, const eg_record *rec) {
-    rd_kafka_headers_t *h = NULL;
+    const rd_kafka_headers_t *h = eg_record_headers(rec);
     eg_dlq_origin o;
-    if (rd_kafka_message_headers(rec->msg, &h) != 0 || eg_dlq_origin_read(h, &o) != 0) {
+    if (!h || eg_dlq_origin_read(h, &o) != 0) {
         lua_pushnil(L);
         return;
     }
@@ -125,26 +133,27 @@ static int call_protected(lua_State *L) {
         res->f.message = eg_xstrdup(err);
         return 0;
     }
+    const lua_target *lt = c->lt;
     if (lua_type(L, -1) == LUA_TTABLE) {
         res->failed = 1;
-        raw_field(L, "status");
+        raw_field(L, lt, K_STATUS);
         lua_Number st = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
         res->f.status = st >= 1 && st <= 999 ? (int)st : 0;
         lua_pop(L, 1);
-        raw_field(L, "retry_after_ms");
+        raw_field(L, lt, K_RETRY_AFTER);
         if (lua_isnumber(L, -1)) {
             lua_Number ra = lua_tonumber(L, -1);
             if (ra >= 0 && ra <= 86400000.0) res->f.retry_after_ms = (int64_t)ra;
         }
         lua_pop(L, 1);
-        raw_field(L, "kind"); /* only the inbox handler's "recorded" is read */
+        raw_field(L, lt, K_KIND); /* only the inbox handler's "recorded" is read */
         int recorded = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "recorded") == 0;
         lua_pop(L, 1);
-        res->f.kind = c->lt->inbox && recorded ? EG_FK_RECORDED : res->f.status ? EG_FK_HTTP : EG_FK_LUA;
-        res->f.class_hint = opt_str(L, "class");
-        res->f.code = opt_str(L, "code");
-        res->f.message = opt_str(L, "message");
-        if (c->lt->inbox && (res->f.body = opt_str(L, "body")) != NULL) res->f.body_len = strlen(res->f.body);
+        res->f.kind = lt->inbox && recorded ? EG_FK_RECORDED : res->f.status ? EG_FK_HTTP : EG_FK_LUA;
+        res->f.class_hint = opt_str(L, lt, K_CLASS);
+        res->f.code = opt_str(L, lt, K_CODE);
+        res->f.message = opt_str(L, lt, K_MESSAGE);
+        if (lt->inbox && (res->f.body = opt_str(L, lt, K_BODY)) != NULL) res->f.body_len = strlen(res->f.body);
     } else if (!lua_isnil(L, -1)) {
         res->failed = 1;
         res->f.kind = EG_FK_LUA;
@@ -250,7 +259,8 @@ typedef struct load {
     const char *inbox; /* source.inbox, or NULL: load the file at path */
     char *err;
     size_t errlen;
-    int fn_ref; /* LUA_NOREF until the handler is loaded */
+    int fn_ref;        /* LUA_NOREF until the handler is loaded */
+    int key_ref[K__N]; /* the answer's field names, kept (lua_target.key_ref) */
 } load;
 
 /* rt.load_target(path), and a ref to the function it returned. */
@@ -272,7 +282,11 @@ static int load_protected(lua_State *L) {
         return 0;
     }
     lua_pop(L, 1);
-    c->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    for (int k = 0; k < K__N; k++) {
+        lua_pushstring(L, key_names[k]);
+        c->key_ref[k] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    c->fn_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* last: set only when all are */
     return 0;
 }
 
@@ -280,7 +294,7 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     eg_vm *vm = eg_vm_new(LUA_TARGET_MEM_LIMIT, err, errlen);
     if (!vm) return NULL;
     const char *inbox = cfg->target_kind == EG_TARGET_INBOX ? cfg->inbox : NULL;
-    load c = {vm, inbox ? "inbox" : cfg->lua_target, inbox, err, errlen, LUA_NOREF};
+    load c = {vm, inbox ? "inbox" : cfg->lua_target, inbox, err, errlen, LUA_NOREF, {0}};
     if (lua_cpcall(vm->L, load_protected, &c) != 0) {
         const char *msg = lua_type(vm->L, -1) == LUA_TSTRING ? lua_tostring(vm->L, -1) : "error";
         snprintf(err, errlen, "target %s: %s", c.path, msg);
@@ -293,6 +307,7 @@ eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char
     lt->base.ops = &lua_ops;
     lt->vm = vm;
     lt->fn_ref = c.fn_ref;
+    memcpy(lt->key_ref, c.key_ref, sizeof lt->key_ref);
     lt->inbox = inbox != NULL;
     vm->timeout_ms = LUA_TARGET_BUDGET_MS;
     return &lt->base;

@@ -13,6 +13,7 @@
  * in-process mock cluster and consumed back), since a policy with a route
  * function reads it. */
 #include "luavm.h"
+#include "mock_message.h"
 #include "policy.h"
 #include "record.h"
 #include "tap.h"
@@ -20,7 +21,6 @@
 
 #include <dirent.h>
 #include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,35 +38,6 @@
 #define LOAD_LIMIT_MS 7000
 #endif
 #define MAX_FILES 256
-
-/* One record produced to a mock cluster and consumed back; NULL on failure. */
-static rd_kafka_message_t *real_message(rd_kafka_t **prod, rd_kafka_t **cons) {
-    char err[512];
-    rd_kafka_conf_t *pc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof err) != RD_KAFKA_CONF_OK) return NULL;
-    if (!(*prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err))) return NULL;
-    const char *bootstrap = rd_kafka_mock_cluster_bootstraps(rd_kafka_handle_mock_cluster(*prod));
-    if (rd_kafka_producev(*prod, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY("k", 1),
-                          RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_HEADER("h", "x", -1), RD_KAFKA_V_END))
-        return NULL;
-    rd_kafka_flush(*prod, 10000);
-    rd_kafka_conf_t *cc = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(cc, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(cc, "group.id", "hostile-policy-test", err, sizeof err) != RD_KAFKA_CONF_OK)
-        return NULL;
-    if (!(*cons = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err))) return NULL;
-    rd_kafka_poll_set_consumer(*cons);
-    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(tp, "t", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    rd_kafka_assign(*cons, tp);
-    rd_kafka_topic_partition_list_destroy(tp);
-    for (int i = 0; i < 200; i++) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(*cons, 100);
-        if (m && !m->err) return m;
-        if (m) rd_kafka_message_destroy(m);
-    }
-    return NULL;
-}
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -138,7 +109,7 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *only = argc > 1 ? argv[1] : NULL;
     rd_kafka_t *prod = NULL, *cons = NULL;
-    rd_kafka_message_t *m = real_message(&prod, &cons);
+    rd_kafka_message_t *m = mock_message(&prod, &cons, "hostile-policy-test", "k", "h", "x");
     CHECK(m != NULL, "a record comes back from the mock cluster");
     DIR *d = opendir(DIR_PATH);
     CHECK(d != NULL, "%s exists", DIR_PATH);
@@ -162,11 +133,6 @@ int main(int argc, char **argv) {
     }
     printf("# worst load %.0f ms (budget %d ms), worst decision %.1f ms (budget %d ms)\n", g_worst_load,
            EG_VM_LOAD_BUDGET_MS, g_worst_decide, DECIDE_BUDGET_MS);
-    if (m) rd_kafka_message_destroy(m);
-    if (cons) {
-        rd_kafka_consumer_close(cons);
-        rd_kafka_destroy(cons);
-    }
-    if (prod) rd_kafka_destroy(prod);
+    mock_message_free(m, prod, cons);
     return TAP_DONE();
 }
