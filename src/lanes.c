@@ -160,6 +160,10 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     rd_kafka_queue_io_event_enable(l->mainq, l->pipefd[1], "1", 1);
     l->ev = event_new(base, l->pipefd[0], EV_READ | EV_PERSIST, on_queue, l);
     event_add(l->ev, NULL);
+    /* librdkafka writes to the pipe only when the queue turns non-empty: a
+     * report queued since rd_kafka_new (a broker refusing the connection)
+     * would leave it non-empty and silent for good, so serve it once now */
+    event_active(l->ev, EV_READ, 0);
     return l;
 }
 
