@@ -246,8 +246,8 @@ def audit(a):
     # decisions name them by errgate.id), for the post-mortem
     trace = {c: [] for c in lost[:10]}
     if trace:
-        # its rung records: a rung record present but never served is the
-        # consumer's loss, one absent the lane write's
+        # the lane and rung records carrying its id: a rung record present but
+        # never served is the consumer's loss, one absent the lane write's
         for t, p, o, k, v, h in recs:
             rid = text(h, "errgate.id") if t != a.source else None
             if rid in trace:
