@@ -21,7 +21,9 @@ start_handler
 gen_records 200 "permanent:1" | produce src
 write_config "$T/gw.lua" early none
 broker_ctl broker-down all >/dev/null || die "broker-down refused"
-bg gw env LD_PRELOAD="$T/slow_pipe.so" "$EG" run -c "$T/gw.lua"
+# (a sanitizer build wants its runtime first among the preloaded libraries)
+bg gw env LD_PRELOAD="$T/slow_pipe.so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+  "$EG" run -c "$T/gw.lua"
 GW_PID=$LASTPID
 wait_for 20 grep -q '"event":"start"' "$T/gw.err" || die "gateway did not start: $(tail -3 "$T/gw.err")"
 check "the lane producer met the refusing broker before its queue was wired" \
