@@ -60,3 +60,11 @@ rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client
                                     {NULL, NULL}};
     return eg_kconf_build(cfg, defaults, fixed, err, errlen);
 }
+
+rd_kafka_resp_err_t eg_delivery_err(const rd_kafka_message_t *m) {
+    if (m->err) return m->err;
+    if (m->offset >= 0) return RD_KAFKA_RESP_ERR_NO_ERROR;
+    eg_log_msg(EG_WARN, "ack_without_offset", "%s[%d]: delivered by inference, not confirmed: written again",
+               m->rkt ? rd_kafka_topic_name(m->rkt) : "?", (int)m->partition);
+    return RD_KAFKA_RESP_ERR__INCONSISTENT;
+}

@@ -36,6 +36,16 @@ rd_kafka_conf_t *eg_kconf_build(const eg_config *cfg, const char *const (*defaul
  * with err on a bad property. The caller owns it. */
 rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client_id, char *err, size_t errlen);
 
+/* The outcome of a lane write's delivery report: m->err, or
+ * RD_KAFKA_RESP_ERR__INCONSISTENT for a report without error and without an
+ * offset. librdkafka's idempotent producer reports a batch that failed as
+ * delivered once a later batch of its partition succeeded
+ * (rd_kafka_dr_implicit_ack), and gives it no offset: that inference holds
+ * only on a broker that refuses batches out of sequence, which the embedded
+ * broker does not. Such a write is not confirmed: write it again (a
+ * duplicate lane record at worst). */
+rd_kafka_resp_err_t eg_delivery_err(const rd_kafka_message_t *m);
+
 /* Routes librdkafka's log lines into errgate's log (event "rdkafka", with
  * the client name and facility); set on every client's configuration. May
  * be called on librdkafka's threads. */

@@ -74,17 +74,17 @@ const char *eg_lane_name(eg_lane lane) {
  * back to the gateway through done. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     eg_lanes *l = opaque;
+    rd_kafka_resp_err_t err = eg_delivery_err(m); /* delivered without an offset: not confirmed */
     l->outstanding--;
     for (int i = 0; i < l->ntopics; i++)
         if (l->topics[i].rkt == m->rkt) {
             lane_topic *t = &l->topics[i];
             t->inflight--;
-            if (!m->err) t->written++;
-            else if (m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
-                t->failed++;
+            if (!err) t->written++;
+            else if (err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) t->failed++;
             break;
         }
-    l->done((eg_record *)m->_private, m->err, l->done_arg);
+    l->done((eg_record *)m->_private, err, l->done_arg);
 }
 
 /* Served by rd_kafka_poll from on_queue: on the loop thread. */
@@ -165,6 +165,10 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     rd_kafka_queue_io_event_enable(l->mainq, l->pipefd[1], "1", 1);
     l->ev = event_new(base, l->pipefd[0], EV_READ | EV_PERSIST, on_queue, l);
     event_add(l->ev, NULL);
+    /* librdkafka writes to the pipe only when the queue turns non-empty: a
+     * report queued since rd_kafka_new (a broker refusing the connection)
+     * would leave it non-empty and silent for good, so serve it once now */
+    event_active(l->ev, EV_READ, 0);
     return l;
 }
 

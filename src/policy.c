@@ -251,13 +251,10 @@ static int load_protected(lua_State *L) {
     return 0;
 }
 
-eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_limit, char *err, size_t errlen) {
-    char sha[65];
-    if (!mem_limit) mem_limit = EG_POLICY_MEM_LIMIT;
-    if (eg_sha256_file_hex(path, sha) != 0) {
-        snprintf(err, errlen, "policy %s: cannot read file", path);
-        return NULL;
-    }
+/* One load of path whose id carries sha, the hash of the file taken before
+ * the runtime read it. */
+static eg_policy *load_once(const char *path, const char *sha, int timeout_ms, size_t mem_limit, char *err,
+                            size_t errlen) {
     eg_vm *vm = eg_vm_new(mem_limit, err, errlen);
     if (!vm) return NULL;
     eg_policy *p = eg_xcalloc(1, sizeof *p);
@@ -265,7 +262,7 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
     p->path = eg_xstrdup(path);
     p->timeout_ms = timeout_ms;
     p->mem_limit = mem_limit;
-    memcpy(p->sha256, sha, sizeof sha);
+    memcpy(p->sha256, sha, 65);
     load_call c = {.p = p, .sha = sha, .err = err, .errlen = errlen, .rc = -1};
     char perr[256];
     if (protected(vm, load_protected, &c, perr, sizeof perr) != 0) snprintf(err, errlen, "policy %s: %s", path, perr);
@@ -275,6 +272,26 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
     }
     p->loaded_at = eg_wall_ms();
     return p;
+}
+
+/* The runtime reads the file itself, after it was hashed: a file replaced
+ * in between (a deploy writing the next version) would give an id of no
+ * policy (this version's name, the other's hash). So the file is hashed
+ * again after the load, and loaded again while the two differ. */
+eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_limit, char *err, size_t errlen) {
+    char sha[65], after[65];
+    if (!mem_limit) mem_limit = EG_POLICY_MEM_LIMIT;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if (eg_sha256_file_hex(path, sha) != 0) {
+            snprintf(err, errlen, "policy %s: cannot read file", path);
+            return NULL;
+        }
+        eg_policy *p = load_once(path, sha, timeout_ms, mem_limit, err, errlen);
+        if (eg_sha256_file_hex(path, after) == 0 && strcmp(sha, after) == 0) return p;
+        eg_policy_free(p); /* the file changed while it was loaded */
+    }
+    snprintf(err, errlen, "policy %s: the file kept changing while it was loaded", path);
+    return NULL;
 }
 
 void eg_policy_free(eg_policy *p) {

@@ -43,6 +43,7 @@
  * a gateway's spilled records reach Kafka about that long (plus whatever
  * back-off is running) after the lane comes back. */
 #include "spill.h"
+#include "kconf.h"
 #include "log.h"
 #include "refusal.h"
 #include "util.h"
@@ -217,21 +218,22 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     token *t = m->_private;
     dseg *s = t->seg;
     dframe *f = &s->f[t->idx];
+    rd_kafka_resp_err_t err = eg_delivery_err(m); /* delivered without an offset: not confirmed */
     d->inflight--;
     d->inflight_bytes -= f->bytes;
-    if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && !f->remap && t->partition >= 0) {
+    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && !f->remap && t->partition >= 0) {
         remap(d, s, t->idx, rd_kafka_topic_name(m->rkt));
         frame_wait(s, t->idx);
         free(t);
         return;
     }
-    if (m->err && eg_refusal_of(m->err) != EG_REFUSAL_NONE) {
-        refused(d, s, t->idx, rd_kafka_topic_name(m->rkt), t->partition, m->err, 0);
+    if (err && eg_refusal_of(err) != EG_REFUSAL_NONE) {
+        refused(d, s, t->idx, rd_kafka_topic_name(m->rkt), t->partition, err, 0);
         frame_wait(s, t->idx);
         free(t);
         return;
     }
-    if (!m->err) {
+    if (!err) {
         f->state = F_DONE;
         s->ndone++;
         d->st.frames_drained++;
@@ -250,9 +252,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         d->backoff_until = 0;
     } else {
         frame_wait(s, t->idx);
-        int purged = m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
-        if (!purged) drain_failed(d, s, rd_kafka_topic_name(m->rkt), t->partition, m->err, 0);
-        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+        int purged = err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
+        if (!purged) drain_failed(d, s, rd_kafka_topic_name(m->rkt), t->partition, err, 0);
+        if (err == RD_KAFKA_RESP_ERR__FATAL) {
             char e[200];
             rd_kafka_fatal_error(rk, e, sizeof e);
             snprintf(d->err, sizeof d->err, "spill drain producer: fatal error: %s", e);

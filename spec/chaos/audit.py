@@ -246,6 +246,12 @@ def audit(a):
     # decisions name them by errgate.id), for the post-mortem
     trace = {c: [] for c in lost[:10]}
     if trace:
+        # the lane and rung records carrying its id: a rung record present but
+        # never served is the consumer's loss, one absent the lane write's
+        for t, p, o, k, v, h in recs:
+            rid = text(h, "errgate.id") if t != a.source else None
+            if rid in trace:
+                trace[rid].append("record in %s/%d/%d" % (t, p, o))
         for path in sorted(glob.glob(a.gateway_logs)):
             for line in open(path, errors="replace"):
                 for c in trace:
