@@ -5,10 +5,12 @@
 # Each suite prints TAP lines; this script counts "ok" and "not ok" across all
 # of them (a suite that exits non-zero without a "not ok" line counts as one
 # failure) and ends with exactly one line "N passed, N failed".
-# Suites run TEST_JOBS at a time (default 2; TEST_JOBS=1 runs them one after
-# the other). Each suite's report is printed in the order of the list below,
-# whatever order they finish in, with the suite's own wall time. Suites share
-# nothing: each e2e test has its own scratch dir, broker and random ports.
+# The C, fuzz, busted and cases suites run one after the other (some check
+# CPU time bounds); the e2e suites, which mostly wait on processes, run
+# TEST_JOBS at a time (default 2; TEST_JOBS=1 runs them one by one). They
+# share nothing: each has its own scratch dir, broker and random ports. Each
+# suite's report is printed in the order of the list below, whatever order
+# they finish in, with the suite's own wall time.
 # Usage: spec/run.sh [PATTERN]  — PATTERN filters suites by name (grep -E).
 set -u
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ passed=0
 failed=0
 LOGDIR=$(mktemp -d /tmp/errgate-tests.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$LOGDIR"; exit 130' INT TERM
+SLOTS=1      # suites that may run at once (JOBS for the e2e suites)
 NAMES=()     # suites started, in list order
 NEXT=0       # index in NAMES of the next report to print
 
@@ -57,12 +60,12 @@ flush() {
 }
 
 # run_suite NAME CMD...: run CMD as suite NAME in the background once fewer
-# than JOBS suites run.
+# than SLOTS suites run.
 run_suite() {
   local name=$1 log; shift
   echo "$name" | grep -Eq "$FILTER" || return 0
   flush
-  while [ "$RUNNING" -ge "$JOBS" ]; do sleep 0.2; flush; done
+  while [ "$RUNNING" -ge "$SLOTS" ]; do wait -n 2>/dev/null || sleep 0.1; flush; done
   log=$(suite_log "$name")
   (
     t0=$SECONDS
@@ -96,6 +99,7 @@ run_suite "lua/busted" luajit /usr/bin/busted -o TAP --lpath='lua/?.lua;lua/?/in
 for c in spec/cases/*.jsonl; do
   run_suite "cases/$(basename "$c" .jsonl)" bash spec/cases/run.sh "$c"
 done
+SLOTS=$JOBS
 for t in spec/e2e/test_*.sh; do
   run_suite "e2e/$(basename "$t" .sh)" bash "$t"
 done
