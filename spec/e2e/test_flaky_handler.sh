@@ -163,9 +163,10 @@ is "outage successes are logged once per 200" "$(grep -c '^ok o[13] ' "$T/outage
 check "outage failures are not logged" bash -c "! grep -q '^ok o2 ' '$T/outage.log'"
 
 # ---- --fail-all-for -------------------------------------------------------------
-start_flaky down --fail-all-for 600
+# (3 s: the first request must land within it on a loaded machine)
+start_flaky down --fail-all-for 3000
 is "--fail-all-for: 503 while down" "$(post d1 ok)" 503
-sleep 0.7
+sleep 3.1
 is "--fail-all-for: 200 afterwards" "$(post d2 ok)" 200
 kill -TERM "$FPID"; wait "$FPID"
 
