@@ -8,7 +8,9 @@
 # The C, fuzz, busted and cases suites run one after the other (some check
 # CPU time bounds); the e2e suites, which mostly wait on processes, run
 # TEST_JOBS at a time (default 2; TEST_JOBS=1 runs them one by one). They
-# share nothing: each has its own scratch dir, broker and random ports. Each
+# share nothing: each has its own scratch dir, broker and random ports. An
+# e2e suite with the line "# spec/run.sh: alone" (one that compares rates or
+# times the machine's load would skew) runs with no other suite. Each
 # suite's report is printed in the order of the list below, whatever order
 # they finish in, with the suite's own wall time.
 # Usage: spec/run.sh [PATTERN]  — PATTERN filters suites by name (grep -E).
@@ -29,7 +31,7 @@ NEXT=0       # index in NAMES of the next report to print
 
 # suite_log NAME: the log of suite NAME; LOG.time holds its seconds and
 # LOG.rc its exit code (written last: the suite is done once LOG.rc exists).
-suite_log() { echo "$LOGDIR/$(echo "$1" | tr '/ ' '__').log"; }
+suite_log() { local n=${1//\//_}; echo "$LOGDIR/${n// /_}.log"; }
 
 # report NAME: print the report of finished suite NAME; adds to passed/failed.
 report() {
@@ -57,6 +59,12 @@ flush() {
   for ((i = NEXT; i < ${#NAMES[@]}; i++)); do
     [ -e "$(suite_log "${NAMES[$i]}").rc" ] || RUNNING=$((RUNNING + 1))
   done
+}
+
+# drain: wait for every started suite and report it.
+drain() {
+  flush
+  while [ "$NEXT" -lt "${#NAMES[@]}" ]; do wait -n 2>/dev/null || sleep 0.1; flush; done
 }
 
 # run_suite NAME CMD...: run CMD as suite NAME in the background once fewer
@@ -101,10 +109,13 @@ for c in spec/cases/*.jsonl; do
 done
 SLOTS=$JOBS
 for t in spec/e2e/test_*.sh; do
-  run_suite "e2e/$(basename "$t" .sh)" bash "$t"
+  if grep -qx '# spec/run.sh: alone' "$t"; then
+    drain; run_suite "e2e/$(basename "$t" .sh)" bash "$t"; drain
+  else
+    run_suite "e2e/$(basename "$t" .sh)" bash "$t"
+  fi
 done
-wait
-flush
+drain
 rm -rf "$LOGDIR"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
