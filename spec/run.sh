@@ -5,32 +5,84 @@
 # Each suite prints TAP lines; this script counts "ok" and "not ok" across all
 # of them (a suite that exits non-zero without a "not ok" line counts as one
 # failure) and ends with exactly one line "N passed, N failed".
+# The C, fuzz, busted and cases suites run one after the other (some check
+# CPU time bounds); the e2e suites, which mostly wait on processes, run
+# TEST_JOBS at a time (default 2; TEST_JOBS=1 runs them one by one). They
+# share nothing: each has its own scratch dir, broker and random ports. An
+# e2e suite with the line "# spec/run.sh: alone" (one that compares rates or
+# times the machine's load would skew) runs with no other suite. Each
+# suite's report is printed in the order of the list below, whatever order
+# they finish in, with the suite's own wall time.
 # Usage: spec/run.sh [PATTERN]  — PATTERN filters suites by name (grep -E).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export BUILD
 FILTER=${1:-${TESTS:-.}}
+JOBS=${TEST_JOBS:-2}
+case $JOBS in ''|*[!0-9]*|0) echo "TEST_JOBS must be a positive number, not '$JOBS'" >&2; exit 2 ;; esac
 passed=0
 failed=0
 LOGDIR=$(mktemp -d /tmp/errgate-tests.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$LOGDIR"; exit 130' INT TERM
+SLOTS=1      # suites that may run at once (JOBS for the e2e suites)
+NAMES=()     # suites started, in list order
+NEXT=0       # index in NAMES of the next report to print
 
-run_suite() {
-  local name=$1; shift
-  echo "$name" | grep -Eq "$FILTER" || return 0
-  local log="$LOGDIR/$(echo "$name" | tr '/ ' '__').log" t0=$SECONDS
+# suite_log NAME: the log of suite NAME; LOG.time holds its seconds and
+# LOG.rc its exit code (written last: the suite is done once LOG.rc exists).
+suite_log() { local n=${1//\//_}; echo "$LOGDIR/${n// /_}.log"; }
+
+# report NAME: print the report of finished suite NAME; adds to passed/failed.
+report() {
+  local name=$1 log rc p f
+  log=$(suite_log "$name")
+  rc=$(cat "$log.rc")
   echo "# --- $name"
-  "$@" >"$log" 2>&1
-  local rc=$?
-  local p f
   p=$(grep -Ec '^ok [0-9]+' "$log")
   f=$(grep -Ec '^not ok [0-9]+' "$log")
   if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; echo "not ok - $name exited $rc"; fi
   grep -E '^(not ok|# )' "$log" | grep -v '^# scratch' | head -50
   [ "$f" != 0 ] && tail -30 "$log" | sed 's/^/#   | /'
-  echo "# $name: $p passed, $f failed ($((SECONDS - t0)) s)"
+  echo "# $name: $p passed, $f failed ($(cat "$log.time") s)"
   passed=$((passed + p))
   failed=$((failed + f))
+}
+
+# flush: report every finished suite at the head of the list; sets RUNNING
+# to the number of suites started and not finished.
+flush() {
+  while [ "$NEXT" -lt "${#NAMES[@]}" ] && [ -e "$(suite_log "${NAMES[$NEXT]}").rc" ]; do
+    report "${NAMES[$NEXT]}"; NEXT=$((NEXT + 1))
+  done
+  local i; RUNNING=0
+  for ((i = NEXT; i < ${#NAMES[@]}; i++)); do
+    [ -e "$(suite_log "${NAMES[$i]}").rc" ] || RUNNING=$((RUNNING + 1))
+  done
+}
+
+# drain: wait for every started suite and report it.
+drain() {
+  flush
+  while [ "$NEXT" -lt "${#NAMES[@]}" ]; do wait -n 2>/dev/null || sleep 0.1; flush; done
+}
+
+# run_suite NAME CMD...: run CMD as suite NAME in the background once fewer
+# than SLOTS suites run.
+run_suite() {
+  local name=$1 log; shift
+  echo "$name" | grep -Eq "$FILTER" || return 0
+  flush
+  while [ "$RUNNING" -ge "$SLOTS" ]; do wait -n 2>/dev/null || sleep 0.1; flush; done
+  log=$(suite_log "$name")
+  (
+    t0=$SECONDS
+    "$@" >"$log" 2>&1 </dev/null
+    rc=$?
+    echo $((SECONDS - t0)) >"$log.time"
+    echo $rc >"$log.rc.tmp" && mv "$log.rc.tmp" "$log.rc"
+  ) &
+  NAMES+=("$name")
 }
 
 for t in "$BUILD"/test_*; do
@@ -55,9 +107,15 @@ run_suite "lua/busted" luajit /usr/bin/busted -o TAP --lpath='lua/?.lua;lua/?/in
 for c in spec/cases/*.jsonl; do
   run_suite "cases/$(basename "$c" .jsonl)" bash spec/cases/run.sh "$c"
 done
+SLOTS=$JOBS
 for t in spec/e2e/test_*.sh; do
-  run_suite "e2e/$(basename "$t" .sh)" bash "$t"
+  if grep -qx '# spec/run.sh: alone' "$t"; then
+    drain; run_suite "e2e/$(basename "$t" .sh)" bash "$t"; drain
+  else
+    run_suite "e2e/$(basename "$t" .sh)" bash "$t"
+  fi
 done
+drain
 rm -rf "$LOGDIR"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -146,25 +146,27 @@ check "failures are not logged" bash -c "! grep -qE '^ok (m-permanent|m-bug|m-un
 check "every log line has three fields" bash -c "awk 'NF != 3 || \$1 != \"ok\" { exit 1 }' '$T/ok.log'"
 
 # ---- outage-MS: 503 until MS ms after the handler started, no per-id state ------
+# (4 s: the first four requests must land within it on a loaded machine)
 start_flaky outage --log "$T/outage.log"
 OUT_T0=$(date +%s%N)
-is "outage-1500: 503 while the outage lasts (the same id, repeatedly)" "$(statuses o1 outage-1500 3)" "503 503 503"
-is "outage-1500: a fresh id fails too (the clock is the handler's)" "$(post o2 outage-1500)" 503
+is "outage-4000: 503 while the outage lasts (the same id, repeatedly)" "$(statuses o1 outage-4000 3)" "503 503 503"
+is "outage-4000: a fresh id fails too (the clock is the handler's)" "$(post o2 outage-4000)" 503
 is "outage-0 never fails" "$(post o0 outage-0)" 200
 is "outage-x and a MS over 3600000 are unknown modes (400)" "$(post ox outage-x) $(post oy outage-3600001)" "400 400"
 is "other modes are not affected by an outage" "$(post oz ok)" 200
-left=$(( 1600 - ($(date +%s%N) - OUT_T0) / 1000000 ))
+left=$(( 4100 - ($(date +%s%N) - OUT_T0) / 1000000 ))
 [ "$left" -gt 0 ] && sleep "$(printf "%d.%03d" $((left / 1000)) $((left % 1000)))"
-is "outage-1500: 200 after the outage, for an id that failed and one never seen" "$(post o1 outage-1500) $(post o3 outage-1500)" "200 200"
-is "outage-1500: still 200 afterwards" "$(post o1 outage-1500)" 200
+is "outage-4000: 200 after the outage, for an id that failed and one never seen" "$(post o1 outage-4000) $(post o3 outage-4000)" "200 200"
+is "outage-4000: still 200 afterwards" "$(post o1 outage-4000)" 200
 kill -TERM "$FPID"; wait "$FPID"
 is "outage successes are logged once per 200" "$(grep -c '^ok o[13] ' "$T/outage.log")" 3
 check "outage failures are not logged" bash -c "! grep -q '^ok o2 ' '$T/outage.log'"
 
 # ---- --fail-all-for -------------------------------------------------------------
-start_flaky down --fail-all-for 600
+# (3 s: the first request must land within it on a loaded machine)
+start_flaky down --fail-all-for 3000
 is "--fail-all-for: 503 while down" "$(post d1 ok)" 503
-sleep 0.7
+sleep 3.1
 is "--fail-all-for: 200 afterwards" "$(post d2 ok)" 200
 kill -TERM "$FPID"; wait "$FPID"
 

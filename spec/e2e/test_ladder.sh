@@ -34,6 +34,7 @@
 # breaker is off here (test_breaker.sh covers it): with retries counted, a
 # 30% outage makes more than half of the calls fail, and an open breaker
 # holds healthy records by design.
+# spec/run.sh: alone
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 POLICY="$ROOT/examples/payments/policy.lua"

@@ -19,6 +19,9 @@ wait_for 30 grep -q '"event":"assign"' "$T/gw.err" || die "no assignment"
 reloads() { grep -c '"event":"reload"' "$T/gw.err"; }
 
 gen_records 2000 "ok:80 permanent:20" | produce src
+# version A decides some records before the edit (on a loaded machine the
+# edit could otherwise come first)
+wait_for 30 grep -q "\"event\":\"decision\".*\"policy\":\"$A\"" "$T/gw.err" || diag "no decision by $A before the edit"
 cp "$T/B.lua" "$T/policy.lua" # an in-place write, as an editor does
 wait_for 10 grep -q '"event":"reload".*"result":"ok".*"trigger":"file".*"policy":"default@B' "$T/gw.err" &&
   ok "an edit of the file is reloaded without a signal" || not_ok "no file-triggered reload to B"

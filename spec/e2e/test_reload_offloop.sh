@@ -12,6 +12,7 @@
 #      up before the end is forgotten safely. (The sandbox keeps policies
 #      from the shared Policy metatable itself: spec/hostile/policy/meta_*.)
 # Then the base policy comes back and every record has its one outcome.
+# spec/run.sh: alone
 source "$(dirname "$0")/lib.sh"
 N=${OFFLOOP_RECORDS:-6000}
 
