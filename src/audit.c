@@ -204,7 +204,13 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
         goto fail;
     }
     rd_kafka_poll_set_consumer(a->cons);
-    if (eg_dlq_state_ensure(a->prod, a->topic, 1, note, sizeof note, err, errlen) != 0) goto fail;
+    /* the brokers may be down while the gateway starts: asked again until the deadline */
+    int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
+    int ensured;
+    while ((ensured = eg_dlq_state_ensure(a->prod, a->topic, 1, note, sizeof note, err, errlen)) != 0 &&
+           eg_now_ms() < deadline)
+        usleep(500 * 1000);
+    if (ensured != 0) goto fail;
     if (note[0]) eg_log_msg(EG_INFO, "audit_topic", "%s", note);
     int n = topic_partitions(a->cons, a->topic, err, errlen);
     if (n <= 0) goto fail;

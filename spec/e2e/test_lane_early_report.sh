@@ -8,7 +8,7 @@
 # no delivery report was ever served, every lane record stayed unfinished,
 # nothing was committed and the partitions stalled until the stop.
 #
-# The brokers are down when the gateway starts (up again 1 s later); an
+# The brokers are down when the gateway starts (up again 3 s later); an
 # LD_PRELOAD shim (slow_pipe.c) makes pipe2 take 500 ms, so the refusal is
 # surely queued first. Every
 # record is permanent (400 -> DLQ): each needs its lane report before its
@@ -25,11 +25,13 @@ broker_ctl broker-down all >/dev/null || die "broker-down refused"
 bg gw env LD_PRELOAD="$T/slow_pipe.so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
   "$EG" run -c "$T/gw.lua"
 GW_PID=$LASTPID
-wait_for 20 grep -q '"event":"start"' "$T/gw.err" || die "gateway did not start: $(tail -3 "$T/gw.err")"
+# the lane producer is made (and meets the refusing brokers) first thing;
+# the start then waits for the brokers (the audit topic is read before it)
+sleep 3
+broker_ctl broker-up all >/dev/null || die "broker-up refused"
+wait_for 40 grep -q '"event":"start"' "$T/gw.err" || die "gateway did not start: $(tail -3 "$T/gw.err")"
 check "the lane producer met the refusing broker before its queue was wired" \
   grep -q '"client":"errgate-lanes.*Connection refused' "$T/gw.err"
-sleep 1
-broker_ctl broker-up all >/dev/null || die "broker-up refused"
 if wait_drained early src 40; then ok "every record dead-lettered and committed (lag 0)"
 else not_ok "lag stays $(lag early src): lane reports not served ($(grep -c '"action":"dlq"' "$T/gw.err") dlq decisions)"; fi
 dump src.dlq "$T/dlq.json"
