@@ -277,7 +277,7 @@ static eg_policy *load_once(const char *path, const char *sha, int timeout_ms, s
 /* The runtime reads the file itself, after it was hashed: a file replaced
  * in between (a deploy writing the next version) would give an id of no
  * policy (this version's name, the other's hash). So the file is hashed
- * again after the load, and loaded again while the two differ. */
+ * again after a successful load, and loaded again while the two differ. */
 eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_limit, char *err, size_t errlen) {
     char sha[65], after[65];
     if (!mem_limit) mem_limit = EG_POLICY_MEM_LIMIT;
@@ -287,7 +287,9 @@ eg_policy *eg_policy_load_capped(const char *path, int timeout_ms, size_t mem_li
             return NULL;
         }
         eg_policy *p = load_once(path, sha, timeout_ms, mem_limit, err, errlen);
-        if (eg_sha256_file_hex(path, after) == 0 && strcmp(sha, after) == 0) return p;
+        /* a refused load stays refused: it names what was read (a changed
+         * file is the next reload's, e.g. the watch's) */
+        if (!p || (eg_sha256_file_hex(path, after) == 0 && strcmp(sha, after) == 0)) return p;
         eg_policy_free(p); /* the file changed while it was loaded */
     }
     snprintf(err, errlen, "policy %s: the file kept changing while it was loaded", path);
