@@ -486,12 +486,7 @@ static char *tail_json(const rd_kafka_message_t *m, int payload) {
         else evbuffer_add_printf(b, "null");
     }
     evbuffer_add_printf(b, "}");
-    size_t len = evbuffer_get_length(b);
-    char *line = eg_xmalloc(len + 1);
-    evbuffer_remove(b, line, len);
-    line[len] = '\0';
-    evbuffer_free(b);
-    return line;
+    return eg_json_take(b);
 }
 
 /* `dlq tail`: prints the last -n records of the lane in time order (read

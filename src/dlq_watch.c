@@ -333,11 +333,7 @@ static void count_record(watch *w, const rd_kafka_message_t *m, const char *k, i
     evbuffer_add(b, ",\"at\":", 6);
     eg_json_str(b, at);
     evbuffer_add(b, "}", 1);
-    size_t n = evbuffer_get_length(b);
-    char *body = eg_xmalloc(n + 1);
-    evbuffer_remove(b, body, n);
-    body[n] = '\0';
-    evbuffer_free(b);
+    char *body = eg_json_take(b);
     w->q = eg_xrealloc(w->q, (w->nq + 1) * sizeof *w->q);
     w->q[w->nq++] = (alert){.klass = eg_xstrdup(k), .body = body, .due_ms = eg_now_ms()};
 }

@@ -11,6 +11,7 @@
  * visible. The reader is the small one the DLQ state records need: one
  * string member of a top-level object, everything else skipped. */
 #include "json.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -208,4 +209,13 @@ int eg_json_get_str(const char *json, size_t len, const char *field, char *out, 
         return -1;
     }
     return -1;
+}
+
+char *eg_json_take(struct evbuffer *b) {
+    size_t n = evbuffer_get_length(b);
+    char *s = eg_xmalloc(n + 1);
+    evbuffer_remove(b, s, n);
+    s[n] = '\0';
+    evbuffer_free(b);
+    return s;
 }

@@ -38,6 +38,10 @@ void eg_json_strn(struct evbuffer *out, const char *s, size_t n);
  * literal. */
 void eg_json_str(struct evbuffer *out, const char *s);
 
+/* The contents of b (a JSON document built with the functions above) as a
+ * NUL-terminated heap string the caller frees; b is freed. */
+char *eg_json_take(struct evbuffer *b);
+
 /* Appends s (n bytes) at out + *len as a quoted JSON string literal,
  * NUL-terminates and advances *len. Returns 0, or -1 with *len unchanged
  * when it would not fit in outlen (nothing is cut). */

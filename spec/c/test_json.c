@@ -135,5 +135,16 @@ int main(void) {
     free(big);
     free(want);
     evbuffer_free(b);
+    /* eg_json_take: the document as a string, embedded escapes and all; the buffer is freed (ASan/valgrind) */
+    struct evbuffer *d = evbuffer_new();
+    evbuffer_add(d, "{\"k\":", 5);
+    eg_json_str(d, "a\nb");
+    evbuffer_add(d, "}", 1);
+    got = eg_json_take(d);
+    CHECK(!strcmp(got, "{\"k\":\"a\\nb\"}"), "eg_json_take: %s", got);
+    free(got);
+    got = eg_json_take(evbuffer_new());
+    CHECK(got && !strcmp(got, ""), "eg_json_take of an empty buffer is \"\"");
+    free(got);
     return TAP_DONE();
 }

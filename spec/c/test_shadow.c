@@ -12,6 +12,7 @@
  * within a bound, and the live policy's decisions stay what they were; and
  * on an event loop, a looping candidate takes at most about its
  * shadow_cpu_percent of the time. */
+#include "json.h"
 #include "shadow.h"
 #include "tap.h"
 #include "util.h"
@@ -97,12 +98,7 @@ static eg_decision live_and_offer(eg_policy *live, eg_shadow *s, eg_failure f, i
 static char *json_of(const eg_shadow *s) {
     struct evbuffer *b = evbuffer_new();
     eg_shadow_json(s, b);
-    size_t n = evbuffer_get_length(b);
-    char *out = eg_xmalloc(n + 1);
-    evbuffer_remove(b, out, n);
-    out[n] = '\0';
-    evbuffer_free(b);
-    return out;
+    return eg_json_take(b);
 }
 
 /* The text `errgate ctl shadow` prints for json (malloc'ed). */
