@@ -94,10 +94,9 @@ static int wire(struct event_base *base, rd_kafka_queue_t *q, int fds[2], struct
 }
 
 /* The topic's partition count, asking about it by name (a cluster that
- * auto-creates topics creates it then) until it has some, within
- * EG_AUDIT_START_MS. Returns the count, or -1 with err. */
-static int topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen) {
-    int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
+ * auto-creates topics creates it then) until it has some, before deadline
+ * (eg_now_ms). Returns the count, or -1 with err. */
+static int topic_partitions(rd_kafka_t *rk, const char *topic, int64_t deadline, char *err, size_t errlen) {
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
     if (!rkt) {
         snprintf(err, errlen, "not a valid topic name: %s", rd_kafka_err2str(rd_kafka_last_error()));
@@ -121,9 +120,8 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t
 }
 
 /* Reads every partition from the beginning up to the high watermark it has
- * now, within EG_AUDIT_START_MS. Returns 0 or -1 with err. */
-static int read_to_end(eg_audit *a, char *err, size_t errlen) {
-    int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
+ * now, before deadline (eg_now_ms). Returns 0 or -1 with err. */
+static int read_to_end(eg_audit *a, int64_t deadline, char *err, size_t errlen) {
     int64_t *high = eg_xcalloc((size_t)a->nparts, sizeof *high);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(a->nparts);
     int rc = -1;
@@ -204,7 +202,8 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
         goto fail;
     }
     rd_kafka_poll_set_consumer(a->cons);
-    /* the brokers may be down while the gateway starts: asked again until the deadline */
+    /* one start deadline for all of it; the brokers may be down while the
+     * gateway starts: each step is asked again until then */
     int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
     int ensured;
     while ((ensured = eg_dlq_state_ensure(a->prod, a->topic, 1, note, sizeof note, err, errlen)) != 0 &&
@@ -212,11 +211,11 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
         usleep(500 * 1000);
     if (ensured != 0) goto fail;
     if (note[0]) eg_log_msg(EG_INFO, "audit_topic", "%s", note);
-    int n = topic_partitions(a->cons, a->topic, err, errlen);
+    int n = topic_partitions(a->cons, a->topic, deadline, err, errlen);
     if (n <= 0) goto fail;
     a->nparts = n;
     a->next = eg_xcalloc((size_t)n, sizeof *a->next);
-    if (read_to_end(a, err, errlen) != 0) goto fail;
+    if (read_to_end(a, deadline, err, errlen) != 0) goto fail;
     a->live = 1;
     a->pq = rd_kafka_queue_get_main(a->prod);
     a->cq = rd_kafka_queue_get_consumer(a->cons);
