@@ -1230,9 +1230,13 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
 
 void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque) {
     eg_gw *gw = opaque;
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && !gw->closed) assign_parts(gw, parts);
-    else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || gw->closed) revoke_parts(gw, parts);
-    else {
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && !gw->closed) {
+        assign_parts(gw, parts);
+        eg_gw_coverage_assigned(gw->coverage, parts);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || gw->closed) {
+        eg_gw_coverage_revoked(gw->coverage);
+        revoke_parts(gw, parts);
+    } else {
         eg_log_msg(EG_WARN, "rebalance_error", "%s", rd_kafka_err2str(err));
         rd_kafka_assign(rk, NULL);
     }

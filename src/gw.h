@@ -121,7 +121,7 @@ typedef struct eg_gw_metrics {
     eg_family *lane_refusals, *lane_stubs; /* by lane and error; by lane */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
-    uint64_t *bad_ids, *tracker_full, *excluded_topics;
+    uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins;
 } eg_gw_metrics;
 
 typedef struct eg_gw {
@@ -164,20 +164,21 @@ typedef struct eg_gw {
     struct event *watch_ev;  /* policy file watch */
     int64_t policy_mtime_ns; /* last seen modification time and size of the file */
     int64_t policy_size;
-    char last_reload_error[512]; /* "" after a good reload or none */
-    int64_t last_reload_ms;      /* wall-clock ms of the last attempt, 0 none */
-    eg_gw_reloader *reloader;    /* policy builds off the loop, NULL before the first */
-    eg_sampler declog;           /* decision-log sampling (log.decisions) */
-    eg_slab records, fails;      /* eg_record and eg_fail objects, reused */
-    int waiting;                 /* on_stop = "wait": a stop was decided; paused until resumed */
-    char wait_why[256];          /* what stopped it (readiness, logs) */
-    eg_dlq_guard guard;          /* the dead-letter flood guard (cfg->guard_enabled) */
-    eg_overrides overrides;      /* operator overrides in force */
-    struct event *override_ev;   /* their expiry tick */
-    eg_shadow *shadow;           /* the shadow policy (cfg->shadow_policy), or NULL */
-    eg_audit *audit;             /* the audit topic the overrides come from */
-    struct eg_ov_req *ov_reqs;   /* admin requests waiting for their audit record (gw_incident.c) */
-    int overrides_changed;       /* set by gw_incident.c: pauses and rung due times are to follow */
+    char last_reload_error[512];     /* "" after a good reload or none */
+    int64_t last_reload_ms;          /* wall-clock ms of the last attempt, 0 none */
+    eg_gw_reloader *reloader;        /* policy builds off the loop, NULL before the first */
+    eg_sampler declog;               /* decision-log sampling (log.decisions) */
+    eg_slab records, fails;          /* eg_record and eg_fail objects, reused */
+    int waiting;                     /* on_stop = "wait": a stop was decided; paused until resumed */
+    char wait_why[256];              /* what stopped it (readiness, logs) */
+    eg_dlq_guard guard;              /* the dead-letter flood guard (cfg->guard_enabled) */
+    eg_overrides overrides;          /* operator overrides in force */
+    struct event *override_ev;       /* their expiry tick */
+    eg_shadow *shadow;               /* the shadow policy (cfg->shadow_policy), or NULL */
+    eg_audit *audit;                 /* the audit topic the overrides come from */
+    struct eg_gw_coverage *coverage; /* the assignment check (gw_coverage.c), NULL when off */
+    struct eg_ov_req *ov_reqs;       /* admin requests waiting for their audit record (gw_incident.c) */
+    int overrides_changed;           /* set by gw_incident.c: pauses and rung due times are to follow */
     struct {
         int32_t partition;
         int64_t offset;
@@ -228,6 +229,19 @@ void eg_gw_rungs_recheck(eg_gw *gw);
  * class streak: the policy decides it from scratch), and consumption goes
  * on. */
 void eg_gw_redo_stopped(eg_gw *gw);
+
+/* gw_coverage.c: an assignment that leaves a subscribed topic unowned is
+ * asked for again (the file comment says when). */
+typedef struct eg_gw_coverage eg_gw_coverage;
+/* The check, or NULL when partition.assignment.strategy is not range. */
+eg_gw_coverage *eg_gw_coverage_new(eg_gw *gw);
+/* An assignment arrived (the group's, before topics are excluded): checks
+ * it, later, if it looks incomplete. */
+void eg_gw_coverage_assigned(eg_gw_coverage *c, const rd_kafka_topic_partition_list_t *assigned);
+/* The assignment was revoked: any pending check is dropped. */
+void eg_gw_coverage_revoked(eg_gw_coverage *c);
+/* Frees c (NULL is fine). */
+void eg_gw_coverage_free(eg_gw_coverage *c);
 
 /* gw_incident.c: the operator's incident controls. */
 

@@ -97,6 +97,7 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     gw->cev = event_new(gw->base, gw->cpipe[0], EV_READ | EV_PERSIST, eg_gw_on_consumer_queue, gw);
     event_add(gw->cev, NULL);
     eg_gw_rungs_sync(gw);
+    gw->coverage = eg_gw_coverage_new(gw);
     return eg_gw_subscribe(gw, err, errlen);
 }
 
@@ -118,6 +119,7 @@ static void gateway_free(eg_gw *gw) {
     eg_gw_drop_all(gw);
     eg_slab_clear(&gw->records);
     eg_slab_clear(&gw->fails);
+    eg_gw_coverage_free(gw->coverage);
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
     if (gw->rk) rd_kafka_destroy(gw->rk);
     eg_policy_free(gw->policy);
