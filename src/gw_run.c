@@ -119,9 +119,10 @@ static void gateway_free(eg_gw *gw) {
     eg_gw_drop_all(gw);
     eg_slab_clear(&gw->records);
     eg_slab_clear(&gw->fails);
-    eg_gw_coverage_free(gw->coverage);
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
     if (gw->rk) rd_kafka_destroy(gw->rk);
+    eg_gw_coverage_free(gw->coverage); /* after the consumer: its rebalance callback uses it */
+    gw->coverage = NULL;
     eg_policy_free(gw->policy);
     eg_shadow_free(gw->shadow);
     eg_gw_rungs_free(gw);
