@@ -1166,6 +1166,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
         p->origin = p->rung >= 0 ? gw->rts[p->rung].origin : p->topic;
         p->committed = -1;
         p->consumer_lag = -1;
+        p->assigned_ms = eg_now_ms();
         const char *tv[1] = {p->topic};
         p->received = eg_counter(gw->m.received, tv);
         p->processed = eg_counter(gw->m.processed, tv);

@@ -109,6 +109,8 @@ typedef struct eg_part {
     uint64_t *received;  /* metric counters of the topic (registry-owned) */
     uint64_t *processed;
     int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
+    int64_t assigned_ms;  /* monotonic time of the assignment (or the fetch watch's re-assignment) */
+    int unstarted;        /* statistics reports in a row with the fetcher not started (gw_fetchwatch.c) */
     struct eg_gw *gw;     /* the owner, for timer callbacks */
     struct eg_part *next;
 } eg_part;
@@ -121,7 +123,7 @@ typedef struct eg_gw_metrics {
     eg_family *lane_refusals, *lane_stubs; /* by lane and error; by lane */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
-    uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins;
+    uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts;
 } eg_gw_metrics;
 
 typedef struct eg_gw {
@@ -243,6 +245,15 @@ void eg_gw_coverage_revoked(eg_gw_coverage *c);
 /* Frees c (NULL is fine). */
 void eg_gw_coverage_free(eg_gw_coverage *c);
 
+/* gw_fetchwatch.c: an assigned partition librdkafka never starts fetching
+ * is assigned again (the file comment says when). */
+/* Notes p's fetch state as a statistics report gives it (state: len bytes,
+ * not NUL-terminated). */
+void eg_gw_fetch_state(eg_part *p, const char *state, size_t len);
+/* After a statistics report: assigns the whole assignment again when a
+ * partition has not started for long enough. */
+void eg_gw_fetchwatch(eg_gw *gw);
+
 /* gw_incident.c: the operator's incident controls. */
 
 /* Sets up the dead-letter flood guard when the config has one, reads the
@@ -319,7 +330,8 @@ void eg_gw_on_breaker(void *gw, const eg_breaker *b, eg_breaker_state from, eg_b
 int eg_gw_control(void *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 /* Starts the admin endpoint when the config has one. Returns 0 or -1 with err. */
 int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen);
-/* librdkafka statistics callback (consumer lag per partition). */
+/* librdkafka statistics callback (consumer lag and fetch state per
+ * partition, then the fetch watch). */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque);
 /* The end-of-run summary log line, read from the metrics registry. */
 void eg_gw_log_summary(eg_gw *gw);

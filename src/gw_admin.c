@@ -35,7 +35,8 @@ static void policy_name_version(const eg_policy *p, char *name, size_t nlen, cha
 }
 
 /* librdkafka statistics (served by the consumer poll, on the loop thread):
- * picks each partition's consumer_lag. A flat scan keyed on the last seen
+ * picks each partition's consumer_lag and fetch_state, then lets the fetch
+ * watch (gw_fetchwatch.c) act on the states. A flat scan keyed on the last seen
  * "topic" and "partition" fields; bounded by the JSON's length. Returns 0
  * so that librdkafka frees the JSON. */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
@@ -55,6 +56,12 @@ int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
             q = e;
         } else if (rest > 12 && memcmp(q, "\"partition\":", 12) == 0) {
             partition = strtoll(q + 12, NULL, 10);
+        } else if (rest > 15 && memcmp(q, "\"fetch_state\":\"", 15) == 0) {
+            const char *v = q + 15, *e = memchr(v, '"', (size_t)(end - v));
+            if (!e) break;
+            eg_part *p = partition >= 0 && partition <= INT32_MAX ? eg_gw_part_find(gw, topic, (int32_t)partition) : NULL;
+            if (p) eg_gw_fetch_state(p, v, (size_t)(e - v));
+            q = e;
         } else if (rest > 15 && memcmp(q, "\"consumer_lag\":", 15) == 0) {
             long long lag = strtoll(q + 15, NULL, 10);
             if (partition >= 0 && partition <= INT32_MAX) {
@@ -64,6 +71,7 @@ int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
         }
         if (q + 1 >= end) break;
     }
+    eg_gw_fetchwatch(gw);
     return 0;
 }
 
@@ -361,6 +369,9 @@ static const family_def families[] = {
     {"errgate_group_rejoins_total", EG_MT_COUNTER,
      "Times the gateway rejoined its group because an assignment left a subscribed topic unowned.", NO_LABELS,
      NO_BOUNDS, CTR(rejoins)},
+    {"errgate_fetch_restarts_total", EG_MT_COUNTER,
+     "Times the gateway assigned its partitions again because librdkafka never started fetching one.", NO_LABELS,
+     NO_BOUNDS, CTR(fetch_restarts)},
     {"errgate_policy_reloads_total", EG_MT_COUNTER, "Policy reload attempts, by result.", LABELS(l_result), NO_BOUNDS,
      FAM(reloads)},
     {"errgate_breaker_transitions_total", EG_MT_COUNTER, "Circuit breaker transitions, by the state entered.",
