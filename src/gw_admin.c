@@ -59,7 +59,8 @@ int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
         } else if (rest > 15 && memcmp(q, "\"fetch_state\":\"", 15) == 0) {
             const char *v = q + 15, *e = memchr(v, '"', (size_t)(end - v));
             if (!e) break;
-            eg_part *p = partition >= 0 && partition <= INT32_MAX ? eg_gw_part_find(gw, topic, (int32_t)partition) : NULL;
+            eg_part *p =
+                partition >= 0 && partition <= INT32_MAX ? eg_gw_part_find(gw, topic, (int32_t)partition) : NULL;
             if (p) eg_gw_fetch_state(p, v, (size_t)(e - v));
             q = e;
         } else if (rest > 15 && memcmp(q, "\"consumer_lag\":", 15) == 0) {

@@ -50,8 +50,8 @@ void eg_gw_fetchwatch(eg_gw *gw) {
         total++;
         if (p->unstarted < FETCHWATCH_REPORTS || now - p->assigned_ms < FETCHWATCH_GRACE_MS) continue;
         if (stuck++ < 8 && used < sizeof names) {
-            int n = snprintf(names + used, sizeof names - used, "%s%s[%d]", used ? ", " : "", p->topic,
-                             (int)p->partition);
+            int n =
+                snprintf(names + used, sizeof names - used, "%s%s[%d]", used ? ", " : "", p->topic, (int)p->partition);
             if (n > 0) used += (size_t)n;
         }
     }
