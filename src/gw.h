@@ -168,7 +168,7 @@ typedef struct eg_gw {
     int64_t policy_size;
     char last_reload_error[512];     /* "" after a good reload or none */
     int64_t last_reload_ms;          /* wall-clock ms of the last attempt, 0 none */
-    eg_gw_reloader *reloader;        /* policy builds off the loop, NULL before the first */
+    eg_gw_reloader *reloader;        /* policy builds off the loop (set up at the start) */
     eg_sampler declog;               /* decision-log sampling (log.decisions) */
     eg_slab records, fails;          /* eg_record and eg_fail objects, reused */
     int waiting;                     /* on_stop = "wait": a stop was decided; paused until resumed */
@@ -349,7 +349,8 @@ void eg_gw_reload_request(void *gw, const char *trigger, eg_admin_reload_done do
  * its result and answers every waiter with an error. Call before the admin
  * endpoint is freed. */
 void eg_gw_reload_stop(eg_gw *gw);
-/* Starts watching the policy file (a change reloads it). */
+/* Sets up the reloader and starts watching the policy file (a change
+ * reloads it). */
 void eg_gw_watch_start(eg_gw *gw);
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);

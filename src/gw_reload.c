@@ -222,7 +222,8 @@ static void start(eg_gw *gw, build *b) {
     rl->cur = b;
 }
 
-/* Creates the reloader on first use. Returns 0 or -1 with err. */
+/* Creates the reloader unless it exists (at the start, or at a reload if
+ * that failed). Returns 0 or -1 with err. */
 static int reloader_get(eg_gw *gw, char *err, size_t errlen) {
     if (gw->reloader) return 0;
     eg_gw_reloader *rl = eg_xcalloc(1, sizeof *rl);
@@ -309,6 +310,11 @@ static void on_watch(evutil_socket_t fd, short what, void *arg) {
 }
 
 void eg_gw_watch_start(eg_gw *gw) {
+    /* the reloader (its pipe) exists from the start, so the process's open
+     * descriptors do not step up at the first reload (make soak watches
+     * them for growth); reloader_get tries again at a reload if this fails */
+    char err[256];
+    if (reloader_get(gw, err, sizeof err) != 0) eg_log_msg(EG_WARN, "reload", "%s (tried again at a reload)", err);
     if (policy_stat(gw, &gw->policy_mtime_ns, &gw->policy_size) != 0) return;
     gw->watch_ev = event_new(gw->base, -1, EV_PERSIST, on_watch, gw);
     struct timeval tv = eg_gw_tv(POLICY_WATCH_MS);
