@@ -88,7 +88,7 @@ for tree in "$@"; do
   done
   if [ "${BENCH_COST_ALLOCS:-0}" = 1 ]; then
     run=$((run + 1))
-    one_run "$run" "$tree" floodv valgrind --log-file="$W/vg$run" >/dev/null
+    one_run "$run" "$tree" floodv valgrind '--soname-synonyms=somalloc=*jemalloc*' --log-file="$W/vg$run" >/dev/null
     awk -v n="$NV" -v t="$tree" '/total heap usage/{gsub(",",""); printf "%s: allocs/record %.1f (valgrind, %d records)\n", t, $5/n, n}' "$W/vg$run"
   fi
 done

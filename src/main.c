@@ -3,11 +3,13 @@
  * `errgate COMMAND ARGS...` runs one command (cli.h); `errgate help COMMAND
  * [SUBCOMMAND]` is `errgate COMMAND [SUBCOMMAND] --help`; `errgate --help`
  * lists the commands on stdout; `errgate --version` prints errgate's version
- * and those of the libraries it runs on, one per line. Usage errors are one
- * line on stderr and exit EG_EXIT_USAGE, as in every command. */
+ * and those of the libraries it runs on, one per line, the allocator last.
+ * Usage errors are one line on stderr and exit EG_EXIT_USAGE, as in every
+ * command. */
 #include "cli.h"
 
 #include <event2/event.h>
+#include <gnu/libc-version.h>
 #include <librdkafka/rdkafka.h>
 #include <luajit.h>
 #include <msgpack.h>
@@ -18,6 +20,10 @@
  * NULL in a binary that does not link it, so --version reports what this
  * binary really uses without main.c depending on the build's flags. */
 extern char *curl_version(void) __attribute__((weak));
+
+/* jemalloc's control call, when the build links jemalloc (Makefile, MALLOC):
+ * the same weak reference, so --version names the allocator in use. */
+extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) __attribute__((weak));
 
 static const struct {
     const char *name;
@@ -57,6 +63,11 @@ static int version(void) {
     printf("libevent %s\n", event_get_version());
     printf("msgpack-c %s\n", msgpack_version());
     if (curl_version) printf("%s\n", curl_version());
+    const char *jemalloc = NULL;
+    size_t len = sizeof jemalloc;
+    if (mallctl && mallctl("version", &jemalloc, &len, NULL, 0) == 0 && jemalloc)
+        printf("malloc jemalloc %s\n", jemalloc);
+    else printf("malloc glibc %s\n", gnu_get_libc_version());
     return EG_EXIT_OK;
 }
 

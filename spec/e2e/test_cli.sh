@@ -69,6 +69,9 @@ check "errgate --version: exit 0, errgate's version first (exit $rc)" exits_with
 for lib in '^librdkafka [0-9]' '^LuaJIT [0-9]' '^libevent [0-9]'; do
   check "--version names the linked library: $lib" grep -q "$lib" <<<"$out"
 done
+# the product binary runs on jemalloc (Makefile, MALLOC); the sanitizer build on ASan's malloc
+if [ "${SAN:-}" = 1 ]; then want_malloc='^malloc glibc [0-9]'; else want_malloc='^malloc jemalloc [0-9]'; fi
+check "--version names the allocator in use: $want_malloc" grep -q "$want_malloc" <<<"$out"
 v=$(sed -n 's/^errgate //p' <<<"$out")
 check "the man page is the same version as the binary ($v)" grep -q "^\.TH ERRGATE 1 .*\"errgate $v\"" "$ROOT/man/errgate.1"
 check "--version's librdkafka is the one linked ($(sed -n 's/^librdkafka //p' <<<"$out"))" \
