@@ -21,29 +21,52 @@ int64_t eg_wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Writes the n-digit decimal of v (0 <= v < 10^n) at p. */
+static char *digits(char *p, int v, int n) {
+    for (int i = n - 1; i >= 0; i--, v /= 10) p[i] = (char)('0' + v % 10);
+    return p + n;
+}
+
 void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen) {
-    /* one gmtime_r per second and thread: log lines and lane headers ask often */
-    static _Thread_local int64_t cached_sec = -1;
-    static _Thread_local char prefix[80];
-    int64_t sec = wall_ms / 1000;
-    if (sec != cached_sec) {
-        time_t t = (time_t)sec;
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                 tm.tm_hour, tm.tm_min, tm.tm_sec);
-        cached_sec = sec;
-    }
-    int ms = (int)(wall_ms % 1000);
-    size_t n = strlen(prefix); /* no printf per call: every log line and lane header comes here */
-    if (outlen < n + 6) {
+    /* Every dead letter formats two instants (now and the record's own
+     * timestamp, a different second), so no gmtime_r/snprintf here: the
+     * proleptic Gregorian date of a day count, in integers (the "civil from
+     * days" algorithm), for years 0000..9999. */
+    if (outlen < 25) {
         if (outlen) out[0] = '\0';
         return;
     }
-    memcpy(out, prefix, n);
-    char *p = out + n;
-    *p++ = '.', *p++ = (char)('0' + ms / 100), *p++ = (char)('0' + ms / 10 % 10), *p++ = (char)('0' + ms % 10);
-    *p++ = 'Z', *p = '\0';
+    /* out of RFC 3339's years: the nearest instant inside them */
+    const int64_t first = -62167219200000LL, last = 253402300799999LL; /* 0000-01-01, 9999-12-31T23:59:59.999 */
+    wall_ms = wall_ms < first ? first : wall_ms > last ? last : wall_ms;
+    int64_t sec = wall_ms >= 0 ? wall_ms / 1000 : (wall_ms - 999) / 1000; /* floor */
+    int ms = (int)(wall_ms - sec * 1000);
+    int64_t days = sec >= 0 ? sec / 86400 : (sec - 86399) / 86400;
+    int sod = (int)(sec - days * 86400);
+    int64_t z = days + 719468; /* days since 0000-03-01 */
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;                                      /* [0, 146096] */
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+    int64_t mp = (5 * doy + 2) / 153;                                    /* [0, 11], from March */
+    int day = (int)(doy - (153 * mp + 2) / 5 + 1);
+    int month = (int)(mp < 10 ? mp + 3 : mp - 9);
+    int64_t year = yoe + era * 400 + (month <= 2);
+    char *p = digits(out, (int)year, 4);
+    *p++ = '-';
+    p = digits(p, month, 2);
+    *p++ = '-';
+    p = digits(p, day, 2);
+    *p++ = 'T';
+    p = digits(p, sod / 3600, 2);
+    *p++ = ':';
+    p = digits(p, sod / 60 % 60, 2);
+    *p++ = ':';
+    p = digits(p, sod % 60, 2);
+    *p++ = '.';
+    p = digits(p, ms, 3);
+    *p++ = 'Z';
+    *p = '\0';
 }
 
 size_t eg_fmt_i64(int64_t v, char *out, size_t outlen) {

@@ -13,7 +13,9 @@ int64_t eg_now_ns(void);
 /* Wall-clock milliseconds since the epoch. */
 int64_t eg_wall_ms(void);
 /* Writes an RFC 3339 UTC timestamp with milliseconds ("2026-11-22T05:49:15.123Z")
- * for wall-clock ms into out (at least 25 bytes). */
+ * for wall-clock ms (negative: before 1970) into out; with outlen under 25,
+ * writes "" (outlen > 0). An instant outside the years 0000..9999 is written
+ * as the nearest one inside them. */
 void eg_rfc3339(int64_t wall_ms, char *out, size_t outlen);
 
 void *eg_xmalloc(size_t n);
