@@ -50,9 +50,11 @@ CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fn
 LIB_OBJS=$(for c in "$ROOT"/src/*.c; do n=$(basename "$c" .c); [ "$n" = main ] || echo "$ROOT/$BUILD/obj/$n.o"; done)
 mkdir -p "$ROOT/$BUILD/bench"
 cc $CFLAGS_B -o "$ROOT/$BUILD/bench/stamp" "$ROOT/bench/stamp.c" || die "cannot compile bench/stamp.c"
+# the decision's allocations go through the gateway's allocator (Makefile, MALLOC)
+MALLOC_LIBS=$(ldd "$ROOT/$BUILD/errgate" | grep -q libjemalloc && echo "-Xlinker --no-as-needed $(pkg-config --libs jemalloc)")
 # shellcheck disable=SC2086
 cc $CFLAGS_B $(pkg-config --cflags $PCP) -I"$ROOT/src" -o "$ROOT/$BUILD/bench/decide_bench" \
-  "$ROOT/bench/decide_bench.c" $LIB_OBJS $(pkg-config --libs $PCP) -lm || die "cannot compile bench/decide_bench.c"
+  "$ROOT/bench/decide_bench.c" $LIB_OBJS $(pkg-config --libs $PCP) -lm $MALLOC_LIBS || die "cannot compile bench/decide_bench.c"
 STAMP="$ROOT/$BUILD/bench/stamp"
 # shellcheck disable=SC2046
 cc $CFLAGS_B -o "$ROOT/$BUILD/bench/tls_proxy" "$ROOT/bench/tls_proxy.c" $(pkg-config --cflags --libs libevent_openssl openssl) ||
@@ -200,4 +202,4 @@ done
 done
 
 W="$W" N="$N" PEER_N="$PEER_N" P="$P" REPS="$REPS" KRUNS="$KRUNS" CONC="$CONC" ORDERING="$ORDERING" \
-  bash "$ROOT/bench/table.sh"
+  MALLOC_NAME="$("$EG" --version | sed -n 's/^malloc //p')" bash "$ROOT/bench/table.sh"

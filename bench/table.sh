@@ -37,7 +37,7 @@ pair_goals() {
 }
 
 echo
-echo "errgate bench: $N records over $P partitions (Python peer: $PEER_N), median of $REPS (kcat consume: of $((REPS * ${KRUNS:-1})) runs); load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "errgate bench: $N records over $P partitions (Python peer: $PEER_N), median of $REPS (kcat consume: of $((REPS * ${KRUNS:-1})) runs); malloc: ${MALLOC_NAME%% *}; load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "absolute figures move with the machine's load; compare the ratios (each taken in this one run) and CPU/100k"
 printf "%-42s %10s %-17s %7s %-13s %6s   %-5s %s\n" "path / system" "records/s" "(min..max)" "CPU/100k" "(min..max)" "RSS" "ratio" "goal"
 printf '%.0s-' $(seq $W_ROW); echo
