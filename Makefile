@@ -34,7 +34,8 @@ endif
 # delivery report) and LuaJIT was the largest cost; jemalloc cut the CPU per
 # dead letter by about a third (bench/README.md). Only the product binary
 # links it; test binaries and fuzz targets keep glibc's, the sanitizer build
-# keeps ASan's, and MALLOC=libc builds without it.
+# keeps ASan's, and MALLOC=libc builds without it (after `rm build/errgate`:
+# the link does not track the setting). `errgate --version` names it.
 MALLOC  ?= jemalloc
 ifeq ($(SAN),1)
 MALLOC  := libc

@@ -65,9 +65,13 @@ static int version(void) {
     if (curl_version) printf("%s\n", curl_version());
     const char *jemalloc = NULL;
     size_t len = sizeof jemalloc;
+#ifdef __SANITIZE_ADDRESS__
+    printf("malloc asan\n"); /* the sanitizer build: ASan's allocator serves every call */
+#else
     if (mallctl && mallctl("version", &jemalloc, &len, NULL, 0) == 0 && jemalloc)
         printf("malloc jemalloc %s\n", jemalloc);
     else printf("malloc glibc %s\n", gnu_get_libc_version());
+#endif
     return EG_EXIT_OK;
 }
 

@@ -70,7 +70,7 @@ for lib in '^librdkafka [0-9]' '^LuaJIT [0-9]' '^libevent [0-9]'; do
   check "--version names the linked library: $lib" grep -q "$lib" <<<"$out"
 done
 # the product binary runs on jemalloc (Makefile, MALLOC); the sanitizer build on ASan's malloc
-if [ "${SAN:-}" = 1 ]; then want_malloc='^malloc glibc [0-9]'; else want_malloc='^malloc jemalloc [0-9]'; fi
+if [ "${SAN:-}" = 1 ]; then want_malloc='^malloc asan$'; else want_malloc='^malloc jemalloc [0-9]'; fi
 check "--version names the allocator in use: $want_malloc" grep -q "$want_malloc" <<<"$out"
 v=$(sed -n 's/^errgate //p' <<<"$out")
 check "the man page is the same version as the binary ($v)" grep -q "^\.TH ERRGATE 1 .*\"errgate $v\"" "$ROOT/man/errgate.1"
