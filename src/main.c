@@ -63,11 +63,11 @@ static int version(void) {
     printf("libevent %s\n", event_get_version());
     printf("msgpack-c %s\n", msgpack_version());
     if (curl_version) printf("%s\n", curl_version());
-    const char *jemalloc = NULL;
-    size_t len = sizeof jemalloc;
 #ifdef __SANITIZE_ADDRESS__
     printf("malloc asan\n"); /* the sanitizer build: ASan's allocator serves every call */
 #else
+    const char *jemalloc = NULL;
+    size_t len = sizeof jemalloc;
     if (mallctl && mallctl("version", &jemalloc, &len, NULL, 0) == 0 && jemalloc)
         printf("malloc jemalloc %s\n", jemalloc);
     else printf("malloc glibc %s\n", gnu_get_libc_version());
