@@ -43,7 +43,10 @@ Faults (counts drawn per seed; a full seed has every kind):
               rd_kafka_mock_cgrp_member_add / _sync_set) when members join
               and sync around its down and up (seeds 23 and 37, both with
               broker 2 down). Coordinator loss is exercised by the
-              NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE request errors
+              NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE request errors.
+              Another broker's down can end the same way, rarely (seed 33,
+              broker 1, once in 100 seeds): such a seed is void and run
+              again (MOCK_ABORT)
   lane_fault  produces to one lane (DLQ, quarantine or the first rung) fail
               for 2-3 s, longer than spill.after_ms (1 s): records spill
   outage      the handler is killed (connections refused: hold) for 2-3 s and
@@ -117,6 +120,13 @@ MIX = {
 
 class SeedFailed(Exception):
     pass
+
+
+# librdkafka 2.0.2's mock aborts in its group coordinator when a member's
+# JoinGroup or SyncGroup arrives while it still holds that member's earlier
+# one (README, Chaos and soak): the embedded broker's own defect, not the
+# gateway's. A seed that ends so is void, reported, and run once more.
+MOCK_ABORT = "rdkafka_mock_cgrp.c"
 
 
 def now():
@@ -674,7 +684,11 @@ def run_seed(seed, args):
         f.write(line + "\n" + detail + "\n")
     if args.verbose:
         print(detail, flush=True)
-    if failures:
+    void = bool(err) and err.startswith("the embedded broker exited") and MOCK_ABORT in err and not run.failures
+    if void:
+        print("# VOID seed=%d: the embedded broker aborted in librdkafka's mock group coordinator (%s); "
+              "scratch kept in %s" % (seed, err, run.dir), flush=True)
+    elif failures:
         print("# FAILED seed=%d (replay: make chaos SEED=%d); scratch kept in %s" % (seed, seed, run.dir))
         for f in failures:
             print("#   failure: " + f)
@@ -684,7 +698,7 @@ def run_seed(seed, args):
         sys.stdout.flush()
     elif not args.keep:
         shutil.rmtree(run.dir, ignore_errors=True)
-    return not failures, elapsed, res
+    return "void" if void else "fail" if failures else "pass", elapsed, res
 
 
 def main():
@@ -707,19 +721,23 @@ def main():
             sys.exit("chaos: no %s (run make first)" % exe)
     seeds = args.seed or list(range(args.first, args.first + (args.seeds or 1)))
     passed, slowest, total = 0, (0, None), {"missing": 0, "misrouted": 0, "dup": 0}
-    failed = []
+    failed, voided = [], []
     for s in seeds:
-        ok, elapsed, res = run_seed(s, args)
-        passed += ok
-        if not ok:
+        status, elapsed, res = run_seed(s, args)
+        if status == "void":  # once more; a second void fails the seed
+            voided.append(str(s))
+            status, elapsed, res = run_seed(s, args)
+        passed += status == "pass"
+        if status != "pass":
             failed.append(str(s))
         for k in total:
             total[k] += res.get(k) or 0
         if elapsed > slowest[0]:
             slowest = (elapsed, s)
-    print("summary: passed=%d/%d missing=%d misrouted=%d dup=%d slowest=seed %s %ds%s" % (
+    print("summary: passed=%d/%d missing=%d misrouted=%d dup=%d slowest=seed %s %ds%s%s" % (
         passed, len(seeds), total["missing"], total["misrouted"], total["dup"], slowest[1], round(slowest[0]),
-        " failed=" + ",".join(failed) if failed else ""), flush=True)
+        " void_rerun=" + ",".join(voided) if voided else "", " failed=" + ",".join(failed) if failed else ""),
+        flush=True)
     print("# details (ordering, outcomes, duplicates by kind and by fault): %s" % args.report)
     sys.exit(0 if passed == len(seeds) else 1)
 
