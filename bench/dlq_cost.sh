@@ -23,6 +23,7 @@
 # These figures move with load; compare trees run in turn and take medians.
 # BENCH_COST_KAFKA adds librdkafka properties to the gateway's kafka table
 # (Lua: '["fetch.max.bytes"] = 1048576'), to try prefetch settings.
+# BENCH_COST_SOURCE adds keys to its source table (Lua: "fetch_wakeup_ms = 0").
 # BENCH_COST_PROFILE=DIR: each run under `perf record -g` (or
 # BENCH_COST_PERF_ARGS, e.g. "--call-graph dwarf -F 499") instead of perf
 # stat, its data kept as DIR/runN.data (read with perf report -i); the CPU,
@@ -56,7 +57,7 @@ one_run() {
 return {
   kafka = { ["bootstrap.servers"] = "$BOOTSTRAP", ${BENCH_COST_KAFKA:-} },
   group = "g$run",
-  source = { topics = { "$topic" }, ordering = "partition" },
+  source = { topics = { "$topic" }, ordering = "partition", ${BENCH_COST_SOURCE:-} },
   target = { lua = "$W/reject.lua" },
   policy = "$tree/policies/default.lua",
   lanes = { dlq = "$topic.dlq.$run", quarantine = "$topic.quarantine" },

@@ -95,6 +95,8 @@ const eg_config_key eg_config_keys[] = {
      .max = 100000000,
      .off = F(max_tracked),
      .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
+    K_INT("source.fetch_wakeup_ms", EG_DEF_FETCH_WAKEUP_MS, 0, 1000, fetch_wakeup_ms,
+          "while records are taken, wake librdkafka's fetchers this often (0: off; see Configuration, the prefetch)"),
     K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,
           "errgate.not-before is honoured at most this long past a rung record's timestamp"),
     K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,

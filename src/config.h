@@ -20,6 +20,7 @@
 #define EG_DEF_ORDERING "partition"
 #define EG_DEF_MAX_INFLIGHT 1000
 #define EG_DEF_MAX_INFLIGHT_TOTAL 5000
+#define EG_DEF_FETCH_WAKEUP_MS 20
 #define EG_DEF_MAX_TRACKED 100000         /* or max_inflight when that is larger */
 #define EG_DEF_NOT_BEFORE_MAX_MS 86400000 /* 24 h */
 #define EG_DEF_HTTP_TIMEOUT_MS 5000
@@ -128,6 +129,7 @@ typedef struct eg_config {
     int max_inflight_total; /* across partitions */
     int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);
                              * default 100,000 or max_inflight when larger */
+    int fetch_wakeup_ms;    /* while records are taken, wake librdkafka's fetchers this often; 0: off */
     int not_before_max_ms;  /* errgate.not-before is capped this far past a rung record's timestamp */
     eg_target_kind target_kind;
     char *http_url;

@@ -1295,7 +1295,7 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
 /* Takes messages from the partitions' own queues, a fair share each, while
  * they have room. Returns 1 if some partition may still have more. */
 static int drain_partitions(eg_gw *gw) {
-    int nparts = 0, more = 0;
+    int nparts = 0, more = 0, taken = 0;
     for (eg_part *p = gw->parts; p; p = p->next) nparts++;
     int share = nparts ? POLL_BUDGET / nparts : 0;
     if (share < POLL_SHARE_MIN) share = POLL_SHARE_MIN;
@@ -1311,12 +1311,14 @@ static int drain_partitions(eg_gw *gw) {
             }
             rd_kafka_message_t *m = rd_kafka_consume_queue(p->q, 0);
             if (!m) break;
+            if (!m->err) taken++; /* a record, not a consumer error event */
             on_message(gw, p, m);
             n++;
         }
         if (n == share) more = 1;
         if (n) dispatch(gw);
     }
+    eg_gw_fetchwake_taken(gw->fetchwake, taken); /* NULL once the stop closed the consumer */
     return more;
 }
 
@@ -1364,6 +1366,8 @@ void eg_gw_finish_stop(eg_gw *gw) {
     eg_lanes_purge(gw->lanes, STOP_PURGE_WAIT_MS);
     commit_offsets(gw, NULL, 1);
     gw->closed = 1;
+    eg_gw_fetchwake_free(gw->fetchwake); /* its thread asks through the consumer */
+    gw->fetchwake = NULL;
     rd_kafka_resp_err_t err = rd_kafka_consumer_close(gw->rk);
     if (err) eg_log_msg(EG_WARN, "close_failed", "%s", rd_kafka_err2str(err));
     event_base_loopbreak(gw->base);

@@ -123,7 +123,7 @@ typedef struct eg_gw_metrics {
     eg_family *lane_refusals, *lane_stubs; /* by lane and error; by lane */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
-    uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts;
+    uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;
 } eg_gw_metrics;
 
 typedef struct eg_gw {
@@ -166,21 +166,22 @@ typedef struct eg_gw {
     struct event *watch_ev;  /* policy file watch */
     int64_t policy_mtime_ns; /* last seen modification time and size of the file */
     int64_t policy_size;
-    char last_reload_error[512];     /* "" after a good reload or none */
-    int64_t last_reload_ms;          /* wall-clock ms of the last attempt, 0 none */
-    eg_gw_reloader *reloader;        /* policy builds off the loop (set up at the start) */
-    eg_sampler declog;               /* decision-log sampling (log.decisions) */
-    eg_slab records, fails;          /* eg_record and eg_fail objects, reused */
-    int waiting;                     /* on_stop = "wait": a stop was decided; paused until resumed */
-    char wait_why[256];              /* what stopped it (readiness, logs) */
-    eg_dlq_guard guard;              /* the dead-letter flood guard (cfg->guard_enabled) */
-    eg_overrides overrides;          /* operator overrides in force */
-    struct event *override_ev;       /* their expiry tick */
-    eg_shadow *shadow;               /* the shadow policy (cfg->shadow_policy), or NULL */
-    eg_audit *audit;                 /* the audit topic the overrides come from */
-    struct eg_gw_coverage *coverage; /* the assignment check (gw_coverage.c), NULL when off */
-    struct eg_ov_req *ov_reqs;       /* admin requests waiting for their audit record (gw_incident.c) */
-    int overrides_changed;           /* set by gw_incident.c: pauses and rung due times are to follow */
+    char last_reload_error[512];       /* "" after a good reload or none */
+    int64_t last_reload_ms;            /* wall-clock ms of the last attempt, 0 none */
+    eg_gw_reloader *reloader;          /* policy builds off the loop (set up at the start) */
+    eg_sampler declog;                 /* decision-log sampling (log.decisions) */
+    eg_slab records, fails;            /* eg_record and eg_fail objects, reused */
+    int waiting;                       /* on_stop = "wait": a stop was decided; paused until resumed */
+    char wait_why[256];                /* what stopped it (readiness, logs) */
+    eg_dlq_guard guard;                /* the dead-letter flood guard (cfg->guard_enabled) */
+    eg_overrides overrides;            /* operator overrides in force */
+    struct event *override_ev;         /* their expiry tick */
+    eg_shadow *shadow;                 /* the shadow policy (cfg->shadow_policy), or NULL */
+    eg_audit *audit;                   /* the audit topic the overrides come from */
+    struct eg_gw_coverage *coverage;   /* the assignment check (gw_coverage.c), NULL when off */
+    struct eg_gw_fetchwake *fetchwake; /* the fetchers' wake-up (gw_fetchwake.c), NULL when off */
+    struct eg_ov_req *ov_reqs;         /* admin requests waiting for their audit record (gw_incident.c) */
+    int overrides_changed;             /* set by gw_incident.c: pauses and rung due times are to follow */
     struct {
         int32_t partition;
         int64_t offset;
@@ -253,6 +254,22 @@ void eg_gw_fetch_state(eg_part *p, const char *state, size_t len);
 /* After a statistics report: assigns the whole assignment again when a
  * partition has not started for long enough. */
 void eg_gw_fetchwatch(eg_gw *gw);
+
+/* gw_fetchwake.c: librdkafka's broker threads are woken while records are
+ * taken, so a drained prefetch queue is refilled within interval_ms (the
+ * file comment says why). */
+typedef struct eg_gw_fetchwake eg_gw_fetchwake;
+/* Starts the asking thread for consumer rk (borrowed; it must outlive the
+ * result). counter (errgate_fetch_wakeups_total) is set by _sync. Returns
+ * NULL when interval_ms is 0 or the thread cannot start (logged). */
+eg_gw_fetchwake *eg_gw_fetchwake_new(rd_kafka_t *rk, int interval_ms, uint64_t *counter);
+/* The loop took n records (w NULL is fine). */
+void eg_gw_fetchwake_taken(eg_gw_fetchwake *w, int n);
+/* Copies the asks made so far into the counter (w NULL is fine). */
+void eg_gw_fetchwake_sync(eg_gw_fetchwake *w);
+/* Stops and joins the thread, then frees w (NULL is fine); before the
+ * consumer is closed. */
+void eg_gw_fetchwake_free(eg_gw_fetchwake *w);
 
 /* gw_incident.c: the operator's incident controls. */
 

@@ -183,6 +183,7 @@ static const spill_gauge spill_gauges[] = {
 /* GET /metrics: the registry, then the scrape-time series. */
 static void gw_metrics(void *arg, struct evbuffer *out) {
     eg_gw *gw = arg;
+    eg_gw_fetchwake_sync(gw->fetchwake);
     eg_registry_render(gw->reg, out);
     char pbuf[16], name[128], ver[128], target[512];
     eg_metric_header(out, "errgate_inflight_records", "Records consumed and not yet finished.", "gauge");
@@ -373,6 +374,9 @@ static const family_def families[] = {
     {"errgate_fetch_restarts_total", EG_MT_COUNTER,
      "Times the gateway assigned its partitions again because librdkafka never started fetching one.", NO_LABELS,
      NO_BOUNDS, CTR(fetch_restarts)},
+    {"errgate_fetch_wakeups_total", EG_MT_COUNTER,
+     "Times the gateway asked its leaders for end offsets to wake librdkafka's fetchers (source.fetch_wakeup_ms).",
+     NO_LABELS, NO_BOUNDS, CTR(fetch_wakeups)},
     {"errgate_policy_reloads_total", EG_MT_COUNTER, "Policy reload attempts, by result.", LABELS(l_result), NO_BOUNDS,
      FAM(reloads)},
     {"errgate_breaker_transitions_total", EG_MT_COUNTER, "Circuit breaker transitions, by the state entered.",

@@ -98,6 +98,7 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     event_add(gw->cev, NULL);
     eg_gw_rungs_sync(gw);
     gw->coverage = eg_gw_coverage_new(gw);
+    gw->fetchwake = eg_gw_fetchwake_new(gw->rk, cfg->fetch_wakeup_ms, gw->m.fetch_wakeups);
     return eg_gw_subscribe(gw, err, errlen);
 }
 
@@ -120,6 +121,8 @@ static void gateway_free(eg_gw *gw) {
     eg_slab_clear(&gw->records);
     eg_slab_clear(&gw->fails);
     if (gw->cq) rd_kafka_queue_destroy(gw->cq);
+    eg_gw_fetchwake_free(gw->fetchwake); /* when the stop did not run */
+    gw->fetchwake = NULL;
     if (gw->rk) rd_kafka_destroy(gw->rk);
     eg_gw_coverage_free(gw->coverage); /* after the consumer: its rebalance callback uses it */
     gw->coverage = NULL;
