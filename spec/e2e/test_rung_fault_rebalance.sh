@@ -56,7 +56,24 @@ if wait_for 45 all_committed rfr src src.retry.1s; then
 else
   not_ok "not drained: $(grep -v total "$T/all_committed.txt" | awk '$3 != $4' | head -4 | tr '\n' ';')"
 fi
-check "a gateway saw the incomplete assignment and rejoined the group" grep -q '"event":"assignment_incomplete".*src.retry.1s' "$T/gw1.err" "$T/gw2.err"
+# Which rebalance gave the rung back: normally the gateway's own check
+# (assignment_incomplete, 2 s after the assignment). librdkafka rejoins by
+# itself when one of its own metadata requests saw the topic go and come back
+# before that check ran (seen once in CI, on a slower machine): that is a
+# correct outcome too, but it does not exercise gw_coverage.c, so it is named.
+revokes_after_fault() { # revoke events after the last "4 to 0" line, both gateways
+  local f; for f in "$T/gw1.err" "$T/gw2.err"; do
+    awk '/partition count changed from 4 to 0/ { n = 0; seen = 1 } seen && /"event":"revoke"/ { n++ } END { print n + 0 }' "$f"
+  done | awk '{ s += $1 } END { print s + 0 }'
+}
+if grep -q '"event":"assignment_incomplete".*src.retry.1s' "$T/gw1.err" "$T/gw2.err"; then
+  ok "a gateway saw the incomplete assignment and rejoined the group"
+elif [ "$(revokes_after_fault)" -gt 0 ]; then
+  ok "the group rebalanced after the fault ($(revokes_after_fault) revokes)"
+  diag "librdkafka rejoined on its own before the gateway's check: gw_coverage.c was not exercised this run"
+else
+  not_ok "nothing rebalanced after the fault: $(grep -hE '"event":"(assign|revoke|assignment_[a-z]*|coverage_[a-z_]*)"' "$T/gw1.err" "$T/gw2.err" | tail -8 | cut -c1-160 | tr '\n' ';')"
+fi
 no_rejoin_over_4s() { ! grep -q '"event":"assignment_[a-z]*","msg":"src.retry.4s:' "$T/gw1.err" "$T/gw2.err"; }
 check "no rejoin over the 4s rung, which has fewer partitions than members" no_rejoin_over_4s
 check "all $N records succeeded ($(sort -u "$T/ok.log" | wc -l) in the success log)" [ "$(sort -u "$T/ok.log" | wc -l)" -ge "$N" ]
