@@ -177,7 +177,7 @@ const eg_config_key eg_config_keys[] = {
     K_INT("lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, spill_after_ms,
           "a lane write not acknowledged after this long is spilled"),
     K_INT("commit_interval_ms", EG_DEF_COMMIT_INTERVAL_MS, 10, 600000, commit_interval_ms,
-          "periodic async commit of finished prefixes"),
+          "periodic async commit of finished prefixes (one that did not move: again every 10 s)"),
     K_INT("shutdown_timeout_ms", EG_DEF_SHUTDOWN_TIMEOUT_MS, 0, 3600000, shutdown_timeout_ms,
           "how long SIGTERM waits for in-flight work"),
     K_ENUM("on_stop", EG_DEF_ON_STOP, on_stops, on_stop_values, on_stop_wait,

@@ -1054,14 +1054,31 @@ void eg_gw_rungs_recheck(eg_gw *gw) {
 
 /* Commits the finished prefix of every assigned partition that moved (or of
  * those in `only`, when given). Sync commits block the loop briefly: used
- * only on revoke and at shutdown. */
+ * only on revoke (`only`: the revoked partitions) and at shutdown.
+ *
+ * An offset that did not move is committed again on a tick when
+ * COMMIT_REFRESH_MS passed since it was last sent, and at shutdown. The group's
+ * committed offset can go back under its owner: a previous owner's commit
+ * that librdkafka deferred while the coordinator was unavailable is sent
+ * when the coordinator is back, with the member's *current* generation, and
+ * the broker accepts a commit from any member of the generation for any
+ * partition (found by make chaos, seed 24: two partitions' committed offsets
+ * went back ~580 records after a rebalance and stayed there, their lag stuck;
+ * a restart would have redelivered those records). The owner's refresh
+ * brings the offset back within that interval. A revoke's commit sends only
+ * what moved: the group is rebalancing then, and the broker refuses it. */
 static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *only, int sync) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    int64_t now = eg_now_ms();
     for (eg_part *p = gw->parts; p; p = p->next) {
         if (only && !rd_kafka_topic_partition_list_find(only, p->topic, p->partition)) continue;
         int64_t cp = eg_tracker_commit_point(&p->trk);
-        if (cp < 0 || cp <= p->committed) continue;
+        if (cp < 0 || cp < p->committed) continue;
+        /* unmoved: again at the stop's commit, and on ticks once the interval passed */
+        int refresh = sync ? only == NULL : now - p->commit_sent_ms >= COMMIT_REFRESH_MS;
+        if (cp == p->committed && !refresh) continue;
         rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = cp;
+        p->commit_sent_ms = now;
     }
     if (l->cnt == 0) {
         rd_kafka_topic_partition_list_destroy(l);

@@ -52,6 +52,7 @@ enum {
 #define POLL_BUDGET 1000         /* messages taken per loop pass, over all partitions */
 #define POLL_SHARE_MIN 64        /* ... but at least this many per partition */
 #define POLL_TICK_MS 1000        /* keep polling (group membership) even when idle */
+#define COMMIT_REFRESH_MS 10000  /* an offset that did not move is committed again this often */
 #define LANE_BACKOFF_MIN_MS 100  /* a failed lane write's first back-off, doubling ... */
 #define LANE_BACKOFF_MAX_MS 5000 /* ... up to this; also how often an unspillable write is checked */
 #define LANE_BACKOFF_MAX_SHIFT 6 /* doublings counted (the shift stays in range) */
@@ -99,14 +100,15 @@ typedef struct eg_part {
     int holding;
     int retry_wait; /* in-place retries waiting under partition ordering */
     int lane_failing;
-    unsigned pause;      /* reasons applied */
-    int paused;          /* state applied to the consumer */
-    rd_kafka_queue_t *q; /* the partition's own message queue */
-    int blocked;         /* draining stopped at a cap; resume below half of it */
-    int tracker_full;    /* draining stopped at source.max_tracked offsets tracked */
-    int64_t committed;   /* last committed offset, -1 none */
-    eg_keyset keys;      /* active keys (ordering = key) */
-    uint64_t *received;  /* metric counters of the topic (registry-owned) */
+    unsigned pause;         /* reasons applied */
+    int paused;             /* state applied to the consumer */
+    rd_kafka_queue_t *q;    /* the partition's own message queue */
+    int blocked;            /* draining stopped at a cap; resume below half of it */
+    int tracker_full;       /* draining stopped at source.max_tracked offsets tracked */
+    int64_t committed;      /* last committed offset, -1 none */
+    int64_t commit_sent_ms; /* monotonic ms this partition's offset was last sent in a commit, 0 never */
+    eg_keyset keys;         /* active keys (ordering = key) */
+    uint64_t *received;     /* metric counters of the topic (registry-owned) */
     uint64_t *processed;
     int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
     int64_t assigned_ms;  /* monotonic time of the assignment (or the fetch watch's re-assignment) */
