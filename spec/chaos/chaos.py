@@ -45,8 +45,8 @@ Faults (counts drawn per seed; a full seed has every kind):
               broker 2 down). Coordinator loss is exercised by the
               NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE request errors.
               Another broker's down can end the same way, rarely (seed 33,
-              broker 1, once in 100 seeds): such a seed is void and run
-              again (MOCK_ABORT)
+              broker 1; three runs in 53 on 45e5686): such a run is void,
+              and the seed is run again, at most twice (MOCK_ABORT)
   lane_fault  produces to one lane (DLQ, quarantine or the first rung) fail
               for 2-3 s, longer than spill.after_ms (1 s): records spill
   outage      the handler is killed (connections refused: hold) for 2-3 s and
@@ -125,8 +125,12 @@ class SeedFailed(Exception):
 # librdkafka 2.0.2's mock aborts in its group coordinator when a member's
 # JoinGroup or SyncGroup arrives while it still holds that member's earlier
 # one (README, Chaos and soak): the embedded broker's own defect, not the
-# gateway's. A seed that ends so is void, reported, and run once more.
+# gateway's. A seed that ends so is void, reported, and run again, at most
+# VOID_RERUNS times; a seed still void after them fails. (make chaos SEEDS=50
+# on 45e5686 voided seed 33 twice and seed 43 once: seed 33's schedule ends
+# so in about half of its runs.)
 MOCK_ABORT = "rdkafka_mock_cgrp.c"
+VOID_RERUNS = 2
 
 
 def now():
@@ -724,9 +728,12 @@ def main():
     failed, voided = [], []
     for s in seeds:
         status, elapsed, res = run_seed(s, args)
-        if status == "void":  # once more; a second void fails the seed
-            voided.append(str(s))
+        reruns = 0
+        while status == "void" and reruns < VOID_RERUNS:  # a void run shows nothing: run it again
+            reruns += 1
             status, elapsed, res = run_seed(s, args)
+        if reruns:
+            voided.append(str(s) if reruns == 1 else "%dx%d" % (s, reruns))
         passed += status == "pass"
         if status != "pass":
             failed.append(str(s))
