@@ -42,7 +42,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define FETCHWAKE_TIMEOUT_MS 250  /* one ask waits at most this long for its answers */
 #define FETCHWAKE_BACKOFF_MS 1000 /* after a failed ask */
@@ -61,11 +60,7 @@ struct eg_gw_fetchwake {
 
 /* Waits ms or until stopped. Returns 1 when stopped. */
 static int wait_tick(eg_gw_fetchwake *w, int ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += (long)ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = eg_mono_deadline(ms);
     pthread_mutex_lock(&w->mu);
     while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT) {}
     int stop = w->stop;
@@ -108,11 +103,7 @@ eg_gw_fetchwake *eg_gw_fetchwake_new(rd_kafka_t *rk, int interval_ms, uint64_t *
     w->rk = rk;
     w->interval_ms = interval_ms;
     w->counter = counter;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    eg_cond_init_monotonic(&w->cv);
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, fetchwake_main, w) != 0) {
         eg_log_msg(EG_WARN, "fetch_wakeup_off", "cannot start its thread: prefetch queues refill within 1 s");

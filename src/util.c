@@ -21,6 +21,26 @@ int64_t eg_wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec eg_mono_deadline(int64_t ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+void eg_cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 /* Writes the n-digit decimal of v (0 <= v < 10^n) at p. */
 static char *digits(char *p, int v, int n) {
     for (int i = n - 1; i >= 0; i--, v /= 10) p[i] = (char)('0' + v % 10);

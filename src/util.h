@@ -4,14 +4,22 @@
 #ifndef EG_UTIL_H
 #define EG_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Monotonic milliseconds / nanoseconds (CLOCK_MONOTONIC). */
 int64_t eg_now_ms(void);
 int64_t eg_now_ns(void);
 /* Wall-clock milliseconds since the epoch. */
 int64_t eg_wall_ms(void);
+/* The CLOCK_MONOTONIC instant ms (>= 0) from now: a deadline for
+ * pthread_cond_timedwait on a condition made by eg_cond_init_monotonic. */
+struct timespec eg_mono_deadline(int64_t ms);
+/* Initialises cv to time its waits on CLOCK_MONOTONIC, so a wall-clock step
+ * neither ends a wait early nor stretches it. */
+void eg_cond_init_monotonic(pthread_cond_t *cv);
 /* Writes an RFC 3339 UTC timestamp with milliseconds ("2026-11-22T05:49:15.123Z")
  * for wall-clock ms (negative: before 1970) into out; with outlen under 25,
  * writes "" (outlen > 0). An instant outside the years 0000..9999 is written

@@ -23,6 +23,7 @@
 #include "watchdog.h"
 
 #include "log.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -41,14 +42,7 @@ static char wd_what[128];
 /* The thread: waits until the deadline or a disarm, whichever comes first. */
 static void *watch(void *arg) {
     (void)arg;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += wd_ms / 1000;
-    until.tv_nsec += (long)(wd_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = eg_mono_deadline(wd_ms);
     pthread_mutex_lock(&wd_mu);
     int rc = 0;
     while (!wd_cancelled && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&wd_cv, &wd_mu, &until);
@@ -66,11 +60,7 @@ int eg_watchdog_arm(int ms, int exit_code, const char *what) {
         pthread_mutex_unlock(&wd_mu);
         return -1;
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&wd_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    eg_cond_init_monotonic(&wd_cv);
     wd_ms = ms > 0 ? ms : 1;
     wd_code = exit_code;
     wd_cancelled = 0;
