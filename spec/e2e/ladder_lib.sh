@@ -82,15 +82,6 @@ lanes_read() {
     die "reading ${*}: $(cat "$T/lanes_read.err")"
 }
 
-# metric ADDR NAME [LABEL_MATCH]: the sum of NAME's samples (those whose
-# label set contains LABEL_MATCH, e.g. 'to="open"'), from /metrics.
-metric() {
-  admin_get "$1" /metrics | awk -v n="$2" -v m="${3:-}" '
-    { name = $1; sub(/\{.*/, "", name) }
-    name == n && (m == "" || index($1, m)) { s += $2; f = 1 }
-    END { if (f) printf "%g\n", s; else print "?" }'
-}
-
 # start_tail NAME LOG: timestamp every line appended to LOG (a handler's
 # success log) into $T/NAME.tl as "<unix seconds> <line>"; stops when
 # $T/NAME.stop exists. The handler's log has no times of its own.

@@ -167,6 +167,16 @@ admin_get() {
   curl -s -m 5 -o "$T/http_body" -w '%{http_code}' "$@" "http://$addr$path" >"$T/http_code" 2>/dev/null
   cat "$T/http_body" 2>/dev/null
 }
+
+# metric ADDR NAME [LABEL_MATCH]: the sum of NAME's samples (those whose
+# label set contains LABEL_MATCH, e.g. 'to="open"') from the gateway's
+# /metrics at ADDR; "?" when it has none.
+metric() {
+  admin_get "$1" /metrics | awk -v n="$2" -v m="${3:-}" '
+    { name = $1; sub(/\{.*/, "", name) }
+    name == n && (m == "" || index($1, m)) { s += $2; f = 1 }
+    END { if (f) printf "%.15g\n", s; else print "?" }'
+}
 http_code() { cat "$T/http_code"; }
 
 # json_lines_ok FILE MARKER: every line of FILE parses as a JSON object and

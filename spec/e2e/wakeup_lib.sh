@@ -27,9 +27,6 @@ return {
 CFG
 }
 
-# metric ADDR NAME: the value of an unlabelled metric of the gateway at ADDR.
-metric() { admin_get "$1" /metrics | awk -v m="$2" '$1==m{print $2}'; }
-
 # active NAME: the summary's active seconds (first record received to last
 # finished) in the log of gateway NAME.
 active() { grep '"event":"summary"' "$T/$1.err" | sed -n 's/.*"active_seconds":\([0-9.]*\).*/\1/p'; }
