@@ -6,11 +6,11 @@ the embedded broker, accept a commit from any member of the generation for
 any partition).
 
 It joins GROUP on TOPIC and writes its assignment to OUTDIR/assigned (one
-partition number per line). When OUTDIR/commit appears, holding
-"PARTITION OFFSET", it commits that offset synchronously and writes
-OUTDIR/committed ("ok" or the error). It keeps polling, without consuming a
-record of its own partitions (the test writes none there), until
-OUTDIR/leave appears, then closes (leaves the group)."""
+partition number per line). When OUTDIR/commit.K appears (K = 1, 2, ... in
+turn), holding "PARTITION OFFSET", it commits that offset synchronously and
+writes OUTDIR/committed.K ("ok" or the error). It keeps polling, without
+consuming a record of its own partitions (the test writes none there),
+until OUTDIR/leave appears, then closes (leaves the group)."""
 import os, sys, time
 from confluent_kafka import Consumer, TopicPartition
 
@@ -24,21 +24,22 @@ def on_assign(consumer, parts):
     os.rename(os.path.join(out, "assigned.tmp"), os.path.join(out, "assigned"))
 
 c.subscribe([topic], on_assign=on_assign)
-done = False
+k = 1
 deadline = time.time() + 120
 while not os.path.exists(os.path.join(out, "leave")) and time.time() < deadline:
     m = c.poll(0.2)
     if m is not None and not m.error():
         print("unexpected record at %s/%d/%d" % (m.topic(), m.partition(), m.offset()), file=sys.stderr)
-    if not done and os.path.exists(os.path.join(out, "commit")):
-        p, off = open(os.path.join(out, "commit")).read().split()
+    req = os.path.join(out, "commit.%d" % k)
+    if os.path.exists(req):
+        p, off = open(req).read().split()
         try:
             res = c.commit(offsets=[TopicPartition(topic, int(p), int(off))], asynchronous=False)
             errs = [str(tp.error) for tp in res if tp.error]
             status = "ok" if not errs else "error " + ",".join(errs)
         except Exception as e:  # a KafkaException: the commit was refused
             status = "error %s" % e
-        with open(os.path.join(out, "committed"), "w") as f:
+        with open(os.path.join(out, "committed.%d" % k), "w") as f:
             f.write(status + "\n")
-        done = True
+        k += 1
 c.close()

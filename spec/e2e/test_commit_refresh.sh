@@ -13,7 +13,9 @@
 # (stale_commit.py) plays that previous owner: it commits an old offset for
 # the gateway's partition once the gateway has committed everything. The
 # gateway must bring the offset back (COMMIT_REFRESH_MS, 10 s) without new
-# records and without handling any record twice.
+# records and without handling any record twice. Then a hostile member
+# commits past the log's end, which would make the next owner skip records:
+# the gateway must bring that back too.
 source "$(dirname "$0")/lib.sh"
 N=200
 
@@ -37,10 +39,10 @@ committed_is() { [ "$(committed)" = "$1" ]; }
 wait_for 30 committed_is "$N" && ok "the gateway committed its $N records" || die "committed $(committed), not $N"
 
 STALE=$((N - 50))
-echo "$PG $STALE" >"$T/m/commit"
-wait_for 10 [ -s "$T/m/committed" ] || die "the member did not commit"
+echo "$PG $STALE" >"$T/m/commit.1"
+wait_for 10 [ -s "$T/m/committed.1" ] || die "the member did not commit"
 t0=$(date +%s%N)
-check "the member's stale commit was accepted ($(cat "$T/m/committed"))" grep -qx ok "$T/m/committed"
+check "the member's stale commit was accepted ($(cat "$T/m/committed.1"))" grep -qx ok "$T/m/committed.1"
 # the scenario: the group's offset went back under its owner (read at once:
 # the gateway's next refresh is 10 s after its last commit, which came before)
 c=$(committed)
@@ -51,6 +53,14 @@ if wait_for 25 committed_is "$N"; then
 else
   not_ok "the committed offset stayed at $(committed)"
 fi
+AHEAD=$((N + 1000))
+echo "$PG $AHEAD" >"$T/m/commit.2"
+wait_for 10 [ -s "$T/m/committed.2" ] || die "the member did not commit again"
+c=$(committed)
+check "a commit past the log's end was accepted too ($(cat "$T/m/committed.2"), offset $c)" \
+  eval 'grep -qx ok "$T/m/committed.2" && [ "$c" = "$AHEAD" ]'
+wait_for 25 committed_is "$N" && ok "the gateway brought that back to $N as well" ||
+  not_ok "the committed offset stayed at $(committed) (a next owner would skip records)"
 check "no record was handled twice ($(wc -l <"$T/ok.log") handled, $(sort -u "$T/ok.log" | wc -l) distinct)" \
   [ "$(wc -l <"$T/ok.log")" = "$N" ] && [ "$(sort -u "$T/ok.log" | wc -l)" = "$N" ]
 touch "$T/m/leave"
