@@ -20,7 +20,7 @@
  * opaque and its done runs exactly once (purged writes at free included). */
 #include "audit.h"
 
-#include "dlq.h"
+#include "lane_state.h"
 #include "kconf.h"
 #include "log.h"
 #include "util.h"

@@ -127,12 +127,3 @@ int64_t eg_breaker_open_remaining_ms(const eg_breaker *b, int64_t now_ms) {
 uint64_t eg_breaker_transitions(const eg_breaker *b, eg_breaker_state s) {
     return (unsigned)s < 3 ? b->transitions[s] : 0;
 }
-
-const char *eg_breaker_state_name(eg_breaker_state s) {
-    switch (s) {
-    case EG_BR_CLOSED: return "closed";
-    case EG_BR_OPEN: return "open";
-    case EG_BR_HALF_OPEN: return "half_open";
-    }
-    return "?";
-}

@@ -23,10 +23,10 @@
 #ifndef EG_BREAKER_H
 #define EG_BREAKER_H
 
+#include "record.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-typedef enum { EG_BR_CLOSED = 0, EG_BR_OPEN = 1, EG_BR_HALF_OPEN = 2 } eg_breaker_state;
 
 typedef struct eg_breaker_cfg {
     int enabled;          /* 0: always closed, allow everything */
@@ -103,8 +103,5 @@ int64_t eg_breaker_open_remaining_ms(const eg_breaker *b, int64_t now_ms);
 
 /* How many transitions led into state s. */
 uint64_t eg_breaker_transitions(const eg_breaker *b, eg_breaker_state s);
-
-/* "closed", "open" or "half_open" (for logs, metrics and ctx.breaker). */
-const char *eg_breaker_state_name(eg_breaker_state s);
 
 #endif

@@ -21,7 +21,7 @@
  * 2 for a usage error (nothing sent). The token is read once, kept on the
  * stack and wiped after the request. */
 #include "cli.h"
-#include "shadow.h"
+#include "ctl_shadow.h"
 #include "util.h"
 
 #include <curl/curl.h>

@@ -431,7 +431,7 @@ static void mark_replayed(replay *rp, const pending *pd) {
     snprintf(reason, sizeof reason, "replayed to %s from %s/%d/%lld", pd->to, rp->o->from, (int)rp->r.part[pd->pidx],
              (long long)pd->lane_off);
     int64_t now = eg_wall_ms();
-    int n = eg_dlq_state_json(EG_DLQ_REPLAYED, reason, now, rp->by, json, sizeof json);
+    int n = eg_dlq_state_json(EG_DLQ_REPLAYED, reason, now, rp->by, -1, json, sizeof json);
     size_t idlen = strlen(pd->id);
     pending *sp = eg_xmalloc(sizeof *sp + idlen + 1);
     *sp = (pending){.state = 1, .pidx = pd->pidx, .lane_off = pd->lane_off};

@@ -9,7 +9,6 @@
  * `enabled`) and the checks across keys have their own code below. */
 #include "config.h"
 #include "lane_profiles.h"
-#include "target.h"
 #include "util.h"
 
 #include <lauxlib.h>
@@ -299,6 +298,17 @@ static int fail(loadctx *c, const char *fmt, ...) {
     vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+int eg_http_header_sendable(const char *name) {
+    static const char *const reserved[] = {
+        "host", "content-length", "content-type", "connection", "transfer-encoding", "expect", "te", "upgrade", NULL};
+    if (!*name || strncasecmp(name, "errgate-", 8) == 0) return 0;
+    for (const char *const *r = reserved; *r; r++)
+        if (strcasecmp(name, *r) == 0) return 0;
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p)) return 0;
+    return 1;
 }
 
 const char *eg_ordering_name(eg_ordering o) {

@@ -212,6 +212,12 @@ const char *eg_config_kafka(const eg_config *cfg, const char *key);
  * templates; may be NULL otherwise) into a fresh string. */
 char *eg_lane_topic(const char *tmpl, const char *topic, const char *rung);
 
+/* Whether errgate may send a header of this name: an HTTP token (RFC 9110)
+ * that is none of the headers errgate sets itself (Errgate-*, Host,
+ * Content-Length, Content-Type, Connection, Transfer-Encoding, Expect, TE,
+ * Upgrade). */
+int eg_http_header_sendable(const char *name);
+
 const char *eg_ordering_name(eg_ordering o);
 
 /* Kafka's longest topic name. */

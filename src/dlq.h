@@ -1,32 +1,10 @@
 /* dlq.h — what the DLQ operations commands share (`errgate replay`,
  * `errgate dlq stats|tail|resolve`): their plumbing (dlq_cli.c), what a
  * replay does to one record (replay_record.c), replay's --where (where.c)
- * and the lifecycle state topic (dlq_state.c). They read lanes with
+ * and the lifecycle statuses read and written by hand (dlq_state.c;
+ * the states and their rule: lane_state.h). They read lanes with
  * kcli.h's reader, parse times and counts with parse.h, print with text.h
  * and count with strmap.h.
- *
- * Lifecycle. The status of a DLQ item lives in the compacted topic
- * `<LANE>.state`, keyed by the item's errgate.id (the lane coordinates
- * "lane/partition/offset" for a record that has no errgate.id), value a JSON
- * object {"status":..,"reason":..,"at":RFC 3339,"by":"user@host"}; a
- * tombstone (null value) reopens the item.
- *
- * States: open -> (pending-approval -> approved) -> replayed | accepted-loss
- * | closed. A state record holds approved, replayed, accepted-loss or closed
- * (the last three resolve the item). A state record applies to the lane
- * records of its id written at or before it: a record replayed, failed
- * again and dead-lettered anew is open again, while its older copy stays
- * resolved. Of the records that apply, the latest resolving one wins (so an
- * approval of the newer copy leaves the older copy replayed), else an
- * approval. An approval names in "since" the timestamp of the oldest lane
- * record it approves and does not apply to older ones, so that it never
- * reaches an older copy, even once compaction has removed the status that
- * resolved that copy. A tombstone forgets every earlier status. A lane
- * record with no
- * state record that applies is pending-approval when it carries
- * the header errgate.approval: required (written by the gateway on lanes
- * that require approval, lanes.dlq_approval / lanes.quarantine_approval, or
- * for a route entry with approval = true), else open.
  *
  * Ownership: every function documents what it borrows; returned heap
  * memory belongs to the caller unless said otherwise. */
@@ -39,6 +17,8 @@
 #include <stdint.h>
 
 #include "kcli.h"
+#include "lane_state.h"
+#include "replay_headers.h"
 #include "strmap.h"
 
 /* ---- command plumbing (dlq_cli.c) -------------------------------------- */
@@ -101,25 +81,6 @@ typedef struct eg_replay_filter {
 /* 1 when the record passes every set filter, else 0. */
 int eg_replay_filter_match(const eg_replay_filter *f, const eg_lane_view *v);
 
-/* The loop guard's default: a record replayed this many times is not
- * replayed again (`errgate replay --max-replays`, inbox mode's replay). */
-#define EG_REPLAY_MAX_REPLAYS 3
-
-/* The errgate.replays count carried by a header value (NULL: absent, 0).
- * Returns the count, or -1 when the value is not a non-negative integer. */
-long eg_replays_parse(const void *val, size_t len);
-
-/* The headers of a replayed record: every header of src (may be NULL) in
- * order, except retry.count, replay.from-dlq, replay.timestamp and
- * errgate.replays, which are then set to "0", from ("lane/partition/offset"),
- * the RFC 3339 form of now_ms, and replays, and errgate.attempts, which is
- * written once, as the largest well-formed count (0 to 2^31-2) of its
- * values, or dropped when none is well-formed (non-numeric, negative,
- * huge, empty: the gateway counts afresh). original.*, errgate.id,
- * errgate.history and the error headers survive unchanged. The caller owns
- * the result (rd_kafka_producev takes it on success). */
-rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays);
-
 /* ---- --where (where.c) --------------------------------------------------- */
 
 /* A compiled `--where` expression (lua/errgate/where.lua) in its own
@@ -138,50 +99,6 @@ int eg_where_eval(eg_where *w, const rd_kafka_message_t *m, char *err, size_t er
 void eg_where_free(eg_where *w);
 
 /* ---- lifecycle state (dlq_state.c) -------------------------------------- */
-
-typedef enum {
-    EG_DLQ_OPEN = 0,
-    EG_DLQ_PENDING,  /* pending-approval */
-    EG_DLQ_APPROVED, /* approved, not yet replayed */
-    EG_DLQ_REPLAYED, /* from here on: resolved */
-    EG_DLQ_ACCEPTED_LOSS,
-    EG_DLQ_CLOSED,
-    EG_DLQ__N
-} eg_dlq_status;
-
-/* 1 for the statuses that resolve an item (replayed, accepted-loss, closed). */
-#define eg_dlq_resolved(s) ((s) >= EG_DLQ_REPLAYED)
-
-const char *eg_dlq_status_name(eg_dlq_status s);
-/* The resolution status named s (replayed, accepted-loss or closed), or -1. */
-int eg_dlq_status_parse(const char *s);
-/* Any state named s (open, pending-approval, approved, replayed,
- * accepted-loss, closed), or -1. */
-int eg_dlq_state_parse(const char *s);
-
-/* "<lane>.state" into out. */
-void eg_dlq_state_topic(const char *lane, char *out, size_t outlen);
-
-/* The JSON value of a state record. Returns its length, or -1 when it does
- * not fit in outlen. reason may be NULL (written as ""). */
-int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, char *out, size_t outlen);
-
-/* "user@host" of the operator, into out. */
-void eg_dlq_whoami(char *out, size_t outlen);
-
-/* The item id of a lane record: its errgate.id, or "topic/partition/offset"
- * of the lane record itself when it has none. */
-void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen);
-
-/* Makes sure the state topic exists before it is written: when absent, it is
- * created with cleanup.policy=compact and `partitions` partitions through
- * the Admin API. When the cluster cannot create it (no reachable controller,
- * as on librdkafka's mock cluster, or CreateTopics refused), a one-line note
- * saying so is written into note and 0 is returned: the first write
- * auto-creates it without compaction where the cluster allows that. Returns
- * -1 with err only when the cluster cannot be asked at all. */
-int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
-                        size_t errlen);
 
 /* The latest statuses of every id in a state topic: the latest resolving
  * one and the latest approval, since the id's last tombstone. */

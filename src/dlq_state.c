@@ -1,14 +1,10 @@
-/* dlq_state.c — the lifecycle state topic of a lane (see dlq.h for the
- * format and the rule that decides open versus resolved).
- *
- * `<LANE>.state` is created compacted through the Admin API when it is
- * missing. librdkafka 2.0.2's mock cluster implements no Admin request
- * (CreateTopics, DescribeConfigs: its Metadata names controller 0, a broker
- * that does not exist, so an Admin call would only time out); there the
- * topic cannot be made compacted, and eg_dlq_state_ensure says so in a note
- * instead of waiting. State records are keyed by item id, so the latest
- * status of an id is the last record of its key in its partition; readers
- * keep, per id, the last status read. */
+/* dlq_state.c — the lifecycle statuses of a lane's items as the DLQ
+ * commands read and set them: the whole state topic read into a table
+ * (the latest statuses per id), the state of one lane record looked up in
+ * it (the rule: lane_state.h), and a writer for the statuses set by hand
+ * (`dlq resolve`, `dlq approve`). State records are keyed by item id, so
+ * the latest status of an id is the last record of its key in its
+ * partition; readers keep, per id, the last status read. */
 #include "dlq.h"
 #include "headers.h"
 #include "json.h"
@@ -21,145 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define ADMIN_TIMEOUT_MS 10000
-
-static const char *const status_names[EG_DLQ__N] = {"open",     "pending-approval", "approved",
-                                                    "replayed", "accepted-loss",    "closed"};
-
-const char *eg_dlq_status_name(eg_dlq_status s) { return s >= 0 && s < EG_DLQ__N ? status_names[s] : "?"; }
-
-int eg_dlq_state_parse(const char *s) {
-    for (int i = 0; i < EG_DLQ__N; i++)
-        if (strcmp(s, status_names[i]) == 0) return i;
-    return -1;
-}
-
-int eg_dlq_status_parse(const char *s) {
-    int i = eg_dlq_state_parse(s);
-    return i >= 0 && eg_dlq_resolved(i) ? i : -1;
-}
-
-void eg_dlq_state_topic(const char *lane, char *out, size_t outlen) { snprintf(out, outlen, "%s.state", lane); }
-
-/* Appends the literal lit at out + *len (NUL-terminated). Returns 0 or -1. */
-static int put_lit(char *out, size_t outlen, size_t *len, const char *lit) {
-    size_t n = strlen(lit);
-    if (*len + n + 1 > outlen) return -1;
-    memcpy(out + *len, lit, n + 1);
-    *len += n;
-    return 0;
-}
-
-/* eg_dlq_state_json, plus "since" (RFC 3339 of since_ms) when since_ms >= 0. */
-static int state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, int64_t since_ms, char *out,
-                      size_t outlen) {
-    char at[40], since[40];
-    size_t len = 0;
-    eg_rfc3339(at_ms, at, sizeof at);
-    const char *st = eg_dlq_status_name(s);
-    reason = reason ? reason : "";
-    if (put_lit(out, outlen, &len, "{\"status\":") || eg_json_put_str(out, outlen, &len, st, strlen(st)) ||
-        put_lit(out, outlen, &len, ",\"reason\":") || eg_json_put_str(out, outlen, &len, reason, strlen(reason)) ||
-        put_lit(out, outlen, &len, ",\"at\":") || eg_json_put_str(out, outlen, &len, at, strlen(at)) ||
-        put_lit(out, outlen, &len, ",\"by\":") || eg_json_put_str(out, outlen, &len, by, strlen(by)))
-        return -1;
-    if (since_ms >= 0) {
-        eg_rfc3339(since_ms, since, sizeof since);
-        if (put_lit(out, outlen, &len, ",\"since\":") || eg_json_put_str(out, outlen, &len, since, strlen(since)))
-            return -1;
-    }
-    return put_lit(out, outlen, &len, "}") ? -1 : (int)len;
-}
-
-int eg_dlq_state_json(eg_dlq_status s, const char *reason, int64_t at_ms, const char *by, char *out, size_t outlen) {
-    return state_json(s, reason, at_ms, by, -1, out, outlen);
-}
-
-void eg_dlq_whoami(char *out, size_t outlen) {
-    const char *user = getenv("USER");
-    if (!user || !*user) {
-        struct passwd *pw = getpwuid(geteuid());
-        user = pw ? pw->pw_name : "unknown";
-    }
-    char host[256];
-    if (gethostname(host, sizeof host) != 0) eg_strlcpy(host, "unknown", sizeof host);
-    host[sizeof host - 1] = '\0';
-    snprintf(out, outlen, "%s@%s", user, host);
-}
-
-void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen) {
-    if (eg_header_str(m, EG_H_ID, out, outlen) == 0 && *out) return;
-    snprintf(out, outlen, "%s/%d/%lld", rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
-}
-
-/* 1 when the cluster names a controller among its brokers (Admin requests
- * can be served), 0 when not, -1 with err when it cannot be asked. */
-static int has_controller(rd_kafka_t *rk, char *err, size_t errlen) {
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, NULL, &md, ADMIN_TIMEOUT_MS);
-    if (e) {
-        snprintf(err, errlen, "cannot ask the cluster for its brokers: %s", rd_kafka_err2str(e));
-        return -1;
-    }
-    int32_t cid = rd_kafka_controllerid(rk, 0);
-    int found = 0;
-    for (int i = 0; i < md->broker_cnt; i++) found |= md->brokers[i].id == cid;
-    rd_kafka_metadata_destroy(md);
-    return found;
-}
-
-int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
-                        size_t errlen) {
-    note[0] = '\0';
-    int n = eg_topic_partitions(rk, topic, err, errlen);
-    if (n != 0) return n < 0 ? -1 : 0;
-    int ctl = has_controller(rk, err, errlen);
-    if (ctl < 0) return -1;
-    if (!ctl) {
-        snprintf(note, notelen,
-                 "cannot create %s with cleanup.policy=compact: the cluster names no reachable "
-                 "controller for Admin requests (librdkafka's mock cluster has none); it will be "
-                 "auto-created without compaction",
-                 topic);
-        return 0;
-    }
-    char e[256];
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions > 0 ? partitions : 1, -1, e, sizeof e);
-    if (!nt) {
-        snprintf(err, errlen, "%s: %s", topic, e);
-        return -1;
-    }
-    rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
-    rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);
-    rd_kafka_AdminOptions_set_operation_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, o, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS * 2);
-    rd_kafka_resp_err_t x = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
-    const char *why = ev && x ? rd_kafka_event_error_string(ev) : rd_kafka_err2str(x);
-    if (ev && !x) {
-        size_t cnt = 0;
-        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-        const rd_kafka_topic_result_t **tr = res ? rd_kafka_CreateTopics_result_topics(res, &cnt) : NULL;
-        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-            x = rd_kafka_topic_result_error(tr[0]);
-            why = rd_kafka_topic_result_error_string(tr[0]);
-            if (!why) why = rd_kafka_err2str(x);
-        }
-    }
-    if (x)
-        snprintf(note, notelen,
-                 "cannot create %s with cleanup.policy=compact: %s; it will be "
-                 "auto-created without compaction where the cluster allows that",
-                 topic, why);
-    if (ev) rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_AdminOptions_destroy(o);
-    rd_kafka_NewTopic_destroy(nt);
-    return 0;
-}
 
 void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts) {
     int st = -1;
@@ -276,7 +133,7 @@ int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const 
                       char *json, size_t jsonlen) {
     char buf[4096];
     int64_t now = eg_wall_ms();
-    int n = state_json(st, reason, now, w->by, since_ms, buf, sizeof buf);
+    int n = eg_dlq_state_json(st, reason, now, w->by, since_ms, buf, sizeof buf);
     rd_kafka_resp_err_t x =
         n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
               : rd_kafka_producev(w->rk, RD_KAFKA_V_TOPIC(w->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

@@ -57,7 +57,7 @@
  * gw_reload.c. This file calls none of them: it only bumps the metric
  * counters gw.h gives it. */
 #include "cli.h"
-#include "dlq.h"
+#include "replay_headers.h"
 #include "dlq_origin.h"
 #include "gw.h"
 #include "headers.h"

@@ -7,13 +7,14 @@
 #include "lanes.h"
 #include "headers.h"
 #include "history.h"
-#include "dlq.h"
+#include "lane_state.h"
 #include "dlq_origin.h"
 #include "kconf.h"
 #include "lane_profiles.h"
 #include "log.h"
 #include "redact.h"
 #include "refusal.h"
+#include "replay_headers.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -375,9 +376,10 @@ void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b)
     eg_dlq_item_id(m, b->kbuf, sizeof b->kbuf);
     char by[320];
     snprintf(by, sizeof by, "policy %s", policy_id);
-    int n = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, d->reason[0] ? d->reason : d->klass, eg_wall_ms(), by, b->vbuf,
+    int n = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, d->reason[0] ? d->reason : d->klass, eg_wall_ms(), by, -1, b->vbuf,
                               sizeof b->vbuf);
-    if (n < 0) n = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "ignore", eg_wall_ms(), "policy", b->vbuf, sizeof b->vbuf);
+    if (n < 0)
+        n = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "ignore", eg_wall_ms(), "policy", -1, b->vbuf, sizeof b->vbuf);
     b->key = b->kbuf;
     b->key_len = strlen(b->kbuf);
     b->value = b->vbuf;

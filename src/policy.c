@@ -28,7 +28,6 @@
  * Everything here is per state: a policy may be built on any thread (a
  * reload builds on a worker) and then used by one thread at a time. */
 #include "policy.h"
-#include "breaker.h"
 #include "luavm.h"
 #include "sha256.h"
 #include "util.h"
@@ -43,7 +42,6 @@
 
 #define N_KINDS (EG_FK_RECORDED + 1)
 #define N_ORDERINGS (EG_ORDER_NONE + 1)
-#define N_BREAKER_STATES (EG_BR_HALF_OPEN + 1)
 
 struct eg_policy {
     eg_vm *vm;
@@ -52,7 +50,7 @@ struct eg_policy {
     int reads_record;      /* its second result: push the record, else nil */
     int kind_ref[N_KINDS]; /* interned names, pushed without hashing */
     int ordering_ref[N_ORDERINGS];
-    int breaker_ref[N_BREAKER_STATES];
+    int breaker_ref[EG_BR__N];
     int timeout_ms;
     size_t mem_limit;
     eg_rung *rungs; /* rt.ladder_rungs(pol), read once at load */
@@ -191,7 +189,7 @@ static int load_decider(eg_policy *p, char *err, size_t errlen) {
         lua_pushstring(L, eg_ordering_name((eg_ordering)o));
         p->ordering_ref[o] = luaL_ref(L, LUA_REGISTRYINDEX);
     }
-    for (int b = 0; b < N_BREAKER_STATES; b++) {
+    for (int b = 0; b < EG_BR__N; b++) {
         lua_pushstring(L, eg_breaker_state_name((eg_breaker_state)b));
         p->breaker_ref[b] = luaL_ref(L, LUA_REGISTRYINDEX);
     }
@@ -398,7 +396,7 @@ static void push_opt_str(lua_State *L, const char *s) {
  * breaker's names ("closed" when NULL). */
 static void push_breaker(const eg_policy *p, lua_State *L, const char *s) {
     if (!s) s = eg_breaker_state_name(EG_BR_CLOSED);
-    for (int b = 0; b < N_BREAKER_STATES; b++) {
+    for (int b = 0; b < EG_BR__N; b++) {
         const char *name = eg_breaker_state_name((eg_breaker_state)b);
         if (s == name || strcmp(s, name) == 0) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, p->breaker_ref[b]);

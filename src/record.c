@@ -38,6 +38,15 @@ const char *eg_failure_kind_name(eg_failure_kind k) {
     return "?";
 }
 
+const char *eg_breaker_state_name(eg_breaker_state s) {
+    switch (s) {
+    case EG_BR_CLOSED: return "closed";
+    case EG_BR_OPEN: return "open";
+    case EG_BR_HALF_OPEN: return "half_open";
+    }
+    return "?";
+}
+
 void eg_failure_clear(eg_failure *f) {
     free(f->code);
     free(f->class_hint);

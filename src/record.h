@@ -43,6 +43,14 @@ typedef struct eg_failure {
 void eg_failure_clear(eg_failure *f);
 const char *eg_failure_kind_name(eg_failure_kind k);
 
+/* The states of a target's circuit breaker (breaker.h), as a policy sees
+ * them in ctx.breaker. */
+typedef enum { EG_BR_CLOSED = 0, EG_BR_OPEN = 1, EG_BR_HALF_OPEN = 2 } eg_breaker_state;
+#define EG_BR__N (EG_BR_HALF_OPEN + 1)
+
+/* "closed", "open" or "half_open" (for logs, metrics and ctx.breaker). */
+const char *eg_breaker_state_name(eg_breaker_state s);
+
 typedef enum {
     EG_ACT_RETRY = 0,
     EG_ACT_LADDER,

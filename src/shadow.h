@@ -149,8 +149,4 @@ int eg_shadow_changed(eg_shadow *s);
 /* GET /shadow: the candidate, the counts and the agreement table as JSON. */
 void eg_shadow_json(const eg_shadow *s, struct evbuffer *out);
 
-/* `errgate ctl shadow`: prints a GET /shadow answer (json, NUL-terminated)
- * as a text table. Returns 0, or -1 when the text is not such an answer. */
-int eg_shadow_print(const char *json, FILE *out);
-
 #endif

@@ -48,12 +48,6 @@ struct eg_target {
 eg_target *eg_target_new(const eg_config *cfg, struct event_base *base, eg_target_done_fn done, void *arg, char *err,
                          size_t errlen);
 
-/* Whether errgate may send a header of this name: an HTTP token (RFC 9110)
- * that is none of the headers errgate sets itself (Errgate-*, Host,
- * Content-Length, Content-Type, Connection, Transfer-Encoding, Expect, TE,
- * Upgrade). */
-int eg_http_header_sendable(const char *name);
-
 eg_target *eg_target_http_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen);
 eg_target *eg_target_lua_new(const eg_config *cfg, struct event_base *base, char *err, size_t errlen);
 

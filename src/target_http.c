@@ -515,17 +515,6 @@ static void check_done(http_target *ht) {
 
 /* -------------------------------------------------------------- request */
 
-int eg_http_header_sendable(const char *name) {
-    static const char *const reserved[] = {
-        "host", "content-length", "content-type", "connection", "transfer-encoding", "expect", "te", "upgrade", NULL};
-    if (!*name || strncasecmp(name, "errgate-", 8) == 0) return 0;
-    for (const char *const *r = reserved; *r; r++)
-        if (strcasecmp(name, *r) == 0) return 0;
-    for (const char *p = name; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p)) return 0;
-    return 1;
-}
-
 static void base64(const unsigned char *in, size_t n, char *out) {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t o = 0;

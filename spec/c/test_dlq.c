@@ -78,22 +78,24 @@ int main(void) {
 
     /* ---- JSON ---- */
     char json[512], out[128];
-    int len = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "said \"ok\"\n\\", 1767323045678LL, "ann@h", json, sizeof json);
+    int len =
+        eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "said \"ok\"\n\\", 1767323045678LL, "ann@h", -1, json, sizeof json);
     CHECK(len > 0 && strcmp(json, "{\"status\":\"accepted-loss\",\"reason\":\"said \\\"ok\\\"\\n\\\\\","
                                   "\"at\":\"2026-01-02T03:04:05.678Z\",\"by\":\"ann@h\"}") == 0,
           "state JSON escapes the reason: %s", json);
     CHECK(eg_json_get_str(json, (size_t)len, "reason", out, sizeof out) == 0 && strcmp(out, "said \"ok\"\n\\") == 0,
           "and reads it back unescaped");
-    len = eg_dlq_state_json(EG_DLQ_CLOSED, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93", 0, "j\xc3\xb6rg@h", json, sizeof json);
+    len =
+        eg_dlq_state_json(EG_DLQ_CLOSED, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93", 0, "j\xc3\xb6rg@h", -1, json, sizeof json);
     CHECK(len > 0 && strstr(json, "\"reason\":\"r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93\"") &&
               strstr(json, "\"by\":\"j\xc3\xb6rg@h\"") &&
               eg_json_get_str(json, (size_t)len, "reason", out, sizeof out) == 0 &&
               !strcmp(out, "r\xc3\xa9gl\xc3\xa9 \xe2\x9c\x93"),
           "state JSON keeps a UTF-8 reason and operator as they are, and reads them back: %s", json);
-    len = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "said \"ok\"\n\\", 1767323045678LL, "ann@h", json, sizeof json);
+    len = eg_dlq_state_json(EG_DLQ_ACCEPTED_LOSS, "said \"ok\"\n\\", 1767323045678LL, "ann@h", -1, json, sizeof json);
     CHECK(eg_json_get_str(json, (size_t)len, "status", out, sizeof out) == 0 && strcmp(out, "accepted-loss") == 0,
           "status read back");
-    CHECK(eg_dlq_state_json(EG_DLQ_CLOSED, "r", 0, "b", json, 20) < 0, "a value that does not fit is refused");
+    CHECK(eg_dlq_state_json(EG_DLQ_CLOSED, "r", 0, "b", -1, json, 20) < 0, "a value that does not fit is refused");
     const char *doc =
         " { \"a\": [1, {\"status\": \"x\"}], \"n\": -1.5e3, \"t\": true, \"status\" : \"clo\\u0073ed\" } ";
     CHECK(eg_json_get_str(doc, strlen(doc), "status", out, sizeof out) == 0 && strcmp(out, "closed") == 0,

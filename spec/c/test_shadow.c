@@ -13,6 +13,7 @@
  * on an event loop, a looping candidate takes at most about its
  * shadow_cpu_percent of the time. */
 #include "json.h"
+#include "ctl_shadow.h"
 #include "shadow.h"
 #include "tap.h"
 #include "util.h"
