@@ -6,7 +6,7 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
-#   make config-doc README's config key reference, rendered from src/config.c
+#   make config-doc README's config key reference, rendered from src/lib/config.c
 #   make lint       C house style (clang-format, .clang-format), Lua (luacheck,
 #                   .luacheckrc), man page (mandoc -T lint) and service unit
 #                   (systemd-analyze verify); make format rewrites C to the style
@@ -47,9 +47,17 @@ PC_CFLAGS = $(shell pkg-config --cflags $(PC_PKGS) 2>/dev/null)
 PC_LIBS   = $(shell pkg-config --libs $(PC_PKGS) 2>/dev/null) -lm
 MALLOC_LIBS = $(if $(filter jemalloc,$(MALLOC)),-Xlinker --no-as-needed $(shell pkg-config --libs jemalloc 2>/dev/null))
 
-SRCS := $(wildcard src/*.c)
+# src/ holds three programs in one binary and their shared library, one
+# folder each: lib/ (shared), gateway/ (`errgate run`), commands/ (the
+# operator commands), broker/ (`errgate broker`), and main.c. Every file is
+# compiled with -Isrc/lib only: a file finds the headers of its own folder
+# and of lib/, so an include across the programs does not compile. Tests
+# see every folder.
+SRCS := $(wildcard src/*.c src/*/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
+SRC_INC  := -Isrc/lib
+TEST_INC := -Isrc/lib -Isrc/gateway -Isrc/commands -Isrc/broker
 CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # test-only tools (spec/tools/NAME_x.c -> $(BUILD)/NAME-x): built for the
 # e2e tests, never installed
@@ -81,8 +89,9 @@ check-deps: $(if $(filter deps test demo chaos soak,$(MAKECMDGOALS)),deps)
 	@pkg-config --exists $(PC_PKGS) jemalloc 2>/dev/null || $(MAKE) --no-print-directory deps
 
 # ---- build ----------------------------------------------------------------
-$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj check-deps
-	$(CC) $(CFLAGS) $(PC_CFLAGS) -c $< -o $@
+$(BUILD)/obj/%.o: src/%.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PC_CFLAGS) $(SRC_INC) -c $< -o $@
 
 # The secret words of redaction live in lua/errgate/redact_words.lua, shared
 # with the Lua runtime; redact.c includes them rendered as a C header.
@@ -90,8 +99,8 @@ $(BUILD)/gen/redact_words.h: lua/errgate/redact_words.lua | check-deps
 	@mkdir -p $(dir $@)
 	luajit $< --c-header >$@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/redact.o: $(BUILD)/gen/redact_words.h
-$(BUILD)/obj/redact.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/lib/redact.o: $(BUILD)/gen/redact_words.h
+$(BUILD)/obj/lib/redact.o: CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/errgate: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PC_LIBS) $(MALLOC_LIBS)
@@ -100,10 +109,10 @@ $(BUILD)/flaky-handler: examples/flaky-handler/flaky_handler.c | $(BUILD)/obj ch
 	$(CC) $(CFLAGS) $(PC_CFLAGS) -o $@ $< $(LDFLAGS) $(PC_LIBS)
 
 $(BUILD)/test_%: spec/c/test_%.c $(LIB_OBJS) | $(BUILD)/obj check-deps
-	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
+	$(CC) $(CFLAGS) $(PC_CFLAGS) $(TEST_INC) -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
 
 $(BUILD)/spill-write-test: spec/tools/spill_write_test.c $(LIB_OBJS) | $(BUILD)/obj check-deps
-	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
+	$(CC) $(CFLAGS) $(PC_CFLAGS) $(TEST_INC) -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(PC_LIBS)
 
 $(BUILD)/obj:
 	mkdir -p $@
@@ -133,7 +142,7 @@ soak: deps all
 clean:
 	rm -rf build build-san
 
-# README's key reference is rendered from the key table in src/config.c;
+# README's key reference is rendered from the key table in src/lib/config.c;
 # c/test_config_doc fails until this has been run after a change of it.
 config-doc: $(BUILD)/test_config_doc
 	$(BUILD)/test_config_doc --print >$(BUILD)/config-keys.md
@@ -143,7 +152,7 @@ config-doc: $(BUILD)/test_config_doc
 # ---- lint ---------------------------------------------------------------------
 # The C house style is .clang-format (Debian's clang-format 14); `make format`
 # applies it, `make lint` fails on any file that differs from it.
-C_STYLE_FILES := $(wildcard src/*.c src/*.h spec/c/*.c spec/c/*.h spec/fuzz/*.c spec/fuzz/*.h spec/tools/*.c \
+C_STYLE_FILES := $(wildcard src/*.c src/*/*.c src/*/*.h spec/c/*.c spec/c/*.h spec/fuzz/*.c spec/fuzz/*.h spec/tools/*.c \
                    bench/*.c examples/flaky-handler/*.c)
 format:
 	clang-format -i --style=file $(C_STYLE_FILES)
@@ -217,17 +226,15 @@ FUZZ_COMMON  := spec/fuzz/common.c spec/fuzz/fuzz.h
 # the clang objects are kept between runs (make would delete them as intermediates)
 .SECONDARY: $(FUZZ_OBJS)
 
-$(FUZZ_BUILD)/obj/%.o: src/%.c | $(FUZZ_BUILD)/obj
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PC_CFLAGS) -c $< -o $@
+$(FUZZ_BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PC_CFLAGS) $(SRC_INC) -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c $(FUZZ_COMMON) $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PC_CFLAGS) -Isrc -o $@ $< spec/fuzz/common.c $(FUZZ_OBJS) $(PC_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PC_CFLAGS) $(TEST_INC) -o $@ $< spec/fuzz/common.c $(FUZZ_OBJS) $(PC_LIBS)
 
-$(FUZZ_BUILD)/obj:
-	mkdir -p $@
-
-$(FUZZ_BUILD)/obj/redact.o: $(BUILD)/gen/redact_words.h
-$(FUZZ_BUILD)/obj/redact.o: FUZZ_CFLAGS += -I$(BUILD)/gen
+$(FUZZ_BUILD)/obj/lib/redact.o: $(BUILD)/gen/redact_words.h
+$(FUZZ_BUILD)/obj/lib/redact.o: FUZZ_CFLAGS += -I$(BUILD)/gen
 
 fuzz-cc:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs $(FUZZ_CC) with libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1; }
@@ -256,7 +263,7 @@ fuzz-merge: fuzz-build
 # The corpus replays of `make test` (spec/fuzz/replay_main.c, no libFuzzer).
 $(BUILD)/fuzz/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/replay_main.c $(FUZZ_COMMON) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PC_CFLAGS) -Isrc -o $@ $< spec/fuzz/replay_main.c spec/fuzz/common.c $(LIB_OBJS) \
+	$(CC) $(CFLAGS) $(PC_CFLAGS) $(TEST_INC) -o $@ $< spec/fuzz/replay_main.c spec/fuzz/common.c $(LIB_OBJS) \
 	  $(LDFLAGS) $(PC_LIBS)
 
 test: $(FUZZ_REPLAYS)

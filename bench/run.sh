@@ -45,15 +45,15 @@ export ERRGATE_LUA_DIR="$ROOT/lua"
 # ---- tools compiled here: same flags as the Makefile -----------------------
 PCP="luajit rdkafka libevent msgpack libcurl"
 CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fno-strict-aliasing -O2 -g"
-# the objects of today's src/*.c only (a build dir may keep objects of
+# the objects of today's src/**/*.c only (a build dir may keep objects of
 # files since renamed, which would be linked twice)
-LIB_OBJS=$(for c in "$ROOT"/src/*.c; do n=$(basename "$c" .c); [ "$n" = main ] || echo "$ROOT/$BUILD/obj/$n.o"; done)
+LIB_OBJS=$(cd "$ROOT/src" && for c in *.c */*.c; do [ "$c" = main.c ] || echo "$ROOT/$BUILD/obj/${c%.c}.o"; done)
 mkdir -p "$ROOT/$BUILD/bench"
 cc $CFLAGS_B -o "$ROOT/$BUILD/bench/stamp" "$ROOT/bench/stamp.c" || die "cannot compile bench/stamp.c"
 # the decision's allocations go through the gateway's allocator (Makefile, MALLOC)
 MALLOC_LIBS=$(ldd "$ROOT/$BUILD/errgate" | grep -q libjemalloc && echo "-Xlinker --no-as-needed $(pkg-config --libs jemalloc)")
 # shellcheck disable=SC2086
-cc $CFLAGS_B $(pkg-config --cflags $PCP) -I"$ROOT/src" -o "$ROOT/$BUILD/bench/decide_bench" \
+cc $CFLAGS_B $(pkg-config --cflags $PCP) -I"$ROOT/src/lib" -I"$ROOT/src/gateway" -o "$ROOT/$BUILD/bench/decide_bench" \
   "$ROOT/bench/decide_bench.c" $LIB_OBJS $(pkg-config --libs $PCP) -lm $MALLOC_LIBS || die "cannot compile bench/decide_bench.c"
 STAMP="$ROOT/$BUILD/bench/stamp"
 # shellcheck disable=SC2046

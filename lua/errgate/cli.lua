@@ -16,7 +16,7 @@
 -- the same shape as a policy's embedded examples; jitter is pinned the same
 -- way, so delay_ms can be expected too.
 -- test_recorded takes the records of a lane topic as the C side read them
--- (src/lane_cases.h, one JSON object per line), rebuilds each recorded
+-- (src/commands/lane_cases.h, one JSON object per line), rebuilds each recorded
 -- failure (errgate.recorded), decides it again and prints, per record, the
 -- lane coordinates, errgate.id, the failure, the decision recorded then and
 -- by whom, the decision now, and "same", "CHANGED <what>" or "UNREADABLE

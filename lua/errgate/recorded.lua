@@ -4,7 +4,7 @@
 -- it records, for inbox mode and the DLQ commands: the one mapper of
 -- recorded failures.
 --
--- Input: one lane record as the C side reads it (src/lane_cases.h):
+-- Input: one lane record as the C side reads it (src/commands/lane_cases.h):
 --   { lane = { topic, partition, offset, timestamp }, key,
 --     errgate = {...}, dlq = {...}, origin = {...}, headers = {...} }
 -- with every value a string, {hex = "..."} (bytes that are not text) or

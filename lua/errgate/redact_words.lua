@@ -1,5 +1,5 @@
 -- errgate.redact_words — the words of redaction: the one list, for the C
--- redactor (src/redact.c: every log string, every error.message lane
+-- redactor (src/lib/redact.c: every log string, every error.message lane
 -- header) and the Lua one (errgate.redact: decision messages) alike.
 --
 -- keys: a value that follows one of these words and '=' or ':' (a closing

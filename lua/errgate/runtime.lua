@@ -66,7 +66,7 @@ end
 -- The inbox target's handler (source.inbox = format): every record of an
 -- inbox is a recorded failure; fn(record, origin) returns it
 -- (errgate.recorded.inbox; origin is what the C side read of where the
--- record was born, src/dlq_origin.h).
+-- record was born, src/lib/dlq_origin.h).
 -- Nothing is called: the policy triages.
 function rt.inbox_target(format)
   local recorded = require "errgate.recorded"

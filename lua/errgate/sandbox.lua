@@ -22,7 +22,7 @@
 -- policy's own lib/ folder (lib/name.lua, lib/a/b.lua for "a.b"), loaded
 -- the same way: text only, each in a sandbox env, once per load.
 -- Bounded C functions: one C call cannot be interrupted by the count hook,
--- and the watchdog (src/luavm.c) only makes the hook fire at the next VM
+-- and the watchdog (src/lib/luavm.c) only makes the hook fire at the next VM
 -- instruction, so each C function a policy can call must be short, or call
 -- back into Lua code. find, match, gmatch and gsub refuse a pattern whose
 -- worst-case cost on the subject is beyond errgate.pattern's budget (a
@@ -45,7 +45,7 @@
 -- "...tail", so the shortened prefix is swapped back for the path.
 -- CPU and memory limits are the C core's (count hook with the JIT engine
 -- off, a watchdog, custom allocator); a policy's pcall cannot swallow the
--- timeout (src/luavm.c).
+-- timeout (src/lib/luavm.c).
 local pattern = require "errgate.pattern"
 
 local sandbox = {}

@@ -3,7 +3,7 @@
 -- An operator selects lane records with a Lua expression such as
 --   headers["error.code"] == "http_400" and partition < 2
 -- compile(expr) turns the text into a predicate run once per record by the
--- C core (src/cmd_replay.c), inside a bounded VM (src/luavm.h: JIT off, count
+-- C core (src/commands/cmd_replay.c), inside a bounded VM (src/lib/luavm.h: JIT off, count
 -- hook, wall-clock budget, memory cap), so a loop or a memory bomb is an
 -- error like any other. The text is compiled as `return <expr>`; when that
 -- is not valid Lua it is compiled as a block of statements whose `return`

@@ -1,7 +1,7 @@
 /* test_config_doc.c — the README's key reference is the rendering of the
  * config's key table (eg_config_write_reference): the text between the
  * README's "config-keys" markers must equal it, so a key added, removed or
- * changed in src/config.c without `make config-doc` fails here.
+ * changed in src/lib/config.c without `make config-doc` fails here.
  * With --print, prints the rendering instead (make config-doc uses it). */
 #include "config.h"
 #include "tap.h"
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
             /* the first line that differs */
             size_t i = 0, line = 1;
             while (i < glen && i < wlen && b[i] == want[i]) line += b[i++] == '\n';
-            printf("# README.md's key reference differs from src/config.c's table at its line %zu; "
+            printf("# README.md's key reference differs from src/lib/config.c's table at its line %zu; "
                    "run `make config-doc`\n",
                    line);
         }

@@ -1,5 +1,5 @@
 /* test_dlq.c — the pure helpers of the DLQ commands (parse.c, json.c,
- * replay_record.c, strmap.c, dlq_state.c, text.c): time, duration and count parsing,
+ * replay_filter.c, strmap.c, dlq_state.c, text.c): time, duration and count parsing,
  * the state topic's JSON (written, read back, hostile input), the replay
  * filters, the replayed record's headers, the string map against a
  * brute-force model, the lifecycle rule (latest status per id, not older

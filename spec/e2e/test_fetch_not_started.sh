@@ -7,7 +7,7 @@
 # answered the committed-offset fetch (OffsetFetch); when that fails for good
 # it reports a consumer error and never starts the partition. One injected
 # OffsetFetch error, right before the gateway's first assignment, does it to
-# all 4 partitions. The gateway's fetch watch (gw_fetchwatch.c) sees them
+# all 4 partitions. The gateway's fetch watch (gw_unstarted.c) sees them
 # "none" in librdkafka's statistics, assigns them again, and the records are
 # all handled exactly once. Then, idle and drained, the partitions are
 # fetching with nothing to read: the watch must not fire again.

@@ -4,7 +4,7 @@
 #
 # librdkafka 2.0.2's broker thread stops fetching a partition whose queue
 # holds queued.min.messages and looks again only when something wakes it, at
-# the latest after 1 s (gw_fetchwake.c). The records are produced in batches
+# the latest after 1 s (gw_fetch_wakeup.c). The records are produced in batches
 # of 100 and the prefetch holds 50: the embedded broker answers a fetch with
 # one batch per partition, so every fetch fills the queue and stops the
 # fetcher, and each further batch waits for a wake-up. Without the wake-up

@@ -12,7 +12,7 @@
 # fetcher). Then the refusals begin, and gateway B, in the same group (so it
 # starts from A's committed offsets: a new group's offset reset would ask
 # ListOffsets itself and never start), handles as many records again: a
-# failed ask waits a second before the next (gw_fetchwake.c). `errgate
+# failed ask waits a second before the next (gw_fetch_wakeup.c). `errgate
 # offsets` asks ListOffsets too, so B's progress is read from its metrics.
 # Gateway C, a new group started beside B, never starts reading (its offset
 # reset is refused); the consumer errors it gets instead are not records,

@@ -7,7 +7,7 @@
 # back up the chain (e.g. gateway.c calling gw_admin.c while gw_admin.c
 # calls gateway.c) is a cycle and fails.
 source "$(dirname "$0")/lib.sh"
-OBJ="$ROOT/$BUILD/obj"
+OBJ="$ROOT/$BUILD/obj/gateway"
 ORDER=(gw_run gw_admin gw_reload gateway gw_incident gw_rungs)
 
 command -v nm >/dev/null || die "nm is missing (Debian package binutils)"

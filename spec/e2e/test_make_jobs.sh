@@ -24,7 +24,7 @@ if [ "\$1" = --exists ] && [ ! -e "$MARK" ]; then sleep 2; touch "$MARK"; exit 1
 exec /usr/bin/pkg-config "\$@"
 SH
 chmod +x "$T/bin/cc" "$T/bin/pkg-config"
-OBJS=("$B/obj/util.o" "$B/obj/sha256.o" "$B/obj/keyset.o")
+OBJS=("$B/obj/lib/util.o" "$B/obj/lib/sha256.o" "$B/obj/gateway/keyset.o")
 
 # goals `check-deps OBJECTS`, as `all: check-deps $(BUILD)/errgate ...` once had
 # them; DEB_PKGS=make keeps the real `make deps` that check-deps then runs from

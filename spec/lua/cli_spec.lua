@@ -1,5 +1,5 @@
 -- cli_spec.lua — `errgate policy test --from-topic` without Kafka: lane
--- records (as src/lane_cases.c writes them) rebuilt into cases for each
+-- records (as src/commands/lane_cases.c writes them) rebuilt into cases for each
 -- header profile (errgate.recorded), replayed against a policy with the
 -- in-place retries followed, compared, and rendered as the table and summary
 -- of errgate.cli; and `policy check --ordering` handing the ordering to the

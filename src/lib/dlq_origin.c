@@ -1,7 +1,7 @@
 /* dlq_origin.c — the original coordinates of a DLQ record in any dialect
  * (see dlq_origin.h). Header names and encodings, from each system's
  * sources:
- *   errgate  src/headers.h: original.topic, .partition, .offset (decimal),
+ *   errgate  src/lib/headers.h: original.topic, .partition, .offset (decimal),
  *            .timestamp (RFC 3339), .consumer.group
  *   spring   spring-kafka KafkaHeaders / DeadLetterPublishingRecoverer:
  *            kafka_dlt-original-topic, -partition (4-byte big-endian int),

@@ -1,4 +1,4 @@
-/* replay_record.c — whether `errgate replay`'s C filters select one lane
+/* replay_filter.c — whether `errgate replay`'s C filters select one lane
  * record (see dlq.h; the headers it sends back: replay_headers.c). Pure:
  * no Kafka client, no state; unit-tested in spec/c/test_dlq.c. */
 #include "dlq.h"

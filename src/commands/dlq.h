@@ -1,6 +1,6 @@
 /* dlq.h — what the DLQ operations commands share (`errgate replay`,
  * `errgate dlq stats|tail|resolve`): their plumbing (dlq_cli.c), what a
- * replay does to one record (replay_record.c), replay's --where (where.c)
+ * replay does to one record (replay_filter.c), replay's --where (where.c)
  * and the lifecycle statuses read and written by hand (dlq_state.c;
  * the states and their rule: lane_state.h). They read lanes with
  * kcli.h's reader, parse times and counts with parse.h, print with text.h
@@ -57,7 +57,7 @@ rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
  * is "dlq", argv[1] "watch". Returns the exit code. */
 int eg_cmd_dlq_watch(int argc, char **argv);
 
-/* ---- one replayed record (replay_record.c) ----------------------------- */
+/* ---- one replayed record (replay_filter.c) ----------------------------- */
 
 /* What the replay filters look at, borrowed from one lane record. NULL
  * strings are absent headers. */

@@ -17,7 +17,7 @@
 #define EG_EXIT_USAGE 2 /* usage, config, policy or target file error: nothing was consumed */
 #define EG_EXIT_STOP 3  /* `run`: the policy decided stop */
 
-int eg_cmd_broker(int argc, char **argv);  /* cmd_broker.c */
+int eg_cmd_broker(int argc, char **argv);  /* broker.c */
 int eg_cmd_run(int argc, char **argv);     /* gw_run.c */
 int eg_cmd_offsets(int argc, char **argv); /* cmd_offsets.c */
 int eg_cmd_policy(int argc, char **argv);  /* cmd_policy.c */

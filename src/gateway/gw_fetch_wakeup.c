@@ -1,4 +1,4 @@
-/* gw_fetchwake.c — librdkafka's fetcher looks at a drained prefetch queue
+/* gw_fetch_wakeup.c — librdkafka's fetcher looks at a drained prefetch queue
  * within source.fetch_wakeup_ms, not within a second.
  *
  * librdkafka 2.0.2 stops fetching a partition whose queue holds

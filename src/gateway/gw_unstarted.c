@@ -1,4 +1,4 @@
-/* gw_fetchwatch.c — an assigned partition that librdkafka never starts
+/* gw_unstarted.c — an assigned partition that librdkafka never starts
  * fetching is assigned again.
  *
  * librdkafka 2.0.2 starts fetching an assigned partition once it knows where

@@ -1,4 +1,4 @@
-/* cmd_broker.c — `errgate broker`: an embedded Kafka-protocol broker with a
+/* broker.c — `errgate broker`: an embedded Kafka-protocol broker with a
  * control socket, for local runs, demos and end-to-end tests.
  *
  * The broker is librdkafka's mock cluster (rdkafka_mock.h) hosted by a dummy

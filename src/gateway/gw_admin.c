@@ -36,7 +36,7 @@ static void policy_name_version(const eg_policy *p, char *name, size_t nlen, cha
 
 /* librdkafka statistics (served by the consumer poll, on the loop thread):
  * picks each partition's consumer_lag and fetch_state, then lets the fetch
- * watch (gw_fetchwatch.c) act on the states. A flat scan keyed on the last seen
+ * watch (gw_unstarted.c) act on the states. A flat scan keyed on the last seen
  * "topic" and "partition" fields; bounded by the JSON's length. Returns 0
  * so that librdkafka frees the JSON. */
 int eg_gw_on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {

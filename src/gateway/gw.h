@@ -112,7 +112,7 @@ typedef struct eg_part {
     uint64_t *processed;
     int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
     int64_t assigned_ms;  /* monotonic time of the assignment (or the fetch watch's re-assignment) */
-    int unstarted;        /* statistics reports in a row with the fetcher not started (gw_fetchwatch.c) */
+    int unstarted;        /* statistics reports in a row with the fetcher not started (gw_unstarted.c) */
     struct eg_gw *gw;     /* the owner, for timer callbacks */
     struct eg_part *next;
 } eg_part;
@@ -181,7 +181,7 @@ typedef struct eg_gw {
     eg_shadow *shadow;                 /* the shadow policy (cfg->shadow_policy), or NULL */
     eg_audit *audit;                   /* the audit topic the overrides come from */
     struct eg_gw_coverage *coverage;   /* the assignment check (gw_coverage.c), NULL when off */
-    struct eg_gw_fetchwake *fetchwake; /* the fetchers' wake-up (gw_fetchwake.c), NULL when off */
+    struct eg_gw_fetchwake *fetchwake; /* the fetchers' wake-up (gw_fetch_wakeup.c), NULL when off */
     struct eg_ov_req *ov_reqs;         /* admin requests waiting for their audit record (gw_incident.c) */
     int overrides_changed;             /* set by gw_incident.c: pauses and rung due times are to follow */
     struct {
@@ -248,7 +248,7 @@ void eg_gw_coverage_revoked(eg_gw_coverage *c);
 /* Frees c (NULL is fine). */
 void eg_gw_coverage_free(eg_gw_coverage *c);
 
-/* gw_fetchwatch.c: an assigned partition librdkafka never starts fetching
+/* gw_unstarted.c: an assigned partition librdkafka never starts fetching
  * is assigned again (the file comment says when). */
 /* Notes p's fetch state as a statistics report gives it (state: len bytes,
  * not NUL-terminated). */
@@ -257,7 +257,7 @@ void eg_gw_fetch_state(eg_part *p, const char *state, size_t len);
  * partition has not started for long enough. */
 void eg_gw_fetchwatch(eg_gw *gw);
 
-/* gw_fetchwake.c: librdkafka's broker threads are woken while records are
+/* gw_fetch_wakeup.c: librdkafka's broker threads are woken while records are
  * taken, so a drained prefetch queue is refilled within interval_ms (the
  * file comment says why). */
 typedef struct eg_gw_fetchwake eg_gw_fetchwake;
