@@ -1,7 +1,8 @@
 # errgate — hand-written Makefile.
 #
 #   make            build build/errgate and build/flaky-handler
-#   make deps       install missing Debian packages (as root), or print the command
+#   make deps       install missing Debian packages (as root), or print the command;
+#                   make test-deps also those only the tests need (Java 17, Maven)
 #   make test       C unit tests, busted specs, end-to-end tests; ends "N passed, N failed"
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
@@ -16,7 +17,15 @@
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
             lua-busted lua-cjson kcat python3 python3-confluent-kafka python3-yaml curl valgrind prometheus wrk time pkg-config gcc make \
             mandoc libcurl4-openssl-dev openssl lua-check clang-format libjemalloc-dev
+# what `make test` needs besides: the real-cluster suites run Apache Kafka's
+# broker (Java 17), fetched from Maven Central by spec/kafka/cluster.sh
+TEST_DEB_PKGS := openjdk-17-jre-headless maven
 PC_PKGS  := luajit rdkafka libevent msgpack libcurl
+
+# the broker the end-to-end suites run on: both (every suite on the embedded
+# broker, the suites marked for it on a real Apache Kafka cluster too),
+# embedded, or kafka (spec/run.sh, spec/kafka/cluster.sh)
+BROKER  ?= both
 
 CC      ?= cc
 BUILD   ?= build
@@ -63,13 +72,13 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps check-deps test demo bench chaos soak clean lint format install uninstall config-doc
+.PHONY: all deps test-deps check-deps test demo bench chaos soak clean lint format install uninstall config-doc
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
 # ---- dependencies ---------------------------------------------------------
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+	@missing=""; for p in $(DEB_PKGS) $(if $(filter test test-deps,$(MAKECMDGOALS)),$(TEST_DEB_PKGS)); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; exit 0; fi; \
@@ -80,6 +89,9 @@ deps:
 	  echo "deps: missing Debian packages:$$missing"; \
 	  echo "deps: run: sudo apt-get install -y$$missing"; exit 1; \
 	fi
+
+# make deps with what make test needs besides (TEST_DEB_PKGS)
+test-deps: deps
 
 # Every compile has check-deps as an order-only prerequisite, so `make -j` on
 # a fresh machine compiles nothing before the packages are in. When the goals
@@ -119,7 +131,7 @@ $(BUILD)/obj:
 
 # ---- use --------------------------------------------------------------------
 test: deps all $(CTESTS) $(TEST_TOOLS) lint
-	@BUILD=$(BUILD) SAN=$(SAN) bash spec/run.sh
+	@BUILD=$(BUILD) SAN=$(SAN) BROKER=$(BROKER) bash spec/run.sh
 
 demo: deps all
 	@BUILD=$(BUILD) bash examples/demo.sh

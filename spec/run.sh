@@ -13,12 +13,18 @@
 # times the machine's load would skew) runs with no other suite. Each
 # suite's report is printed in the order of the list below, whatever order
 # they finish in, with the suite's own wall time.
-# Usage: spec/run.sh [PATTERN]  — PATTERN filters suites by name (grep -E).
+# Usage: spec/run.sh [PATTERN]  — PATTERN filters suites by name (grep -E):
+# e2e/NAME on the embedded broker, kafka/NAME on a real cluster.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export BUILD
 FILTER=${1:-${TESTS:-.}}
+# BROKER: both (default: every suite on the embedded broker, the suites
+# marked "# spec/run.sh: kafka" on a real cluster too), embedded, or kafka
+# (only the marked suites, on a real cluster)
+BROKER=${BROKER:-both}
+case $BROKER in both | embedded | kafka) ;; *) echo "BROKER must be both, embedded or kafka, not '$BROKER'" >&2; exit 2 ;; esac
 JOBS=${TEST_JOBS:-2}
 case $JOBS in ''|*[!0-9]*|0) echo "TEST_JOBS must be a positive number, not '$JOBS'" >&2; exit 2 ;; esac
 passed=0
@@ -85,6 +91,7 @@ run_suite() {
   NAMES+=("$name")
 }
 
+[ "$BROKER" = kafka ] && FILTER="^kafka/($FILTER)|^kafka/.*($FILTER)" # only the real-cluster suites
 for t in "$BUILD"/test_*; do
   [ -x "$t" ] && run_suite "c/$(basename "$t")" "$t"
 done
@@ -108,13 +115,40 @@ for c in spec/cases/*.jsonl; do
   run_suite "cases/$(basename "$c" .jsonl)" bash spec/cases/run.sh "$c"
 done
 SLOTS=$JOBS
-for t in spec/e2e/test_*.sh; do
-  if grep -qx '# spec/run.sh: alone' "$t"; then
-    drain; run_suite "e2e/$(basename "$t" .sh)" bash "$t"; drain
+# e2e_suite NAME CMD...: runs an e2e suite, alone when its script says so.
+e2e_suite() {
+  local name=$1; shift
+  if grep -qx '# spec/run.sh: alone' "${@: -1}"; then
+    drain; run_suite "$name" "$@"; drain
   else
-    run_suite "e2e/$(basename "$t" .sh)" bash "$t"
+    run_suite "$name" "$@"
   fi
-done
+}
+if [ "$BROKER" != kafka ]; then
+  for t in spec/e2e/test_*.sh; do
+    grep -qx '# spec/run.sh: kafka only' "$t" && continue
+    e2e_suite "e2e/$(basename "$t" .sh)" env BROKER=embedded bash "$t"
+  done
+fi
+# the suites marked "# spec/run.sh: kafka" again on a real Apache Kafka
+# cluster each (spec/kafka/cluster.sh; its release is fetched once first),
+# and those marked "# spec/run.sh: kafka only" there alone
+if [ "$BROKER" != embedded ]; then
+  kafka_suites=()
+  for t in spec/e2e/test_*.sh; do
+    grep -qxE '# spec/run.sh: kafka( only)?' "$t" && echo "kafka/$(basename "$t" .sh)" | grep -Eq "$FILTER" && kafka_suites+=("$t")
+  done
+  if [ ${#kafka_suites[@]} -gt 0 ]; then
+    drain
+    if ! spec/kafka/cluster.sh fetch >"$LOGDIR/kafka-fetch.log" 2>&1; then
+      echo "not ok 1 - the Kafka release for the real-cluster suites could not be fetched"
+      sed 's/^/#   | /' "$LOGDIR/kafka-fetch.log" | tail -20
+      failed=$((failed + 1))
+    else
+      for t in "${kafka_suites[@]}"; do e2e_suite "kafka/$(basename "$t" .sh)" env BROKER=kafka bash "$t"; done
+    fi
+  fi
+fi
 drain
 rm -rf "$LOGDIR"
 echo "$passed passed, $failed failed"

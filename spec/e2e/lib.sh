@@ -27,6 +27,7 @@ cleanup() {
   done
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
+  [ -z "$KAFKA_DIR" ] || "$ROOT/spec/kafka/cluster.sh" down --dir "$KAFKA_DIR" >/dev/null 2>>"$T/kafka.err"
   # a sanitizer report in any process's stderr fails the test (make test SAN=1)
   if grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err >/dev/null 2>&1; then
     not_ok "sanitizer reports in: $(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err | xargs -n1 basename | tr '\n' ' ')"
@@ -64,8 +65,19 @@ wait_for() {
   done
 }
 
-# start_broker [ARGS...]: start `errgate broker`; sets BOOTSTRAP and CONTROL.
+# The broker the suite runs on: BROKER=embedded (`errgate broker`, the
+# default) or BROKER=kafka (a real Apache Kafka cluster of its own, started
+# by spec/kafka/cluster.sh in $T/kafka and removed at the exit). spec/run.sh
+# runs a suite that has the line "# spec/run.sh: kafka" on both.
+BROKER=${BROKER:-embedded}
+case $BROKER in embedded | kafka) ;; *) echo "BROKER must be embedded or kafka, not '$BROKER'" >&2; exit 2 ;; esac
+KAFKA_DIR=""
+
+# start_broker [--brokers N] [--topic NAME:PARTITIONS]...: start the suite's
+# broker (BROKER); sets BOOTSTRAP, and CONTROL on the embedded broker (its
+# fault-injection port; empty on a real cluster, where broker_ctl fails).
 start_broker() {
+  [ "$BROKER" = kafka ] && { start_kafka "$@"; return; }
   bg broker "$EG" broker "$@"
   BROKER_PID=$LASTPID
   wait_for 10 grep -q '^control=' "$T/broker.out" || die "broker did not start: $(cat "$T/broker.err")"
@@ -74,8 +86,39 @@ start_broker() {
   export ERRGATE_BOOTSTRAP=$BOOTSTRAP
 }
 
+# start_kafka [--brokers N] [--topic NAME:PARTITIONS]...: a real cluster of
+# N brokers (1 by default) with the topics created (spec/e2e/topics.py).
+start_kafka() {
+  local n=1 topics=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --brokers) n=$2; shift 2 ;;
+      --topic) topics+=("$2"); shift 2 ;;
+      *) die "start_broker: $1 has no meaning on a real cluster" ;;
+    esac
+  done
+  KAFKA_DIR=$T/kafka
+  "$ROOT/spec/kafka/cluster.sh" up --dir "$KAFKA_DIR" --brokers "$n" >"$T/kafka.out" 2>"$T/kafka.err" ||
+    die "the Kafka cluster did not start: $(tail -5 "$T/kafka.err")"
+  BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$T/kafka.out" | head -1)
+  CONTROL=""
+  export ERRGATE_BOOTSTRAP=$BOOTSTRAP
+  [ ${#topics[@]} = 0 ] || $PY "$ROOT/spec/e2e/topics.py" "$BOOTSTRAP" "${topics[@]}" 2>"$T/topics.err" ||
+    die "topics not created: $(cat "$T/topics.err")"
+}
+
+# create_topic NAME PARTITIONS: creates a topic on the suite's broker.
+create_topic() {
+  if [ "$BROKER" = kafka ]; then $PY "$ROOT/spec/e2e/topics.py" "$BOOTSTRAP" "$1:$2" >/dev/null
+  else broker_ctl topic-create "$1" "$2" >/dev/null; fi
+}
+
+# kafka_broker_pid N: the pid of the real cluster's broker N.
+kafka_broker_pid() { sed -n "s/^broker\.$1\.pid=//p" "$KAFKA_DIR/cluster.env" | tail -1; }
+
 # broker_ctl COMMAND...: send one line to the broker's control socket, print the reply.
 broker_ctl() {
+  [ -n "$CONTROL" ] || { echo "broker_ctl: the real cluster has no control port (BROKER=kafka)"; return 1; }
   local host=${CONTROL%:*} port=${CONTROL##*:} reply
   exec 9<>"/dev/tcp/$host/$port" || return 1
   echo "$*" >&9

@@ -5,6 +5,7 @@
 # moves); a broken policy file is refused with its reason, the error is kept
 # and the old policy goes on deciding; SIGHUP takes the same path. A second
 # gateway without admin.token_file answers 403 on POST /reload.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 TOKEN=tok-$RANDOM-$RANDOM-admin
 

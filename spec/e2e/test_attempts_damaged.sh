@@ -41,7 +41,7 @@ want="dup-bad-last=5 dup-max=8 empty=1 good=4 huge=1 negative=1 nonnum=1 null=1"
 check "DLQ: one errgate.attempts each, counted on from the largest well-formed value ($got)" [ "$got" = "$want" ]
 
 # back through errgate replay (a damaged copy is written by hand to a lane first)
-broker_ctl topic-create manual.dlq 1 >/dev/null
+create_topic manual.dlq 1
 printf '{"id":"m1","mode":"permanent"}' | kcat -P -b "$BOOTSTRAP" -t manual.dlq -k manual -H errgate.attempts=oops \
   -H errgate.attempts=6 -H errgate.attempts=-1 -H errgate.id=src/0/99 2>/dev/null
 "$EG" replay -b "$BOOTSTRAP" --from manual.dlq --to src >"$T/replay.out" 2>&1 || not_ok "replay failed: $(cat "$T/replay.out")"

@@ -4,6 +4,7 @@
 # and restarted each time. In the end every record has exactly one kind of
 # outcome, none is missing, committed offsets equal end offsets; duplicate
 # deliveries are reported (at-least-once allows them, loss is never allowed).
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 N=${CRASH_RECORDS:-8000}
 KILLS=5

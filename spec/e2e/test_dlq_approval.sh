@@ -8,6 +8,7 @@
 # approved replays only approved ones; --include-resolved overrides);
 # `dlq approve` by --class, --id and --where (dry run, author, idempotent,
 # refuses resolved items); `dlq stats --by state` adds up.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/dlq_story.sh"
 

@@ -6,6 +6,7 @@
 # record dead-lettered again after its resolution is open again);
 # accepted-loss needs a reason; tail prints one line per record, in time
 # order, never the payload unless --payload, and -f follows until SIGTERM.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/dlq_story.sh"
 
@@ -129,7 +130,7 @@ expect "stats: permanent shows 2 resolved, $((N_PERMANENT - 2)) open" \
 expect "stats: resolved by status names them" 'grep -q "^resolved by status: replayed 0  accepted-loss 1  closed 1$" "$T/s8.out"'
 
 # replay marks what it replayed
-broker_ctl topic-create src.replay 4 >/dev/null
+create_topic src.replay 4
 "$EG" replay -b "$BOOTSTRAP" --from src.dlq --to src.replay --class transient >"$T/rp.out" 2>&1; rc=$?
 dlq stats src.dlq -b "$BOOTSTRAP" >"$T/s9.out"
 expect "after replay: every transient record resolved as replayed (rc $rc)" \

@@ -12,7 +12,7 @@ printf 'k3\tv\n' | kcat -P -b "$BOOTSTRAP" -t src.dlq -K $'\t' -H error.class=tr
 check "valgrind approve (rc $rc)" vg_ok $rc 0 "$T/vg1.log"
 "${VG[@]}" --log-file="$T/vg2.log" "$EG" dlq stats src.dlq --by state --prometheus >/dev/null 2>&1; rc=$?
 check "valgrind stats (rc $rc)" vg_ok $rc 0 "$T/vg2.log"
-broker_ctl topic-create out 2 >/dev/null
+create_topic out 2
 "${VG[@]}" --log-file="$T/vg3.log" "$EG" replay --from src.dlq --to out --state approved >"$T/r.out" 2>&1; rc=$?
 check "valgrind replay (rc $rc) $(tail -1 $T/r.out)" vg_ok $rc 0 "$T/vg3.log"
 bg hook $PY "$ROOT/spec/e2e/webhook_server.py" "$T/alerts.jsonl" --fail 1

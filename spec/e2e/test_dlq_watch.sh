@@ -6,6 +6,7 @@
 # retried with back-off while the receiver fails, SIGTERM stops it cleanly,
 # a restart with the same group resumes after the last incident written,
 # an alert still being retried at SIGTERM is dropped and said so.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 MARKER=PAYLOAD-MARKER-77aa
 expect() { local d=$1; shift; if eval "$*"; then ok "$d"; else not_ok "$d"; fi; }

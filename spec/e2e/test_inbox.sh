@@ -9,6 +9,7 @@
 # Audit: every record has exactly one outcome (normalized, quarantined, or
 # accepted with the reason its decision line states, and recorded as
 # accepted-loss in inbox.state) and the group commits to the end.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic inbox:1

@@ -116,7 +116,7 @@ ok = all(len(r) == len(rows[0]) and r[1].isdigit() for r in body) and tot and su
 print("# %r" % [r[:2] for r in body])
 sys.exit(0 if ok else 1)
 PY
-broker_ctl topic-create hostile-out 1 >/dev/null
+create_topic hostile-out 1
 "$EG" replay -b "$BOOTSTRAP" --from hostile --to hostile-out --dry-run >"$T/dry.out" 2>"$T/dry.err"; rc=$?
 check "replay --dry-run: a table row per record, each exactly its 7 cells, no raw control byte (rc $rc)" \
   $PY - "$T/dry.out" "$N" <<'PY'

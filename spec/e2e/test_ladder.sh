@@ -35,6 +35,7 @@
 # 30% outage makes more than half of the calls fail, and an open breaker
 # holds healthy records by design.
 # spec/run.sh: alone
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 POLICY="$ROOT/examples/payments/policy.lua"

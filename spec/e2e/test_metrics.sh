@@ -4,6 +4,7 @@
 # run's accounting (the summary log line and the lane topics' record counts).
 # Payloads carry a marker that must never appear in a log line, and every
 # log line parses as JSON.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 N=3000
 MARKER=PAYLOAD-MARKER-5c1e

@@ -8,6 +8,7 @@
 # with a short TTL expires on its own on both, each logging it; a clear sent
 # to B removes the override from A; a dlq-guard reset sent to B reaches A.
 # The audit topic holds every change.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:2 --topic src.dlq:2 --topic src.quarantine:2

@@ -15,6 +15,7 @@
 # in at most twice the time it took under the good candidate, plus 5 s.
 # Bad input: a missing candidate file is a config error; `ctl shadow`
 # with an extra argument is a usage error.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 N=${SHADOW_RECORDS:-3000}
 BATCH=${SHADOW_BATCH:-1500}

@@ -4,14 +4,37 @@
  * Output: one line per partition "TOPIC PARTITION COMMITTED END LAG"
  * (COMMITTED is -1 when the group has committed nothing there), then
  * "total COMMITTED_SUM END_SUM LAG_SUM", where a partition without a commit
- * counts its whole log as lag. Reads only: it never joins the group. */
+ * counts its whole log as lag. Reads only: it never joins the group.
+ *
+ * Bounded: every request has its own timeout, yet librdkafka 2.0.2 can
+ * wait for ever on a real cluster whose group coordinator's broker was
+ * just killed (and in rd_kafka_destroy); the whole command has a deadline
+ * (OFFSETS_DEADLINE_S), past which it says so on stderr and exits 1, or,
+ * once its answer is printed, exits with that answer's status. */
 #include "cli.h"
 #include "kconf.h"
 
 #include <librdkafka/rdkafka.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define OFFSETS_DEADLINE_S 60
+
+/* The exit status once the answer is printed, -1 before. */
+static volatile sig_atomic_t answered = -1;
+
+/* SIGALRM past the deadline: async-signal-safe. */
+static void on_deadline(int sig) {
+    (void)sig;
+    if (answered >= 0) _exit(answered);
+    static const char msg[] = "errgate offsets: no answer from the cluster within 60 s\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(EG_EXIT_FAIL);
+}
 
 /* Prints the usage text of `errgate offsets` on stdout. */
 static void usage(void) {
@@ -55,6 +78,10 @@ int eg_cmd_offsets(int argc, char **argv) {
         return 2;
     }
     rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
+    struct sigaction sa = {.sa_handler = on_deadline};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(OFFSETS_DEADLINE_S);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
     if (!rk) {
         fprintf(stderr, "errgate offsets: %s\n", e);
@@ -103,6 +130,8 @@ int eg_cmd_offsets(int argc, char **argv) {
         tl += lag;
     }
     if (rc == 0) printf("total %lld %lld %lld\n", tc, te, tl);
+    fflush(stdout);
+    answered = rc;
     rd_kafka_topic_partition_list_destroy(l);
     rd_kafka_destroy(rk);
     return rc;

@@ -1262,6 +1262,31 @@ void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_
 
 /* -------------------------------------------------------------- consumer */
 
+/* A consumer error by which the broker refuses the group's settings for
+ * good: librdkafka 2.0.2 tries to join again every few seconds for ever,
+ * so the gateway would wait unready with nothing said but a warning a
+ * line. Before the first assignment (nothing consumed) it stops with
+ * exit 2, as for any config error; later (the broker's settings changed
+ * under a running group) with exit 1, committing what is finished. */
+static void group_refused(eg_gw *gw, rd_kafka_resp_err_t err) {
+    const char *why = NULL;
+    switch (err) {
+    case RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT:
+        why = "the broker refuses kafka[\"session.timeout.ms\"] (outside its group.min.session.timeout.ms .. "
+              "group.max.session.timeout.ms)";
+        break;
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+        why = "the broker refuses the group: not authorized (an ACL on the group)";
+        break;
+    case RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL:
+        why = "the broker refuses the group: its other members use another partition assignment strategy";
+        break;
+    default: return;
+    }
+    eg_log_msg(EG_ERROR, "group_refused", "group %s: %s", gw->cfg->group, why);
+    eg_gw_begin_stop(gw, gw->assigned_once ? EG_EXIT_FAIL : EG_EXIT_USAGE, "the broker refuses the group");
+}
+
 /* A message from p's own queue, or (p NULL) from the consumer queue, where
  * it is looked up. */
 static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
@@ -1269,6 +1294,7 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             eg_log_msg(EG_WARN, "consumer_error", "%s%s%s", rd_kafka_err2str(m->err), m->rkt ? " topic " : "",
                        m->rkt ? rd_kafka_topic_name(m->rkt) : "");
+        group_refused(gw, m->err);
         rd_kafka_message_destroy(m);
         return;
     }
