@@ -316,6 +316,14 @@ int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen);
 /* The scrape-time series of the incident controls. */
 void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out);
 
+/* gw_topics.c */
+
+/* Makes sure every lane, rung and (inbox mode) state topic of the source
+ * topics exists, creating a missing one with its source's partition count
+ * (state topics compacted); says what it could not do. Call after
+ * eg_gw_rungs_sync, before the loop runs. */
+void eg_gw_topics_ensure(eg_gw *gw);
+
 /* gw_rungs.c */
 
 /* Adds the rung topics of the current policy (one per source topic and

@@ -97,6 +97,7 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     gw->cev = event_new(gw->base, gw->cpipe[0], EV_READ | EV_PERSIST, eg_gw_on_consumer_queue, gw);
     event_add(gw->cev, NULL);
     eg_gw_rungs_sync(gw);
+    eg_gw_topics_ensure(gw);
     gw->coverage = eg_gw_coverage_new(gw);
     gw->fetchwake = eg_gw_fetchwake_new(gw->rk, cfg->fetch_wakeup_ms, gw->m.fetch_wakeups);
     return eg_gw_subscribe(gw, err, errlen);

@@ -19,10 +19,12 @@
  * assignment): a ladder decision for its records becomes a hold
  * (unknown_rung, gateway.c).
  *
- * Topics missing on the cluster: the rung topics are subscribed by name; a
- * cluster that does not auto-create topics needs them created beforehand
- * (the first ladder write to a missing one fails like any lane write:
- * retried, loud, nothing committed past it). */
+ * Topics missing on the cluster: the rung topics are subscribed by name;
+ * those of the ladder at start are created by gw_topics.c where the
+ * cluster lets it; a rung that only a reload names, on a cluster that does
+ * not auto-create topics, must be created beforehand (the first ladder
+ * write to a missing one fails like any lane write: retried, loud, nothing
+ * committed past it). */
 #include "gw.h"
 #include "headers.h"
 #include "log.h"

@@ -56,6 +56,19 @@ typedef struct eg_lread {
  * exist, or -1 with err filled when the cluster cannot be asked. */
 int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
 
+/* Makes sure topic exists before it is written: when absent, creates it
+ * through the Admin API with `partitions` partitions (at least 1), the
+ * cluster's default replication factor, and cleanup.policy=compact when
+ * compact is set. *existing (may be NULL) receives the partition count the
+ * topic had (0: it was absent). Returns 1 when it created the topic, 0 when
+ * it existed or could not be created, -1 with err only when the cluster
+ * cannot be asked at all. When it could not be created (no reachable
+ * controller, as on librdkafka's mock cluster, or CreateTopics refused: an
+ * ACL, a policy) a one-line note says so and what happens instead ("" when
+ * nothing is to be said). Blocks up to about 30 s. */
+int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int *existing, char *note,
+                    size_t notelen, char *err, size_t errlen);
+
 /* Creates the consumer (takes conf), checks that topic exists and records
  * its partitions and watermarks. group may be NULL (a throw-away id).
  * Returns 0; -2 when the topic does not exist, -1 on other errors, both

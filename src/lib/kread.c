@@ -22,6 +22,7 @@
 #include <string.h>
 
 #define META_TIMEOUT_MS 10000
+#define ADMIN_TIMEOUT_MS 10000
 
 int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen) {
     const struct rd_kafka_metadata *md = NULL;
@@ -35,6 +36,75 @@ int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t err
         if (strcmp(md->topics[i].topic, topic) == 0 && !md->topics[i].err) n = md->topics[i].partition_cnt;
     rd_kafka_metadata_destroy(md);
     return n;
+}
+
+/* 1 when the cluster names a controller among its brokers (Admin requests
+ * can be served), 0 when not, -1 with err when it cannot be asked. */
+static int has_controller(rd_kafka_t *rk, char *err, size_t errlen) {
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, NULL, &md, ADMIN_TIMEOUT_MS);
+    if (e) {
+        snprintf(err, errlen, "cannot ask the cluster for its brokers: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    int32_t cid = rd_kafka_controllerid(rk, 0);
+    int found = 0;
+    for (int i = 0; i < md->broker_cnt; i++) found |= md->brokers[i].id == cid;
+    rd_kafka_metadata_destroy(md);
+    return found;
+}
+
+int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int *existing, char *note,
+                    size_t notelen, char *err, size_t errlen) {
+    note[0] = '\0';
+    int n = eg_topic_partitions(rk, topic, err, errlen);
+    if (existing) *existing = n > 0 ? n : 0;
+    if (n != 0) return n < 0 ? -1 : 0;
+    const char *what = compact ? " with cleanup.policy=compact" : "";
+    int ctl = has_controller(rk, err, errlen);
+    if (ctl < 0) return -1;
+    if (!ctl) {
+        snprintf(note, notelen,
+                 "cannot create %s%s: the cluster names no reachable controller for Admin requests "
+                 "(librdkafka's mock cluster has none); it will be auto-created%s",
+                 topic, what, compact ? " without compaction" : "");
+        return 0;
+    }
+    char e[256];
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions > 0 ? partitions : 1, -1, e, sizeof e);
+    if (!nt) {
+        snprintf(err, errlen, "%s: %s", topic, e);
+        return -1;
+    }
+    if (compact) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);
+    rd_kafka_AdminOptions_set_operation_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, o, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS * 2);
+    rd_kafka_resp_err_t x = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+    const char *why = ev && x ? rd_kafka_event_error_string(ev) : rd_kafka_err2str(x);
+    int created = 0; /* another writer may have created it meanwhile: ALREADY_EXISTS is no failure */
+    if (ev && !x) {
+        size_t cnt = 0;
+        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
+        const rd_kafka_topic_result_t **tr = res ? rd_kafka_CreateTopics_result_topics(res, &cnt) : NULL;
+        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+            x = rd_kafka_topic_result_error(tr[0]);
+            why = rd_kafka_topic_result_error_string(tr[0]);
+            if (!why) why = rd_kafka_err2str(x);
+            created = !x;
+        }
+    }
+    if (x)
+        snprintf(note, notelen, "cannot create %s%s: %s; it will be auto-created%s where the cluster allows that",
+                 topic, what, why, compact ? " without compaction" : "");
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_NewTopic_destroy(nt);
+    return created;
 }
 
 int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic, char *err, size_t errlen) {

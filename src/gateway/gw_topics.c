@@ -1,0 +1,96 @@
+/* gw_topics.c — the topics the gateway writes, made sure of at start.
+ *
+ * Before it subscribes, the gateway makes sure that every topic it will
+ * write exists: for each source topic (not a regex), its DLQ and
+ * quarantine lanes, its rung topics (the current policy's ladder, and in
+ * inbox mode the replay rung) and, in inbox mode, its state topic
+ * (`INBOX.state`, where an ignore is written as accepted loss). A missing
+ * one is created through the Admin API with its source's partition count
+ * (the largest, when sources share a lane), the cluster's default
+ * replication factor, and cleanup.policy=compact for a state topic. So a
+ * cluster that does not auto-create topics, or auto-creates them with one
+ * partition (Kafka's default), still has every lane a record may go to, on
+ * its source's partition number (DESIGN §4). An existing lane with fewer
+ * partitions than its source is said once (its records go to partition %
+ * count, lanes.c). What cannot be created (no controller, as on the
+ * embedded broker; an ACL; a topic policy) is said and left to
+ * auto-creation: the first write to a topic still missing then fails like
+ * any lane write (retried, loud, nothing committed past it). Rung topics
+ * that only a reload's new ladder names are not created here: they are
+ * auto-created where the cluster allows it.
+ *
+ * Locality: the loop thread, before the loop runs (it blocks for the Admin
+ * round trips, a few per topic at most). */
+#include "gw.h"
+#include "kcli.h"
+#include "lane_state.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One topic to make sure of. */
+typedef struct want {
+    char *name;
+    int partitions; /* the largest of its sources' */
+    int compact;
+} want;
+
+/* Adds name (taken) to w, or raises the partitions of the entry already
+ * there. */
+static void add(want **w, int *n, char *name, int partitions, int compact) {
+    for (int i = 0; i < *n; i++)
+        if (strcmp((*w)[i].name, name) == 0) {
+            if (partitions > (*w)[i].partitions) (*w)[i].partitions = partitions;
+            free(name);
+            return;
+        }
+    *w = eg_xrealloc(*w, (size_t)(*n + 1) * sizeof **w);
+    (*w)[(*n)++] = (want){name, partitions, compact};
+}
+
+void eg_gw_topics_ensure(eg_gw *gw) {
+    const eg_config *cfg = gw->cfg;
+    want *w = NULL;
+    int n = 0, uncontrolled = 0;
+    char err[512], note[700];
+    for (int t = 0; t < cfg->ntopics; t++) {
+        const char *src = cfg->topics[t];
+        if (eg_topic_is_regex(src)) continue;
+        int parts = eg_topic_partitions(gw->rk, src, err, sizeof err);
+        if (parts <= 0) continue; /* missing or not asked: the source's own checks say so */
+        add(&w, &n, eg_lane_topic(cfg->lane_dlq, src, NULL), parts, 0);
+        add(&w, &n, eg_lane_topic(cfg->lane_quarantine, src, NULL), parts, 0);
+        for (int k = 0; k < gw->nrts; k++)
+            if (strcmp(gw->rts[k].origin, src) == 0) add(&w, &n, eg_xstrdup(gw->rts[k].topic), parts, 0);
+        if (cfg->inbox) {
+            char st[512];
+            eg_dlq_state_topic(src, st, sizeof st);
+            add(&w, &n, eg_xstrdup(st), parts, 1);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int had = 0;
+        int r =
+            eg_topic_ensure(gw->rk, w[i].name, w[i].partitions, w[i].compact, &had, note, sizeof note, err, sizeof err);
+        if (r < 0) eg_log_msg(EG_WARN, "lane_topic_unknown", "%s: %s", w[i].name, err);
+        else if (r == 1)
+            eg_log_msg(EG_INFO, "lane_topic_created", "%s: %d partitions%s", w[i].name, w[i].partitions,
+                       w[i].compact ? ", cleanup.policy=compact" : "");
+        else if (note[0] && strstr(note, "no reachable controller")) uncontrolled++;
+        else if (note[0]) eg_log_msg(EG_WARN, "lane_topic_not_created", "%s", note);
+        else if (had < w[i].partitions)
+            eg_log_msg(EG_WARN, "lane_partitions",
+                       "%s has %d partitions, its source %d: records of a source partition >= %d go to "
+                       "that number %% %d",
+                       w[i].name, had, w[i].partitions, had, had);
+        free(w[i].name);
+    }
+    if (uncontrolled)
+        eg_log_msg(EG_INFO, "lane_topics_not_created",
+                   "%d missing lane topic(s) not created: the cluster names no controller for Admin requests "
+                   "(the embedded broker has none); they are auto-created on their first write",
+                   uncontrolled);
+    free(w);
+}
