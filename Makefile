@@ -134,7 +134,7 @@ test: deps all $(CTESTS) $(TEST_TOOLS) lint
 	@BUILD=$(BUILD) SAN=$(SAN) BROKER=$(BROKER) bash spec/run.sh
 
 demo: deps all
-	@BUILD=$(BUILD) bash examples/demo.sh
+	@BUILD=$(BUILD) BROKER=$(BROKER) bash examples/demo.sh
 
 bench: all
 	@BUILD=$(BUILD) bash bench/run.sh

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# demo.sh — `make demo`: the whole story on the embedded broker.
+# demo.sh — `make demo`: the whole story on the embedded broker
+# (`make demo BROKER=kafka`: the same story on a real Apache Kafka broker,
+# started by spec/kafka/cluster.sh, which needs Java 17 and Maven).
 #
 # Starts `errgate broker` and the flaky handler, produces 1,000 mixed records
 # to `orders`, runs the gateway with policies/default.lua until every record
@@ -12,16 +14,30 @@ EG="$ROOT/$BUILD/errgate"
 N=${DEMO_RECORDS:-1000}
 W=$(mktemp -d /tmp/errgate-demo.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+KAFKA_DIR=""
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ -z "$KAFKA_DIR" ] || "$ROOT/spec/kafka/cluster.sh" down --dir "$KAFKA_DIR" >/dev/null 2>&1
+}
 trap cleanup EXIT
 fail() { echo "demo: $*" >&2; echo "demo: logs kept in $W" >&2; exit 1; }
 wait_line() { for _ in $(seq 100); do grep -q "$1" "$2" && return 0; sleep 0.1; done; return 1; }
 
-echo "==> starting the embedded broker (orders: 4 partitions, lanes: 4 each)"
-"$EG" broker --topic orders:4 --topic orders.dlq:4 --topic orders.quarantine:4 >"$W/broker.out" 2>"$W/broker.err" &
-PIDS+=($!)
-wait_line '^control=' "$W/broker.out" || fail "broker did not start"
-export ERRGATE_BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$W/broker.out")
+if [ "${BROKER:-embedded}" = kafka ]; then
+  echo "==> starting a real Apache Kafka broker (spec/kafka/cluster.sh; orders: 4 partitions, lanes created by the gateway)"
+  KAFKA_DIR="$W/kafka"
+  "$ROOT/spec/kafka/cluster.sh" up --dir "$KAFKA_DIR" --brokers 1 >"$W/broker.out" 2>"$W/broker.err" ||
+    fail "the Kafka broker did not start: $(tail -3 "$W/broker.err")"
+  export ERRGATE_BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$W/broker.out")
+  /usr/bin/python3 "$ROOT/spec/e2e/topics.py" "$ERRGATE_BOOTSTRAP" orders:4 || fail "cannot create the topic orders"
+else
+  echo "==> starting the embedded broker (orders: 4 partitions, lanes: 4 each)"
+  "$EG" broker --topic orders:4 --topic orders.dlq:4 --topic orders.quarantine:4 >"$W/broker.out" 2>"$W/broker.err" &
+  PIDS+=($!)
+  wait_line '^control=' "$W/broker.out" || fail "broker did not start"
+  export ERRGATE_BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$W/broker.out")
+fi
 
 echo "==> starting the flaky handler"
 "$ROOT/$BUILD/flaky-handler" --log "$W/ok.log" >"$W/handler.out" 2>"$W/handler.err" &
