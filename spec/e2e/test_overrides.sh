@@ -28,6 +28,13 @@ out=$(ctl override list 2>&1); rc=$?
 check "override list (no token needed) shows it ($rc: $out)" exits_with "$rc" 0 "hold-perm  class=permanent  hold  until .* by ana: provider misreports 400" "$out"
 out=$(ctl --json override list)
 check "--json list is the endpoint's JSON ($out)" grep -q '"overrides":\[{"name":"hold-perm","match":"class","value":"permanent","action":"hold"' <<<"$out"
+out=$("$EG" ctl override list --json --admin "http://$ADDR")
+check "ctl's options after the command too: override list --json --admin URL ($out)" grep -q '"overrides":\[{"name":"hold-perm"' <<<"$out"
+out=$("$EG" ctl override set reason-is-an-option --class permanent --action hold --ttl 6s --reason --json \
+  --admin "http://$ADDR" --token-file "$T/token" 2>&1); rc=$?
+check "a value of override set that looks like ctl's option stays its value (--reason --json, $rc: $out)" \
+  exits_with "$rc" 0 "override reason-is-an-option set" "$out"
+ctl --token-file "$T/token" override clear reason-is-an-option >/dev/null 2>&1
 check "errgate_overrides_active is 1" bash -c "curl -s http://$ADDR/metrics | grep -q '^errgate_overrides_active 1'"
 
 { for i in 1 2 3; do printf 'k%d\t{"id":"p%d","mode":"permanent"}\n' "$i" "$i"; done; } | produce src

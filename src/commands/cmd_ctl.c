@@ -36,7 +36,7 @@
 #define CTL_DEFAULT_ADMIN "http://127.0.0.1:9464"
 
 static void usage(void) {
-    printf("usage: errgate ctl [--admin URL] [--token-file F] [--json] COMMAND\n"
+    printf("usage: errgate ctl [--admin URL] [--token-file F] [--json] COMMAND (options before or after it)\n"
            "\n"
            "Incident controls of a running gateway, through its admin endpoint.\n"
            "\n"
@@ -253,12 +253,23 @@ static int form_add(char *out, size_t outlen, const char *key, const char *value
     return w < 0 || (size_t)w >= outlen - n ? -1 : 0;
 }
 
+static int ctl_command(int argc, char **argv, const char *admin, const char *token_file, int json);
+
+/* The options of `override set`, each followed by its value. */
+enum { CLASS, CODE, TOPIC, RUNG, PAUSE, ACTION, DELAY, TTL, REASON, BY, NKEYS };
+static const char *const keys[NKEYS] = {"--class",  "--code",  "--topic", "--rung",   "--pause",
+                                        "--action", "--delay", "--ttl",   "--reason", "--by"};
+
+/* 1 when a is one of `override set`'s options (which take a value). */
+static int override_key(const char *a) {
+    for (int j = 0; j < NKEYS; j++)
+        if (!strcmp(a, keys[j])) return 1;
+    return 0;
+}
+
 /* `override set NAME ...` into a form body. argv[0] is "set". Returns 0,
  * or an exit code after a usage error. */
 static int override_form(int argc, char **argv, char *out, size_t outlen) {
-    enum { CLASS, CODE, TOPIC, RUNG, PAUSE, ACTION, DELAY, TTL, REASON, BY, NKEYS };
-    static const char *const keys[NKEYS] = {"--class",  "--code",  "--topic", "--rung",   "--pause",
-                                            "--action", "--delay", "--ttl",   "--reason", "--by"};
     const char *vals[NKEYS] = {0};
     if (argc < 2 || argv[1][0] == '-') return eg_usage_error("ctl override set", "missing NAME");
     for (int i = 2; i < argc; i++) {
@@ -287,31 +298,47 @@ static int override_form(int argc, char **argv, char *out, size_t outlen) {
     return bad ? eg_usage_error("ctl override set", "the arguments are too long") : 0;
 }
 
+/* `errgate ctl`. The options of ctl itself (--admin, --token-file, --json)
+ * are taken wherever they stand, before or after the command
+ * (`ctl override list --json`); the values of `override set`'s options are
+ * never read as such. */
 int eg_cmd_ctl(int argc, char **argv) {
     const char *admin = getenv("ERRGATE_ADMIN"), *token_file = getenv("ERRGATE_TOKEN_FILE");
-    int json = 0, i = 1;
+    int json = 0;
     if (!admin || !*admin) admin = CTL_DEFAULT_ADMIN;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        const char *a = argv[i];
+    char **rest = calloc((size_t)argc + 1, sizeof *rest); /* argv without ctl's own options */
+    if (!rest) return EG_EXIT_FAIL;
+    int n = 0, rc = -1;
+    rest[n++] = argv[0];
+    for (int k = 1; k < argc && rc < 0; k++) {
+        const char *a = argv[k];
         if (eg_is_help(a)) {
             usage();
-            return EG_EXIT_OK;
-        }
-        if (!strcmp(a, "--json")) {
+            rc = EG_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
             json = 1;
-            continue;
+        } else if (!strcmp(a, "--admin") || !strcmp(a, "--token-file")) {
+            if (k + 1 >= argc) rc = eg_usage_error("ctl", "%s needs a value", a);
+            else if (!strcmp(a, "--admin")) admin = argv[++k];
+            else token_file = argv[++k];
+        } else if (override_key(a) && k + 1 < argc) {
+            rest[n++] = argv[k++];
+            rest[n++] = argv[k];
+        } else {
+            rest[n++] = argv[k];
         }
-        if (strcmp(a, "--admin") && strcmp(a, "--token-file")) return eg_usage_error("ctl", "unknown option '%s'", a);
-        if (i + 1 >= argc) return eg_usage_error("ctl", "%s needs a value", a);
-        if (!strcmp(a, "--admin")) admin = argv[++i];
-        else token_file = argv[++i];
     }
-    if (i >= argc) return eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow)");
-    for (int k = i; k < argc; k++)
-        if (eg_is_help(argv[k])) {
-            usage();
-            return EG_EXIT_OK;
-        }
+    if (rc < 0 && n > 1 && rest[1][0] == '-') rc = eg_usage_error("ctl", "unknown option '%s'", rest[1]);
+    if (rc < 0 && n < 2) rc = eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow)");
+    if (rc < 0) rc = ctl_command(n, rest, admin, token_file, json);
+    free(rest);
+    return rc;
+}
+
+/* Runs the command argv[1..] (ctl's own options taken out) against admin.
+ * Returns the exit code. */
+static int ctl_command(int argc, char **argv, const char *admin, const char *token_file, int json) {
+    int i = 1;
     const char *path, *what, *method = "POST";
     char form[4096] = "", pathbuf[300];
     int nargs = argc - i;
@@ -324,8 +351,7 @@ int eg_cmd_ctl(int argc, char **argv) {
         what = "dlq-guard reset";
         const char *user = getenv("USER");
         if (user && *user && form_add(form, sizeof form, "by", user) != 0) form[0] = '\0';
-    } else if (!strcmp(cmd, "shadow") && (nargs == 1 || (nargs == 2 && !strcmp(sub, "--json")))) {
-        json |= nargs == 2; /* `ctl shadow --json` too */
+    } else if (!strcmp(cmd, "shadow") && nargs == 1) {
         path = "/shadow";
         what = "shadow";
         method = "GET";
