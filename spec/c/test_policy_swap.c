@@ -60,10 +60,10 @@ int main(void) {
     write_policy(v1, "1");
     write_policy(v2, "2");
     char err[512], id1[128] = "", id2[128] = "";
-    eg_policy *p = eg_policy_load(v1, 0, err, sizeof err);
+    eg_policy *p = eg_policy_load(v1, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err);
     if (p) snprintf(id1, sizeof id1, "%s", eg_policy_id(p));
     eg_policy_free(p);
-    p = eg_policy_load(v2, 0, err, sizeof err);
+    p = eg_policy_load(v2, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err);
     if (p) snprintf(id2, sizeof id2, "%s", eg_policy_id(p));
     eg_policy_free(p);
     CHECK(*id1 && *id2 && strcmp(id1, id2) != 0, "two versions, two ids (%s, %s)", id1, id2);
@@ -77,7 +77,7 @@ int main(void) {
         next_version = i % 2 ? v1 : v2;
         pthread_t t;
         pthread_create(&t, NULL, replace_later, (void *)(uintptr_t)(rand() % 3000));
-        p = eg_policy_load(path, 0, err, sizeof err);
+        p = eg_policy_load(path, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err);
         pthread_join(t, NULL);
         if (!p) {
             failed++;
