@@ -5,6 +5,7 @@
 -- then on calls only these functions:
 --   rt.load_policy(path) -> policy | nil, err     at start and on reload
 --   rt.load_target(path) -> fn | nil, err         for `target = lua`
+--   rt.load_config(path) -> table | nil, err      every -c CONFIG
 --   rt.decider(pol) -> decide_fields, reads_record     once per (re)load
 --   decide_fields(<failure and ctx fields>, record)    under lua_pcall, on
 --                                                 every failure
@@ -60,6 +61,13 @@ function rt.load_target(path)
     return nil, ("%s: must return a function(record), got %s"):format(path, type(v))
   end
   return v
+end
+
+-- load_config(path) -> value | nil, err
+-- Runs a gateway config file (text only) in sandbox.config_env(); the C
+-- loader (src/lib/config.c) validates what it returns.
+function rt.load_config(path)
+  return sandbox.run_file(path, sandbox.config_env())
 end
 
 -- inbox_target(format) -> fn

@@ -340,19 +340,52 @@ function sandbox.env(libdir, loaded)
   return e
 end
 
+-- config_env() -> table
+-- The environment of a gateway config file (src/lib/config.c, every -c of
+-- every command): what a policy's env holds (base functions, guarded
+-- string and table, math) without `require`, plus os.getenv, os.time,
+-- os.clock, os.date and os.difftime. Nothing that runs a process, writes
+-- or reads a file, or loads code: a config is data with a little logic.
+-- A name of the standard library that is left out is an error naming it
+-- (not a nil to call), so an operator reads why at once.
+local CONFIG_ALLOWS = "a config may use the base functions, string, table, math, os.getenv, os.time, os.clock, "
+  .. "os.date and os.difftime"
+local CONFIG_REFUSED = set { "io", "require", "load", "loadstring", "loadfile", "dofile", "package", "debug",
+                             "ffi", "jit", "module", "getfenv", "setfenv", "collectgarbage", "newproxy",
+                             "coroutine", "print", "gcinfo", "rawset", "getmetatable", "bit" }
+local function refusing(t, prefix, names)
+  return setmetatable(t, {
+    __index = function(_, k)
+      if names == nil or names[k] then
+        error(("%s%s is not available in a config (%s)"):format(prefix, tostring(k), CONFIG_ALLOWS), 2)
+      end
+    end,
+    __metatable = false,
+  })
+end
+
+function sandbox.config_env()
+  local e = sandbox.env()
+  e.require = nil
+  e.os = refusing({ getenv = os.getenv, time = os.time, clock = os.clock, date = os.date, difftime = os.difftime },
+                  "os.")
+  e.string = refusing(e.string, "string.", set { "dump" })
+  return refusing(e, "", CONFIG_REFUSED)
+end
+
 -- short_name(chunkname) -> the prefix Lua puts in messages for chunkname.
 local function short_name(chunkname)
   local _, err = loadstring("(", chunkname)
   return err:match("^(.-):1:") or chunkname
 end
 
--- load_file(path[, libdir, loaded]) -> fn, fixmsg | nil, err
--- Reads path, refuses bytecode, compiles it as text and binds it to a fresh
--- sandbox env whose require reaches libdir (default: lib/ beside path),
--- sharing `loaded` between the files of one load. fixmsg(msg) rewrites an
+-- load_file(path[, libdir, loaded, env]) -> fn, fixmsg | nil, err
+-- Reads path, refuses bytecode, compiles it as text and binds it to env,
+-- else to a fresh sandbox env whose require reaches libdir (default: lib/
+-- beside path), sharing `loaded` between the files of one load. fixmsg(msg) rewrites an
 -- error message raised by fn so it names path in full, on one line. err is
 -- one line naming the file (and the line, for syntax errors).
-function sandbox.load_file(path, libdir, loaded)
+function sandbox.load_file(path, libdir, loaded, env)
   if type(path) ~= "string" then return nil, "load: path must be a string" end
   local fh, oerr = io.open(path, "rb")
   if not fh then return nil, "cannot open " .. one_line(oerr) end
@@ -372,14 +405,15 @@ function sandbox.load_file(path, libdir, loaded)
   end
   local fn, cerr = loadstring(src, chunkname, "t")
   if not fn then return nil, fixmsg(cerr) end
-  setfenv(fn, sandbox.env(libdir or ((path:match("^(.*)/[^/]*$") or ".") .. "/lib"), loaded))
+  setfenv(fn, env or sandbox.env(libdir or ((path:match("^(.*)/[^/]*$") or ".") .. "/lib"), loaded))
   return fn, fixmsg
 end
 
--- run_file(path) -> value | nil, err
--- load_file, then runs the chunk protected; value is its first return.
-function sandbox.run_file(path)
-  local fn, fixmsg = sandbox.load_file(path)
+-- run_file(path[, env]) -> value | nil, err
+-- load_file (in env when given), then runs the chunk protected; value is
+-- its first return.
+function sandbox.run_file(path, env)
+  local fn, fixmsg = sandbox.load_file(path, nil, nil, env)
   if not fn then return nil, fixmsg end
   local ok, v = pcall(fn)
   if not ok then

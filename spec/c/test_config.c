@@ -2,7 +2,11 @@
  * key of eg_config_keys, a value of the wrong type, one below and one above
  * its bounds, and an unknown choice are refused with one line naming the
  * key; every table refuses an unknown key; every default is within its
- * bounds and is what a config without the key gets. */
+ * bounds and is what a config without the key gets. The loader of every
+ * -c (eg_config_load) runs the file sandboxed and bounded: no process, file
+ * or code loading, bytecode refused, a loop stopped by the budget, a memory
+ * bomb by the cap, SIGTERM ending a slow load at once; every shipped example
+ * config still loads. */
 #include "config.h"
 #include "tap.h"
 
@@ -10,9 +14,13 @@
 #include <lua.h>
 #include <lualib.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Every optional table present (with its required keys), so that each key
@@ -87,6 +95,128 @@ static double field_value(const eg_config *cfg, const eg_config_key *e) {
     int v;
     memcpy(&v, f, sizeof v);
     return v;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Writes text as DIR/hostile.lua and loads it with eg_config_load. Returns
+ * its result (err holds the message, *secs the time it took). */
+static int load_file(const char *text, double *secs) {
+    write_file("hostile.lua", text);
+    char p[256];
+    snprintf(p, sizeof p, "%s/hostile.lua", dir);
+    eg_config cfg;
+    err[0] = '\0';
+    double t0 = now_s();
+    int rc = eg_config_load(p, &cfg, err, sizeof err);
+    if (secs) *secs = now_s() - t0;
+    if (rc == 0) eg_config_free(&cfg);
+    unlink(p);
+    return rc;
+}
+
+/* 1 when the file text is refused with one line "config ..." holding want. */
+static int file_refused(const char *text, const char *want) {
+    if (load_file(text, NULL) == 0) {
+        printf("# accepted: %s\n", text);
+        return 0;
+    }
+    int ok = strstr(err, want) && !strchr(err, '\n') && strncmp(err, "config ", 7) == 0;
+    if (!ok) printf("# %s: got \"%s\", want \"%s\"\n", text, err, want);
+    return ok;
+}
+
+/* A thread (every signal blocked) that sends the process SIGTERM after
+ * 300 ms: the loader's thread is the one that takes it. */
+static void *term_later(void *arg) {
+    (void)arg;
+    nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+    kill(getpid(), SIGTERM);
+    return NULL;
+}
+
+/* The sandbox and the bounds of eg_config_load (issue 28, item 3). */
+static void test_sandbox(void) {
+    char pwned[200], text[600];
+    snprintf(pwned, sizeof pwned, "%s/pwned", dir);
+    snprintf(text, sizeof text, "os.execute('touch %s') return {}", pwned);
+    CHECK(file_refused(text, "os.execute is not available in a config") && access(pwned, F_OK) != 0,
+          "os.execute is refused with a clear error, and ran nothing");
+    static const char *const refused_calls[][2] = {
+        {"io.open('%s/w', 'w')", "io is not available"},
+        {"os.remove('%s/policy.lua')", "os.remove is not available"},
+        {"os.rename('%s/policy.lua', '/tmp/x')", "os.rename is not available"},
+        {"os.exit(0) -- %s", "os.exit is not available"},
+        {"os.tmpname() -- %s", "os.tmpname is not available"},
+        {"dofile('%s/policy.lua')", "dofile is not available"},
+        {"loadfile('%s/policy.lua')", "loadfile is not available"},
+        {"loadstring('return 1') -- %s", "loadstring is not available"},
+        {"require('os') -- %s", "require is not available"},
+        {"package.loadlib('%s/x.so', 'f')", "package is not available"},
+        {"debug.sethook() -- %s", "debug is not available"},
+        {"ffi.C.system('true') -- %s", "ffi is not available"},
+        {"string.dump(print) -- %s", "string.dump is not available"},
+        {"getmetatable('').__index.dump(function() end) -- %s", "getmetatable is not available"},
+    };
+    for (size_t i = 0; i < sizeof refused_calls / sizeof refused_calls[0]; i++) {
+        char call[300];
+        snprintf(call, sizeof call, refused_calls[i][0], dir);
+        snprintf(text, sizeof text, "%s\nreturn {}", call);
+        CHECK(file_refused(text, refused_calls[i][1]), "refused: %s", refused_calls[i][0]);
+    }
+    CHECK(file_refused("local d = ('').dump\nif d then d(function() end) end\nreturn nil", "must return a table"),
+          "('').dump is nil: bytecode cannot be made");
+    CHECK(file_refused("\033LJ\002\000", "bytecode is refused"), "a bytecode file is refused");
+
+    double secs;
+    int rc = load_file("while true do end", &secs);
+    CHECK(rc != 0 && strstr(err, "still running after 2000 ms") && secs < EG_CONFIG_BUDGET_MS / 1000.0 + 1,
+          "while true do end ends with a clear error within the budget (%.2f s: %s)", secs, err);
+    rc = load_file("while true do pcall(function() while true do end end) end", &secs);
+    CHECK(rc != 0 && strstr(err, "still running") && secs < EG_CONFIG_BUDGET_MS / 1000.0 + 1,
+          "a pcall in the config cannot swallow the budget (%.2f s)", secs);
+    rc = load_file("local t = {} for i = 1, 1e9 do t[i] = { i } end return t", &secs);
+    CHECK(rc != 0 && strstr(err, "used more than 64 MiB") && secs < EG_CONFIG_BUDGET_MS / 1000.0,
+          "a table bomb ends at the memory cap with a clear error (%.2f s: %s)", secs, err);
+    rc = load_file("local s = string.rep('x', 2^28) return {}", &secs);
+    CHECK(rc != 0 && strstr(err, "used more than 64 MiB"), "a string bomb ends at the memory cap (%s)", err);
+
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_create(&t, NULL, term_later, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = load_file("local t0 = os.clock() while os.clock() - t0 < 1.8 do end return {}", &secs);
+    pthread_join(t, NULL);
+    CHECK(rc != 0 && strstr(err, "loading interrupted by SIGTERM") && secs < 0.8,
+          "SIGTERM during a slow load ends it at once (%.2f s: %s)", secs, err);
+    struct sigaction sa;
+    sigaction(SIGTERM, NULL, &sa);
+    CHECK(sa.sa_handler == SIG_DFL, "SIGTERM's disposition is restored after the load");
+
+    snprintf(text, sizeof text,
+             "local home = os.getenv('HOME') or '/' local y = os.date('!%%Y', os.time())\n"
+             "assert(os.clock() >= 0 and os.difftime(2, 1) == 1 and tonumber(y) > 2000)\n"
+             "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g' .. string.upper('x'),"
+             " source = { topics = { 'src' } }, target = { http = { url = 'http://h/' } }, policy = 'policy.lua' }");
+    CHECK(load_file(text, NULL) == 0, "os.getenv, os.time, os.date, os.clock and string work in a config (%s)", err);
+
+    static const char *const shipped[] = {"examples/demo.lua", "examples/dlq-ops/config.lua",
+                                          "examples/inbox/config.lua", "examples/incident/config.lua",
+                                          "examples/payments/config.lua"};
+    setenv("ERRGATE_BOOTSTRAP", "localhost:9092", 1);
+    for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
+        eg_config cfg;
+        rc = eg_config_load(shipped[i], &cfg, err, sizeof err);
+        CHECK(rc == 0, "the shipped %s loads (%s)", shipped[i], rc ? err : "ok");
+        if (rc == 0) eg_config_free(&cfg);
+    }
+    unsetenv("ERRGATE_BOOTSTRAP");
 }
 
 int main(void) {
@@ -174,6 +304,16 @@ int main(void) {
     CHECK(refused("target.http.headers.*.path", "'t'", "unknown key 'target.http.headers.X-A.path'"),
           "a header's file table refuses an unknown key, naming the header");
     CHECK(refused("group", "nil", "missing required key 'group'"), "a missing required key is named");
+    /* a NUL inside a string would be cut there: refused, naming the key (issue 28) */
+    CHECK(refused("group", "'g\\0evil'", "group: contains a NUL byte"), "a group with a NUL byte is refused");
+    CHECK(refused("admin.audit_topic", "'a\\0b'", "admin.audit_topic: contains a NUL byte"),
+          "any string key with a NUL byte is refused, naming it");
+    CHECK(refused("source.inbox", "'auto\\0x'", "source.inbox: contains a NUL byte"),
+          "an enum with a NUL byte is refused, not read as its prefix");
+    CHECK(refused("source.topics", "{ 'src\\0x' }", "source.topics[1]: contains a NUL byte"),
+          "a source topic with a NUL byte is refused");
+    CHECK(refused("kafka.acks", "'all\\0x'", "kafka.acks: contains a NUL byte"),
+          "a kafka property with a NUL byte is refused");
     CHECK(refused("lanes.spill.dir", "nil", "missing required key 'lanes.spill.dir'"),
           "a missing required key of an optional table is named");
     CHECK(refused("policy", "'nope.lua'", "policy: cannot read file"), "a path key names its unreadable file");
@@ -221,6 +361,8 @@ int main(void) {
     snprintf(spill, sizeof spill, "%s/j", dir);
     CHECK(rc == 0 && !strcmp(cfg.spill_dir, spill), "lanes.spill.dir is resolved against the config's directory");
     if (rc == 0) eg_config_free(&cfg);
+
+    test_sandbox();
 
     char p[256];
     snprintf(p, sizeof p, "%s/policy.lua", dir);

@@ -2,7 +2,7 @@
  * eg_config_from_table). Input: the text of a config file. It runs in a
  * bounded Lua state of this harness (base, string, table and math libraries
  * only, no file or OS access, the JIT off, at most ~10^6 instructions and
- * 64 MiB), since a real config is trusted code and may do anything; what it
+ * 64 MiB; eg_config_load's own sandbox is tested in c/test_config); what it
  * returns goes through the validator exactly as eg_config_load hands it
  * over. A fresh state per input, closed after it: nothing is kept between
  * inputs. The config's directory is a private temp dir holding policy.lua,

@@ -1,7 +1,13 @@
 /* config.c — load and validate the gateway's Lua configuration (see config.h).
  *
- * The config is trusted operator input, so it runs with Lua's standard
- * libraries (os.getenv is handy), but its result is validated strictly:
+ * The config is operator input, but whoever can write it must not get more
+ * than a config: it runs in a bounded VM of its own (luavm.c: the JIT off, a
+ * count hook with a EG_CONFIG_BUDGET_MS deadline, an EG_CONFIG_MEMORY_MB
+ * allocator cap) through the runtime's sandboxed loader (text only, an
+ * environment without process, file or code-loading functions; os.getenv
+ * and the clock functions stay, so configs may read the environment), and
+ * SIGTERM/SIGINT during the load interrupt the VM at its next instruction.
+ * Its result is validated strictly:
  * eg_config_keys lists every key with its type, default, bounds and help;
  * anything else is refused. The plain keys (strings, numbers, booleans,
  * enums) are read by one generic reader from that table; the keys flagged
@@ -9,6 +15,8 @@
  * `enabled`) and the checks across keys have their own code below. */
 #include "config.h"
 #include "lane_profiles.h"
+#include "luavm.h"
+#include "replay_dest.h"
 #include "util.h"
 
 #include <lauxlib.h>
@@ -18,6 +26,7 @@
 #include <math.h>
 #include <ctype.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -101,6 +110,14 @@ const eg_config_key eg_config_keys[] = {
     K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,
            "the source topics are DLQs in this format; each record is a recorded failure the policy triages, "
            "no target is called (see Inbox mode)"),
+    {.key = "source.replay_allow",
+     .type = EG_CK_LIST,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "where a replay may write (inbox mode's replay, errgate replay -c): topic names in which * "
+             "matches any run, or ^regular expressions; absent: in inbox mode the topics the sources are DLQs "
+             "of by name (payments for payments-dlt, .DLT, .dlq, ...), else the sources; internal topics are "
+             "refused whatever it says (see Where a replay may go)"},
     K_TABLE("target", 0, "where records go: exactly one of target.http and target.lua; required unless source.inbox"),
     K_TABLE("target.http", 0, "an HTTP endpoint (see Targets)"),
     K_STR("target.http.url", EG_CK_REQUIRED, NULL, http_url, "an http:// or https:// URL"),
@@ -364,8 +381,14 @@ static int get_string(loadctx *c, const char *key, const char *name, int require
         lua_pop(c->L, 1);
         return r;
     }
+    size_t len;
+    const char *s = lua_tolstring(c->L, -1, &len);
+    if (strlen(s) != len) { /* C would read it cut at the NUL: another value than the file's */
+        lua_pop(c->L, 1);
+        return fail(c, "%s: contains a NUL byte", name);
+    }
     free(*out);
-    *out = eg_xstrdup(lua_tostring(c->L, -1));
+    *out = eg_xstrdup(s);
     lua_pop(c->L, 1);
     return 0;
 }
@@ -584,8 +607,16 @@ static int load_kafka(loadctx *c) {
         const char *k = lua_tostring(L, -2);
         char val[64];
         const char *v = NULL;
+        size_t vlen;
         switch (lua_type(L, -1)) {
-        case LUA_TSTRING: v = lua_tostring(L, -1); break;
+        case LUA_TSTRING:
+            v = lua_tolstring(L, -1, &vlen);
+            if (strlen(v) != vlen || strlen(k) != lua_objlen(L, -2)) {
+                int rr = fail(c, "kafka.%s: contains a NUL byte", k);
+                lua_pop(L, 3);
+                return rr;
+            }
+            break;
         case LUA_TBOOLEAN: v = lua_toboolean(L, -1) ? "true" : "false"; break;
         case LUA_TNUMBER:
             snprintf(val, sizeof val, "%.17g", lua_tonumber(L, -1));
@@ -625,6 +656,43 @@ static int load_kafka(loadctx *c) {
     return 0;
 }
 
+/* source.replay_allow = { "payments", "billing-*", "^team-a\\..*" }
+ * (replay_dest.h), read from the source table at the stack top. */
+static int load_replay_allow(loadctx *c) {
+    lua_State *L = c->L;
+    eg_config *cfg = c->cfg;
+    rawfield(L, "replay_allow");
+    if (lua_isnil(L, -1)) return lua_pop(L, 1), 0;
+    if (lua_type(L, -1) != LUA_TTABLE)
+        return lua_pop(L, 1), fail(c, "source.replay_allow: expected a list of topic patterns");
+    int n = (int)lua_objlen(L, -1);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 1 || lua_tonumber(L, -1) > n)
+            return lua_pop(L, 2), fail(c, "source.replay_allow: expected a list of topic patterns");
+    }
+    cfg->replay_allow_set = 1;
+    cfg->replay_allow = eg_xcalloc((size_t)n + 1, sizeof *cfg->replay_allow);
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        size_t len = 0;
+        const char *p = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+        char why[96];
+        if (!p || strlen(p) != len || !eg_topic_pattern_ok(p) || (eg_topic_is_regex(p) && regex_too_costly(p, why, sizeof why))) {
+            fail(c,
+                 "source.replay_allow[%d]: expected a topic name (with * for any run of characters) or a "
+                 "^regular expression",
+                 i);
+            return lua_pop(L, 2), -1;
+        }
+        cfg->replay_allow[cfg->nreplay_allow++] = eg_xstrdup(p);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
 static int load_source(loadctx *c) {
     lua_State *L = c->L;
     eg_config *cfg = c->cfg;
@@ -649,7 +717,12 @@ static int load_source(loadctx *c) {
             lua_pop(L, 3);
             return fail(c, "source.topics[%d]: expected a topic name", i);
         }
-        const char *t = lua_tostring(L, -1);
+        size_t tlen;
+        const char *t = lua_tolstring(L, -1, &tlen);
+        if (strlen(t) != tlen) {
+            lua_pop(L, 3);
+            return fail(c, "source.topics[%d]: contains a NUL byte", i);
+        }
         regex_t re;
         if (eg_topic_is_regex(t)) {
             char why[96];
@@ -669,7 +742,7 @@ static int load_source(loadctx *c) {
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
-    if (load_fields(c, "source", "source") < 0) return lua_pop(L, 1), -1;
+    if (load_replay_allow(c) < 0 || load_fields(c, "source", "source") < 0) return lua_pop(L, 1), -1;
     lua_pop(L, 1);
     if (cfg->max_tracked == 0) /* not set: the default, or the in-flight cap when that is larger */
         cfg->max_tracked = cfg->max_inflight > EG_DEF_MAX_TRACKED ? cfg->max_inflight : EG_DEF_MAX_TRACKED;
@@ -1079,24 +1152,103 @@ int eg_config_from_table(lua_State *L, const char *path, eg_config *cfg, char *e
     return rc;
 }
 
-int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
-    memset(cfg, 0, sizeof *cfg);
-    lua_State *L = luaL_newstate();
-    if (!L) {
-        snprintf(err, errlen, "config %s: cannot create a Lua state", path);
+/* The VM of the load in progress, for the stop signals' handler (one load
+ * at a time: loads run on the main thread before anything else starts),
+ * and the signal that interrupted it. */
+static eg_vm *volatile g_loading;
+static volatile sig_atomic_t g_load_signal;
+
+/* SIGTERM/SIGINT handler while a config loads: the load ends at once. */
+static void on_load_signal(int sig) {
+    g_load_signal = sig;
+    eg_vm *vm = g_loading;
+    if (vm) eg_vm_interrupt(vm);
+}
+
+/* Runs the file in vm and leaves what it returned on the stack. Returns 0,
+ * or -1 with err ("config PATH: ..." or "config PATH:LINE: ..."). */
+static int run_file(eg_vm *vm, const char *path, char *err, size_t errlen) {
+    lua_State *L = vm->L;
+    char e[512] = "";
+    uint64_t refused = vm->mem_refused;
+    vm->timeout_ms = EG_CONFIG_BUDGET_MS;
+    if (eg_vm_push_runtime_fn(vm, "load_config") != 0) {
+        snprintf(err, errlen, "config %s: the errgate Lua runtime has no load_config", path);
         return -1;
     }
-    luaL_openlibs(L);
-    int rc = -1;
+    lua_pushstring(L, path);
+    int rc = eg_vm_pcall(vm, 1, 2, e, sizeof e);
+    if (rc == 0 && lua_isnil(L, -2) && lua_type(L, -1) == LUA_TSTRING) {
+        eg_strlcpy(e, lua_tostring(L, -1), sizeof e);
+        rc = -1;
+    }
+    if (rc != 0) {
+        if (g_load_signal)
+            snprintf(err, errlen, "config %s: loading interrupted by %s", path,
+                     g_load_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        else if (vm->timed_out)
+            snprintf(err, errlen, "config %s: still running after %d ms (the budget of a config's Lua; a loop?)", path,
+                     EG_CONFIG_BUDGET_MS);
+        else if (vm->mem_refused != refused)
+            snprintf(err, errlen, "config %s: used more than %d MiB of memory (the cap of a config's Lua)", path,
+                     EG_CONFIG_MEMORY_MB);
+        else snprintf(err, errlen, "config %s", e);
+        if (rc == 0) lua_pop(L, 2);
+        return -1;
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
     if (access(path, R_OK) != 0) {
         snprintf(err, errlen, "config %s: cannot read file", path);
-    } else if (luaL_loadfile(L, path) != 0 || lua_pcall(L, 0, 1, 0) != 0) {
-        const char *m = lua_tostring(L, -1);
-        snprintf(err, errlen, "config %s", m ? m : "(error object is not a string)");
-    } else {
-        rc = eg_config_from_table(L, path, cfg, err, errlen);
+        return -1;
     }
-    lua_close(L);
+    /* SIGTERM and SIGINT end the load: caught (a gateway that starts keeps
+     * them blocked until its loop is armed: unblocked here, for the load) */
+    struct sigaction sa, old_term, old_int;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_load_signal;
+    sigemptyset(&sa.sa_mask);
+    g_load_signal = 0;
+    g_loading = NULL;
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
+    sigset_t stops, old_mask;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &stops, &old_mask);
+
+    int rc = -1;
+    char e[512];
+    eg_vm *vm = eg_vm_new((size_t)EG_CONFIG_MEMORY_MB << 20, e, sizeof e);
+    if (!vm) {
+        snprintf(err, errlen, "config %s: %s", path, e);
+    } else {
+        g_loading = vm;
+        if (g_load_signal) eg_vm_interrupt(vm); /* it came while the VM was made */
+        if (run_file(vm, path, err, errlen) == 0) {
+            g_loading = NULL;
+            vm->mem_limit = (size_t)-1; /* the validator allocates outside any pcall */
+            rc = eg_config_from_table(vm->L, path, cfg, err, errlen);
+        }
+    }
+
+    pthread_sigmask(SIG_BLOCK, &stops, NULL);
+    g_loading = NULL;
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    eg_vm_free(vm);
+    if (rc == 0 && g_load_signal) { /* it came after the file ran: taken all the same */
+        eg_config_free(cfg);
+        snprintf(err, errlen, "config %s: loading interrupted by %s", path,
+                 g_load_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        rc = -1;
+    }
     return rc;
 }
 
@@ -1133,6 +1285,8 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->admin_listen);
     free(cfg->audit_topic);
     free(cfg->inbox);
+    for (int i = 0; i < cfg->nreplay_allow; i++) free(cfg->replay_allow[i]);
+    free(cfg->replay_allow);
     free(cfg->admin_token_file);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -125,6 +125,9 @@ typedef struct eg_config {
     int ntopics;
     eg_ordering ordering;
     char *inbox;            /* source.inbox: the DLQ format of the sources, or NULL */
+    char **replay_allow;    /* source.replay_allow: where replays may go (replay_dest.h) */
+    int nreplay_allow;
+    int replay_allow_set; /* the key was given (an empty list allows nothing) */
     int max_inflight;       /* per partition */
     int max_inflight_total; /* across partitions */
     int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);
@@ -191,8 +194,20 @@ typedef struct eg_config {
     int guard_cooldown_s;        /* tripped at least this long before it re-arms */
 } eg_config;
 
-/* Loads and validates `path`. On success returns 0 and fills *cfg. On error
- * returns -1, fills err with a one-line message and leaves *cfg empty. */
+/* What a config file's Lua may spend while it runs: wall-clock time
+ * (enforced by the count hook with the JIT off, as for a policy) and memory
+ * (the Lua state's allocator cap). */
+#define EG_CONFIG_BUDGET_MS 2000
+#define EG_CONFIG_MEMORY_MB 64
+
+/* Loads and validates `path`. The file runs as text (bytecode refused) in a
+ * sandbox (errgate.sandbox config_env: no process, no file, no loading of
+ * code; os.getenv and the clock functions remain), within
+ * EG_CONFIG_BUDGET_MS and EG_CONFIG_MEMORY_MB; SIGTERM or SIGINT while it
+ * runs ends the load at once (the signal is taken: the caller exits with
+ * the error). The one loader of every -c CONFIG. On success returns 0 and
+ * fills *cfg. On error returns -1, fills err with a one-line message
+ * ("config PATH...") and leaves *cfg empty. */
 int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen);
 
 struct lua_State;

@@ -86,8 +86,10 @@ const char *eg_lua_dir(void) {
 
 #define HOOK_COUNT 10000
 
-/* 1 when a call is running on vm and its deadline has passed. */
+/* 1 when a call is running on vm and its deadline has passed, or the VM
+ * was interrupted. */
 static int overdue(const eg_vm *vm) {
+    if (vm->interrupted) return 1;
     int64_t d = atomic_load_explicit(&vm->deadline_ns, memory_order_relaxed);
     return d && eg_now_ns() > d;
 }
@@ -100,6 +102,8 @@ static void deadline_hook(lua_State *L, lua_Debug *ar) {
     eg_vm *vm = g_running;
     if (vm && overdue(vm)) {
         lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1);
+        if (vm->interrupted) luaL_error(L, "errgate: interrupted");
+        vm->timed_out = 1;
         luaL_error(L, "errgate: call exceeded its %d ms budget", vm->timeout_ms);
     }
     /* fired early (a signal that raced the end of a call): back to normal */
@@ -108,6 +112,11 @@ static void deadline_hook(lua_State *L, lua_Debug *ar) {
 
 /* WATCH_SIGNAL handler, on the thread of an overdue call: the hook fires at
  * the next instruction. Only async-signal-safe work (clock, lua_sethook). */
+void eg_vm_interrupt(eg_vm *vm) {
+    vm->interrupted = 1;
+    if (vm->L) lua_sethook(vm->L, deadline_hook, LUA_MASKCOUNT, 1);
+}
+
 static void on_watch_signal(int sig) {
     (void)sig;
     eg_vm *vm = g_running;
@@ -223,7 +232,10 @@ static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         return NULL;
     }
     if (nsize > old) {
-        if (vm->mem_used + (nsize - old) > vm->mem_limit) return NULL;
+        if (vm->mem_used + (nsize - old) > vm->mem_limit) {
+            vm->mem_refused++;
+            return NULL;
+        }
         /* growth past the deadline fails: a long build of a string or table
          * in one C call ends here (eg_vm_pcall reports the budget) */
         vm->alloc_since_check += nsize - old;
@@ -231,6 +243,7 @@ static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
             vm->alloc_since_check = 0;
             if (overdue(vm)) {
                 vm->alloc_overdue = 1;
+                if (!vm->interrupted) vm->timed_out = 1;
                 lua_sethook(vm->L, deadline_hook, LUA_MASKCOUNT, 1);
                 return NULL;
             }
@@ -370,6 +383,7 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     pthread_t self = pthread_self();
     if (!pthread_equal(vm->thread, self)) vm->thread = self; /* the watchdog reads it */
     vm->alloc_overdue = 0;
+    vm->timed_out = 0;
     vm->calls++;
     atomic_store_explicit(&vm->deadline_ns, eg_now_ns() + (int64_t)vm->timeout_ms * 1000000, memory_order_release);
     int rc = lua_pcall(L, nargs, nresults, base);
@@ -377,7 +391,8 @@ int eg_vm_pcall(eg_vm *vm, int nargs, int nresults, char *err, size_t errlen) {
     g_running = prev;
     if (rc != 0) {
         const char *msg = lua_tostring(L, -1);
-        if (rc == LUA_ERRMEM && vm->alloc_overdue)
+        if (vm->interrupted) snprintf(err, errlen, "errgate: interrupted");
+        else if (rc == LUA_ERRMEM && vm->alloc_overdue)
             snprintf(err, errlen, "errgate: call exceeded its %d ms budget", vm->timeout_ms);
         else one_line(msg ? msg : "(error object is not a string)", err, errlen);
         lua_settop(L, base - 1);

@@ -47,13 +47,16 @@ typedef struct eg_vm {
     int runtime_ref;   /* registry ref of the errgate.runtime module */
     int traceback_ref; /* registry ref of the pcall message handler */
     int timeout_ms;
-    _Atomic int64_t deadline_ns;     /* 0 when no call is running (read by the watchdog) */
-    pthread_t thread;                /* the thread of the running call */
-    size_t alloc_since_check;        /* bytes grown since the allocator last read the clock */
-    int alloc_overdue;               /* the allocator refused growth past the deadline */
-    uint64_t calls;                  /* eg_vm_pcall calls so far (the sandbox's call epoch) */
-    int rec_key_ref[EG_VM_REC_KEYS]; /* registry refs of the record table's field names */
-    struct eg_vm *wd_next, *wd_prev; /* the watchdog's list of VMs */
+    _Atomic int64_t deadline_ns;       /* 0 when no call is running (read by the watchdog) */
+    pthread_t thread;                  /* the thread of the running call */
+    size_t alloc_since_check;          /* bytes grown since the allocator last read the clock */
+    int alloc_overdue;                 /* the allocator refused growth past the deadline */
+    uint64_t calls;                    /* eg_vm_pcall calls so far (the sandbox's call epoch) */
+    uint64_t mem_refused;              /* allocations the cap refused so far */
+    int timed_out;                     /* the last eg_vm_pcall was stopped by its deadline */
+    volatile sig_atomic_t interrupted; /* eg_vm_interrupt was called: every call fails at once */
+    int rec_key_ref[EG_VM_REC_KEYS];   /* registry refs of the record table's field names */
+    struct eg_vm *wd_next, *wd_prev;   /* the watchdog's list of VMs */
 } eg_vm;
 
 /* The directory holding errgate/runtime.lua: $ERRGATE_LUA_DIR, else
@@ -73,6 +76,12 @@ const char *eg_lua_dir(void);
  * vm->timeout_ms to the per-call budget. Returns NULL with a message in err. */
 eg_vm *eg_vm_new(size_t mem_limit, char *err, size_t errlen);
 void eg_vm_free(eg_vm *vm);
+
+/* Makes the running call (and every later one) fail at its next VM
+ * instruction with "errgate: interrupted", and the allocator refuse
+ * growth. Async-signal-safe: a SIGTERM handler may call it to end a load
+ * at once (src/lib/config.c). There is no way back: free the VM. */
+void eg_vm_interrupt(eg_vm *vm);
 
 /* Pushes runtime[name] (a function) onto the stack. Returns -1 if absent. */
 int eg_vm_push_runtime_fn(eg_vm *vm, const char *name);
