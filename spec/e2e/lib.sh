@@ -113,6 +113,20 @@ create_topic() {
   else broker_ctl topic-create "$1" "$2" >/dev/null; fi
 }
 
+# lane_outage TOPIC SECONDS: produces to TOPIC, and only TOPIC, fail for
+# SECONDS, then work again. Embedded broker: its topic fault (the topic is
+# reported missing). Real cluster: TOPIC must have been created on one
+# broker alone (start_broker --topic NAME:P@B); that broker is stopped
+# (a controlled shutdown moves the leaders of every replicated partition
+# away; TOPIC's partitions go offline) and started again SECONDS later.
+lane_outage() {
+  if [ "$BROKER" = embedded ]; then broker_ctl topic-fault "$1" "$2" UNKNOWN_TOPIC_OR_PART >/dev/null; return; fi
+  local b
+  b=$($PY "$ROOT/spec/e2e/kafka_admin.py" leader "$BOOTSTRAP" "$1" 0) || return 1
+  "$ROOT/spec/kafka/cluster.sh" stop --dir "$KAFKA_DIR" --broker "$b" >>"$T/outage.out" 2>>"$T/outage.err" || return 1
+  (sleep "$2"; "$ROOT/spec/kafka/cluster.sh" start --dir "$KAFKA_DIR" --broker "$b" >>"$T/outage.out" 2>>"$T/outage.err") &
+}
+
 # kafka_broker_pid N: the pid of the real cluster's broker N.
 kafka_broker_pid() { sed -n "s/^broker\.$1\.pid=//p" "$KAFKA_DIR/cluster.env" | tail -1; }
 

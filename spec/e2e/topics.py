@@ -3,10 +3,11 @@
 (spec/e2e/lib.sh's start_broker under BROKER=kafka), as `errgate broker
 --topic NAME:PARTITIONS` pre-creates them on the embedded broker.
 
-Usage: topics.py BOOTSTRAP NAME:PARTITIONS...
+Usage: topics.py BOOTSTRAP NAME:PARTITIONS[@BROKER]...
 Each topic is created through the Admin API with the cluster's default
 replication factor (-1: every broker of a 3-broker cluster holds a copy)
-and the partition count given; a topic that already exists with that count
+and the partition count given; with @BROKER its only replica is on that
+broker (a topic a test can take offline by stopping the broker); a topic that already exists with that count
 is fine, with another count it is an error. Returns once every partition
 of every topic has a leader in the metadata (a producer or a consumer
 started next finds them). Exit status: 0 done, 1 failed (the reason on
@@ -20,18 +21,22 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 def main(argv):
     if len(argv) < 3:
-        sys.stderr.write("usage: topics.py BOOTSTRAP NAME:PARTITIONS...\n")
+        sys.stderr.write("usage: topics.py BOOTSTRAP NAME:PARTITIONS[@BROKER]...\n")
         return 2
-    want = {}
+    want, new = {}, []
     for spec in argv[2:]:
         name, _, n = spec.rpartition(":")
-        if not name or not n.isdigit() or int(n) < 1:
-            sys.stderr.write("topics.py: %r is not NAME:PARTITIONS\n" % spec)
+        n, _, broker = n.partition("@")
+        if not name or not n.isdigit() or int(n) < 1 or (broker and not broker.isdigit()):
+            sys.stderr.write("topics.py: %r is not NAME:PARTITIONS[@BROKER]\n" % spec)
             return 2
         want[name] = int(n)
+        if broker:
+            new.append(NewTopic(name, int(n), replica_assignment=[[int(broker)]] * int(n)))
+        else:
+            new.append(NewTopic(name, int(n), replication_factor=-1))
     admin = AdminClient({"bootstrap.servers": argv[1]})
-    futures = admin.create_topics([NewTopic(t, n, replication_factor=-1) for t, n in want.items()],
-                                  request_timeout=30)
+    futures = admin.create_topics(new, request_timeout=30)
     for t, f in futures.items():
         try:
             f.result()
