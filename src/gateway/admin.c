@@ -4,8 +4,20 @@
  * 2.1's evhttp can neither cap its connections nor tell when one closes, so
  * a few hundred idle clients could take every descriptor of the process
  * (and its listener then spun on EMFILE, logging each time). Here:
+ *   - idle clients cannot starve the probes (/healthz, /readyz, /metrics):
+ *     the listener has TCP_DEFER_ACCEPT (DEFER_ACCEPT_S), so the kernel
+ *     hands over a connection once its first bytes arrive, and a client
+ *     that sends nothing waits outside that long (a flood of reconnecting
+ *     idle clients churned through the slots faster than a probe's request
+ *     arrived, measured: 12,000 connects a second);
  *   - at most max_connections are open; a connection beyond that is
- *     accepted and closed at once (counted, logged at a limited rate);
+ *     accepted and takes the place of the oldest one still waiting for its
+ *     request with nothing of it in the kernel's receive queue (not
+ *     answered, not waiting for a reload or a control): a probe's request
+ *     arrives right after its connect and is answered at once, while an
+ *     idle connection only gets older (evicted ones are counted, logged at
+ *     a limited rate). Only when every open connection is busy is the new
+ *     one closed at once;
  *   - an accept that fails for lack of descriptors (EMFILE, ENFILE) stops
  *     the listener for a second instead of spinning;
  *   - a request must arrive whole, headers and body, within
@@ -31,13 +43,17 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define TOKEN_MAX 512
+#define DEFER_ACCEPT_S 5 /* TCP_DEFER_ACCEPT: an idle connection waits in the kernel this long */
+#define LISTEN_BACKLOG 1024
 
 typedef struct conn conn;
 
@@ -51,9 +67,11 @@ struct eg_admin {
     size_t token_len; /* 0: mutating endpoints off */
     int max_conns;
     int nconns;
-    conn *conns;      /* open connections, freed with the server */
+    conn *conns;      /* open connections, oldest first, freed with the server */
+    conn *newest;     /* the last of conns */
     conn *serving;    /* the connection whose control request is being served, or NULL */
-    uint64_t refused; /* connections closed at once at the cap */
+    uint64_t refused; /* connections closed at once at the cap (every open one busy) */
+    uint64_t evicted; /* idle connections closed for a new one at the cap */
 };
 
 /* One client connection: its bufferevent and the deadline of the request
@@ -360,6 +378,7 @@ static void conn_free(conn *c) {
     if (c->prev) c->prev->next = c->next;
     else a->conns = c->next;
     if (c->next) c->next->prev = c->prev;
+    else a->newest = c->prev;
     event_free(c->deadline);
     bufferevent_free(c->bev);
     a->nconns--;
@@ -440,15 +459,42 @@ static void on_conn_event(struct bufferevent *bev, short what, void *arg) {
 /* The connection's deadline passed before it was answered: dropped. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg) { conn_free(arg); }
 
-/* evconnlistener callback: adopts a new connection (owned by a->conns), or
- * closes it at once, counted and logged, beyond admin.max_connections. */
+/* 1 when c waits for its request and none of it is in the kernel's
+ * receive queue (a request that arrived and is not read yet, a probe's
+ * typically, is not idle). */
+static int idle(conn *c) {
+    if (c->answered || c->reload) return 0;
+    int pending = 0;
+    return ioctl(bufferevent_getfd(c->bev), FIONREAD, &pending) != 0 || pending == 0;
+}
+
+/* At the cap: frees the oldest idle connection (see idle). Returns 1, or 0
+ * when every open connection is busy. */
+static int evict_idle(eg_admin *a) {
+    for (conn *c = a->conns; c; c = c->next) {
+        if (!idle(c)) continue;
+        conn_free(c);
+        a->evicted++;
+        eg_log_msg(EG_WARN, "admin_connection_evicted",
+                   "%d connections open (admin.max_connections); "
+                   "closed the oldest one without a request for a new one (%llu so far)",
+                   a->nconns + 1, (unsigned long long)a->evicted);
+        return 1;
+    }
+    return 0;
+}
+
+/* evconnlistener callback: adopts a new connection (owned by a->conns,
+ * appended as the newest); beyond admin.max_connections it takes the place
+ * of the oldest idle one, or is closed at once (counted and logged) when
+ * none is idle. */
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg) {
     eg_admin *a = arg;
-    if (a->nconns >= a->max_conns) {
+    if (a->nconns >= a->max_conns && !evict_idle(a)) {
         close(fd);
         a->refused++;
         eg_log_msg(EG_WARN, "admin_connection_refused",
-                   "%d connections open (admin.max_connections); "
+                   "%d connections open (admin.max_connections), each busy; "
                    "closed a new one (%llu so far)",
                    a->nconns, (unsigned long long)a->refused);
         return;
@@ -464,9 +510,10 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
         free(c);
         return;
     }
-    c->next = a->conns;
-    if (a->conns) a->conns->prev = c;
-    a->conns = c;
+    c->prev = a->newest;
+    if (a->newest) a->newest->next = c;
+    else a->conns = c;
+    a->newest = c;
     a->nconns++;
     bufferevent_setcb(c->bev, on_read, on_written, on_conn_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, EG_ADMIN_MAX_REQUEST + 1);
@@ -561,7 +608,7 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
     }
     a->lis =
         evconnlistener_new_bind(base, on_accept, a, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-                                128, ai->ai_addr, (int)ai->ai_addrlen);
+                                LISTEN_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
     evutil_freeaddrinfo(ai);
     if (!a->lis) {
         snprintf(err, errlen, "admin.listen: cannot listen on %s: %s", listen, strerror(errno));
@@ -569,6 +616,13 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
         return NULL;
     }
     evconnlistener_set_error_cb(a->lis, on_accept_error);
+#ifdef TCP_DEFER_ACCEPT
+    /* a connection is handed to accept(2) only once its first bytes came
+     * (or after DEFER_ACCEPT_S): idle clients wait in the kernel, and a
+     * flood of them does not churn through the slots probes need */
+    int defer = DEFER_ACCEPT_S;
+    setsockopt(evconnlistener_get_fd(a->lis), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
+#endif
     a->resume_ev = evtimer_new(base, on_resume, a);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;

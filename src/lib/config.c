@@ -232,7 +232,7 @@ const eg_config_key eg_config_keys[] = {
     K_INT("admin.ready_lane_failure_ms", EG_DEF_READY_LANE_FAILURE_MS, 0, 3600000, ready_lane_failure_ms,
           "/readyz turns false past this much lane-write failure"),
     K_INT("admin.max_connections", EG_DEF_ADMIN_MAX_CONNECTIONS, 1, 65536, admin_max_connections,
-          "open admin connections; more are closed at once"),
+          "open admin connections; at the cap a new one replaces the oldest idle one"),
     K_INT("admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, override_max_ttl_ms,
           "the longest TTL an operator override may have (see Overrides)"),
     K_STR("admin.audit_topic", 0, EG_DEF_AUDIT_TOPIC, audit_topic,
@@ -679,7 +679,8 @@ static int load_replay_allow(loadctx *c) {
         size_t len = 0;
         const char *p = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
         char why[96];
-        if (!p || strlen(p) != len || !eg_topic_pattern_ok(p) || (eg_topic_is_regex(p) && regex_too_costly(p, why, sizeof why))) {
+        if (!p || strlen(p) != len || !eg_topic_pattern_ok(p) ||
+            (eg_topic_is_regex(p) && regex_too_costly(p, why, sizeof why))) {
             fail(c,
                  "source.replay_allow[%d]: expected a topic name (with * for any run of characters) or a "
                  "^regular expression",
