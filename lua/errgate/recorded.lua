@@ -459,13 +459,16 @@ end
 
 -- inbox(record, format[, origin]) -> failure (see above). origin, when
 -- given, is where the record was born ({format, topic, partition, offset,
--- timestamp, group}, the C side's reading of the same headers): with the
+-- timestamp, group}, the C side's reading of the same headers, kept only
+-- when its format is the dialect the record is read as): with the
 -- format read, the outer exception class and a share group's delivery
 -- count it travels in failure.body as JSON, which errgate.failure turns
 -- into failure.format, .exception, .original and .delivery_count.
 function recorded.inbox(rec, format, origin)
   local h = type(rec) == "table" and type(rec.headers) == "table" and rec.headers or {}
   local name, class, msg, status, outer, delivery = read_dlq(h, format == "auto" and INBOX_FORMATS or { format })
+  -- the origin is the read dialect's own, never another dialect's copied headers (issue 28)
+  if type(origin) == "table" and origin.format ~= name then origin = nil end
   if name then
     local code = class and (name == "errgate" and class or simple_name(class))
     if name ~= "errgate" and not status then status = recorded.exception_failure(class, msg).status end

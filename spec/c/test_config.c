@@ -323,6 +323,23 @@ int main(void) {
     CHECK(refused("dlq_guard.max_per_second", "nil", "dlq_guard.max_per_second is required"),
           "dlq_guard without max_per_second is refused");
 
+    /* source.replay_allow (replay_dest.h): patterns, refused when not one */
+    CHECK(refused("source.replay_allow", "'payments'", "source.replay_allow: expected a list of topic patterns"),
+          "source.replay_allow: a string is refused");
+    CHECK(refused("source.replay_allow", "{ 'pay ments' }", "source.replay_allow[1]: expected a topic name"),
+          "source.replay_allow: a pattern that is no topic name is refused");
+    CHECK(refused("source.replay_allow", "{ 'a', '^(' }", "source.replay_allow[2]"),
+          "source.replay_allow: a regex that does not compile is refused");
+    CHECK(refused("source.replay_allow", "{ 'a\\0b' }", "source.replay_allow[1]"),
+          "source.replay_allow: a NUL byte is refused");
+    rc = load_with("source.replay_allow", "{ 'payments', 'team-a.*', '^billing$' }", &cfg);
+    CHECK(rc == 0 && cfg.replay_allow_set && cfg.nreplay_allow == 3 && !strcmp(cfg.replay_allow[1], "team-a.*"),
+          "source.replay_allow: the patterns reach the config");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("source.replay_allow", "{}", &cfg);
+    CHECK(rc == 0 && cfg.replay_allow_set && cfg.nreplay_allow == 0, "source.replay_allow = {}: set, allows nothing");
+    if (rc == 0) eg_config_free(&cfg);
+
     /* enum values reach their fields */
     rc = load_with("on_stop", "'wait'", &cfg);
     CHECK(rc == 0 && cfg.on_stop_wait == 1 && cfg.guard_enabled && cfg.guard_max_per_second == 5 &&

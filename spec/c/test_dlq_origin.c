@@ -25,7 +25,61 @@ static const char *last(rd_kafka_headers_t *h, const char *n) {
     return buf;
 }
 
+/* Issue 28: the origin is the read dialect's only. */
+static void read_dialect(void) {
+    eg_dlq_origin o;
+    /* a Spring DLT record whose failed record carried original.* (the recoverer copies headers) */
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    adds(h, EG_H_ORIG_TOPIC, "errgate.audit");
+    adds(h, EG_H_ORIG_PARTITION, "0");
+    adds(h, "kafka_dlt-original-topic", "orders");
+    add(h, "kafka_dlt-original-partition", "\x00\x00\x00\x02", 4);
+    adds(h, "kafka_dlt-exception-fqcn", "java.lang.NullPointerException");
+    CHECK(eg_dlq_dialect(h, "auto") && !strcmp(eg_dlq_dialect(h, "auto"), "spring"), "read as spring");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "spring") && !strcmp(o.topic, "orders") &&
+              o.partition == 2,
+          "a copied original.topic is not the origin of a Spring record (%s)", o.topic);
+    CHECK(eg_dlq_origin_read_as(h, "errgate", &o) == 0 && !strcmp(o.topic, "errgate.audit"),
+          "read as errgate, it would be the errgate one");
+    CHECK(eg_dlq_origin_read_as(h, "connect", &o) == -1 && !o.format, "a dialect the record does not state: none");
+    eg_dlq_origin_settle(h, "auto");
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "(absent)") && !strcmp(last(h, EG_H_ORIG_PARTITION), "(absent)") &&
+              !strcmp(last(h, "kafka_dlt-original-topic"), "orders"),
+          "settle drops the copied original.* of a record read as spring, and nothing else");
+    eg_dlq_origin_adopt(h);
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "orders") && !strcmp(last(h, EG_H_ORIG_PARTITION), "2"),
+          "then adopt writes Spring's");
+    rd_kafka_headers_destroy(h);
+
+    /* read as errgate (errgate.id): its original.* stay */
+    h = rd_kafka_headers_new(8);
+    adds(h, EG_H_ID, "x/0/1");
+    adds(h, EG_H_ORIG_TOPIC, "payments");
+    adds(h, "__connect.errors.topic", "other");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.topic, "payments"), "read as errgate: original.topic");
+    eg_dlq_origin_settle(h, "auto");
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "payments"), "settle keeps errgate's own when read as errgate");
+    eg_dlq_origin_settle(h, "connect");
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "(absent)"), "but not when the inbox reads connect");
+    rd_kafka_headers_destroy(h);
+
+    /* the lane writer's headers: its own error.code, the source's foreign ones */
+    h = rd_kafka_headers_new(8);
+    adds(h, "__streams.errors.exception", "a.B: m");
+    adds(h, "__streams.errors.topic", "s");
+    adds(h, "kafka_dlt-original-topic", "forged");
+    adds(h, EG_H_CODE, "B");
+    CHECK(!strcmp(eg_dlq_dialect(h, "foreign"), "streams") && !strcmp(eg_dlq_dialect(h, "auto"), "errgate"),
+          "foreign skips errgate's markers");
+    eg_dlq_origin_adopt(h);
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "s"), "adopt takes the read foreign dialect's, not the first stated (%s)",
+          last(h, EG_H_ORIG_TOPIC));
+    rd_kafka_headers_destroy(h);
+    CHECK(eg_dlq_dialect(NULL, "auto") == NULL, "NULL headers: no dialect");
+}
+
 int main(void) {
+    read_dialect();
     eg_dlq_origin o;
     rd_kafka_headers_t *h = rd_kafka_headers_new(8);
     CHECK(eg_dlq_origin_read(h, &o) == -1 && o.format == NULL, "no headers: no origin");
@@ -48,9 +102,10 @@ int main(void) {
               !strcmp(last(h, EG_H_ORIG_TIMESTAMP), "2026-01-01T00:00:00.000Z") &&
               !strcmp(last(h, EG_H_ORIG_GROUP), "orders-service"),
           "adopt writes errgate's original.* from Spring's (timestamp %s)", last(h, EG_H_ORIG_TIMESTAMP));
+    adds(h, EG_H_ID, "orders/2/4711"); /* read as errgate now (errgate.recorded's markers) */
     CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "errgate") && o.partition == 2 && o.offset == 4711 &&
               o.timestamp_ms == 1767225600000LL,
-          "errgate's own headers come first, and read back the same");
+          "a record read as errgate: errgate's own headers, and they read back the same");
     size_t cnt = rd_kafka_header_cnt(h);
     eg_dlq_origin_adopt(h);
     CHECK(rd_kafka_header_cnt(h) == cnt, "adopt adds nothing when original.topic is there");
@@ -125,6 +180,7 @@ int main(void) {
     char big[300];
     memset(big, 'a', sizeof big);
     h = rd_kafka_headers_new(8);
+    adds(h, EG_H_CODE, "E");
     add(h, EG_H_ORIG_TOPIC, big, 250);
     CHECK(eg_dlq_origin_read(h, &o) == -1 && !o.topic[0], "a 250-byte topic is no topic name (not cut to one)");
     add(h, EG_H_ORIG_TOPIC, big, 249);

@@ -7,7 +7,8 @@
 # its Spring headers state) or the named one; a record replayed 3 times
 # already is dead-lettered (loop guard, reason loop_guard), and so is one
 # whose original topic is unknown (no origin: not back into the inbox) or
-# no topic name (reason replay_no_topic). Audit: every
+# no topic name (reason replay_no_topic). The destinations are allowed by
+# source.replay_allow (the inbox's name implies none). Audit: every
 # inbox record has one outcome, inbox and rung committed to the end.
 source "$(dirname "$0")/lib.sh"
 
@@ -40,7 +41,7 @@ PY
 cat >"$T/gw.lua" <<CFG
 return {
   group = "rp",
-  source = { topics = { "inbox" }, inbox = "auto" },
+  source = { topics = { "inbox" }, inbox = "auto", replay_allow = { "orders", "orders-*" } },
   policy = "$FIXTURES/inbox_replay.lua",
   commit_interval_ms = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },

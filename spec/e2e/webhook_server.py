@@ -2,13 +2,15 @@
 
 Appends every POST body (it must be JSON) as one line to the file argv[1],
 and answers 200, except to the first N requests (`--fail N`), which get 500
-and are not logged. Prints `listening=127.0.0.1:PORT` first.
+and are not logged. With `--hang` it logs every POST body and never answers
+(a receiver that hangs). Prints `listening=127.0.0.1:PORT` first.
 """
-import json, sys, threading
+import json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 log = open(sys.argv[1], "a", buffering=1)
 fail = [int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--fail" else 0]
+hang = "--hang" in sys.argv[2:]
 lock = threading.Lock()
 
 class H(BaseHTTPRequestHandler):
@@ -17,6 +19,11 @@ class H(BaseHTTPRequestHandler):
         pass
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if hang:
+            with lock:
+                log.write(body.decode() + "\n")
+            time.sleep(3600)
+            return
         with lock:
             failing = fail[0] > 0
             if failing:

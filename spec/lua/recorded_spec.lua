@@ -74,6 +74,21 @@ describe("errgate.recorded.inbox", function()
     assert.is_nil(g.original)
   end)
 
+  it("keeps only the origin of the dialect the record is read as, never another dialect's (issue 28)", function()
+    local failure = require "errgate.failure"
+    -- a Spring DLT record whose failed record carried errgate's original.topic (the recoverer copies headers):
+    -- the C side reads the errgate one only when the record is read as errgate
+    local copied = { format = "errgate", topic = "errgate.audit", partition = 0, offset = 1 }
+    local f = failure.normalize(recorded.inbox({ headers = SPRING }, "auto", copied))
+    assert.are.equal("spring", f.format)
+    assert.is_nil(f.original)
+    local g = failure.normalize(recorded.inbox({ headers = SPRING }, "connect",
+      { format = "spring", topic = "orders" }))
+    assert.is_nil(g.original)
+    local own = failure.normalize(recorded.inbox({ headers = SPRING }, "auto", { format = "spring", topic = "orders" }))
+    assert.are.equal("orders", own.original.topic)
+  end)
+
   it("escapes what it writes into the body", function()
     local body = recorded.inbox({ headers = { ["kafka_dlt-exception-fqcn"] = "a.B" } }, "auto",
       { format = "spring", topic = "t", group = 'a"b\\c\n' }).body

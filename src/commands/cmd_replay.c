@@ -4,7 +4,7 @@
  *   errgate replay -c CONFIG [--from LANE] [--to TOPIC] ...
  *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]
  *       [--where LUA_EXPR] [--dry-run] [--rate N] [--limit N]
- *       [--max-replays N] [--force] [--group G]
+ *       [--max-replays N] [--force] [--group G] [--allow-to PATTERN ...]
  *       [--state open|approved|...] [--include-resolved]
  *
  * The lane is read from the group's committed progress (or its start) up to
@@ -38,13 +38,37 @@
  * source cannot be expanded and is named in a note), replayed one after the
  * other, each with its own group and summary (several sources with a
  * shared lanes.dlq are one lane); the exit code is the worst of the runs.
- * Without --to, each record goes back to its own original topic:
- * original.topic, or the original topic its foreign dialect states
- * (dlq_foreign.h). A record with none, one whose original topic is the lane
- * itself, or one whose original topic does not exist is unroutable: not
- * replayed, said on stderr, counted, and not finished, so the group's
- * progress stops before it (records replayed after it are marked
- * `replayed` and skipped by the rerun) and the run exits 1.
+ * Without --to, each record goes back to its own original topic: the one
+ * the dialect it is read as states (dlq_origin.h: errgate's original.topic
+ * for errgate's records, a Spring DLT record's kafka_dlt-original-topic
+ * even when it also carries a copied original.topic). A record with none,
+ * one whose original topic is the lane itself, or one whose original topic
+ * does not exist is unroutable: not replayed, said on stderr, counted, and
+ * not finished, so the group's progress stops before it (records replayed
+ * after it are marked `replayed` and skipped by the rerun) and the run
+ * exits 1.
+ *
+ * Where a replay may write (replay_dest.h, issue 28: the original topic is
+ * bytes anyone producing the failed record could set). Internal topics are
+ * refused always: `__*`, `*.state`, the audit topic, and with -c the
+ * gateway's lanes and rungs and an inbox's own sources; a --to naming one
+ * is a usage error. Without --to a record's original topic must also be
+ * allowed: by --allow-to PATTERN (repeatable: a topic name with `*` for any
+ * run, or a ^regex), else by the config's source.replay_allow, else its
+ * default (the config's sources; for an inbox config the topics its
+ * sources are DLQs of). A refused record is said on stderr, counted
+ * (`refused-destination`) and not finished, like an unroutable one: the
+ * group stays before it until it is allowed, replayed with --to, or
+ * resolved (dlq resolve).
+ *
+ * Stubs. A record dead-lettered without its value (errgate.value-omitted,
+ * refusal.h) is never republished as an empty record: its original is
+ * fetched from original.topic/partition/offset (a consumer of its own,
+ * assign and seek, up to FETCH_TIMEOUT_MS), and when that record is there
+ * and is the one (its offset is original.offset and its item id, errgate.id
+ * or coordinates, is the stub's errgate.id) it is replayed with its own key,
+ * value and headers plus the stub's errgate headers. Otherwise the stub is
+ * refused by name on stderr, counted (`stubs-refused`) and not finished.
  *
  * The default group is errgate-replay.LANE.TOPIC.HASH (TOPIC "original"
  * without --to), HASH covering the
@@ -83,6 +107,8 @@
 #include "kcli.h"
 #include "parse.h"
 #include "record.h"
+#include "refusal.h"
+#include "replay_dest.h"
 #include "text.h"
 #include "tracker.h"
 #include "util.h"
@@ -94,14 +120,19 @@
 #define WHERE_BUDGET_MS 50
 #define MAX_INFLIGHT 1000
 #define COMMIT_EVERY_MS 200
+#define FETCH_TIMEOUT_MS 10000
+#define MAX_ALLOW 64
 
 typedef struct opts {
     eg_kcli k;
     const char *from, *to, *group, *where, *since, *until;
     eg_replay_filter f;
     int dry, force, include_resolved;
-    int state; /* --state: the only state replayed, or -1 */
-    int home;  /* no --to: each record goes to its original topic */
+    int state;                    /* --state: the only state replayed, or -1 */
+    int home;                     /* no --to: each record goes to its original topic */
+    const char *allow[MAX_ALLOW]; /* --allow-to patterns (borrowed from argv) */
+    int nallow;
+    eg_config *cfg; /* -c: the config (owned), for the internal topics and the default allow-list */
     double rate;
     long limit, max_replays;
 } opts;
@@ -139,7 +170,9 @@ typedef struct replay {
     size_t nhomes;
     char state_topic[512];
     char by[300];
-    long read, matched, replayed, refused, failed, state_failed, commit_failed, unroutable;
+    long read, matched, replayed, refused, failed, state_failed, commit_failed, unroutable, dest_refused, stub_refused,
+        stubs_fetched;
+    rd_kafka_t *fetch; /* fetches the originals of stubs (made on first use) */
     long inflight, state_inflight;
     int abort;   /* a delivery failed: read no further */
     int closing; /* teardown: purged deliveries are not counted */
@@ -158,7 +191,7 @@ static void usage(void) {
            "       errgate replay -c CONFIG [--from LANE] [--to TOPIC]\n"
            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
-           "         [--state S] [--include-resolved]\n"
+           "         [--state S] [--include-resolved] [--allow-to PATTERN ...]\n"
            "\n"
            "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic);\n"
            "                     also spelled --from-topic. Default with -c: each of the\n"
@@ -184,6 +217,11 @@ static void usage(void) {
            "                     accepted-loss, closed and pending-approval ones are skipped\n"
            "  --include-resolved replay items whatever their state\n"
            "  --group G          the consumer group that keeps the progress\n"
+           "  --allow-to PATTERN without --to: where records may go back to (a topic name,\n"
+           "                     * for any run, or a ^regex; repeatable). Default: the config's\n"
+           "                     source.replay_allow, else its sources (an inbox's: the topics\n"
+           "                     its sources are DLQs of). __*, *.state, the audit topic and the\n"
+           "                     gateway's lanes are refused always\n"
            "\n"
            "Prints matched, replayed, refused, failed, and the items skipped per state. Exit 0 when\n"
            "nothing failed.\n");
@@ -227,9 +265,9 @@ static int parse(int argc, char **argv, opts *o) {
             {"--from-topic", "--from"}, {"--to-topic", "--to"}, {"--error-class", "--class"}, {NULL, NULL}};
         for (int j = 0; alias[j][0]; j++)
             if (!strcmp(a, alias[j][0])) a = alias[j][1];
-        static const char *const valued[] = {"--from",        "--to",    "--since", "--until", "--class",
-                                             "--code",        "--key",   "--where", "--rate",  "--limit",
-                                             "--max-replays", "--group", "--state", NULL};
+        static const char *const valued[] = {"--from",  "--to",          "--since", "--until",    "--class",
+                                             "--code",  "--key",         "--where", "--rate",     "--limit",
+                                             "--group", "--max-replays", "--state", "--allow-to", NULL};
         int known = 0;
         for (const char *const *v = valued; *v; v++) known |= !strcmp(a, *v);
         if (!known) {
@@ -248,7 +286,16 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--key")) o->f.key = v;
         else if (!strcmp(a, "--where")) o->where = v;
         else if (!strcmp(a, "--group")) o->group = v;
-        else if (!strcmp(a, "--state")) {
+        else if (!strcmp(a, "--allow-to")) {
+            if (!eg_topic_pattern_ok(v) || o->nallow >= MAX_ALLOW) {
+                snprintf(why, sizeof why,
+                         "--allow-to '%s' is not a topic pattern (a topic name with * for any run, or a ^regex; at "
+                         "most %d)",
+                         v, MAX_ALLOW);
+                return usage_error(why);
+            }
+            o->allow[o->nallow++] = v;
+        } else if (!strcmp(a, "--state")) {
             if ((o->state = eg_dlq_state_parse(v)) < 0) {
                 snprintf(why, sizeof why,
                          "--state '%s' is not one of open, pending-approval, approved, replayed, accepted-loss, "
@@ -503,16 +550,23 @@ static void pace(replay *rp) {
     rp->next_due = (rp->next_due > now ? rp->next_due : now) + 1000.0 / rp->o->rate;
 }
 
-/* The original topic and partition m states (errgate's headers, else its
- * foreign dialect's, dlq_foreign.h) into topic ("" when none) and *part
- * (-1 when none). */
+/* The original topic and partition m states, as the dialect it is read as
+ * states them (dlq_origin.h: never a copied header of another dialect),
+ * into topic ("" when none) and *part (-1 when none). An original.topic that
+ * is no topic name is copied as it is, for the message that names it. */
 static void origin_of(const rd_kafka_message_t *m, char *topic, size_t topiclen, long *part) {
-    char p[32];
-    if (eg_header_str(m, EG_H_ORIG_TOPIC, topic, topiclen) < 0) topic[0] = '\0';
-    if (eg_header_str(m, EG_H_ORIG_PARTITION, p, sizeof p) < 0) p[0] = '\0';
-    eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, topic, topiclen);
-    eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, p, sizeof p);
-    if (eg_parse_count(p, part) < 0) *part = -1;
+    rd_kafka_headers_t *h = NULL;
+    eg_dlq_origin o;
+    topic[0] = '\0';
+    *part = -1;
+    if (rd_kafka_message_headers(m, &h) != 0) return;
+    const char *d = eg_dlq_dialect(h, "auto");
+    if (eg_dlq_origin_read(h, &o) == 0) {
+        eg_strlcpy(topic, o.topic, topiclen);
+        *part = o.partition;
+    } else if ((!d || !strcmp(d, "errgate")) && eg_header_str(m, EG_H_ORIG_TOPIC, topic, topiclen) < 0) {
+        topic[0] = '\0';
+    }
 }
 
 /* The partition count of `to` (without --to: asked once per original
@@ -532,8 +586,9 @@ static int parts_of(replay *rp, const char *to, char *err, size_t errlen) {
 
 /* Where m goes: --to, or (without it) its original topic, into to. Returns
  * the partition (its original one when to is its original topic and has
- * that partition, see the file comment; else RD_KAFKA_PARTITION_UA), or -2
- * when m is unroutable (why filled). */
+ * that partition, see the file comment; else RD_KAFKA_PARTITION_UA), -2
+ * when m is unroutable, or -3 when its original topic is refused (internal,
+ * or not allowed: replay_dest.h) (why filled). */
 static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, size_t tolen, char *why, size_t whylen) {
     char orig[512], err[512];
     long p;
@@ -550,12 +605,130 @@ static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, si
                  strcmp(orig, rp->o->from) ? "not a topic name" : "the lane itself");
         return -2;
     }
+    char rule[200];
+    if (rp->o->home && eg_replay_internal(rp->o->cfg, orig, rule, sizeof rule)) {
+        snprintf(why, whylen, "original topic %s is %s: never replayed to", orig, rule);
+        return -3;
+    }
     int parts = parts_of(rp, to, err, sizeof err);
     if (parts <= 0) {
         snprintf(why, whylen, "original topic %s %s", to, parts == 0 ? "does not exist (create it first)" : err);
         return -2;
     }
+    int allowed = 0;
+    for (int i = 0; i < rp->o->nallow; i++) allowed |= eg_topic_match(rp->o->allow[i], orig);
+    if (rp->o->home && !allowed && (rp->o->nallow || !rp->o->cfg || !eg_replay_allowed(rp->o->cfg, orig))) {
+        if (rp->o->nallow || !rp->o->cfg) snprintf(rule, sizeof rule, "--allow-to");
+        else eg_replay_allow_text(rp->o->cfg, rule, sizeof rule);
+        snprintf(why, whylen, "original topic %s is not allowed (%s); give --allow-to or --to", orig, rule);
+        return -3;
+    }
     return !strcmp(orig, to) && p >= 0 && p < parts ? (int32_t)p : RD_KAFKA_PARTITION_UA;
+}
+
+/* The record at topic/partition/offset, fetched by rp's own group-less
+ * consumer (assign and seek; made on first use), or NULL with why when it
+ * is not there within FETCH_TIMEOUT_MS (out of retention, compacted away,
+ * no such topic). The caller destroys it. */
+static rd_kafka_message_t *fetch_at(replay *rp, const char *topic, int32_t partition, int64_t offset, char *why,
+                                    size_t whylen) {
+    char err[512];
+    if (!rp->fetch) {
+        rd_kafka_conf_t *conf = eg_kcli_conf(&rp->o->k, "errgate-replay-fetch", err, sizeof err);
+        /* assign needs a group.id in librdkafka 2.0.2; nothing joins or commits it */
+        if (conf && (rd_kafka_conf_set(conf, "auto.offset.reset", "error", err, sizeof err) != RD_KAFKA_CONF_OK ||
+                     rd_kafka_conf_set(conf, "group.id", "errgate-replay-fetch", err, sizeof err) != RD_KAFKA_CONF_OK ||
+                     rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err) != RD_KAFKA_CONF_OK)) {
+            rd_kafka_conf_destroy(conf);
+            conf = NULL;
+        }
+        if (conf && !(rp->fetch = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err))) rd_kafka_conf_destroy(conf);
+        if (!rp->fetch) {
+            snprintf(why, whylen, "cannot make a consumer to fetch it: %s", err);
+            return NULL;
+        }
+    }
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(tp, topic, partition)->offset = offset;
+    rd_kafka_resp_err_t e = rd_kafka_assign(rp->fetch, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+    if (e) {
+        snprintf(why, whylen, "cannot fetch %s/%d/%lld: %s", topic, (int)partition, (long long)offset,
+                 rd_kafka_err2str(e));
+        return NULL;
+    }
+    rd_kafka_message_t *got = NULL;
+    int64_t until = eg_now_ms() + FETCH_TIMEOUT_MS;
+    snprintf(why, whylen, "the original %s/%d/%lld was not fetched within %d s", topic, (int)partition,
+             (long long)offset, FETCH_TIMEOUT_MS / 1000);
+    while (!got && !eg_dlq_stop && eg_now_ms() < until) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rp->fetch, 100);
+        if (!m) continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        if (m->err) {
+            snprintf(why, whylen, "the original %s/%d/%lld is gone: %s", topic, (int)partition, (long long)offset,
+                     rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+            break;
+        }
+        if (m->offset != offset || m->partition != partition) {
+            snprintf(why, whylen, "the original %s/%d/%lld is gone (the log goes on at offset %lld)", topic,
+                     (int)partition, (long long)offset, (long long)m->offset);
+            rd_kafka_message_destroy(m);
+            break;
+        }
+        got = m;
+    }
+    rd_kafka_assign(rp->fetch, NULL);
+    return got;
+}
+
+/* A stub's original (see the file comment): fetched at the stub's
+ * original.topic/partition/offset, and only when it is the record the stub
+ * stands for (its item id equals the stub's, id). NULL with why otherwise. */
+static rd_kafka_message_t *fetch_original(replay *rp, const rd_kafka_message_t *stub, const char *id, char *why,
+                                          size_t whylen) {
+    char topic[EG_TOPIC_NAME_MAX + 1];
+    int64_t part = eg_header_uint(stub, EG_H_ORIG_PARTITION), off = eg_header_uint(stub, EG_H_ORIG_OFFSET);
+    if (eg_header_str(stub, EG_H_ORIG_TOPIC, topic, sizeof topic) < 0 || !eg_dlq_topic_ok(topic, strlen(topic)) ||
+        part < 0 || part > INT32_MAX || off < 0) {
+        snprintf(why, whylen, "and it states no original.topic, .partition and .offset to fetch it from");
+        return NULL;
+    }
+    rd_kafka_message_t *m = fetch_at(rp, topic, (int32_t)part, off, why, whylen);
+    if (!m) return NULL;
+    char got[EG_ID_MAX + 1];
+    eg_dlq_item_id(m, got, sizeof got);
+    if (strcmp(got, id) != 0) {
+        char shown[400];
+        eg_printable(got, strlen(got), shown, sizeof shown);
+        snprintf(why, whylen, "and the record at %s/%lld/%lld is another (errgate.id %s)", topic, (long long)part,
+                 (long long)off, shown);
+        rd_kafka_message_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* The headers a fetched stub is replayed with: its original's own, then the
+ * stub's errgate headers (the last of a name wins) without the omission
+ * markers. The caller destroys them. */
+static rd_kafka_headers_t *stub_headers(const rd_kafka_message_t *orig, const rd_kafka_headers_t *stub) {
+    rd_kafka_headers_t *oh = NULL;
+    rd_kafka_message_headers(orig, &oh);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    const char *name;
+    const void *v;
+    size_t n;
+    for (size_t i = 0; oh && rd_kafka_header_get_all(oh, i, &name, &v, &n) == 0; i++)
+        rd_kafka_header_add(h, name, -1, v, v ? (ssize_t)n : -1);
+    for (size_t i = 0; stub && rd_kafka_header_get_all(stub, i, &name, &v, &n) == 0; i++)
+        if (strcmp(name, EG_H_VALUE_OMITTED) && strcmp(name, EG_H_HEADERS_OMITTED) && strcmp(name, EG_H_KEY_OMITTED))
+            rd_kafka_header_add(h, name, -1, v, v ? (ssize_t)n : -1);
+    return h;
 }
 
 /* Adds the --dry-run table row of a matched record; skip names why it is
@@ -563,12 +736,18 @@ static int32_t destination(replay *rp, const rd_kafka_message_t *m, char *to, si
 static void dry_row(replay *rp, const rd_kafka_message_t *m, const char *lane, const char *nrep, const char *dest,
                     int32_t p, const char *skip) {
     char ot[300], op[32], oo[32], orig[400], klass[128], code[128], to[300];
-    eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
-    eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
-    eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
-    eg_dlq_foreign_fill(m, EG_H_ORIG_TOPIC, ot, sizeof ot); /* a foreign DLQ's (dlq_foreign.h) */
-    eg_dlq_foreign_fill(m, EG_H_ORIG_PARTITION, op, sizeof op);
-    eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
+    rd_kafka_headers_t *h = NULL;
+    eg_dlq_origin og;
+    if (rd_kafka_message_headers(m, &h) == 0 && eg_dlq_origin_read(h, &og) == 0 && strcmp(og.format, "errgate")) {
+        /* read as a foreign dialect: its origin, not a copied original.* (dlq_origin.h) */
+        eg_strlcpy(ot, og.topic, sizeof ot);
+        snprintf(op, sizeof op, og.partition >= 0 ? "%lld" : "-", (long long)og.partition);
+        snprintf(oo, sizeof oo, og.offset >= 0 ? "%lld" : "-", (long long)og.offset);
+    } else {
+        eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+        eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
+        eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
+    }
     eg_dlq_header_text(m, EG_H_CLASS, klass, sizeof klass);
     eg_dlq_header_text(m, EG_H_CODE, code, sizeof code);
     eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
@@ -645,15 +824,31 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     }
     char to[EG_TOPIC_NAME_MAX + 1] = "", why[1024];
     int32_t p = refuse ? RD_KAFKA_PARTITION_UA : destination(rp, m, to, sizeof to, why, sizeof why);
-    if (p == -2) {
+    if (p == -2 || p == -3) {
         /* not finished: the group's progress stays before it (see the file comment) */
-        rp->unroutable++;
-        fprintf(stderr, "errgate replay: unroutable %s (errgate.id %s): %s\n", lane, shown, why);
-        if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "unroutable");
+        if (p == -2) rp->unroutable++;
+        else rp->dest_refused++;
+        fprintf(stderr, "errgate replay: %s %s (errgate.id %s): %s\n", p == -2 ? "unroutable" : "refused", lane, shown,
+                why);
+        if (o->dry) dry_row(rp, m, lane, nrep, "", -1, p == -2 ? "unroutable" : "refused destination");
         return 0;
+    }
+    /* a stub: its original, fetched by its coordinates, or refused (see the file comment) */
+    rd_kafka_message_t *orig = NULL;
+    if (!refuse && eg_header(m, EG_H_VALUE_OMITTED, &rlen)) {
+        if (!(orig = fetch_original(rp, m, id, why, sizeof why))) {
+            rp->stub_refused++;
+            fprintf(stderr,
+                    "errgate replay: refused stub %s (errgate.id %s): its value was omitted, %s; not replayed\n", lane,
+                    shown, why);
+            if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "refused stub");
+            return 0;
+        }
+        rp->stubs_fetched++;
     }
     if (o->dry) {
         dry_row(rp, m, lane, nrep, to, p, refuse ? "refused" : NULL);
+        if (orig) rd_kafka_message_destroy(orig);
         if (refuse) return 0;
         rp->replayed++; /* would be */
         eg_tracker_finish(&rp->trk[i], seq);
@@ -666,13 +861,17 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     *pd = (pending){.pidx = i, .seq = seq, .lane_off = m->offset};
     eg_strlcpy(pd->to, to, sizeof pd->to);
     memcpy(pd->id, id, idlen + 1);
-    rd_kafka_headers_t *src = NULL;
+    rd_kafka_headers_t *src = NULL, *merged = NULL;
     rd_kafka_message_headers(m, &src);
+    if (orig) src = merged = stub_headers(orig, src);
     rd_kafka_headers_t *h = eg_replay_headers(src, lane, eg_wall_ms(), (replays < 0 ? 0 : replays) + 1);
-    rd_kafka_resp_err_t e = rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(pd->to), RD_KAFKA_V_PARTITION(p),
-                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                              RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len),
-                                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
+    if (merged) rd_kafka_headers_destroy(merged);
+    const rd_kafka_message_t *body = orig ? orig : m; /* a stub's key and value are its original's */
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        rp->prod, RD_KAFKA_V_TOPIC(pd->to), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(body->payload, body->len), RD_KAFKA_V_KEY(body->key, body->key_len), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
+    if (orig) rd_kafka_message_destroy(orig);
     if (e) {
         fprintf(stderr, "errgate replay: %s -> %s: cannot produce: %s\n", lane, pd->to, rd_kafka_err2str(e));
         rd_kafka_headers_destroy(h);
@@ -707,6 +906,9 @@ static void print_summary(const replay *rp, int interrupted) {
     long skipped = 0;
     for (int s = 0; s < EG_DLQ__N; s++) skipped += rp->skipped[s];
     if (rp->unroutable) printf("  unroutable %ld", rp->unroutable);
+    if (rp->dest_refused) printf("  refused-destination %ld", rp->dest_refused);
+    if (rp->stub_refused) printf("  stubs-refused %ld", rp->stub_refused);
+    if (rp->stubs_fetched) printf("  stubs-fetched %ld", rp->stubs_fetched);
     printf("  skipped %ld", skipped);
     for (int s = 0, any = 0; s < EG_DLQ__N; s++)
         if (rp->skipped[s])
@@ -728,6 +930,10 @@ static void teardown(replay *rp) {
         int64_t until = eg_now_ms() + 5000;
         while ((rp->inflight > 0 || rp->state_inflight > 0) && eg_now_ms() < until) rd_kafka_poll(rp->prod, 50);
         rd_kafka_destroy(rp->prod);
+    }
+    if (rp->fetch) {
+        rd_kafka_consumer_close(rp->fetch);
+        rd_kafka_destroy(rp->fetch);
     }
     int n = rp->r.n;
     eg_lread_close(&rp->r);
@@ -848,17 +1054,17 @@ static int run(replay *rp, const opts *o) {
         commit(rp, 1);
     }
     print_summary(rp, interrupted);
-    return rp->failed || rp->state_failed || rp->commit_failed || rp->unroutable || fatal || interrupted ? 1 : 0;
+    return rp->failed || rp->state_failed || rp->commit_failed || rp->unroutable || rp->dest_refused ||
+                   rp->stub_refused || fatal || interrupted
+               ? 1
+               : 0;
 }
 
 /* The config's DLQ lanes (see the file comment) into *lanes (fresh
  * strings, the caller frees them and the array). Returns their count, or
  * -1 with err. */
 static int config_lanes(const opts *o, char ***lanes, char *err, size_t errlen) {
-    eg_config cfg = {0};
-    /* the config loader wants a bootstrap; -b supplies it when the file has none */
-    if (o->k.bootstrap) setenv("ERRGATE_BOOTSTRAP", o->k.bootstrap, 1);
-    if (eg_config_load(o->k.config, &cfg, err, errlen) != 0) return -1;
+    const eg_config cfg = *o->cfg;
     int n = 0;
     *lanes = eg_xcalloc((size_t)cfg.ntopics + 1, sizeof **lanes);
     for (int i = 0; i < cfg.ntopics; i++) {
@@ -875,7 +1081,6 @@ static int config_lanes(const opts *o, char ***lanes, char *err, size_t errlen) 
         if (seen) free(lane);
         else (*lanes)[n++] = lane;
     }
-    eg_config_free(&cfg);
     if (n == 0) snprintf(err, errlen, "%s names no DLQ lane (its sources are patterns); give --from", o->k.config);
     return n ? n : -1;
 }
@@ -894,11 +1099,27 @@ int eg_cmd_replay(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? EG_EXIT_OK : rc;
-    char **lanes = NULL, err[1024];
+    char **lanes = NULL, err[1024], why[300];
     int n = 1;
+    eg_config cfg;
+    if (o.k.config) {
+        /* the config loader wants a bootstrap; -b supplies it when the file has none */
+        if (o.k.bootstrap) setenv("ERRGATE_BOOTSTRAP", o.k.bootstrap, 1);
+        if (eg_config_load(o.k.config, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "errgate replay: -c: %s\n", err);
+            return 2;
+        }
+        o.cfg = &cfg;
+    }
+    if (o.to && eg_replay_internal(o.cfg, o.to, why, sizeof why)) {
+        rc = eg_usage_error("replay", "--to %s is %s: never replayed to", o.to, why);
+        if (o.cfg) eg_config_free(o.cfg);
+        return rc;
+    }
     if (!o.from && (n = config_lanes(&o, &lanes, err, sizeof err)) < 0) {
         fprintf(stderr, "errgate replay: -c: %s\n", err);
         free(lanes);
+        eg_config_free(o.cfg);
         return 2;
     }
     eg_dlq_catch_signals();
@@ -918,5 +1139,6 @@ int eg_cmd_replay(int argc, char **argv) {
     eg_dlq_foreign_done();
     for (int i = 0; lanes && i < n; i++) free(lanes[i]);
     free(lanes);
+    if (o.cfg) eg_config_free(o.cfg);
     return rc;
 }

@@ -36,9 +36,16 @@
  * that fails every attempt is dropped, logged and counted. Window counts are
  * kept in memory: a restart starts them afresh.
  *
+ * The POSTs never hold up the loop: they are libcurl's multi interface,
+ * driven without waiting (curl_multi_perform) on every pass of the loop,
+ * at most MAX_POSTS at a time, so a receiver that hangs costs its own
+ * alert's time-out and nothing else; incident lines go on being written,
+ * synced and committed meanwhile (the loop polls Kafka for POLL_POSTING_MS
+ * instead of POLL_MS while a POST is under way, to see its answer soon).
+ *
  * SIGTERM or SIGINT: the lines written are synced, the progress committed,
- * an alert still waiting for a retry is dropped (logged), a summary printed
- * on stderr, exit 0. Exit 1 on a Kafka or file error (nothing committed past
+ * an alert still waiting for a retry or still being POSTed is dropped
+ * (logged), a summary printed on stderr, exit 0. Exit 1 on a Kafka or file error (nothing committed past
  * a line that was not written), 2 for bad arguments or a missing lane. */
 #include "cli.h"
 #include "dlq.h"
@@ -61,6 +68,9 @@
 #include <unistd.h>
 
 #define SYNC_EVERY_MS 500
+#define POLL_MS 200
+#define POLL_POSTING_MS 20
+#define MAX_POSTS 4
 #define POST_TIMEOUT_MS 5000
 #define POST_ATTEMPTS 6
 #define BACKOFF_FIRST_MS 500
@@ -77,11 +87,14 @@ typedef struct threshold {
     int64_t quiet_until; /* no alert before this lane timestamp */
 } threshold;
 
-/* An alert waiting to be POSTed. */
+/* An alert waiting to be POSTed, or being POSTed (easy set). Owns its
+ * strings, and while posting its easy handle and header list. */
 typedef struct alert {
     char *klass, *body;
     int attempts;
     int64_t due_ms;
+    CURL *easy;              /* the POST under way (added to watch.multi), or NULL */
+    struct curl_slist *hdrs; /* its request headers */
 } alert;
 
 typedef struct watch {
@@ -96,7 +109,8 @@ typedef struct watch {
     alert *q;
     size_t nq;
     long records, alerts, posted, post_failures, dropped;
-    CURL *curl;
+    CURLM *multi; /* the POSTs under way (--webhook) */
+    int posting;  /* how many */
 } watch;
 
 /* Prints the usage text of `errgate dlq watch` on stdout. */
@@ -338,71 +352,124 @@ static void count_record(watch *w, const rd_kafka_message_t *m, const char *k, i
     w->q[w->nq++] = (alert){.klass = eg_xstrdup(k), .body = body, .due_ms = eg_now_ms()};
 }
 
-/* libcurl progress callback: aborts a POST once a stop was asked for. */
-static int on_progress(void *p, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) { return eg_dlq_stop != 0; }
-
 /* libcurl write callback: the answer's body is not needed. */
 static size_t discard(char *p, size_t size, size_t n, void *u) { return size * n; }
 
-/* POSTs body to the webhook. Returns 0 on a 2xx answer, else -1 with why. */
-static int post(watch *w, const char *body, char *why, size_t whylen) {
-    CURL *c = w->curl;
-    curl_easy_reset(c);
+/* Starts a's POST on w's multi handle. Returns 0, or -1 with why (nothing
+ * started). */
+static int post_start(watch *w, alert *a, char *why, size_t whylen) {
+    CURL *c = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (!c || !h) {
+        if (c) curl_easy_cleanup(c);
+        curl_slist_free_all(h);
+        snprintf(why, whylen, "cannot set up libcurl");
+        return -1;
+    }
     curl_easy_setopt(c, CURLOPT_URL, w->webhook);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, a->body); /* a->body outlives the transfer */
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(a->body));
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)POST_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-    CURLcode e = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    if (e != CURLE_OK) snprintf(why, whylen, "%s", curl_easy_strerror(e));
-    else if (status < 200 || status > 299) snprintf(why, whylen, "HTTP %ld", status);
-    else return 0;
-    return -1;
+    curl_easy_setopt(c, CURLOPT_PRIVATE, a->body); /* finds the alert again: bodies are unique pointers */
+    if (curl_multi_add_handle(w->multi, c) != CURLM_OK) {
+        curl_easy_cleanup(c);
+        curl_slist_free_all(h);
+        snprintf(why, whylen, "cannot start the POST");
+        return -1;
+    }
+    a->easy = c;
+    a->hdrs = h;
+    w->posting++;
+    return 0;
 }
 
-/* Sends the queued alerts that are due; a failed one is retried later with
- * back-off, or dropped after POST_ATTEMPTS (see the file comment). */
+/* Ends a's POST (if one is under way): its handle leaves the multi handle
+ * and is freed. */
+static void post_end(watch *w, alert *a) {
+    if (!a->easy) return;
+    curl_multi_remove_handle(w->multi, a->easy);
+    curl_easy_cleanup(a->easy);
+    curl_slist_free_all(a->hdrs);
+    a->easy = NULL;
+    a->hdrs = NULL;
+    w->posting--;
+}
+
+/* Removes alert i from the queue (its POST ended) and frees it. */
+static void alert_drop(watch *w, size_t i) {
+    post_end(w, &w->q[i]);
+    free(w->q[i].klass);
+    free(w->q[i].body);
+    w->q[i] = w->q[--w->nq];
+}
+
+/* The outcome of alert i's attempt (ok, else why): counted, and the alert
+ * freed, scheduled again with back-off, or dropped after POST_ATTEMPTS (see
+ * the file comment). */
+static void post_done(watch *w, size_t i, int ok, const char *why) {
+    alert *a = &w->q[i];
+    post_end(w, a);
+    a->attempts++;
+    if (ok) {
+        w->posted++;
+        alert_drop(w, i);
+        return;
+    }
+    w->post_failures++;
+    int64_t wait = BACKOFF_FIRST_MS << (a->attempts - 1);
+    if (wait > BACKOFF_MAX_MS) wait = BACKOFF_MAX_MS;
+    if (a->attempts < POST_ATTEMPTS) {
+        fprintf(stderr, "errgate dlq watch: webhook: alert %s: attempt %d of %d failed: %s; retrying in %lld ms\n",
+                a->klass, a->attempts, POST_ATTEMPTS, why, (long long)wait);
+        a->due_ms = eg_now_ms() + wait;
+        return;
+    }
+    fprintf(stderr, "errgate dlq watch: webhook: alert %s dropped after %d failed attempts: %s\n", a->klass,
+            a->attempts, why);
+    w->dropped++;
+    alert_drop(w, i);
+}
+
+/* One step of the webhook, never waiting: starts the POSTs of the due
+ * alerts (at most MAX_POSTS under way), lets libcurl move the transfers on,
+ * and settles the ones that ended (post_done). */
 static void send_due(watch *w) {
-    for (size_t i = 0; i < w->nq && !eg_dlq_stop;) {
+    if (!w->multi) return;
+    int64_t now = eg_now_ms();
+    for (size_t i = 0; i < w->nq && w->posting < MAX_POSTS;) {
         alert *a = &w->q[i];
-        if (a->due_ms > eg_now_ms()) {
+        char why[256];
+        if (a->easy || a->due_ms > now || post_start(w, a, why, sizeof why) == 0) {
             i++;
             continue;
         }
-        char why[256];
-        int ok = post(w, a->body, why, sizeof why) == 0;
-        if (!ok && eg_dlq_stop) break; /* aborted by the stop: dropped below */
-        a->attempts++;
-        if (!ok) {
-            w->post_failures++;
-            int64_t wait = BACKOFF_FIRST_MS << (a->attempts - 1);
-            if (wait > BACKOFF_MAX_MS) wait = BACKOFF_MAX_MS;
-            if (a->attempts < POST_ATTEMPTS) {
-                fprintf(stderr,
-                        "errgate dlq watch: webhook: alert %s: attempt %d of %d failed: %s; retrying in %lld ms\n",
-                        a->klass, a->attempts, POST_ATTEMPTS, why, (long long)wait);
-                a->due_ms = eg_now_ms() + wait;
-                i++;
-                continue;
-            }
-            fprintf(stderr, "errgate dlq watch: webhook: alert %s dropped after %d failed attempts: %s\n", a->klass,
-                    a->attempts, why);
-            w->dropped++;
-        } else {
-            w->posted++;
+        size_t before = w->nq;
+        post_done(w, i, 0, why);
+        if (w->nq == before) i++; /* kept for a retry */
+    }
+    int running = 0;
+    curl_multi_perform(w->multi, &running);
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(w->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        char *body = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &body);
+        CURLcode e = msg->data.result;
+        long status = 0;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+        for (size_t i = 0; i < w->nq; i++) {
+            if (w->q[i].body != body) continue;
+            char why[256] = "";
+            if (e != CURLE_OK) snprintf(why, sizeof why, "%s", curl_easy_strerror(e));
+            else if (status < 200 || status > 299) snprintf(why, sizeof why, "HTTP %ld", status);
+            post_done(w, i, !why[0], why);
+            break;
         }
-        free(a->klass);
-        free(a->body);
-        w->q[i] = w->q[--w->nq];
     }
 }
 
@@ -457,7 +524,7 @@ static int run(watch *w) {
     w->next = eg_xcalloc((size_t)w->r.n, sizeof *w->next);
     w->synced = eg_xcalloc((size_t)w->r.n, sizeof *w->synced);
     for (int i = 0; i < w->r.n; i++) w->next[i] = w->synced[i] = w->r.start[i];
-    if (w->webhook && !(w->curl = curl_easy_init())) {
+    if (w->webhook && !(w->multi = curl_multi_init())) {
         fprintf(stderr, "errgate dlq watch: cannot set up libcurl\n");
         return 1;
     }
@@ -468,7 +535,7 @@ static int run(watch *w) {
     rc = 0;
     while (!eg_dlq_stop) {
         rd_kafka_message_t *m;
-        int got = eg_lread_next(&w->r, 200, &m, err, sizeof err);
+        int got = eg_lread_next(&w->r, w->posting ? POLL_POSTING_MS : POLL_MS, &m, err, sizeof err);
         if (got < 0) {
             fprintf(stderr, "errgate dlq watch: %s\n", err);
             rc = 1;
@@ -507,8 +574,8 @@ static int run(watch *w) {
         rc = 1;
     }
     for (size_t i = 0; i < w->nq; i++)
-        fprintf(stderr, "errgate dlq watch: webhook: alert %s dropped at shutdown after %d attempt(s)\n", w->q[i].klass,
-                w->q[i].attempts);
+        fprintf(stderr, "errgate dlq watch: webhook: alert %s dropped at shutdown after %d attempt(s)%s\n",
+                w->q[i].klass, w->q[i].attempts + (w->q[i].easy != NULL), w->q[i].easy ? ", the last unanswered" : "");
     w->dropped += (long)w->nq;
     fprintf(stderr,
             "errgate dlq watch: stopped: %ld incidents written, %ld alerts, %ld posted, %ld POST attempts failed, %ld "
@@ -526,14 +593,11 @@ static void teardown(watch *w) {
         free(w->th[i].ring);
     }
     free(w->th);
-    for (size_t i = 0; i < w->nq; i++) {
-        free(w->q[i].klass);
-        free(w->q[i].body);
-    }
+    while (w->nq) alert_drop(w, w->nq - 1);
     free(w->q);
     free(w->next);
     free(w->synced);
-    if (w->curl) curl_easy_cleanup(w->curl);
+    if (w->multi) curl_multi_cleanup(w->multi);
 }
 
 int eg_cmd_dlq_watch(int argc, char **argv) {

@@ -63,6 +63,7 @@
 #include "headers.h"
 #include "log.h"
 #include "refusal.h"
+#include "replay_dest.h"
 #include "util.h"
 
 #include <event2/event.h>
@@ -673,6 +674,11 @@ static void decide(eg_gw *gw, eg_record *r) {
                   .breaker = eg_breaker_state_name(eg_breaker_poll(&gw->breaker, now)),
                   .retry_budget = eg_budget_allows_retry(&gw->budget)};
     eg_decision d;
+    if (gw->cfg->inbox && p->rung < 0) {
+        /* an inbox record's origin is its dialect's: original.* copied from the failed record go (dlq_origin.h) */
+        rd_kafka_headers_t *h = NULL;
+        if (rd_kafka_message_headers(r->msg, &h) == 0) eg_dlq_origin_settle(h, gw->cfg->inbox);
+    }
     int64_t t0 = eg_now_ns();
     eg_policy_decide(gw->policy, &fl->failure, r, &ctx, &d);
     eg_hist_observe(eg_histogram(gw->m.decision_seconds, NULL), (double)(eg_now_ns() - t0) / 1e9);
@@ -690,7 +696,11 @@ static void decide(eg_gw *gw, eg_record *r) {
  * `errgate replay`'s headers, through the lane producer; no target call and
  * no policy call. The loop guard of `errgate replay` applies: a record
  * already replayed EG_REPLAY_MAX_REPLAYS times, or one without a topic to
- * go to, is dead-lettered instead (reason loop_guard / replay_no_topic). */
+ * go to, is dead-lettered instead (reason loop_guard / replay_no_topic).
+ * So is one whose topic is internal or not allowed (replay_dest.h: reason
+ * replay_refused; the rung record's bytes may come from anyone who can
+ * produce), and a stub, whose value was omitted (refusal.h: reason
+ * replay_stub; republished, it would be an empty record). */
 static void republish(eg_gw *gw, eg_record *r) {
     eg_fail *fl = fail_of(gw, r);
     eg_failure_clear(&fl->failure);
@@ -709,12 +719,28 @@ static void republish(eg_gw *gw, eg_record *r) {
     long replays = eg_replays_parse(eg_header(r->msg, EG_H_REPLAYS, &n), n);
     eg_header_str(r->msg, EG_H_CLASS, d.klass, sizeof d.klass);
     eg_header_str(r->msg, EG_H_CODE, d.code, sizeof d.code);
+    char why[200], allow[300];
+    int stub = eg_header(r->msg, EG_H_VALUE_OMITTED, &n) != NULL;
+    int internal = to[0] && eg_replay_internal(gw->cfg, to, why, sizeof why);
     if (!to[0] || replays < 0 || replays >= EG_REPLAY_MAX_REPLAYS) {
         d.action = EG_ACT_DLQ;
         eg_strlcpy(d.reason, to[0] ? "loop_guard" : "replay_no_topic", sizeof d.reason);
         snprintf(d.message, sizeof d.message, "%s",
                  to[0] ? "replayed too often (errgate.replays); dead-lettered"
                        : "no errgate.replay-to topic; dead-lettered");
+    } else if (stub) {
+        d.action = EG_ACT_DLQ;
+        eg_strlcpy(d.reason, "replay_stub", sizeof d.reason);
+        snprintf(d.message, sizeof d.message,
+                 "a stub (errgate.value-omitted: its value was too large for the rung) is not republished to %s as "
+                 "an empty record; dead-lettered",
+                 to);
+    } else if (internal || !eg_replay_allowed(gw->cfg, to)) {
+        d.action = EG_ACT_DLQ;
+        eg_strlcpy(d.reason, "replay_refused", sizeof d.reason);
+        if (!internal) eg_replay_allow_text(gw->cfg, allow, sizeof allow);
+        snprintf(d.message, sizeof d.message, "replay to %s refused: %s%s; dead-lettered", to,
+                 internal ? "it is " : "not in ", internal ? why : allow);
     } else {
         d.action = EG_ACT_REPUBLISH;
         eg_strlcpy(d.replay_to, to, sizeof d.replay_to);

@@ -124,10 +124,10 @@ typedef struct eg_config {
     char **topics;
     int ntopics;
     eg_ordering ordering;
-    char *inbox;            /* source.inbox: the DLQ format of the sources, or NULL */
-    char **replay_allow;    /* source.replay_allow: where replays may go (replay_dest.h) */
+    char *inbox;         /* source.inbox: the DLQ format of the sources, or NULL */
+    char **replay_allow; /* source.replay_allow: where replays may go (replay_dest.h) */
     int nreplay_allow;
-    int replay_allow_set; /* the key was given (an empty list allows nothing) */
+    int replay_allow_set;   /* the key was given (an empty list allows nothing) */
     int max_inflight;       /* per partition */
     int max_inflight_total; /* across partitions */
     int max_tracked;        /* offsets tracked per partition (oldest unfinished to newest read);

@@ -128,13 +128,69 @@ static const dialect texts[] = {
     {"share-group", "__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group"},
 };
 
-int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
+/* 1 when h carries header `name` with a non-empty value (the last one). */
+static int has(const rd_kafka_headers_t *h, const char *name) {
+    size_t n = 0;
+    return eg_headers_get(h, name, &n) != NULL && n > 0;
+}
+
+/* 1 when h's x-dlq-metadata reads as a JSON document (an object or an
+ * array: what errgate.json decodes to a table). */
+static int xdlq_doc(const rd_kafka_headers_t *h) {
+    size_t n = 0;
+    const char *x = eg_headers_get(h, "x-dlq-metadata", &n);
+    size_t i = 0;
+    while (x && i < n && (x[i] == ' ' || x[i] == '\t' || x[i] == '\n' || x[i] == '\r')) i++;
+    return x && i < n && (x[i] == '{' || x[i] == '[');
+}
+
+/* The markers by which errgate.recorded.inbox's INBOX_READ knows a dialect
+ * (a record carries the dialect when it has any of them, non-empty). */
+static const struct {
+    const char *format, *marks[4];
+} dialects[] = {
+    {"errgate", {"error.code", "errgate.id", NULL}},
+    {"spring", {"kafka_dlt-exception-fqcn", "kafka_dlt-exception-cause-fqcn", "kafka_dlt-exception-message", NULL}},
+    {"connect",
+     {"__connect.errors.exception.class.name", "__connect.errors.exception.message", "__connect.errors.topic", NULL}},
+    {"streams", {"__streams.errors.exception", "__streams.errors.topic", NULL}},
+    {"share-group", {"__dlq.errors.topic", NULL}},
+    {"x-dlq-metadata", {NULL}},
+};
+#define NDIALECTS (sizeof dialects / sizeof dialects[0])
+
+/* 1 when h carries dialect i's markers. */
+static int carries(const rd_kafka_headers_t *h, size_t i) {
+    if (!strcmp(dialects[i].format, "x-dlq-metadata")) return xdlq_doc(h);
+    for (const char *const *m = dialects[i].marks; *m; m++)
+        if (has(h, *m)) return 1;
+    return 0;
+}
+
+/* The dialect format names, for a static pointer to return. */
+static const char *known(const char *format) {
+    for (size_t i = 0; format && i < NDIALECTS; i++)
+        if (!strcmp(dialects[i].format, format)) return dialects[i].format;
+    return NULL;
+}
+
+const char *eg_dlq_dialect(const rd_kafka_headers_t *h, const char *format) {
+    if (!h) return NULL;
+    int any = !format || !strcmp(format, "auto"), foreign = format && !strcmp(format, "foreign");
+    for (size_t i = foreign ? 1 : 0; i < NDIALECTS; i++)
+        if ((any || foreign || !strcmp(format, dialects[i].format)) && carries(h, i)) return dialects[i].format;
+    return NULL;
+}
+
+int eg_dlq_origin_read_as(const rd_kafka_headers_t *h, const char *format, eg_dlq_origin *o) {
     memset(o, 0, sizeof *o);
     o->partition = o->offset = o->timestamp_ms = -1;
-    if (!h) return -1;
+    format = known(format);
+    if (!h || !format) return -1;
     char ts[64];
-    if (str(h, EG_H_ORIG_TOPIC, o->topic, sizeof o->topic, 1)) {
-        o->format = "errgate";
+    if (!strcmp(format, "errgate")) {
+        if (!str(h, EG_H_ORIG_TOPIC, o->topic, sizeof o->topic, 1)) return -1;
+        o->format = format;
         o->partition = num(h, EG_H_ORIG_PARTITION, 0, PART_MAX);
         o->offset = num(h, EG_H_ORIG_OFFSET, 0, OFF_MAX);
         if (!str(h, EG_H_ORIG_TIMESTAMP, ts, sizeof ts, 0) || eg_parse_time_ms(ts, &o->timestamp_ms) != 0)
@@ -143,8 +199,9 @@ int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
         str(h, EG_H_ORIG_GROUP, o->group, sizeof o->group, 0);
         return 0;
     }
-    if (str(h, "kafka_dlt-original-topic", o->topic, sizeof o->topic, 1)) {
-        o->format = "spring";
+    if (!strcmp(format, "spring")) {
+        if (!str(h, "kafka_dlt-original-topic", o->topic, sizeof o->topic, 1)) return -1;
+        o->format = format;
         o->partition = num(h, "kafka_dlt-original-partition", 4, PART_MAX);
         o->offset = num(h, "kafka_dlt-original-offset", 8, OFF_MAX);
         o->timestamp_ms = num(h, "kafka_dlt-original-timestamp", 8, TS_MAX);
@@ -153,8 +210,9 @@ int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
     }
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         const dialect *d = &texts[i];
-        if (!str(h, d->topic, o->topic, sizeof o->topic, 1)) continue;
-        o->format = d->format;
+        if (strcmp(d->format, format)) continue;
+        if (!str(h, d->topic, o->topic, sizeof o->topic, 1)) return -1;
+        o->format = format;
         o->partition = num(h, d->partition, 0, PART_MAX);
         o->offset = num(h, d->offset, 0, OFF_MAX);
         if (d->group) str(h, d->group, o->group, sizeof o->group, 0);
@@ -166,7 +224,7 @@ int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
      * escaped NUL would end a string early: a document with one states nothing */
     if (x && !memmem(x, n, "\\u0000", 6) && eg_json_get_str(x, n, "original_topic", o->topic, sizeof o->topic) == 0 &&
         keep(o->topic, 1)) {
-        o->format = "x-dlq-metadata";
+        o->format = format;
         if (eg_json_get_str(x, n, "original_consumer_group", o->group, sizeof o->group) != 0 ||
             strlen(o->group) >= sizeof o->group - 1)
             o->group[0] = '\0';
@@ -177,10 +235,37 @@ int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
     return -1;
 }
 
+int eg_dlq_origin_read(const rd_kafka_headers_t *h, eg_dlq_origin *o) {
+    const char *d = eg_dlq_dialect(h, "auto");
+    if (d) return eg_dlq_origin_read_as(h, d, o);
+    /* read as no dialect: the first foreign one that states an origin (never errgate's, which
+     * anyone producing the failed record could have set) */
+    for (size_t i = 1; i < NDIALECTS; i++)
+        if (eg_dlq_origin_read_as(h, dialects[i].format, o) == 0) return 0;
+    return -1;
+}
+
+/* The errgate original.* header names. */
+static const char *const orig_names[] = {EG_H_ORIG_TOPIC, EG_H_ORIG_PARTITION, EG_H_ORIG_OFFSET, EG_H_ORIG_TIMESTAMP,
+                                         EG_H_ORIG_GROUP};
+
+void eg_dlq_origin_settle(rd_kafka_headers_t *h, const char *format) {
+    const char *d = eg_dlq_dialect(h, format);
+    if (!h || (d && !strcmp(d, "errgate"))) return;
+    for (size_t i = 0; i < sizeof orig_names / sizeof orig_names[0]; i++) rd_kafka_header_remove(h, orig_names[i]);
+}
+
 void eg_dlq_origin_adopt(rd_kafka_headers_t *h) {
     eg_dlq_origin o;
     size_t n;
-    if (eg_headers_get(h, EG_H_ORIG_TOPIC, &n) || eg_dlq_origin_read(h, &o) != 0) return;
+    /* h is a lane record's: its error.code is the lane writer's own, so the
+     * dialect is the first foreign one it carries */
+    if (eg_headers_get(h, EG_H_ORIG_TOPIC, &n)) return;
+    const char *d = eg_dlq_dialect(h, "foreign");
+    int rc = -1;
+    for (size_t i = 1; i < NDIALECTS && rc != 0; i++) /* read as none: the first that states one */
+        if (!d || !strcmp(d, dialects[i].format)) rc = eg_dlq_origin_read_as(h, dialects[i].format, &o);
+    if (rc != 0) return;
     char buf[64];
     rd_kafka_header_add(h, EG_H_ORIG_TOPIC, -1, o.topic, -1);
     if (o.partition >= 0) {
