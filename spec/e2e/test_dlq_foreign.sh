@@ -5,6 +5,7 @@
 # exception class (errgate.recorded.inbox), the original coordinates are the
 # foreign ones (Spring's binary big-endian included), "-" only where the
 # dialect states nothing.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic orders-dlt:1 --topic orders-replay:1

@@ -11,6 +11,7 @@
 # retry.count=3) — none is missing, committed = end offsets on the source
 # and every rung topic. Duplicates (a success or a lane record repeated
 # after a crash) are allowed and counted.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 RUNGS=$(rung_topics src 2s 4s 8s)

@@ -6,6 +6,7 @@
 # (profile_reader.py) and compared field by field with the source record and
 # errgate's own headers. Without lanes.profiles none of them is written; an
 # unknown profile name is a config error.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:3 --topic src.dlq:3

@@ -7,6 +7,7 @@
 # input is refused clearly (unknown class or action, missing TTL or reason, TTL above
 # admin.override_max_ttl_ms, no token, a wrong token). (Two instances:
 # test_overrides_fleet.)
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:1 --topic src.dlq:1

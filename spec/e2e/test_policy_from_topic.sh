@@ -6,6 +6,7 @@
 # DLQ), a headerless record, --limit and --since, usage errors, `policy check
 # --ordering`, and a lane written by a running gateway re-checked against the
 # policy that wrote it (no change) and against a candidate (changes named).
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 POL="$ROOT/policies/default.lua"
 # ptest FILE LANE [ARGS...]: policy test FILE --from-topic LANE; sets OUT and RC.

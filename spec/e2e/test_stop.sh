@@ -2,6 +2,7 @@
 # test_stop.sh — `stop` means stop: a `bug` record (HTTP 500 -> systemic ->
 # stop) ends the gateway with a non-zero exit, nothing past it is consumed
 # by the target or committed, and a restart stops again at the same record.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:1 --topic src.dlq:1 --topic src.quarantine:1
