@@ -5,9 +5,12 @@
  * only when absent. */
 #include "dlq_origin.h"
 #include "headers.h"
+#include "luavm.h"
 #include "record.h"
 #include "tap.h"
 
+#include <lauxlib.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void add(rd_kafka_headers_t *h, const char *n, const void *v, size_t len) {
@@ -78,8 +81,86 @@ static void read_dialect(void) {
     CHECK(eg_dlq_dialect(NULL, "auto") == NULL, "NULL headers: no dialect");
 }
 
+/* The format errgate.recorded.inbox(record, "auto") reads the headers
+ * n[i] = v[i] as (its body's "format"), into out ("" when none). */
+static void lua_format(eg_vm *vm, const char *const *n, const char *const *v, char *out, size_t outlen) {
+    lua_State *L = vm->L;
+    char err[256];
+    out[0] = '\0';
+    lua_getglobal(L, "require");
+    lua_pushstring(L, "errgate.recorded");
+    if (eg_vm_pcall(vm, 1, 1, err, sizeof err) != 0) {
+        snprintf(out, outlen, "error: %s", err);
+        return;
+    }
+    lua_getfield(L, -1, "inbox");
+    lua_remove(L, -2);
+    lua_createtable(L, 0, 1);
+    lua_createtable(L, 0, 4);
+    for (int i = 0; n[i]; i++) {
+        lua_pushstring(L, v[i]);
+        lua_setfield(L, -2, n[i]);
+    }
+    lua_setfield(L, -2, "headers");
+    lua_pushstring(L, "auto");
+    if (eg_vm_pcall(vm, 2, 1, err, sizeof err) != 0) {
+        snprintf(out, outlen, "error: %s", err);
+        return;
+    }
+    lua_getfield(L, -1, "body");
+    const char *b = lua_tostring(L, -1), *f = b ? strstr(b, "{\"format\":\"") : NULL;
+    if (f) {
+        f += 11;
+        size_t k = strcspn(f, "\"");
+        snprintf(out, outlen, "%.*s", (int)k, f);
+    }
+    lua_pop(L, 2);
+}
+
+/* eg_dlq_dialect agrees with the Lua reader it mirrors, case by case. */
+static void agrees_with_lua(void) {
+    setenv("ERRGATE_LUA_DIR", "lua", 0);
+    char err[256];
+    eg_vm *vm = eg_vm_new((size_t)16 << 20, err, sizeof err);
+    CHECK(vm != NULL, "a VM for errgate.recorded (%s)", vm ? "" : err);
+    if (!vm) return;
+    static const char *const cases[][7] = {
+        {"kafka_dlt-exception-fqcn", "a.B", NULL},
+        {"kafka_dlt-exception-message", "m", "original.topic", "x", NULL},
+        {"error.code", "E", "kafka_dlt-exception-fqcn", "a.B", NULL},
+        {"errgate.id", "t/0/1", NULL},
+        {"error.code", "", "__connect.errors.exception.class.name", "a.B", NULL},
+        {"__connect.errors.topic", "t", NULL},
+        {"__streams.errors.exception", "a.B: m", NULL},
+        {"__streams.errors.topic", "t", "__dlq.errors.topic", "u", NULL},
+        {"__dlq.errors.topic", "t", NULL},
+        {"__dlq.errors.message", "m", NULL},
+        {"x-dlq-metadata", "{\"original_topic\":\"t\"}", NULL},
+        {"x-dlq-metadata", " [1]", NULL},
+        {"x-dlq-metadata", "nope", NULL},
+        {"kafka_dlt-original-topic", "t", "original.topic", "u", NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *n[4] = {NULL}, *v[4] = {NULL};
+        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+        for (int i = 0; cases[c][2 * i]; i++) {
+            n[i] = cases[c][2 * i];
+            v[i] = cases[c][2 * i + 1];
+            adds(h, n[i], v[i]);
+        }
+        char lf[300];
+        lua_format(vm, n, v, lf, sizeof lf);
+        const char *cf = eg_dlq_dialect(h, "auto");
+        CHECK(!strcmp(lf, cf ? cf : ""), "case %zu (%s=%s): C reads %s, Lua %s", c, n[0], v[0], cf ? cf : "none",
+              lf[0] ? lf : "none");
+        rd_kafka_headers_destroy(h);
+    }
+    eg_vm_free(vm);
+}
+
 int main(void) {
     read_dialect();
+    agrees_with_lua();
     eg_dlq_origin o;
     rd_kafka_headers_t *h = rd_kafka_headers_new(8);
     CHECK(eg_dlq_origin_read(h, &o) == -1 && o.format == NULL, "no headers: no origin");
