@@ -154,12 +154,16 @@ soak: deps all
 clean:
 	rm -rf build build-san
 
-# README's key reference is rendered from the key table in src/lib/config.c;
-# c/test_config_doc fails until this has been run after a change of it.
+# README's and the man page's key references are rendered from the key table
+# in src/lib/config.c; c/test_config_doc fails until this has been run after
+# a change of it.
 config-doc: $(BUILD)/test_config_doc
 	$(BUILD)/test_config_doc --print >$(BUILD)/config-keys.md
 	awk -v f=$(BUILD)/config-keys.md '/^<!-- config-keys: begin/ { print; while ((getline l <f) > 0) print l; skip = 1; next } \
 	  /^<!-- config-keys: end -->/ { skip = 0 } !skip' README.md >$(BUILD)/README.md && mv $(BUILD)/README.md README.md
+	$(BUILD)/test_config_doc --print-man >$(BUILD)/config-keys.man
+	awk -v f=$(BUILD)/config-keys.man '/^\.\\" config-keys: begin/ { print; while ((getline l <f) > 0) print l; skip = 1; next } \
+	  /^\.\\" config-keys: end/ { skip = 0 } !skip' man/errgate.1 >$(BUILD)/errgate.1 && mv $(BUILD)/errgate.1 man/errgate.1
 
 # ---- lint ---------------------------------------------------------------------
 # The C house style is .clang-format (Debian's clang-format 14); `make format`

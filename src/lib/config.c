@@ -304,6 +304,80 @@ void eg_config_write_reference(FILE *out) {
     }
 }
 
+/* Appends s to the buffer b (capacity cap, NUL-terminated) as man(7)
+ * text: backslashes escaped. Cut at cap. */
+static void man_put(char *b, size_t cap, const char *s) {
+    size_t n = strlen(b);
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '\\') b[n++] = '\\', b[n++] = 'e';
+        else b[n++] = *s;
+    }
+    b[n] = '\0';
+}
+
+/* Appends the man(7) text s to b as it is (capacity cap; cut there). */
+static void man_raw(char *b, size_t cap, const char *s) {
+    size_t n = strlen(b);
+    snprintf(b + n, cap - n, "%s", s);
+}
+
+/* Writes text in lines of at most 78 bytes, broken at spaces (a word
+ * longer than that stands alone), none starting with '.' or '\'' (which
+ * man(7) would read as a request). */
+static void man_wrap(FILE *out, const char *text) {
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ') p++;
+        size_t len = strlen(p), cut = len;
+        if (len > 78) {
+            cut = 78;
+            while (cut > 0 && p[cut] != ' ') cut--;
+            if (cut == 0) cut = strcspn(p, " ");
+        }
+        if (*p == '.' || *p == '\'') fputs("\\&", out);
+        fwrite(p, 1, cut, out);
+        fputc('\n', out);
+        p += cut;
+    }
+}
+
+void eg_config_write_man(FILE *out) {
+    char b[4096], num[64];
+    for (size_t i = 0; i < eg_config_nkeys; i++) {
+        const eg_config_key *e = &eg_config_keys[i];
+        b[0] = '\0';
+        fputs(".TP\n.B ", out);
+        man_put(b, sizeof b, e->key);
+        fprintf(out, "%s\n", b);
+        b[0] = '\0';
+        man_put(b, sizeof b, e->flags & (EG_CK_FILE | EG_CK_DIR) ? "path" : type_names[e->type]);
+        if (e->flags & EG_CK_REQUIRED) man_put(b, sizeof b, ", required");
+        else if (e->type == EG_CK_INT && e->def_str)
+            man_put(b, sizeof b, ", default "), man_put(b, sizeof b, e->def_str);
+        else if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) {
+            snprintf(num, sizeof num, ", default %.15g", e->def);
+            man_put(b, sizeof b, num);
+        } else if (e->type == EG_CK_BOOL) man_put(b, sizeof b, e->def ? ", default true" : ", default false");
+        else if (e->def_str) {
+            man_raw(b, sizeof b, ", default \\(dq");
+            man_put(b, sizeof b, e->def_str);
+            man_raw(b, sizeof b, "\\(dq");
+        }
+        if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) {
+            snprintf(num, sizeof num, ", %.15g to %.15g", e->min, e->max);
+            man_put(b, sizeof b, num);
+        }
+        for (int k = 0; e->type == EG_CK_ENUM && e->choices[k]; k++) {
+            man_raw(b, sizeof b, k ? ", \\(dq" : ", one of \\(dq");
+            man_put(b, sizeof b, e->choices[k]);
+            man_raw(b, sizeof b, "\\(dq");
+        }
+        man_put(b, sizeof b, ". ");
+        man_put(b, sizeof b, e->help);
+        man_wrap(out, b);
+    }
+}
+
 /* ---- the loader --------------------------------------------------------- */
 
 static int fail(loadctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
