@@ -20,7 +20,13 @@ GW1=$GW_PID
 ADDR=$(admin_addr gw) || die "no admin_listening line: $(tail -5 "$T/gw.err")"
 
 body=$(admin_get "$ADDR" /readyz)
-check "/readyz is 503 before the first assignment ($body)" [ "$(http_code)" = 503 ]
+if [ "$BROKER" = kafka ] && [ "$(http_code)" = 200 ] && grep -q '"event":"assign"' "$T/gw.err"; then
+  # a real cluster with group.initial.rebalance.delay.ms=0 assigns within
+  # milliseconds; the embedded broker's first join takes about 3 s
+  diag "the real cluster assigned before /readyz could first be asked: readiness before the first assignment is checked on the embedded broker"
+else
+  check "/readyz is 503 before the first assignment ($body)" [ "$(http_code)" = 503 ]
+fi
 admin_get "$ADDR" /healthz >/dev/null
 check "/healthz is 200" [ "$(http_code)" = 200 ]
 ready() { admin_get "$ADDR" /readyz >/dev/null; [ "$(http_code)" = 200 ]; }
