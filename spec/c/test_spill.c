@@ -5,7 +5,11 @@
  * write, and the drainer against an in-process mock cluster (delivery, a
  * lane that is down, a damaged frame mid-segment, frames Kafka refuses for
  * good: stubs and the .refused side file, a segment whose topic lacks the
- * partition, the libevent attachment that seals the active segment). */
+ * partition, the libevent attachment that seals the active segment), and a
+ * hostile directory: symbolic links planted for LOCK, a segment and a
+ * .refused file are refused and their targets stay unchanged, a FIFO or a
+ * hard link in their place too, a directory writable by group or others or
+ * owned by another user is refused with a clear error. */
 #include "kcli.h"
 #include "record.h"
 #include "spill.h"
@@ -675,6 +679,114 @@ static void test_lock(void) {
     rm_rf(dir);
 }
 
+/* 1 when path holds exactly text. */
+static int file_is(const char *path, const char *text) {
+    char buf[256];
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strcmp(buf, text) == 0;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) abort();
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Everything errgate opens in a journal directory is opened without
+ * following links and checked to be a regular file; the directory must be
+ * the running user's own and writable by nobody else (issue 28, item 4). */
+static void test_hostile_dir(void) {
+    char outside[64], dir[64], victim[128], p[256], err[512], owner[128], active[64];
+    tmpdir(outside, sizeof outside);
+    tmpdir(dir, sizeof dir);
+    snprintf(victim, sizeof victim, "%s/victim", outside);
+    const char *precious = "precious bytes\n";
+    write_text(victim, precious);
+
+    snprintf(p, sizeof p, "%s/LOCK", dir);
+    if (symlink(victim, p) != 0) abort();
+    eg_spill *j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(!j && strstr(err, "LOCK: is a symbolic link") && file_is(victim, precious),
+          "a symbolic link planted as LOCK is refused, its target unchanged (%s)", err);
+    CHECK(eg_spill_lock_owner(dir, owner, sizeof owner, active, sizeof active) == -1,
+          "the lock probe does not follow it either");
+    eg_spill_close(j);
+    unlink(p);
+    if (link(victim, p) != 0) abort();
+    j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(!j && strstr(err, "LOCK: has more than one link") && file_is(victim, precious),
+          "a hard link planted as LOCK is refused, its target unchanged (%s)", err);
+    eg_spill_close(j);
+    unlink(p);
+    if (mkfifo(p, 0600) != 0) abort();
+    CHECK(eg_spill_lock_owner(dir, owner, sizeof owner, active, sizeof active) == -1,
+          "a FIFO as LOCK: the lock probe neither hangs nor reads it");
+    j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(!j && strstr(err, "LOCK: not a regular file"), "a FIFO as LOCK is refused (%s)", err);
+    eg_spill_close(j);
+    unlink(p);
+
+    /* a segment name and a .refused name taken by links to the victim */
+    char seg1[160], refused1[192];
+    seg_path(dir, 1, seg1, sizeof seg1);
+    snprintf(refused1, sizeof refused1, "%s.refused", seg1);
+    if (symlink(victim, seg1) != 0 || symlink(victim, refused1) != 0) abort();
+    j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(j != NULL, "the journal opens beside planted segment links (%s)", j ? "ok" : err);
+    if (j) {
+        CHECK(append_one(j, "t", 1, 10, 0) == 0 && eg_spill_active_seq(j) == 2 && file_is(victim, precious),
+              "an append skips the segment name a link holds and writes segment 2; the target is unchanged");
+        eg_spill_rec r = {.topic = "t", .partition = 0, .timestamp_ms = 1, .value = "v", .value_len = 1};
+        CHECK(eg_spill_set_aside(j, 1, &r, err, sizeof err) != 0 && strstr(err, "is a symbolic link") &&
+                  file_is(victim, precious),
+              "a frame set aside for segment 1 is not written through its .refused link (%s)", err);
+        eg_spill_stats st;
+        eg_spill_stats_get(j, &st);
+        CHECK(st.segments == 1, "the links are not counted as segments (%llu)", (unsigned long long)st.segments);
+        eg_spill_close(j);
+    }
+    eg_spill_scan *sc = eg_spill_scan_open(seg1, err, sizeof err);
+    CHECK(!sc && strstr(err, "is a symbolic link"), "the scanner refuses a segment that is a link (%s)", err);
+    eg_spill_scan_close(sc);
+    unlink(seg1);
+    unlink(refused1);
+    if (mkfifo(seg1, 0600) != 0) abort();
+    sc = eg_spill_scan_open(seg1, err, sizeof err);
+    CHECK(!sc && strstr(err, "not a regular file"), "the scanner refuses a FIFO without hanging (%s)", err);
+    eg_spill_scan_close(sc);
+    unlink(seg1);
+
+    /* the directory itself */
+    chmod(dir, 0777);
+    j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(!j && strstr(err, "writable by everyone (mode 0777)") && strstr(err, "chmod go-w"),
+          "a world-writable journal directory is refused with a clear error (%s)", err);
+    eg_spill_close(j);
+    chmod(dir, 0770);
+    j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(!j && strstr(err, "writable by its group"), "a group-writable one too (%s)", err);
+    eg_spill_close(j);
+    chmod(dir, 0755);
+    j = eg_spill_open(dir, NULL, err, sizeof err);
+    CHECK(j != NULL, "0755, the owner's: it opens (%s)", j ? "ok" : err);
+    eg_spill_close(j);
+    if (geteuid() == 0) {
+        if (chown(dir, 65534, 65534) != 0) abort();
+        j = eg_spill_open(dir, NULL, err, sizeof err);
+        CHECK(!j && strstr(err, "owned by uid 65534, not by this user"),
+              "a directory owned by another user is refused (%s)", err);
+        eg_spill_close(j);
+    }
+    CHECK(file_is(victim, precious), "the victim file was never changed");
+    rm_rf(dir);
+    rm_rf(outside);
+}
+
 /* eg_spill_lock_owner seen from another process (flock is per open file,
  * so this process's own lock cannot be probed from here: fork). */
 static void test_lock_other_process(void) {
@@ -1211,6 +1323,7 @@ int main(void) {
     test_resync_bound();
     test_lock();
     test_lock_other_process();
+    test_hostile_dir();
     test_cap();
     test_reopen();
     test_write_error();

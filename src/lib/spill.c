@@ -24,7 +24,17 @@
  *
  * Counters (segments, bytes pending) are taken from the directory at open
  * and kept up to date by append and retire; only this process writes the
- * journal while it holds the lock. */
+ * journal while it holds the lock.
+ *
+ * Nobody else steers what errgate writes: the directory must belong to the
+ * running user and be writable by nobody else (eg_spill_open refuses it
+ * otherwise), and every file errgate opens in it (LOCK, segments, their
+ * .refused side files) is opened relative to the directory's descriptor
+ * with O_NOFOLLOW (a planted symbolic link is refused, never written
+ * through), O_NONBLOCK for reading (a planted FIFO cannot hang a scan) and
+ * O_CLOEXEC, and fstat'ed to be a regular file; a file errgate writes must
+ * also have a single link (a planted hard link to another file is
+ * refused). */
 #include "spill.h"
 #include "mpcheck.h"
 #include "util.h"
@@ -194,6 +204,58 @@ struct eg_spill {
     eg_spill_stats st;
 };
 
+/* openat(dirfd, name) without following a symbolic link (O_NOFOLLOW,
+ * O_CLOEXEC added to flags), then checks the result is a regular file and,
+ * when opened for writing, has one link. Returns the fd, or -1 with a
+ * message "NAME: why" in err (errno set). */
+static int open_regular(int dirfd, const char *name, int flags, mode_t mode, char *err, size_t errlen) {
+    int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP) snprintf(err, errlen, "%s: is a symbolic link (refused: never followed)", name);
+        else snprintf(err, errlen, "%s: %s", name, strerror(e));
+        errno = e;
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0) why = strerror(errno);
+    else if (!S_ISREG(st.st_mode)) why = "not a regular file (refused)";
+    else if ((flags & O_ACCMODE) != O_RDONLY && st.st_nlink > 1) why = "has more than one link (refused)";
+    if (why) {
+        snprintf(err, errlen, "%s: %s", name, why);
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+/* Checks the opened journal directory: owned by the running user, not
+ * writable by group or others. Returns 0, or -1 with err. */
+static int dir_trusted(int dirfd, const char *dir, char *err, size_t errlen) {
+    struct stat st;
+    if (fstat(dirfd, &st) != 0) {
+        snprintf(err, errlen, "spill journal %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, errlen,
+                 "spill journal %s: owned by uid %u, not by this user (uid %u); "
+                 "the journal directory must be the gateway's own",
+                 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen,
+                 "spill journal %s: writable by %s (mode %04o); the journal directory must be writable by its "
+                 "owner only (chmod go-w)",
+                 dir, (st.st_mode & S_IWOTH) ? "everyone" : "its group", (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
 /* Rewrites the LOCK file's informational line (best effort). */
 static void lock_note(eg_spill *j) {
     char line[160], name[48] = "-";
@@ -220,10 +282,13 @@ static void lock_read(int fd, char *owner, size_t ownerlen, char *active, size_t
 }
 
 int eg_spill_lock_owner(const char *dir, char *owner, size_t ownerlen, char *active, size_t activelen) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/LOCK", dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return errno == ENOENT ? 0 : -1;
+    char e[256];
+    int fd = open_regular(dfd, "LOCK", O_RDONLY | O_NONBLOCK, 0, e, sizeof e);
+    int missing = fd < 0 && errno == ENOENT;
+    close(dfd);
+    if (fd < 0) return missing ? 0 : -1;
     int rc;
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
         flock(fd, LOCK_UN);
@@ -282,9 +347,11 @@ eg_spill *eg_spill_open(const char *dir, const eg_spill_opts *opts, char *err, s
         snprintf(err, errlen, "spill journal %s: %s", dir, strerror(errno));
         goto fail;
     }
-    j->lockfd = openat(j->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (dir_trusted(j->dirfd, dir, err, errlen) != 0) goto fail;
+    char why[256];
+    j->lockfd = open_regular(j->dirfd, "LOCK", O_RDWR | O_CREAT, 0600, why, sizeof why);
     if (j->lockfd < 0) {
-        snprintf(err, errlen, "spill journal %s: LOCK: %s", dir, strerror(errno));
+        snprintf(err, errlen, "spill journal %s: %s", dir, why);
         goto fail;
     }
     /* a `spill ls` probe holds a shared lock for a moment: retry briefly */
@@ -338,8 +405,9 @@ static int seg_create(eg_spill *j, char *err, size_t errlen) {
     char name[48];
     for (int tries = 0; tries < 1000; tries++) {
         seg_name(j->next_seq, 0, name, sizeof name);
-        int fd = openat(j->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST) { /* never overwrite: skip a number someone left */
+        /* O_EXCL: never through a link, never over a file someone left */
+        int fd = openat(j->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST) { /* skip a number someone left */
             j->next_seq++;
             continue;
         }
@@ -547,11 +615,12 @@ int eg_spill_set_aside(eg_spill *j, uint64_t seq, const eg_spill_rec *r, char *e
     char name[48];
     seg_name(seq, 2, name, sizeof name);
     struct stat st;
-    int fresh = fstatat(j->dirfd, name, &st, 0) != 0;
-    int fd = openat(j->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int fresh = fstatat(j->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0;
+    char why[256];
+    int fd = open_regular(j->dirfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, why, sizeof why);
     int rc = -1;
     if (fd < 0) {
-        snprintf(err, errlen, "spill journal %s: create %s: %s", j->dir, name, strerror(errno));
+        snprintf(err, errlen, "spill journal %s: create %s", j->dir, why);
     } else {
         /* a torn frame from an earlier crash would only cost itself: the
          * scanner resynchronises on the frame after it */
@@ -576,7 +645,7 @@ int eg_spill_retire(eg_spill *j, uint64_t seq, int corrupt, char *err, size_t er
         return -1;
     }
     struct stat st;
-    if (fstatat(j->dirfd, name, &st, 0) != 0) {
+    if (fstatat(j->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         snprintf(err, errlen, "spill journal %s: %s: %s", j->dir, name, strerror(errno));
         return -1;
     }
@@ -641,9 +710,10 @@ static eg_spill_scan *scan_new(int fd, const void *mem, size_t n) {
 }
 
 eg_spill_scan *eg_spill_scan_open(const char *path, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[256];
+    int fd = open_regular(AT_FDCWD, path, O_RDONLY | O_NONBLOCK, 0, why, sizeof why);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        eg_strlcpy(err, why, errlen);
         return NULL;
     }
     return scan_new(fd, NULL, 0);

@@ -32,6 +32,10 @@
  *                                 deleted by errgate (rename one to a fresh
  *                                 spill-*.eg name, while no process holds
  *                                 the lock, to drain it again).
+ * DIR (all of it)                owned by the running user, writable by no
+ *                                 one else; every file in it is opened with
+ *                                 O_NOFOLLOW and must be a regular file (see
+ *                                 spill.c)
  * DIR/LOCK                        flock(LOCK_EX) held by the one process that
  *                                 owns the journal (gateway or `spill drain`).
  *                                 Content, informational: one line
@@ -156,8 +160,10 @@ typedef struct eg_spill_opts {
     const char *role;       /* written into DIR/LOCK ("gateway", "drain"); NULL: "errgate" */
 } eg_spill_opts;
 
-/* Opens the journal in dir: creates dir (mode 0700) when missing, takes the
- * flock on DIR/LOCK (fails when another process, or another eg_spill of
+/* Opens the journal in dir: creates dir (mode 0700) when missing, refuses
+ * a dir not owned by the running user or writable by group or others, and
+ * a LOCK that is not a regular file of one link (a symbolic link is never
+ * followed), takes the flock on DIR/LOCK (fails when another process, or another eg_spill of
  * this one, holds it; the message names the owner), and finds the next
  * sequence number (past every existing segment, corrupt ones included). No
  * segment is created until the first append: a reopened journal never
@@ -241,7 +247,8 @@ int eg_spill_list(const char *dir, eg_spill_seg **out, size_t *n, char *err, siz
 
 /* Whether another process holds dir's lock. Returns 1 and copies the LOCK
  * line's fields (owner: "pid=.. role=..", active: a segment name or "") when
- * it does, 0 when nobody does (or there is no LOCK file), -1 on error. The
+ * it does, 0 when nobody does (or there is no LOCK file), -1 on error (a
+ * LOCK that is a link or not a regular file is never opened). The
  * probe is a non-blocking shared flock released at once; eg_spill_open
  * retries briefly, so a probe never makes an opener fail. */
 int eg_spill_lock_owner(const char *dir, char *owner, size_t ownerlen, char *active, size_t activelen);
@@ -268,7 +275,9 @@ typedef struct eg_spill_scan_state {
     uint64_t damaged_bytes; /* their total length */
 } eg_spill_scan_state;
 
-/* Opens a segment file for reading. Returns NULL with a message on error. */
+/* Opens a segment file for reading: a symbolic link (the path's last
+ * component) or anything but a regular file is refused, and the open never
+ * blocks (a FIFO). Returns NULL with a message on error. */
 eg_spill_scan *eg_spill_scan_open(const char *path, char *err, size_t errlen);
 
 /* A scanner over n bytes of memory (borrowed: they must outlive it), the
