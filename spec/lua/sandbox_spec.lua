@@ -241,3 +241,57 @@ describe("the sandbox's lib/ modules and pattern guard", function()
     end
   end)
 end)
+
+describe("a config file (rt.load_config)", function()
+  local cdir = os.tmpname()
+  os.remove(cdir)
+  assert(os.execute("mkdir -p '" .. cdir .. "'"))
+  teardown(function() os.execute("rm -rf '" .. cdir .. "'") end)
+  local function cfg(src)
+    local path = cdir .. "/c.lua"
+    local fh = assert(io.open(path, "wb"))
+    fh:write(src)
+    fh:close()
+    return path
+  end
+
+  it("reads the environment and the clock, and returns its table", function()
+    local t, err = rt.load_config(cfg([[
+      return { home = os.getenv("HOME"), y = os.date("!%Y", os.time()), c = os.clock(),
+               d = os.difftime(2, 1), s = string.format("%d", math.floor(2.5)), n = #table.concat({ "a" }) }
+    ]]))
+    assert.is_nil(err)
+    assert.are.equal(os.getenv("HOME"), t.home)
+    assert.are.equal(1, t.d)
+    assert.are.equal("2", t.s)
+  end)
+
+  it("refuses what runs a process, touches a file or loads code, naming it", function()
+    for _, case in ipairs {
+      { "os.execute('true')", "os.execute" }, { "os.exit(1)", "os.exit" }, { "os.remove('x')", "os.remove" },
+      { "os.rename('x', 'y')", "os.rename" }, { "os.tmpname()", "os.tmpname" }, { "io.open('x', 'w')", "io" },
+      { "require('os')", "require" }, { "load('return 1')", "load" }, { "loadstring('return 1')", "loadstring" },
+      { "dofile('x')", "dofile" }, { "loadfile('x')", "loadfile" }, { "package.loadlib('x', 'y')", "package" },
+      { "debug.getinfo(1)", "debug" }, { "local _ = ffi.C", "ffi" }, { "jit.on()", "jit" },
+      { "string.dump(print)", "string.dump" }, { "getmetatable('')", "getmetatable" },
+      { "collectgarbage()", "collectgarbage" }, { "print(1)", "print" }, { "coroutine.create(print)", "coroutine" },
+    } do
+      local call, name = case[1], case[2]
+      local t, err = rt.load_config(cfg(call .. "\nreturn {}"))
+      assert.is_nil(t, call)
+      assert.matches(name:gsub("%.", "%%.") .. " is not available in a config", err)
+      assert.matches("^" .. cdir:gsub("%p", "%%%0") .. "/c%.lua:1: ", err)
+    end
+  end)
+
+  it("refuses bytecode", function()
+    local t, err = rt.load_config(cfg("\27LJ\2\0return {}"))
+    assert.is_nil(t)
+    assert.matches("bytecode is refused", err)
+  end)
+
+  it("cannot reach string.dump through a string", function()
+    local t = rt.load_config(cfg("return { d = ('').dump }"))
+    assert.is_nil(t.d)
+  end)
+end)
