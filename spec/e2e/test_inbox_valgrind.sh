@@ -8,7 +8,8 @@ if [ "${SAN:-}" = 1 ]; then diag "skipped under SAN=1"; exit 0; fi
 start_broker --topic inbox:1 --topic orders:3
 $PY "$ROOT/spec/e2e/foreign_dlq.py" "$BOOTSTRAP" inbox >/dev/null
 cat >"$T/gw.lua" <<CFG
-return { group = "vg", source = { topics = { "inbox" }, inbox = "auto" }, policy = "$FIXTURES/inbox_replay.lua",
+return { group = "vg", source = { topics = { "inbox" }, inbox = "auto", replay_allow = { "orders", "orders-*" } },
+  policy = "$FIXTURES/inbox_replay.lua",
   lanes = { profiles = { "spring", "connect", "streams", "x-dlq-metadata" } },
   commit_interval_ms = 200, kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 } }
 CFG
