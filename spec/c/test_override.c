@@ -132,11 +132,11 @@ int main(void) {
 
     eg_overrides t = {0};
     parse("name=a&class=transient&action=hold&ttl=10s&reason=r");
-    CHECK(eg_overrides_set(&t, &o) == 0, "added");
+    CHECK(eg_overrides_set(&t, &o, NULL) == 0, "added");
     parse("name=b&code=http_503&action=dlq&ttl=20s&reason=r");
-    eg_overrides_set(&t, &o);
+    eg_overrides_set(&t, &o, NULL);
     parse("name=c&topic=pay:1&action=ignore&ttl=30s&reason=r");
-    eg_overrides_set(&t, &o);
+    eg_overrides_set(&t, &o, NULL);
     const eg_override *m = eg_overrides_match(&t, "pay", 1, "transient", "http_503", 1000001);
     CHECK(m && !strcmp(m->name, "a"), "the first set that matches wins (a)");
     m = eg_overrides_match(&t, "pay", 1, "other", "http_503", 1000001);
@@ -145,15 +145,15 @@ int main(void) {
     CHECK(m && !strcmp(m->name, "c"), "by topic and partition (c)");
     CHECK(!eg_overrides_match(&t, "pay", 2, "other", "x", 1000001), "another partition: none");
     parse("name=a&class=semantic&action=quarantine&ttl=10s&reason=again");
-    CHECK(eg_overrides_set(&t, &o) == 1 && t.n == 3 && !strcmp(t.v[0].value, "semantic"),
+    CHECK(eg_overrides_set(&t, &o, NULL) == 1 && t.n == 3 && !strcmp(t.v[0].value, "semantic"),
           "setting a name again replaces it in place");
     m = eg_overrides_match(&t, "pay", 1, "transient", "x", 1000001);
     CHECK(m && !strcmp(m->name, "c"), "after the replace, transient on pay[1] falls to c");
     CHECK(!eg_overrides_match(&t, "q", 0, "semantic", "x", 1000000 + 10000), "not in force at its expiry");
     parse("name=r&rung=5m&delay=15m&ttl=40s&reason=r");
-    eg_overrides_set(&t, &o);
+    eg_overrides_set(&t, &o, NULL);
     parse("name=p&pause=pay:1&ttl=40s&reason=r");
-    eg_overrides_set(&t, &o);
+    eg_overrides_set(&t, &o, NULL);
     m = eg_overrides_rung(&t, "5m", 1000001);
     CHECK(m && m->delay_ms == 900000 && !eg_overrides_rung(&t, "30s", 1000001), "the rung override of 5m, none of 30s");
     CHECK(eg_overrides_paused(&t, "pay", 1, 1000001) && !eg_overrides_paused(&t, "pay", 0, 1000001) &&
@@ -171,10 +171,46 @@ int main(void) {
     CHECK(eg_overrides_clear(&t, "c", NULL) == -1, "clearing again: none");
     for (int i = 0; i < EG_OVERRIDE_MAX; i++) {
         snprintf(o.name, sizeof o.name, "n%d", i);
-        eg_overrides_set(&t, &o);
+        eg_overrides_set(&t, &o, NULL);
     }
     snprintf(o.name, sizeof o.name, "one-more");
-    CHECK(eg_overrides_set(&t, &o) == -1, "the table is bounded (%d)", EG_OVERRIDE_MAX);
+    eg_override gone;
+    CHECK(eg_overrides_set(&t, &o, &gone) == 2 && t.n == EG_OVERRIDE_MAX && !strcmp(gone.name, "n0"),
+          "a full table of unsigned overrides evicts the oldest for a new one (%s)", gone.name);
+    for (int i = 0; i < t.n; i++) t.v[i].trusted = 1;
+    snprintf(o.name, sizeof o.name, "two-more");
+    CHECK(eg_overrides_set(&t, &o, NULL) == -1 && eg_overrides_trusted(&t) == EG_OVERRIDE_MAX,
+          "a table full of signed overrides is bounded (%d)", EG_OVERRIDE_MAX);
+    t.v[7].trusted = 0;
+    CHECK(eg_overrides_set(&t, &o, &gone) == 2 && !strcmp(gone.name, "n8"), "only an unsigned one is evicted (%s)",
+          gone.name);
     eg_overrides_free(&t);
+
+    /* read-side checks: what a writer may not set is refused on read */
+    const char *why = "";
+    parse("name=ok&class=x&action=hold&ttl=1h&reason=r");
+    CHECK(eg_override_check(&o, 0, 1000000, MAXTTL, &why, err, sizeof err) == 0, "a good override passes (%s)", err);
+    o.expires_at_ms = 253402300799000LL; /* 9999-12-31 */
+    CHECK(eg_override_check(&o, 0, 1000000, MAXTTL, &why, err, sizeof err) == -1 && !strcmp(why, "ttl_cap"),
+          "an expiry in the year 9999 is above the TTL cap (%s)", err);
+    o.expires_at_ms = o.set_at_ms;
+    CHECK(eg_override_check(&o, 0, 1000000, MAXTTL, &why, err, sizeof err) == -1 && !strcmp(why, "ttl_cap"),
+          "an expiry not after its set time is refused");
+    parse("name=ok&class=x&action=hold&ttl=1h&reason=r");
+    CHECK(eg_override_check(&o, 0, 1000000 - EG_OVERRIDE_SKEW_MS - 1, MAXTTL, &why, err, sizeof err) == -1 &&
+              !strcmp(why, "future"),
+          "an `at` more than the skew ahead of the reader's clock is refused (%s)", err);
+    CHECK(eg_override_check(&o, 1000000 + EG_OVERRIDE_SKEW_MS + 1, 1000000, MAXTTL, &why, err, sizeof err) == -1 &&
+              !strcmp(why, "future"),
+          "so is a cleared_at that far ahead");
+    parse("name=ok&rung=5m&delay=15m&ttl=1h&reason=r");
+    o.delay_ms = 100000000000000LL; /* ~3 million years */
+    CHECK(eg_override_check(&o, 0, 1000000, MAXTTL, &why, err, sizeof err) == -1 && !strcmp(why, "delay_cap"),
+          "a rung delay above the cap is refused (%s)", err);
+    CHECK(parse("name=a&rung=5m&delay=25h&ttl=1h&reason=r") == -1 && strstr(err, "delay: 25h is above the maximum"),
+          "and refused on write too (%s)", err);
+    CHECK(eg_override_add_ms(INT64_MAX - 5, 100000000000000LL) == INT64_MAX && eg_override_add_ms(5, 7) == 12 &&
+              eg_override_add_ms(INT64_MIN + 5, -100) == INT64_MIN,
+          "time + delay saturates, never wraps");
     return TAP_DONE();
 }

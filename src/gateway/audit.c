@@ -13,7 +13,9 @@
  * elsewhere applies here well within a second. The consumer never commits
  * and belongs to no group, so instances never share or move its
  * partitions. Partitions added to the topic later are not read (the topic
- * is created with one).
+ * is created with one). An out-of-range position resets to the earliest
+ * offset (auto.offset.reset), never to the end: re-reading applies the same
+ * state again, skipping would lose changes and clears.
  *
  * A write's delivery report comes back on the loop through the producer's
  * main queue; each write carries its caller's request as the message
@@ -192,6 +194,10 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
                                            {"enable.auto.offset.store", "false"},
                                            {"enable.partition.eof", "false"},
                                            {"fetch.wait.max.ms", "100"},
+                                           /* a position out of range (records deleted or compacted away
+                                            * under it) re-reads from the earliest: skipping to the end
+                                            * would miss changes and clears silently */
+                                           {"auto.offset.reset", "earliest"},
                                            {"group.id", "errgate-audit-reader"}, /* never joined, never committed */
                                            {NULL, NULL}};
     rd_kafka_conf_t *cc = eg_kconf_build(cfg, defaults, fixed, err, errlen);

@@ -37,6 +37,14 @@
 
 #define OVERRIDE_TICK_MS 1000 /* how often expired overrides are removed (and logged) */
 
+/* Why an audit record was refused: the reason label of
+ * errgate_control_records_refused_total (the index into control_refused). */
+static const char *const refusals[] = {"malformed", "key_mismatch", "ttl_cap",       "delay_cap",
+                                       "future",    "unsigned",     "bad_signature", "replayed"};
+_Static_assert(sizeof refusals / sizeof refusals[0] ==
+                   sizeof((eg_gw *)0)->control_refused / sizeof((eg_gw *)0)->control_refused[0],
+               "one counter per refusal reason");
+
 /* The guard's trips, re-arms and resets, logged. */
 static void on_guard_event(void *arg, const char *topic, int tripped, int reset, uint64_t count) {
     eg_gw *gw = arg;
@@ -128,6 +136,13 @@ int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen) {
 void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
     eg_metric_header(out, "errgate_overrides_active", "Operator overrides in force.", "gauge");
     eg_metric_sample(out, "errgate_overrides_active", 0, NULL, NULL, gw->overrides.n);
+    static const char *const rl[] = {"topic", "reason"};
+    eg_metric_header(out, "errgate_control_records_refused_total",
+                     "Control records (audit topic) refused and never applied, by reason.", "counter");
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        const char *rv[2] = {gw->cfg->audit_topic, refusals[i]};
+        eg_metric_sample(out, "errgate_control_records_refused_total", 2, rl, rv, (double)gw->control_refused[i]);
+    }
     eg_metric_header(out, "errgate_waiting_for_operator",
                      "1 while a stop decision waits for errgate ctl resume (on_stop = wait).", "gauge");
     eg_metric_sample(out, "errgate_waiting_for_operator", 0, NULL, NULL, gw->waiting);
@@ -268,24 +283,54 @@ static void on_guard_reset_record(eg_gw *gw, const char *val, size_t vlen, int32
     ov_reqs_check(gw);
 }
 
+/* An audit record refused: counted under reason (one of refusals[]),
+ * logged (the log's per-event rate limit bounds a flood), never applied. */
+static void refuse(eg_gw *gw, const char *reason, int32_t partition, int64_t offset, const char *why) {
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        if (!strcmp(refusals[i], reason)) gw->control_refused[i]++;
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_WARN, "control_record_refused")) return;
+    eg_log_str(&l, "topic", gw->cfg->audit_topic);
+    eg_log_int(&l, "partition", partition);
+    eg_log_int(&l, "offset", offset);
+    eg_log_str(&l, "reason", reason);
+    eg_log_str(&l, "msg", why);
+    eg_log_end(&l);
+}
+
 /* One record of the audit topic: an override of this group set, replaced
- * or cleared (an expired one is ignored: each instance expires its own). */
+ * or cleared (an expired one is ignored: each instance expires its own).
+ * Records of other groups are not ours to judge (skipped silently); one of
+ * ours that is malformed, keyed under another name than its own, or past
+ * what a writer may set (eg_override_check) is refused. */
 static void on_audit(void *arg, const char *key, size_t klen, const char *val, size_t vlen, int32_t partition,
                      int64_t offset, int live) {
     eg_gw *gw = arg;
     size_t gl = strlen(gw->cfg->group);
-    if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/' || !val) return;
+    if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/') return;
+    if (!val) return; /* a tombstone: compaction's, nothing to apply */
     if (klen == gl + 1 + strlen(GUARD_RESET_KEY) && !memcmp(key + gl + 1, GUARD_RESET_KEY, klen - gl - 1)) {
         on_guard_reset_record(gw, val, vlen, partition, offset, live);
         return;
     }
     eg_override o;
     char group[256], err[320];
-    int64_t cleared;
-    if (eg_override_from_audit(val, vlen, &o, group, sizeof group, &cleared, err, sizeof err) != 0 ||
-        strcmp(group, gw->cfg->group) != 0) {
-        eg_log_msg(EG_WARN, "audit_record_ignored", "%s[%d]@%lld: %s", gw->cfg->audit_topic, (int)partition,
-                   (long long)offset, err);
+    const char *why;
+    int64_t cleared, now = eg_wall_ms();
+    if (eg_override_from_audit(val, vlen, &o, group, sizeof group, &cleared, err, sizeof err) != 0) {
+        refuse(gw, "malformed", partition, offset, err);
+        return;
+    }
+    if (strcmp(group, gw->cfg->group) != 0) {
+        refuse(gw, "key_mismatch", partition, offset, "its group is not the one its key names");
+        return;
+    }
+    if (klen != gl + 1 + strlen(o.name) || memcmp(key + gl + 1, o.name, klen - gl - 1) != 0) {
+        refuse(gw, "key_mismatch", partition, offset, "its key is not GROUP/NAME of the override it holds");
+        return;
+    }
+    if (eg_override_check(&o, cleared, now, gw->cfg->override_max_ttl_ms, &why, err, sizeof err) != 0) {
+        refuse(gw, why, partition, offset, err);
         return;
     }
     int changed = 0;
@@ -295,12 +340,14 @@ static void on_audit(void *arg, const char *key, size_t klen, const char *val, s
             log_override("override_cleared", &old);
             changed = 1;
         }
-    } else if (o.expires_at_ms <= eg_wall_ms()) {
+    } else if (o.expires_at_ms <= now) {
         changed = eg_overrides_clear(&gw->overrides, o.name, NULL) == 0; /* a replaced one ended too */
     } else {
-        int rc = eg_overrides_set(&gw->overrides, &o);
+        eg_override gone;
+        int rc = eg_overrides_set(&gw->overrides, &o, &gone);
         if (rc < 0) eg_log_msg(EG_ERROR, "override_refused", "%s: too many overrides in force", o.name);
-        else log_override(!live ? "override_restored" : rc ? "override_replaced" : "override_set", &o);
+        else log_override(!live ? "override_restored" : rc == 1 ? "override_replaced" : "override_set", &o);
+        if (rc == 2) log_override("override_evicted", &gone);
         changed = rc >= 0;
     }
     if (changed && live) overrides_changed(gw);
@@ -350,7 +397,7 @@ void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
         const eg_override *ro = eg_overrides_rung(&gw->overrides, d->rung, now);
         if (ro) {
             d->delay_ms = ro->delay_ms;
-            d->not_before_ms = now + ro->delay_ms;
+            d->not_before_ms = eg_override_add_ms(now, ro->delay_ms);
             eg_strlcpy(d->override, ro->name, sizeof d->override);
         }
     }
@@ -461,7 +508,9 @@ int eg_gw_overrides_request(eg_gw *gw, int method, const char *path, const char 
         }
         int exists = 0;
         for (int i = 0; i < gw->overrides.n; i++) exists |= !strcmp(gw->overrides.v[i].name, o.name);
-        if (!exists && gw->overrides.n >= EG_OVERRIDE_MAX) {
+        /* only overrides signed with the deployment's key fill the table for an operator: unsigned ones are
+         * evicted for a new one when it is read back (eg_overrides_set) */
+        if (!exists && eg_overrides_trusted(&gw->overrides) >= EG_OVERRIDE_MAX) {
             snprintf(err, sizeof err, "too many overrides in force (%d)", EG_OVERRIDE_MAX);
             return ov_error(out, 409, err);
         }

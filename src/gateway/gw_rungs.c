@@ -112,15 +112,15 @@ int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r, in
     }
     int64_t delay = gw->rts[p->rung].delay_ms;
     const eg_override *o = gw->overrides.n ? eg_overrides_rung(&gw->overrides, gw->rts[p->rung].rung, now) : NULL;
-    if (o) delay = o->delay_ms; /* an operator re-timed the rung */
-    int64_t due = ts + delay;
+    if (o) delay = o->delay_ms;                  /* an operator re-timed the rung */
+    int64_t due = eg_override_add_ms(ts, delay); /* saturates: a huge delay is never due, not due now */
     int64_t nb = eg_header_uint(r->msg, EG_H_NOT_BEFORE);
-    if (nb > ts + cap) {
+    if (nb > eg_override_add_ms(ts, cap)) {
         eg_log_msg(EG_WARN, "not_before_capped",
                    "%s[%d]@%lld: %s %lld is more than %lld ms past the record's "
                    "timestamp; capped",
                    r->topic, (int)r->partition, (long long)r->offset, EG_H_NOT_BEFORE, (long long)nb, (long long)cap);
-        nb = ts + cap;
+        nb = eg_override_add_ms(ts, cap);
     }
     return nb > due ? nb : due;
 }

@@ -201,6 +201,11 @@ int eg_override_parse(const char *body, size_t len, int64_t now_ms, int64_t max_
         snprintf(err, errlen, "ttl: %s is above the maximum (%lld s)", f.val[F_TTL], (long long)(max_ttl_ms / 1000));
         return -1;
     }
+    if (o->match == EG_OV_RUNG && o->delay_ms > max_ttl_ms) {
+        snprintf(err, errlen, "delay: %s is above the maximum (%lld s, the longest TTL)", f.val[F_DELAY],
+                 (long long)(max_ttl_ms / 1000));
+        return -1;
+    }
     if (!f.seen[F_REASON] || !f.val[F_REASON][0]) {
         snprintf(err, errlen, "reason: required (why the override is set)");
         return -1;
@@ -208,7 +213,38 @@ int eg_override_parse(const char *body, size_t len, int64_t now_ms, int64_t max_
     eg_strlcpy(o->reason, f.val[F_REASON], sizeof o->reason);
     eg_strlcpy(o->by, f.seen[F_BY] && f.val[F_BY][0] ? f.val[F_BY] : "unknown", sizeof o->by);
     o->set_at_ms = now_ms;
-    o->expires_at_ms = now_ms + ttl;
+    o->expires_at_ms = eg_override_add_ms(now_ms, ttl);
+    return 0;
+}
+
+int64_t eg_override_add_ms(int64_t a, int64_t b) {
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+    return a + b;
+}
+
+int eg_override_check(const eg_override *o, int64_t cleared_at_ms, int64_t now_ms, int64_t max_ttl_ms,
+                      const char **reason, char *err, size_t errlen) {
+    int64_t horizon = eg_override_add_ms(now_ms, EG_OVERRIDE_SKEW_MS);
+    if (o->set_at_ms > horizon || cleared_at_ms > horizon) {
+        *reason = "future";
+        snprintf(err, errlen, "%s: more than %lld s in the future", o->set_at_ms > horizon ? "at" : "cleared_at",
+                 (long long)(EG_OVERRIDE_SKEW_MS / 1000));
+        return -1;
+    }
+    /* both are parsed times (years 0000..9999), so the difference cannot overflow */
+    if (o->expires_at_ms <= o->set_at_ms || o->expires_at_ms - o->set_at_ms > max_ttl_ms) {
+        *reason = "ttl_cap";
+        snprintf(err, errlen, "expires_at: its TTL is not between 0 and the maximum (%lld s)",
+                 (long long)(max_ttl_ms / 1000));
+        return -1;
+    }
+    if (o->match == EG_OV_RUNG && (o->delay_ms < 0 || o->delay_ms > max_ttl_ms)) {
+        *reason = "delay_cap";
+        snprintf(err, errlen, "spec: a rung delay of %lld ms is above the maximum (%lld s)", (long long)o->delay_ms,
+                 (long long)(max_ttl_ms / 1000));
+        return -1;
+    }
     return 0;
 }
 
@@ -300,22 +336,37 @@ int eg_override_from_audit(const char *json, size_t len, eg_override *o, char *g
     return 0;
 }
 
-int eg_overrides_set(eg_overrides *t, const eg_override *o) {
+/* Removes entry i, keeping the order of the others. */
+static void remove_at(eg_overrides *t, int i) {
+    memmove(&t->v[i], &t->v[i + 1], (size_t)(t->n - i - 1) * sizeof *t->v);
+    t->n--;
+}
+
+int eg_overrides_set(eg_overrides *t, const eg_override *o, eg_override *evicted) {
     for (int i = 0; i < t->n; i++)
         if (!strcmp(t->v[i].name, o->name)) {
             t->v[i] = *o;
             return 1;
         }
-    if (t->n >= EG_OVERRIDE_MAX) return -1;
+    int rc = 0;
+    if (t->n >= EG_OVERRIDE_MAX) {
+        int victim = -1;
+        for (int i = 0; i < t->n; i++)
+            if (!t->v[i].trusted && (victim < 0 || t->v[i].set_at_ms < t->v[victim].set_at_ms)) victim = i;
+        if (victim < 0) return -1;
+        if (evicted) *evicted = t->v[victim];
+        remove_at(t, victim);
+        rc = 2;
+    }
     t->v = eg_xrealloc(t->v, (size_t)(t->n + 1) * sizeof *t->v);
     t->v[t->n++] = *o;
-    return 0;
+    return rc;
 }
 
-/* Removes entry i, keeping the order of the others. */
-static void remove_at(eg_overrides *t, int i) {
-    memmove(&t->v[i], &t->v[i + 1], (size_t)(t->n - i - 1) * sizeof *t->v);
-    t->n--;
+int eg_overrides_trusted(const eg_overrides *t) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) n += t->v[i].trusted != 0;
+    return n;
 }
 
 int eg_overrides_clear(eg_overrides *t, const char *name, eg_override *out) {

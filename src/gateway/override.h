@@ -19,6 +19,18 @@
  * where S is the matcher as a form ("class=transient&action=hold",
  * "rung=5m&delay=15m", "pause=payments%3A2") and T RFC 3339 UTC times.
  *
+ * A record read from the audit topic is checked before it is applied
+ * (eg_override_check): anyone who can produce to the topic can write one,
+ * so its TTL is held to the same cap as `ctl override set`'s, a rung's
+ * delay to that cap too, and its `at` may not lie more than
+ * EG_OVERRIDE_SKEW_MS in the future. Every sum of a time and an
+ * override's delay or TTL saturates (eg_override_add_ms), never wraps.
+ *
+ * The table is bounded (EG_OVERRIDE_MAX). An override is `trusted` when its
+ * record was signed with the deployment's control key; when the table is
+ * full, a new override evicts the oldest-set untrusted one, so entries an
+ * operator did not sign never keep the operator's own out.
+ *
  * Ownership: the table owns its overrides and their strings. One thread. */
 #ifndef EG_OVERRIDE_H
 #define EG_OVERRIDE_H
@@ -29,6 +41,7 @@
 
 #define EG_OVERRIDE_MAX 256 /* overrides in force at once */
 #define EG_OVERRIDE_DEFAULT_MAX_TTL_MS (24LL * 3600 * 1000)
+#define EG_OVERRIDE_SKEW_MS (5LL * 60 * 1000) /* how far in the future a record's `at` may lie */
 
 typedef enum { EG_OV_CLASS = 1, EG_OV_CODE, EG_OV_TOPIC, EG_OV_RUNG, EG_OV_PAUSE } eg_override_match;
 
@@ -42,6 +55,7 @@ typedef struct eg_override {
     char reason[256];
     char by[65];
     int64_t set_at_ms, expires_at_ms; /* wall clock */
+    int trusted;                      /* its record was signed with the deployment's control key */
 } eg_override;
 
 typedef struct eg_overrides {
@@ -72,9 +86,27 @@ void eg_override_audit_json(const eg_override *o, const char *group, int64_t cle
 int eg_override_from_audit(const char *json, size_t len, eg_override *o, char *group, size_t grouplen,
                            int64_t *cleared_at_ms, char *err, size_t errlen);
 
-/* Adds o, replacing the one of the same name. Returns 1 when it replaced
- * one, 0 when added, -1 when the table is full (EG_OVERRIDE_MAX). */
-int eg_overrides_set(eg_overrides *t, const eg_override *o);
+/* a + b for a wall-clock time a and a duration b >= 0, saturated at
+ * INT64_MAX (and at INT64_MIN for a negative b) instead of wrapping. */
+int64_t eg_override_add_ms(int64_t a, int64_t b);
+
+/* Checks an override read from the audit topic against what a writer may
+ * set at now_ms: its TTL (expires_at - at) at most max_ttl_ms and after
+ * its `at`, a rung's delay at most max_ttl_ms, its `at` (and cleared_at_ms
+ * when > 0) at most EG_OVERRIDE_SKEW_MS ahead of now_ms. Returns 0, or -1
+ * with *reason a short label (ttl_cap, delay_cap, future) and a one-line
+ * reason in err. */
+int eg_override_check(const eg_override *o, int64_t cleared_at_ms, int64_t now_ms, int64_t max_ttl_ms,
+                      const char **reason, char *err, size_t errlen);
+
+/* Adds o, replacing the one of the same name. When the table is full
+ * (EG_OVERRIDE_MAX), the oldest-set untrusted override is evicted for it
+ * (copied to *evicted when not NULL). Returns 1 when it replaced one, 0
+ * when added, 2 when added in place of an evicted one, -1 when the table
+ * is full of trusted overrides. */
+int eg_overrides_set(eg_overrides *t, const eg_override *o, eg_override *evicted);
+/* How many overrides of t are trusted. */
+int eg_overrides_trusted(const eg_overrides *t);
 /* Removes the override called name; copies it to *out when out is not
  * NULL. Returns 0, or -1 when there is none. */
 int eg_overrides_clear(eg_overrides *t, const char *name, eg_override *out);
