@@ -65,52 +65,30 @@ int main(int argc, char **argv) {
         eg_config_write_man(stdout);
         return 0;
     }
-    char *man = NULL;
-    size_t mlen = 0;
-    FILE *mm = open_memstream(&man, &mlen);
-    eg_config_write_man(mm);
-    fclose(mm);
-    check_rendering("man/errgate.1", MAN_BEGIN, MAN_END, man, mlen);
-    int in_man = 1;
-    for (size_t i = 0; i < eg_config_nkeys; i++) {
-        char tag[160];
-        snprintf(tag, sizeof tag, ".TP\n.B %s\n", eg_config_keys[i].key);
-        if (!strstr(man, tag)) in_man = 0, printf("# %s is not in the man rendering\n", eg_config_keys[i].key);
-    }
-    CHECK(in_man, "every key of the table has its man paragraph");
-    free(man);
-    char *want = NULL;
-    size_t wlen = 0;
-    FILE *m = open_memstream(&want, &wlen);
-    eg_config_write_reference(m);
-    fclose(m);
-    char *readme = slurp("README.md");
-    CHECK(readme != NULL, "README.md is readable (the tests run from the repository's root)");
-    char *b = readme ? strstr(readme, BEGIN_MARK) : NULL;
-    char *e = b ? strstr(b, END_MARK) : NULL;
-    CHECK(b && e, "README.md has the config-keys markers");
-    if (b && e) {
-        b = strchr(b, '\n') + 1;
-        size_t glen = (size_t)(e - b);
-        int same = glen == wlen && memcmp(b, want, wlen) == 0;
-        if (!same) {
-            /* the first line that differs */
-            size_t i = 0, line = 1;
-            while (i < glen && i < wlen && b[i] == want[i]) line += b[i++] == '\n';
-            printf("# README.md's key reference differs from src/lib/config.c's table at its line %zu; "
-                   "run `make config-doc`\n",
-                   line);
-        }
-        CHECK(same, "README.md's key reference is the rendering of the config key table (%zu keys)", eg_config_nkeys);
+    /* each rendering, its markers and the form every key takes in it */
+    static const struct {
+        const char *path, *begin, *end, *tag, *what;
+        void (*render)(FILE *);
+    } docs[] = {
+        {"README.md", BEGIN_MARK, END_MARK, "| `%s` |", "row", eg_config_write_reference},
+        {"man/errgate.1", MAN_BEGIN, MAN_END, ".TP\n.B %s\n", "man paragraph", eg_config_write_man},
+    };
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+        char *want = NULL;
+        size_t wlen = 0;
+        FILE *m = open_memstream(&want, &wlen);
+        docs[d].render(m);
+        fclose(m);
+        check_rendering(docs[d].path, docs[d].begin, docs[d].end, want, wlen);
         int listed = 1;
         for (size_t i = 0; i < eg_config_nkeys; i++) {
-            char cell[160];
-            snprintf(cell, sizeof cell, "| `%s` |", eg_config_keys[i].key);
-            if (!strstr(want, cell)) listed = 0, printf("# %s is not in the rendering\n", eg_config_keys[i].key);
+            char tag[200];
+            snprintf(tag, sizeof tag, docs[d].tag, eg_config_keys[i].key);
+            if (!strstr(want, tag))
+                listed = 0, printf("# %s is not in %s's rendering\n", eg_config_keys[i].key, docs[d].path);
         }
-        CHECK(listed, "every key of the table has its row");
+        CHECK(listed, "every key of the table has its %s in %s", docs[d].what, docs[d].path);
+        free(want);
     }
-    free(readme);
-    free(want);
     return TAP_DONE();
 }
