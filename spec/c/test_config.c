@@ -247,7 +247,7 @@ int main(void) {
     }
     CHECK(defaults_ok, "a config without a key gets its default, within its bounds");
     CHECK(cfg.max_inflight == EG_DEF_MAX_INFLIGHT && cfg.max_tracked == EG_DEF_MAX_TRACKED && cfg.http_version == 11 &&
-              cfg.ordering == EG_ORDER_PARTITION && !strcmp(cfg.log_level, "info") &&
+              cfg.ordering == EG_ORDER_PARTITION && cfg.log_level == EG_INFO &&
               !strcmp(cfg.lane_retry, EG_DEF_LANE_RETRY) && !strcmp(cfg.admin_listen, EG_DEF_ADMIN_LISTEN),
           "the named defaults: max_inflight, max_tracked, version, ordering, log.level, lanes.retry, admin.listen");
     CHECK(cfg.breaker_enabled && cfg.budget_enabled && cfg.admin_enabled,

@@ -659,7 +659,7 @@ static int cmd_approve(const args *a) {
     if (a->reason && strlen(a->reason) > 1000) return usage_error("approve: --reason is longer than 1000 bytes");
     char err[1024];
     eg_where *w = NULL;
-    if (a->where && !(w = eg_where_new(a->where, 50, err, sizeof err))) {
+    if (a->where && !(w = eg_where_new(a->where, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err))) {
         fprintf(stderr, "errgate dlq approve: %s\n", err);
         return 2;
     }

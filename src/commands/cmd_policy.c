@@ -38,7 +38,6 @@
  * records (26 MB of text, 3 s); 6 leaves room for wide own headers. */
 #define TEXT_MEM_FACTOR 6
 /* Per-decision budget, as the gateway's default. */
-#define POLICY_TIMEOUT_MS 50
 
 static const char SYNOPSIS[] = "usage: errgate policy check FILE [--ordering partition|key|none]\n"
                                "       errgate policy test FILE CASES.jsonl\n"
@@ -150,8 +149,8 @@ static int test_from_topic(const args *a) {
         printf("FAIL cannot read lane %s: %s\n", a->topic, err);
         return 1;
     }
-    eg_policy *p = eg_policy_load_capped(a->file, POLICY_TIMEOUT_MS, EG_POLICY_MEM_LIMIT + TEXT_MEM_FACTOR * cases.len,
-                                         err, sizeof err);
+    eg_policy *p = eg_policy_load_capped(a->file, EG_DEF_POLICY_TIMEOUT_MS,
+                                         EG_POLICY_MEM_LIMIT + TEXT_MEM_FACTOR * cases.len, err, sizeof err);
     char *text = NULL;
     int code = 1;
     if (!p || eg_policy_call(p, "cli_test_recorded", cases.text, &text, &code, err, sizeof err) != 0) {
@@ -178,7 +177,7 @@ int eg_cmd_policy(int argc, char **argv) {
         return EG_EXIT_OK;
     }
     char err[1024];
-    eg_policy *p = eg_policy_load(a.file, POLICY_TIMEOUT_MS, err, sizeof err);
+    eg_policy *p = eg_policy_load(a.file, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err);
     if (!p) {
         printf("FAIL %s\n", err);
         return 1;

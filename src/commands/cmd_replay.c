@@ -564,7 +564,7 @@ static void origin_of(const rd_kafka_message_t *m, char *topic, size_t topiclen,
     if (eg_dlq_origin_read(h, &o) == 0) {
         eg_strlcpy(topic, o.topic, topiclen);
         *part = o.partition;
-    } else if ((!d || !strcmp(d, "errgate")) && eg_header_str(m, EG_H_ORIG_TOPIC, topic, topiclen) < 0) {
+    } else if (d && !strcmp(d, "errgate") && eg_header_str(m, EG_H_ORIG_TOPIC, topic, topiclen) < 0) {
         topic[0] = '\0';
     }
 }

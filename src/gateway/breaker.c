@@ -12,8 +12,12 @@
 #include <string.h>
 
 void eg_breaker_cfg_defaults(eg_breaker_cfg *c) {
-    *c = (eg_breaker_cfg){
-        .enabled = 1, .window = 50, .min_calls = 20, .failure_ratio = 0.5, .open_ms = 5000, .half_open_probes = 2};
+    *c = (eg_breaker_cfg){.enabled = 1,
+                          .window = EG_DEF_BREAKER_WINDOW,
+                          .min_calls = EG_DEF_BREAKER_MIN_CALLS,
+                          .failure_ratio = EG_DEF_BREAKER_FAILURE_RATIO,
+                          .open_ms = EG_DEF_BREAKER_OPEN_MS,
+                          .half_open_probes = EG_DEF_BREAKER_PROBES};
 }
 
 int eg_breaker_cfg_check(const eg_breaker_cfg *c, char *err, size_t errlen) {

@@ -1,11 +1,14 @@
 /* budget.c — per-target retry budget (see budget.h for the formula). */
 #include "budget.h"
+#include "config.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-void eg_budget_cfg_defaults(eg_budget_cfg *c) { *c = (eg_budget_cfg){.enabled = 1, .percent = 20, .min = 3}; }
+void eg_budget_cfg_defaults(eg_budget_cfg *c) {
+    *c = (eg_budget_cfg){.enabled = 1, .percent = EG_DEF_BUDGET_PERCENT, .min = EG_DEF_BUDGET_MIN};
+}
 
 int eg_budget_cfg_check(const eg_budget_cfg *c, char *err, size_t errlen) {
     if (!c->enabled) return 0;

@@ -206,11 +206,7 @@ int eg_cmd_run(int argc, char **argv) {
         fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
         return EG_EXIT_USAGE;
     }
-    eg_level lv = strcmp(cfg.log_level, "debug") == 0   ? EG_DEBUG
-                  : strcmp(cfg.log_level, "warn") == 0  ? EG_WARN
-                  : strcmp(cfg.log_level, "error") == 0 ? EG_ERROR
-                                                        : EG_INFO;
-    eg_log_setup(lv, strcmp(cfg.log_format, "text") == 0);
+    eg_log_setup((eg_level)cfg.log_level, strcmp(cfg.log_format, "text") == 0);
     signal(SIGPIPE, SIG_IGN);
 
     eg_gw gw;

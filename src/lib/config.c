@@ -15,6 +15,7 @@
  * `enabled`) and the checks across keys have their own code below. */
 #include "config.h"
 #include "lane_profiles.h"
+#include "log.h"
 #include "luavm.h"
 #include "replay_dest.h"
 #include "util.h"
@@ -53,6 +54,7 @@ static const int http_version_values[] = {11, 2};
 static const char *const inbox_formats[] = {"auto",        "spring",         "connect", "streams",
                                             "share-group", "x-dlq-metadata", "errgate", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const int log_level_values[] = {EG_DEBUG, EG_INFO, EG_WARN, EG_ERROR};
 static const char *const log_formats[] = {"json", "text", NULL};
 static const char *const on_stops[] = {"exit", "wait", NULL};
 static const int on_stop_values[] = {0, 1};
@@ -214,7 +216,8 @@ const eg_config_key eg_config_keys[] = {
     K_INT("dlq_guard.cooldown_s", EG_DEF_GUARD_COOLDOWN_S, 0, 86400, guard_cooldown_s,
           "tripped at least this long; it re-arms once the rate is back under"),
     K_TABLE("log", 0, "the log on stderr (see Logs)"),
-    K_ENUM("log.level", EG_DEF_LOG_LEVEL, log_levels, NULL, log_level, "lines below this level are not written"),
+    K_ENUM("log.level", EG_DEF_LOG_LEVEL, log_levels, log_level_values, log_level,
+           "lines below this level are not written"),
     K_ENUM("log.format", EG_DEF_LOG_FORMAT, log_formats, NULL, log_format, "one JSON object or text per line"),
     {.key = "log.decisions",
      .type = EG_CK_TABLE,
@@ -1355,7 +1358,6 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->lane_quarantine);
     free(cfg->lane_retry);
     free(cfg->spill_dir);
-    free(cfg->log_level);
     free(cfg->log_format);
     free(cfg->admin_listen);
     free(cfg->audit_topic);

@@ -181,7 +181,7 @@ typedef struct eg_config {
     char *shadow_policy;          /* the shadow candidate's file, or NULL (shadow.h) */
     int shadow_timeout_ms;        /* wall-clock budget of one shadow decision */
     int shadow_cpu_percent;       /* the shadow's share of the loop's time */
-    char *log_level;              /* debug|info|warn|error */
+    int log_level;                /* eg_level (log.h): lines below it are not written */
     char *log_format;             /* json|text */
     int log_decisions_per_second; /* decision lines in full per (topic, class, action) and second; 0: all */
     int admin_enabled;            /* 1 when the file has an `admin` table */
