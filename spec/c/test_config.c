@@ -8,6 +8,7 @@
  * bomb by the cap, SIGTERM ending a slow load at once; every shipped example
  * config still loads. */
 #include "config.h"
+#include "log.h"
 #include "tap.h"
 
 #include <lauxlib.h>
