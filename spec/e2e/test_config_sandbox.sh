@@ -13,7 +13,7 @@ cfg() { printf '%s\n' "$2" >"$T/$1.lua"; }
 cfg exec "os.execute('touch $T/pwned') return {}"
 cfg loop 'while true do end'
 cfg mem 'local t = {} for i = 1, 1e9 do t[i] = { i } end return t'
-cfg slow 'local t0 = os.clock() while os.clock() - t0 < 1.9 do end return {}'
+cfg slow 'local t0 = os.clock() while os.clock() - t0 < 1.9 do end return {}'  # a slow load: ends naturally at 1.9 s, the budget is 2 s
 
 for cmd in "run -c $T/exec.lua" "replay -c $T/exec.lua --from x.dlq --dry-run" "dlq stats x.dlq -c $T/exec.lua" \
   "dlq tail x.dlq -c $T/exec.lua"; do
@@ -46,7 +46,7 @@ for sig in TERM INT; do
   wait $pid; rc=$?
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   check "SIG$sig during a slow load ends it at once ($ms ms, exit $rc)" \
-    bash -c "[ $rc = 2 ] && [ $ms -lt 500 ] && grep -q 'config $T/slow.lua: loading interrupted by SIG$sig' '$T/sig.err'"
+    bash -c "[ $rc = 2 ] && [ $ms -lt 1000 ] && grep -q 'config $T/slow.lua: loading interrupted by SIG$sig' '$T/sig.err'"
 done
 
 # a config that reads the environment still loads: the gateway gets past it
