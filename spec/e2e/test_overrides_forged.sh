@@ -41,6 +41,8 @@ rec() { # rec GROUP NAME SPEC AT EXPIRES: one audit record value
   printf 'fgd/junk\tnot a record\n'
 } | produce errgate.audit
 wait_for 10 bash -c "[ \"\$(curl -s http://$ADDR/metrics | awk '/^errgate_control_records_refused_total/{s+=\$2} END{print s+0}')\" -ge 7 ]"
+check "a gateway without control_key_file says once that its control topics are unauthenticated" \
+  bash -c "[ \$(grep -c '\"event\":\"control_unauthenticated\"' $T/gw.err) = 1 ]"
 check "an expiry in the year 9999 and a pause of the whole source: refused for the TTL cap ($(refused ttl_cap))" \
   [ "$(refused ttl_cap)" = 2 ]
 check "a rung delay of ~3 million years: refused ($(refused delay_cap))" [ "$(refused delay_cap)" = 1 ]

@@ -19,9 +19,19 @@
  *
  * A write's delivery report comes back on the loop through the producer's
  * main queue; each write carries its caller's request as the message
- * opaque and its done runs exactly once (purged writes at free included). */
+ * opaque and its done runs exactly once (purged writes at free included).
+ *
+ * Signatures (ctlsign.h): with control_key_file, every write carries the
+ * header errgate.sig over (kind "audit", key, value), and every record read
+ * is verified before apply sees it: one unsigned, badly signed, or whose
+ * signature was already read (a copy produced again) reaches apply with
+ * that refusal, never as a change. The signatures read are remembered in
+ * a ring of EG_AUDIT_SEEN (the compacted topic holds one record per
+ * override, far fewer). Without a key nothing is signed or checked, and
+ * the start says so in one warn line. */
 #include "audit.h"
 
+#include "ctlsign.h"
 #include "lane_state.h"
 #include "kconf.h"
 #include "log.h"
@@ -48,6 +58,9 @@ struct eg_audit {
     int32_t nparts;
     int64_t *next; /* per partition: the next offset to read (everything before it applied) */
     int live;
+    eg_ctlkey key;             /* key.n == 0: unsigned deployment */
+    unsigned char (*seen)[32]; /* EG_AUDIT_SEEN signatures read, a ring */
+    int nseen, seen_at;        /* how many held, the next slot */
     eg_audit_apply apply;
     void *arg;
 };
@@ -60,6 +73,31 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     free(w);
 }
 
+/* The refusal of m's signature (ctlsign.h's reasons, or "replayed" for
+ * one already read), or NULL when it is good or the deployment has no key.
+ * A good signature is remembered. */
+static const char *check_sig(eg_audit *a, const rd_kafka_message_t *m) {
+    if (!a->key.n || !m->payload) return NULL; /* a tombstone changes nothing */
+    const void *sig = NULL;
+    size_t siglen = 0;
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(h, EG_CTLSIGN_HEADER, &sig, &siglen) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        sig = NULL;
+    const char *why = NULL;
+    if (eg_ctlsign_verify(&a->key, "audit", m->key ? m->key : "", m->key ? m->key_len : 0, m->payload, m->len, sig,
+                          sig ? siglen : 0, &why) != 0)
+        return why;
+    unsigned char mac[32];
+    eg_hmac_sha256(a->key.k, a->key.n, sig, siglen, mac); /* a digest of the signature to remember */
+    for (int i = 0; i < a->nseen; i++)
+        if (!memcmp(a->seen[i], mac, 32)) return "replayed";
+    memcpy(a->seen[a->seen_at], mac, 32);
+    a->seen_at = (a->seen_at + 1) % EG_AUDIT_SEEN;
+    if (a->nseen < EG_AUDIT_SEEN) a->nseen++;
+    return NULL;
+}
+
 /* Applies one consumed message (or logs a consumer error). */
 static void consume_one(eg_audit *a, rd_kafka_message_t *m) {
     if (m->err) {
@@ -68,7 +106,16 @@ static void consume_one(eg_audit *a, rd_kafka_message_t *m) {
     } else if (m->partition >= 0 && m->partition < a->nparts) {
         if (m->offset + 1 > a->next[m->partition])
             a->next[m->partition] = m->offset + 1; /* applied once apply returns */
-        a->apply(a->arg, m->key, m->key_len, m->payload, m->len, m->partition, m->offset, a->live);
+        eg_audit_rec r = {.key = m->key,
+                          .klen = m->key_len,
+                          .val = m->payload,
+                          .vlen = m->len,
+                          .partition = m->partition,
+                          .offset = m->offset,
+                          .live = a->live,
+                          .keyed = a->key.n > 0};
+        r.refusal = check_sig(a, m);
+        a->apply(a->arg, &r);
     }
     rd_kafka_message_destroy(m);
 }
@@ -177,6 +224,15 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
     a->apply = apply;
     a->arg = arg;
     char e[512], note[512];
+    if (cfg->control_key_file && cfg->control_key_file[0]) {
+        if (eg_ctlsign_load(cfg->control_key_file, &a->key, err, errlen) != 0) goto fail;
+        a->seen = eg_xcalloc(EG_AUDIT_SEEN, sizeof *a->seen);
+    } else {
+        eg_log_msg(EG_WARN, "control_unauthenticated",
+                   "no control_key_file: the control topics (%s, LANE.state) are unauthenticated; anyone who can "
+                   "produce to them steers this gateway",
+                   a->topic);
+    }
     rd_kafka_conf_t *pc = eg_lanes_producer_conf(cfg, "errgate-audit", err, errlen);
     if (!pc) goto fail;
     char tmo[16];
@@ -247,9 +303,16 @@ int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, e
     wreq *w = eg_xcalloc(1, sizeof *w);
     w->done = done;
     w->req = req;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+    if (a->key.n) {
+        char sig[EG_CTLSIGN_LEN + 1];
+        eg_ctlsign_sign(&a->key, "audit", key, strlen(key), val, vlen, sig);
+        rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
+    }
     rd_kafka_resp_err_t e = rd_kafka_producev(
         a->prod, RD_KAFKA_V_TOPIC(a->topic), RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)val, vlen),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(w), RD_KAFKA_V_END);
+        RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(w), RD_KAFKA_V_END);
+    if (e) rd_kafka_headers_destroy(h); /* owned by the message once queued */
     if (e) {
         snprintf(err, errlen, "cannot queue the write to %s: %s", a->topic, rd_kafka_err2str(e));
         free(w);
@@ -284,6 +347,8 @@ void eg_audit_free(eg_audit *a) {
         if (a->cpipe[i] >= 0) close(a->cpipe[i]);
     }
     free(a->next);
+    free(a->seen);
+    memset(&a->key, 0, sizeof a->key);
     free(a->topic);
     free(a);
 }

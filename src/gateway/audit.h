@@ -26,9 +26,21 @@
 typedef struct eg_audit eg_audit;
 
 /* One record read: key and value bytes (either may be NULL), where it is,
- * and live = 0 while the topic is re-read at start, 1 after. */
-typedef void (*eg_audit_apply)(void *arg, const char *key, size_t klen, const char *val, size_t vlen, int32_t partition,
-                               int64_t offset, int live);
+ * live = 0 while the topic is re-read at start, 1 after; keyed = 1 when
+ * the deployment has a control key, and then refusal is NULL for a record
+ * whose signature is good and new, else why it must not be applied
+ * ("unsigned", "malformed", "bad_signature", "replayed"). Without a key,
+ * refusal is always NULL. Valid during the call only. */
+typedef struct eg_audit_rec {
+    const char *key, *val;
+    size_t klen, vlen;
+    int32_t partition;
+    int64_t offset;
+    int live, keyed;
+    const char *refusal;
+} eg_audit_rec;
+typedef void (*eg_audit_apply)(void *arg, const eg_audit_rec *r);
+#define EG_AUDIT_SEEN 4096 /* signatures remembered, to refuse a record produced again */
 /* A write's outcome: err NULL when the broker acknowledged it at
  * partition/offset, else why it failed. */
 typedef void (*eg_audit_written)(void *req, int32_t partition, int64_t offset, const char *err);
@@ -45,7 +57,8 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
 #define EG_AUDIT_START_MS 30000
 #define EG_AUDIT_WRITE_TIMEOUT_MS 5000 /* a write not acknowledged by then fails */
 
-/* Writes key/value (copied) to the topic; done(req, ...) runs once, on the
+/* Writes key/value (copied) to the topic, signed (header errgate.sig) when
+ * the deployment has a control key; done(req, ...) runs once, on the
  * loop, with the delivery report (or at eg_audit_free, with an error).
  * Returns 0, or -1 with err when it cannot even be queued (done not
  * called). */

@@ -29,13 +29,15 @@
  * control; calls nothing above it (gw.h's one-way order). Loop thread only. */
 #include "gw.h"
 #include "log.h"
+#include "parse.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define OVERRIDE_TICK_MS 1000 /* how often expired overrides are removed (and logged) */
+#define OVERRIDE_TICK_MS 1000                     /* how often expired overrides are removed (and logged) */
+#define EG_CTL_REPLAY_WINDOW_MS (5LL * 60 * 1000) /* a signed record read live older than this: a replay */
 
 /* Why an audit record was refused: the reason label of
  * errgate_control_records_refused_total (the index into control_refused). */
@@ -268,17 +270,39 @@ static void on_ov_written(void *req, int32_t partition, int64_t offset, const ch
 
 #define GUARD_RESET_KEY "!dlq-guard-reset" /* after "GROUP/"; no override name starts with '!' */
 
+static void refuse(eg_gw *gw, const char *reason, int32_t partition, int64_t offset, const char *why);
+
+/* 1 when a live record of a keyed deployment, written at at_ms, is too
+ * old to be a fresh change: a signed record produced again later (a
+ * replay) is refused for it. At start, when the topic is re-read, old
+ * records are the state in force and pass. */
+static int stale(const eg_audit_rec *r, int64_t at_ms, int64_t now) {
+    return r->keyed && r->live && at_ms < now - EG_CTL_REPLAY_WINDOW_MS;
+}
+
 /* A dlq-guard reset record of this group: read live (not when re-read at
  * start: it is past), every tripped guard of this instance re-arms. */
-static void on_guard_reset_record(eg_gw *gw, const char *val, size_t vlen, int32_t partition, int64_t offset,
-                                  int live) {
-    char group[256], by[80] = "unknown";
-    if (eg_json_get_str(val, vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->group) != 0) return;
-    eg_json_get_str(val, vlen, "by", by, sizeof by);
-    int n = live && gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
-    if (live) eg_log_msg(EG_WARN, "dlq_guard_reset", "by %s, through the audit topic: %d guard(s) re-armed", by, n);
-    gw->last_reset.partition = partition;
-    gw->last_reset.offset = offset;
+static void on_guard_reset_record(eg_gw *gw, const eg_audit_rec *r) {
+    char group[256], by[80] = "unknown", at[64];
+    int64_t at_ms = 0, now = eg_wall_ms();
+    if (eg_json_get_str(r->val, r->vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->group) != 0 ||
+        eg_json_get_str(r->val, r->vlen, "at", at, sizeof at) != 0 || eg_parse_time_ms(at, &at_ms) != 0) {
+        refuse(gw, "malformed", r->partition, r->offset, "not a dlq-guard reset of this group with its time");
+        return;
+    }
+    if (at_ms > now + EG_OVERRIDE_SKEW_MS) {
+        refuse(gw, "future", r->partition, r->offset, "at: more than 5 minutes in the future");
+        return;
+    }
+    if (stale(r, at_ms, now)) {
+        refuse(gw, "replayed", r->partition, r->offset, "a signed reset older than the replay window");
+        return;
+    }
+    eg_json_get_str(r->val, r->vlen, "by", by, sizeof by);
+    int n = r->live && gw->cfg->guard_enabled ? eg_dlq_guard_reset(&gw->guard) : 0;
+    if (r->live) eg_log_msg(EG_WARN, "dlq_guard_reset", "by %s, through the audit topic: %d guard(s) re-armed", by, n);
+    gw->last_reset.partition = r->partition;
+    gw->last_reset.offset = r->offset;
     gw->last_reset.rearmed = n;
     ov_reqs_check(gw);
 }
@@ -301,39 +325,53 @@ static void refuse(eg_gw *gw, const char *reason, int32_t partition, int64_t off
 /* One record of the audit topic: an override of this group set, replaced
  * or cleared (an expired one is ignored: each instance expires its own).
  * Records of other groups are not ours to judge (skipped silently); one of
- * ours that is malformed, keyed under another name than its own, or past
- * what a writer may set (eg_override_check) is refused. */
-static void on_audit(void *arg, const char *key, size_t klen, const char *val, size_t vlen, int32_t partition,
-                     int64_t offset, int live) {
+ * ours that audit.c found unsigned, badly signed or replayed (a keyed
+ * deployment), malformed, keyed under another name than its own, past
+ * what a writer may set (eg_override_check), or live and older than the
+ * replay window is refused. */
+static void on_audit(void *arg, const eg_audit_rec *r) {
     eg_gw *gw = arg;
-    size_t gl = strlen(gw->cfg->group);
+    size_t gl = strlen(gw->cfg->group), klen = r->klen;
+    const char *key = r->key;
     if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/') return;
-    if (!val) return; /* a tombstone: compaction's, nothing to apply */
+    if (!r->val) return; /* a tombstone: compaction's, nothing to apply */
+    if (r->refusal) {
+        refuse(gw, r->refusal, r->partition, r->offset,
+               !strcmp(r->refusal, "unsigned")   ? "no errgate.sig header, and control_key_file is set"
+               : !strcmp(r->refusal, "replayed") ? "its signature was already read: a copy produced again"
+                                                 : "its errgate.sig does not verify with the deployment's key");
+        return;
+    }
     if (klen == gl + 1 + strlen(GUARD_RESET_KEY) && !memcmp(key + gl + 1, GUARD_RESET_KEY, klen - gl - 1)) {
-        on_guard_reset_record(gw, val, vlen, partition, offset, live);
+        on_guard_reset_record(gw, r);
         return;
     }
     eg_override o;
     char group[256], err[320];
     const char *why;
     int64_t cleared, now = eg_wall_ms();
-    if (eg_override_from_audit(val, vlen, &o, group, sizeof group, &cleared, err, sizeof err) != 0) {
-        refuse(gw, "malformed", partition, offset, err);
+    if (eg_override_from_audit(r->val, r->vlen, &o, group, sizeof group, &cleared, err, sizeof err) != 0) {
+        refuse(gw, "malformed", r->partition, r->offset, err);
         return;
     }
     if (strcmp(group, gw->cfg->group) != 0) {
-        refuse(gw, "key_mismatch", partition, offset, "its group is not the one its key names");
+        refuse(gw, "key_mismatch", r->partition, r->offset, "its group is not the one its key names");
         return;
     }
     if (klen != gl + 1 + strlen(o.name) || memcmp(key + gl + 1, o.name, klen - gl - 1) != 0) {
-        refuse(gw, "key_mismatch", partition, offset, "its key is not GROUP/NAME of the override it holds");
+        refuse(gw, "key_mismatch", r->partition, r->offset, "its key is not GROUP/NAME of the override it holds");
         return;
     }
     if (eg_override_check(&o, cleared, now, gw->cfg->override_max_ttl_ms, &why, err, sizeof err) != 0) {
-        refuse(gw, why, partition, offset, err);
+        refuse(gw, why, r->partition, r->offset, err);
         return;
     }
-    int changed = 0;
+    if (stale(r, cleared ? cleared : o.set_at_ms, now)) {
+        refuse(gw, "replayed", r->partition, r->offset, "a signed change older than the replay window, read live");
+        return;
+    }
+    o.trusted = r->keyed;
+    int changed = 0, live = r->live;
     if (cleared) {
         eg_override old;
         if (eg_overrides_clear(&gw->overrides, o.name, &old) == 0) {

@@ -240,6 +240,9 @@ const eg_config_key eg_config_keys[] = {
           "the longest TTL an operator override may have (see Overrides)"),
     K_STR("admin.audit_topic", 0, EG_DEF_AUDIT_TOPIC, audit_topic,
           "the compacted topic every operator change is written to and every instance reads (see Incident controls)"),
+    K_STR("control_key_file", EG_CK_FILE, NULL, control_key_file,
+          "the HMAC key every gateway and operator tool of a deployment holds (see Signed control records); absent: "
+          "control topics are unauthenticated (one warn line at start)"),
 };
 const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
 
@@ -1361,6 +1364,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->log_format);
     free(cfg->admin_listen);
     free(cfg->audit_topic);
+    free(cfg->control_key_file);
     free(cfg->inbox);
     for (int i = 0; i < cfg->nreplay_allow; i++) free(cfg->replay_allow[i]);
     free(cfg->replay_allow);
