@@ -74,6 +74,9 @@ static void usage(void) {
            "               [--reason TEXT] [--dry-run]\n"
            "       errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
            "               [--threshold CLASS=N/DUR ...] [--group G]\n"
+           "  every command: [--key-file F] the deployment's control key (else $ERRGATE_CONTROL_KEY_FILE, else\n"
+           "               -c CONFIG's control_key_file): resolve and approve sign their state records, and\n"
+           "               state records not signed with it are ignored\n"
 
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"

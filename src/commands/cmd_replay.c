@@ -484,11 +484,14 @@ static void mark_replayed(replay *rp, const pending *pd) {
     *sp = (pending){.state = 1, .pidx = pd->pidx, .lane_off = pd->lane_off};
     memcpy(sp->to, pd->to, sizeof sp->to);
     memcpy(sp->id, pd->id, idlen + 1);
+    rd_kafka_headers_t *h = n < 0 ? NULL : eg_dlq_state_headers(&rp->states.key, sp->id, json, (size_t)n);
     rd_kafka_resp_err_t e =
-        n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
-              : rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(rp->state_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_KEY(sp->id, idlen), RD_KAFKA_V_VALUE(json, (size_t)n),
-                                  RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_OPAQUE(sp), RD_KAFKA_V_END);
+        n < 0
+            ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+            : rd_kafka_producev(rp->prod, RD_KAFKA_V_TOPIC(rp->state_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_KEY(sp->id, idlen), RD_KAFKA_V_VALUE(json, (size_t)n), RD_KAFKA_V_HEADERS(h),
+                                RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_OPAQUE(sp), RD_KAFKA_V_END);
+    if (e && h) rd_kafka_headers_destroy(h); /* the message's once queued */
     if (e) {
         fprintf(stderr, "errgate replay: %s: marking %s replayed failed: %s\n", rp->state_topic, sp->id,
                 rd_kafka_err2str(e));

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctlsign.h"
 #include "kcli.h"
 #include "lane_state.h"
 #include "replay_headers.h"
@@ -109,6 +110,8 @@ typedef struct eg_dlq_states {
     int64_t *ats;       /* when the latest approval was written (-1: none) */
     int64_t *afrom;     /* its "since": the oldest lane record it approves (-1: any) */
     size_t n, cap;
+    size_t refused; /* state records ignored by eg_dlq_states_load: unsigned or badly signed, with a key */
+    eg_ctlkey key;  /* the control key they were checked with (n == 0: none); signs what the reader writes */
 } eg_dlq_states;
 
 /* Applies one state record (in the order they were written): value NULL is
@@ -116,8 +119,10 @@ typedef struct eg_dlq_states {
  * hold (approved, replayed, accepted-loss, closed) counts as one. */
 void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts);
 
-/* Reads the whole state topic of lane (no topic: no statuses). Returns 0 or
- * -1 with err. */
+/* Reads the whole state topic of lane (no topic: no statuses). With a
+ * control key (eg_kcli_ctlkey), a record whose errgate.sig does not verify
+ * (kind "state", ctlsign.h) is ignored and counted in s->refused (one warn
+ * line says how many). Returns 0 or -1 with err. */
 int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen);
 
 /* The state of a lane record with this id and timestamp (see the lifecycle
@@ -132,6 +137,11 @@ eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t
 
 void eg_dlq_states_free(eg_dlq_states *s);
 
+/* New headers for the state record (id, value json of n bytes): the
+ * signature errgate.sig (kind "state") when key has one, else none. The
+ * caller owns them (rd_kafka_producev takes them once it succeeds). */
+rd_kafka_headers_t *eg_dlq_state_headers(const eg_ctlkey *key, const char *id, const char *json, size_t n);
+
 /* A writer of state records to LANE.state, for the commands that set
  * statuses by hand (`dlq resolve`, `dlq approve`): its own producer
  * (eg_dlq_producer), the topic made sure of (eg_dlq_state_ensure), and the
@@ -142,6 +152,7 @@ typedef struct eg_dlq_writer {
     char by[300]; /* the author written in every record */
     long inflight, written, failed;
     rd_kafka_resp_err_t last_err; /* of the last failed write */
+    eg_ctlkey key;                /* the control key its records are signed with; n == 0: unsigned */
 } eg_dlq_writer;
 
 /* Opens w for lane (partitions: of the lane, for a state topic it creates)

@@ -8,6 +8,7 @@
 #include "dlq.h"
 #include "headers.h"
 #include "json.h"
+#include "log.h"
 #include "parse.h"
 #include "record.h"
 #include "util.h"
@@ -53,9 +54,27 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
     }
 }
 
+/* 1 when state record m may be applied: there is no control key, or its
+ * errgate.sig verifies (kind "state"; a tombstone is signed over an empty
+ * value). */
+static int signed_ok(const eg_ctlkey *key, const rd_kafka_message_t *m) {
+    if (!key->n) return 1;
+    const void *sig = NULL;
+    size_t siglen = 0;
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(h, EG_CTLSIGN_HEADER, &sig, &siglen) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        sig = NULL;
+    const char *why;
+    return eg_ctlsign_verify(key, "state", m->key, m->key_len, m->payload ? m->payload : "", m->payload ? m->len : 0,
+                             sig, sig ? siglen : 0, &why) == 0;
+}
+
 int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, char *err, size_t errlen) {
     char topic[512];
     eg_dlq_state_topic(lane, topic, sizeof topic);
+    eg_ctlkey *key = &s->key;
+    if (eg_kcli_ctlkey(k, key, err, errlen) < 0) return -1;
     rd_kafka_conf_t *conf = eg_kcli_conf(k, "errgate-dlq-state", err, errlen);
     if (!conf) return -1;
     eg_lread r;
@@ -69,10 +88,17 @@ int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, cha
     while ((rc = eg_lread_next(&r, 200, &m, err, errlen)) >= 0 && rc != 2) {
         if (rc != 1) continue;
         rd_kafka_timestamp_type_t tt;
-        if (m->key) eg_dlq_states_apply(s, m->key, m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
+        if (m->key && !signed_ok(key, m)) s->refused++;
+        else if (m->key)
+            eg_dlq_states_apply(s, m->key, m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
         rd_kafka_message_destroy(m);
     }
     eg_lread_close(&r);
+    if (s->refused)
+        eg_log_msg(EG_WARN, "state_records_refused",
+                   "%s: %zu state record(s) not signed with the control key were ignored (forged, or written "
+                   "without --key-file)",
+                   topic, s->refused);
     return rc < 0 ? -1 : 0;
 }
 
@@ -89,6 +115,16 @@ eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t
     eg_dlq_item_id(m, id, idlen);
     int pending = eg_header_str(m, EG_H_APPROVAL, appr, sizeof appr) == 0 && !strcmp(appr, EG_APPROVAL_REQUIRED);
     return eg_dlq_states_status(s, id, rd_kafka_message_timestamp(m, &tt), pending);
+}
+
+rd_kafka_headers_t *eg_dlq_state_headers(const eg_ctlkey *key, const char *id, const char *json, size_t n) {
+    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+    if (key->n) { /* signed: readers with the key ignore a state record without it */
+        char sig[EG_CTLSIGN_LEN + 1];
+        eg_ctlsign_sign(key, "state", id, strlen(id), json, n, sig);
+        rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
+    }
+    return h;
 }
 
 void eg_dlq_states_free(eg_dlq_states *s) {
@@ -120,6 +156,7 @@ int eg_dlq_writer_open(eg_dlq_writer *w, const eg_kcli *k, const char *lane, int
     eg_dlq_state_topic(lane, w->topic, sizeof w->topic);
     if (by) eg_strlcpy(w->by, by, sizeof w->by);
     else eg_dlq_whoami(w->by, sizeof w->by);
+    if (eg_kcli_ctlkey(k, &w->key, err, errlen) < 0) return -1;
     w->rk = eg_dlq_producer(k, "errgate-dlq", on_written, w, err, errlen);
     if (!w->rk) return -1;
     if (eg_dlq_state_ensure(w->rk, w->topic, partitions, note, notelen, err, errlen) < 0) {
@@ -134,11 +171,14 @@ int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const 
     char buf[4096];
     int64_t now = eg_wall_ms();
     int n = eg_dlq_state_json(st, reason, now, w->by, since_ms, buf, sizeof buf);
-    rd_kafka_resp_err_t x =
-        n < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
-              : rd_kafka_producev(w->rk, RD_KAFKA_V_TOPIC(w->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_KEY(id, strlen(id)), RD_KAFKA_V_VALUE(buf, (size_t)n),
-                                  RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t x = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+    if (n >= 0) {
+        rd_kafka_headers_t *h = eg_dlq_state_headers(&w->key, id, buf, (size_t)n);
+        x = rd_kafka_producev(w->rk, RD_KAFKA_V_TOPIC(w->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_KEY(id, strlen(id)), RD_KAFKA_V_VALUE(buf, (size_t)n), RD_KAFKA_V_HEADERS(h),
+                              RD_KAFKA_V_TIMESTAMP(now), RD_KAFKA_V_END);
+        if (x) rd_kafka_headers_destroy(h); /* the message's once queued */
+    }
     if (x) {
         w->failed++;
         w->last_err = x;
@@ -163,4 +203,5 @@ void eg_dlq_writer_close(eg_dlq_writer *w) {
         rd_kafka_destroy(w->rk);
     }
     w->rk = NULL;
+    memset(&w->key, 0, sizeof w->key);
 }

@@ -5,6 +5,8 @@
  * redactor, and a lane topic is read by more people than the logs. Per lane
  * topic counters are kept for /lanes and /metrics. */
 #include "lanes.h"
+
+#include "ctlsign.h"
 #include "headers.h"
 #include "history.h"
 #include "lane_state.h"
@@ -49,6 +51,7 @@ struct eg_lanes {
     eg_lane_done_fn done;
     eg_lane_fatal_fn fatal;
     void *done_arg;
+    eg_ctlkey ctlkey; /* control_key_file: signs the state records it writes (n == 0: none) */
 };
 
 int eg_lane_of(eg_action a) {
@@ -147,6 +150,11 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->done = done;
     l->fatal = fatal;
     l->done_arg = arg;
+    if (cfg->control_key_file && eg_ctlsign_load(cfg->control_key_file, &l->ctlkey, err, errlen) != 0) {
+        rd_kafka_destroy(l->rk);
+        free(l);
+        return NULL;
+    }
     l->tmpl[EG_LANE_DLQ] = cfg->lane_dlq;
     l->tmpl[EG_LANE_QUARANTINE] = cfg->lane_quarantine;
     l->tmpl[EG_LANE_RETRY] = cfg->lane_retry;
@@ -406,6 +414,11 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
             klen = 0;
         }
     }
+    if (b.built && l->ctlkey.n) { /* an accepted-loss state record, signed like the DLQ commands' (ctlsign.h) */
+        char sig[EG_CTLSIGN_LEN + 1];
+        eg_ctlsign_sign(&l->ctlkey, "state", b.key, b.key_len, b.value, b.value_len, sig);
+        rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
+    }
     /* No copy flag for the record's own key and value: they stay owned by
      * rec->msg, which outlives the write (the gateway frees the record only
      * after the delivery report); a built state record's are copied. */
@@ -445,5 +458,6 @@ void eg_lanes_free(eg_lanes *l) {
     if (l->pipefd[0] > 0) close(l->pipefd[0]);
     if (l->pipefd[1] > 0) close(l->pipefd[1]);
     free(l->group);
+    memset(&l->ctlkey, 0, sizeof l->ctlkey);
     free(l);
 }

@@ -19,12 +19,22 @@
 typedef struct eg_kcli {
     const char *bootstrap; /* borrowed from argv, or NULL */
     const char *config;    /* path borrowed from argv, or NULL */
+    const char *key_file;  /* --key-file, borrowed from argv, or NULL */
 } eg_kcli;
 
-/* Consumes a connection option at argv[*i] (-b/--bootstrap B, -c/--config F).
- * Returns 1 when it was one (and advances *i past its value), 0 when argv[*i]
- * is something else, -1 when the option lacks its value. */
+/* Consumes a connection option at argv[*i] (-b/--bootstrap B, -c/--config F,
+ * --key-file F). Returns 1 when it was one (and advances *i past its
+ * value), 0 when argv[*i] is something else, -1 when the option lacks its
+ * value. */
 int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i);
+
+struct eg_ctlkey;
+/* The deployment's control key (ctlsign.h) for the DLQ commands: the file
+ * of --key-file, else of $ERRGATE_CONTROL_KEY_FILE, else the config's
+ * control_key_file (with -c). Returns 1 with *key loaded, 0 when none is
+ * configured (key->n == 0), -1 with err when the file named cannot be
+ * used. */
+int eg_kcli_ctlkey(const eg_kcli *k, struct eg_ctlkey *key, char *err, size_t errlen);
 
 /* A fresh client configuration: the config file's kafka properties (when -c),
  * then bootstrap.servers from -b or ERRGATE_BOOTSTRAP, errgate's log
