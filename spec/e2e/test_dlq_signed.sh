@@ -7,7 +7,11 @@
 # state_records_refused line): an "approved" written straight to
 # src.dlq.state with a plain producer does not approve anything and is not
 # replayed. Without a key the same forged record still counts (the
-# unauthenticated deployment: the gateway says so at start).
+# unauthenticated deployment: the gateway says so at start). Four eyes: an
+# approval names its approver (`dlq stats --by state`: approved by ...);
+# `replay --four-eyes` (or the config's replay_four_eyes) refuses, counts
+# and reports an approved item its approver tries to replay, and leaves it
+# for another person.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/dlq_story.sh"
 
@@ -65,4 +69,24 @@ check "the replayed state replay wrote is signed too" \
 out=$("$EG" dlq stats src.dlq --key-file "$T/missing.key" 2>&1); rc=$?
 check "a key file that cannot be read is an error, not an unsigned run ($rc: $out)" \
   bash -c "[ $rc != 0 ] && grep -q 'control key file' <<<\"\$1\"" _ "$out"
+
+# ---- four eyes: an approval names its approver; --four-eyes keeps them from replaying it
+USER=alice "$EG" dlq approve src.dlq --id "${IDS[0]}" --by alice --key-file "$T/ctl.key" >"$T/a2.out" 2>&1 ||
+  not_ok "approve ${IDS[0]} by alice: $(cat "$T/a2.out")"
+"$EG" dlq stats src.dlq --by state --key-file "$T/ctl.key" >"$T/s3.out" 2>&1
+check "dlq stats --by state names the approvers ($(grep '^approvers' "$T/s3.out"))" grep -q '^approvers: alice 1$' "$T/s3.out"
+USER=alice "$EG" replay --from src.dlq --to src.replay --state approved --four-eyes --key-file "$T/ctl.key" \
+  >"$T/r2.out" 2>"$T/r2.err"; rc=$?
+check "replay --four-eyes by the approver: refused, counted, exit 1 ($rc: $(tail -1 "$T/r2.out"))" \
+  bash -c "[ $rc = 1 ] && grep -q 'four-eyes-refused 1' $T/r2.out && grep -q 'replayed 0' $T/r2.out && [ $(count_topic src.replay) = 1 ]"
+check "and says who approved it" grep -q "four-eyes: .* was approved by alice; alice@.* may not replay it" "$T/r2.err"
+sed -i 's|^}$|  replay_four_eyes = true,\n}|' "$T/gw.lua"
+USER=alice "$EG" replay -c "$T/gw.lua" -b "$BOOTSTRAP" --from src.dlq --to src.replay --state approved \
+  --key-file "$T/ctl.key" >"$T/r3.out" 2>&1; rc=$?
+check "the config's replay_four_eyes does the same ($rc: $(tail -1 "$T/r3.out"))" \
+  bash -c "[ $rc = 1 ] && grep -q 'four-eyes-refused 1' $T/r3.out"
+USER=bob "$EG" replay --from src.dlq --to src.replay --state approved --four-eyes --key-file "$T/ctl.key" \
+  >"$T/r4.out" 2>&1; rc=$?
+check "another person replays it (the group did not move past it) ($rc: $(tail -1 "$T/r4.out"))" \
+  bash -c "[ $rc = 0 ] && [ $(count_topic src.replay) = 2 ]"
 exit $FAILED

@@ -283,6 +283,9 @@ static int cmd_stats(const args *a) {
     srow *rows = NULL;
     size_t nrows = 0;
     long by_status[EG_DLQ__N] = {0};
+    eg_strmap appr_idx = {0}; /* approver -> index into approvers */
+    srow *approvers = NULL;   /* who approved the approved items: name, records */
+    size_t nappr = 0;
     int64_t oldest[EG_DLQ__N]; /* lane timestamp of the oldest item per state */
     for (int i = 0; i < EG_DLQ__N; i++) oldest[i] = INT64_MAX;
     rc = eg_lread_start(&r, 0, err, sizeof err);
@@ -316,6 +319,19 @@ static int cmd_stats(const args *a) {
         if (!eg_dlq_resolved(s)) rows[at].open++;
         else rows[at].resolved++;
         by_status[s]++;
+        if (s == EG_DLQ_APPROVED) { /* tallied by approver (the approval's signed "by" with a key) */
+            const char *by = eg_dlq_states_approver(&st, id);
+            char who[400];
+            eg_printable(by ? by : "(nobody named)", by ? strlen(by) : 14, who, sizeof who); /* a forged name too */
+            int64_t w = eg_strmap_get(&appr_idx, who, strlen(who));
+            if (w < 0) {
+                approvers = eg_xrealloc(approvers, (nappr + 1) * sizeof *approvers);
+                approvers[nappr] = (srow){.name = eg_xstrdup(who)};
+                w = (int64_t)nappr++;
+                eg_strmap_put(&appr_idx, who, strlen(who), w);
+            }
+            approvers[w].records++;
+        }
         if (ts >= 0 && ts < oldest[s]) oldest[s] = ts;
         rd_kafka_message_destroy(m);
     }
@@ -352,7 +368,15 @@ static int cmd_stats(const args *a) {
                by_status[EG_DLQ_ACCEPTED_LOSS], by_status[EG_DLQ_CLOSED]);
         printf("unresolved by state: open %ld  pending-approval %ld  approved %ld\n", by_status[EG_DLQ_OPEN],
                by_status[EG_DLQ_PENDING], by_status[EG_DLQ_APPROVED]);
+        if (nappr) {
+            printf("approvers:");
+            for (size_t i = 0; i < nappr; i++) printf(" %s %ld", approvers[i].name, approvers[i].records);
+            printf("\n");
+        }
     }
+    for (size_t i = 0; i < nappr; i++) free(approvers[i].name);
+    free(approvers);
+    eg_strmap_free(&appr_idx);
     for (size_t i = 0; i < nrows; i++) free(rows[i].name);
     free(rows);
     eg_strmap_free(&idx);

@@ -128,6 +128,7 @@ typedef struct opts {
     const char *from, *to, *group, *where, *since, *until;
     eg_replay_filter f;
     int dry, force, include_resolved;
+    int four_eyes;                /* --four-eyes: an approved item is never replayed by its approver */
     int state;                    /* --state: the only state replayed, or -1 */
     int home;                     /* no --to: each record goes to its original topic */
     const char *allow[MAX_ALLOW]; /* --allow-to patterns (borrowed from argv) */
@@ -170,6 +171,7 @@ typedef struct replay {
     size_t nhomes;
     char state_topic[512];
     char by[300];
+    long four_eyes_refused; /* --four-eyes: approved items left for someone else */
     long read, matched, replayed, refused, failed, state_failed, commit_failed, unroutable, dest_refused, stub_refused,
         stubs_fetched;
     rd_kafka_t *fetch; /* fetches the originals of stubs (made on first use) */
@@ -191,7 +193,7 @@ static void usage(void) {
            "       errgate replay -c CONFIG [--from LANE] [--to TOPIC]\n"
            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
-           "         [--state S] [--include-resolved] [--allow-to PATTERN ...]\n"
+           "         [--state S] [--include-resolved] [--four-eyes] [--allow-to PATTERN ...]\n"
            "\n"
            "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic);\n"
            "                     also spelled --from-topic. Default with -c: each of the\n"
@@ -216,6 +218,9 @@ static void usage(void) {
            "                     --include-resolved). Default: open and approved items; replayed,\n"
            "                     accepted-loss, closed and pending-approval ones are skipped\n"
            "  --include-resolved replay items whatever their state\n"
+           "  --four-eyes        an approved item is not replayed by its approver (its approval's by,\n"
+           "                     against user@host; also the config's replay_four_eyes): left for another\n"
+           "                     person, counted (four-eyes-refused), exit 1\n"
            "  --group G          the consumer group that keeps the progress\n"
            "  --allow-to PATTERN without --to: where records may go back to (a topic name,\n"
            "                     * for any run, or a ^regex; repeatable). Default: the config's\n"
@@ -258,6 +263,10 @@ static int parse(int argc, char **argv, opts *o) {
         }
         if (!strcmp(a, "--include-resolved")) {
             o->include_resolved = 1;
+            continue;
+        }
+        if (!strcmp(a, "--four-eyes")) {
+            o->four_eyes = 1;
             continue;
         }
         /* the names other DLQ tools use for the same options */
@@ -815,6 +824,15 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
         if (o->dry) dry_row(rp, m, lane, nrep, "", -1, eg_dlq_status_name(st));
         return 0;
     }
+    const char *approver = st == EG_DLQ_APPROVED ? eg_dlq_states_approver(&rp->states, id) : NULL;
+    if (o->four_eyes && st == EG_DLQ_APPROVED && (!approver || eg_dlq_same_person(approver, rp->by))) {
+        /* not finished: someone else replays it later with the same group (four eyes) */
+        rp->four_eyes_refused++;
+        fprintf(stderr, "errgate replay: four-eyes: %s (errgate.id %s) was approved by %s; %s may not replay it\n",
+                lane, shown, approver ? approver : "nobody named", rp->by);
+        if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "four-eyes");
+        return 0;
+    }
     int refuse = !o->force && (replays < 0 || replays >= o->max_replays);
     if (refuse) {
         rp->refused++;
@@ -911,6 +929,7 @@ static void print_summary(const replay *rp, int interrupted) {
     if (rp->unroutable) printf("  unroutable %ld", rp->unroutable);
     if (rp->dest_refused) printf("  refused-destination %ld", rp->dest_refused);
     if (rp->stub_refused) printf("  stubs-refused %ld", rp->stub_refused);
+    if (rp->four_eyes_refused) printf("  four-eyes-refused %ld", rp->four_eyes_refused);
     if (rp->stubs_fetched) printf("  stubs-fetched %ld", rp->stubs_fetched);
     printf("  skipped %ld", skipped);
     for (int s = 0, any = 0; s < EG_DLQ__N; s++)
@@ -1058,7 +1077,7 @@ static int run(replay *rp, const opts *o) {
     }
     print_summary(rp, interrupted);
     return rp->failed || rp->state_failed || rp->commit_failed || rp->unroutable || rp->dest_refused ||
-                   rp->stub_refused || fatal || interrupted
+                   rp->stub_refused || rp->four_eyes_refused || fatal || interrupted
                ? 1
                : 0;
 }
@@ -1113,6 +1132,7 @@ int eg_cmd_replay(int argc, char **argv) {
             return 2;
         }
         o.cfg = &cfg;
+        if (cfg.replay_four_eyes) o.four_eyes = 1;
     }
     if (o.to && eg_replay_internal(o.cfg, o.to, why, sizeof why)) {
         rc = eg_usage_error("replay", "--to %s is %s: never replayed to", o.to, why);

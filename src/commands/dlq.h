@@ -109,6 +109,7 @@ typedef struct eg_dlq_states {
     int64_t *rts;       /* when it was written (state record timestamp) */
     int64_t *ats;       /* when the latest approval was written (-1: none) */
     int64_t *afrom;     /* its "since": the oldest lane record it approves (-1: any) */
+    char **aby;         /* who wrote the latest approval (its "by"; NULL: none), owned */
     size_t n, cap;
     size_t refused; /* state records ignored by eg_dlq_states_load: unsigned or badly signed, with a key */
     eg_ctlkey key;  /* the control key they were checked with (n == 0: none); signs what the reader writes */
@@ -136,6 +137,14 @@ eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64
 eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t *m, char *id, size_t idlen);
 
 void eg_dlq_states_free(eg_dlq_states *s);
+
+/* Who approved the item id (the "by" of its latest approval), or NULL. */
+const char *eg_dlq_states_approver(const eg_dlq_states *s, const char *id);
+
+/* 1 when the identities a and b name the same person for the four-eyes
+ * rule: equal, or equal before an '@' ("alice" and "alice@host"), case
+ * folded. An empty identity matches nothing. */
+int eg_dlq_same_person(const char *a, const char *b);
 
 /* New headers for the state record (id, value json of n bytes): the
  * signature errgate.sig (kind "state") when key has one, else none. The

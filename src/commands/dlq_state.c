@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen, int64_t ts) {
@@ -31,16 +32,20 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
             s->rts = eg_xrealloc(s->rts, s->cap * sizeof *s->rts);
             s->ats = eg_xrealloc(s->ats, s->cap * sizeof *s->ats);
             s->afrom = eg_xrealloc(s->afrom, s->cap * sizeof *s->afrom);
+            s->aby = eg_xrealloc(s->aby, s->cap * sizeof *s->aby);
         }
         i = (int64_t)s->n++;
         eg_strmap_put(&s->ids, id, idlen, i);
         s->rst[i] = EG_DLQ_OPEN; /* a new id has no status yet */
         s->rts[i] = s->ats[i] = s->afrom[i] = -1;
+        s->aby[i] = NULL;
     }
     if (st == EG_DLQ_APPROVED) {
-        char since[48];
+        char since[48], by[300];
         int64_t from;
         s->ats[i] = ts;
+        free(s->aby[i]);
+        s->aby[i] = eg_json_get_str(val, vallen, "by", by, sizeof by) == 0 ? eg_xstrdup(by) : NULL;
         s->afrom[i] =
             eg_json_get_str(val, vallen, "since", since, sizeof since) == 0 && eg_parse_time_ms(since, &from) == 0
                 ? from
@@ -127,7 +132,19 @@ rd_kafka_headers_t *eg_dlq_state_headers(const eg_ctlkey *key, const char *id, c
     return h;
 }
 
+const char *eg_dlq_states_approver(const eg_dlq_states *s, const char *id) {
+    int64_t i = eg_strmap_get(&s->ids, id, strlen(id));
+    return i >= 0 && s->ats[i] >= 0 ? s->aby[i] : NULL;
+}
+
+int eg_dlq_same_person(const char *a, const char *b) {
+    size_t na = strcspn(a, "@"), nb = strcspn(b, "@");
+    return na > 0 && na == nb && !strncasecmp(a, b, na);
+}
+
 void eg_dlq_states_free(eg_dlq_states *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->aby[i]);
+    free(s->aby);
     eg_strmap_free(&s->ids);
     free(s->rst);
     free(s->rts);

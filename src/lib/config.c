@@ -243,6 +243,8 @@ const eg_config_key eg_config_keys[] = {
     K_STR("control_key_file", EG_CK_FILE, NULL, control_key_file,
           "the HMAC key every gateway and operator tool of a deployment holds (see Signed control records); absent: "
           "control topics are unauthenticated (one warn line at start)"),
+    K_BOOL("replay_four_eyes", 0, 0, replay_four_eyes,
+           "true: `errgate replay -c` never replays an approved item as its approver (as --four-eyes)"),
 };
 const size_t eg_config_nkeys = sizeof eg_config_keys / sizeof eg_config_keys[0];
 

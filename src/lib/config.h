@@ -193,6 +193,7 @@ typedef struct eg_config {
     int override_max_ttl_ms;     /* the longest TTL an override may have */
     char *audit_topic;           /* admin.audit_topic: operator changes, read by every instance */
     char *control_key_file;      /* control_key_file: signs and checks control records (ctlsign.h), or NULL */
+    int replay_four_eyes;        /* replay_four_eyes: errgate replay -c acts as with --four-eyes */
     int on_stop_wait;            /* on_stop = "wait": a stop decision waits for `errgate ctl resume` */
     int guard_enabled;           /* 1 when the file has a `dlq_guard` table */
     double guard_max_per_second; /* dead letters per second (per source topic) over the window */
