@@ -47,13 +47,17 @@ sign "$T/ctl.key" sgd/t1 "$(rec t1 "$NOW")" tamper >/dev/null
 sign "$T/other.key" sgd/w1 "$(rec w1 "$NOW")" >/dev/null
 sign "$T/ctl.key" sgd/tool1 "$(rec tool1 "$NOW")" "copy:${SIG#v1:}" >/dev/null
 sign "$T/ctl.key" sgd/old1 "$(rec old1 $((NOW - 3600)))" >/dev/null
+# an older change of tool2, signed, produced after a newer one: refused live (older than the window) and
+# at the restart below (older than the change in force for its name), never restored over the newer
+sign "$T/ctl.key" sgd/tool2 "$(rec tool2 "$NOW" ops-new)" >/dev/null
+sign "$T/ctl.key" sgd/tool2 "$(rec tool2 $((NOW - 1800)) ops-old)" >/dev/null
 total() { curl -s "http://$ADDR/metrics" | awk '/^errgate_control_records_refused_total/{s+=$2} END{print s+0}'; }
-wait_for 10 bash -c "[ \$(curl -s http://$ADDR/metrics | awk '/^errgate_control_records_refused_total/{s+=\$2} END{print s+0}') -ge 5 ]"
+wait_for 10 bash -c "[ \$(curl -s http://$ADDR/metrics | awk '/^errgate_control_records_refused_total/{s+=\$2} END{print s+0}') -ge 6 ]"
 check "an unsigned record: refused ($(refused unsigned))" [ "$(refused unsigned)" = 1 ]
 check "a changed byte and another deployment's key: bad_signature ($(refused bad_signature))" \
   [ "$(refused bad_signature)" = 2 ]
-check "the same signed record produced again, and a signed change an hour old read live: replayed ($(refused replayed))" \
-  [ "$(refused replayed)" = 2 ]
+check "the same signed record produced again, and signed changes an hour and 30 min old read live: replayed ($(refused replayed))" \
+  [ "$(refused replayed)" = 3 ]
 for n in u1 t1 w1 old1; do check "$n is not in force" bash -c "! $EG ctl --admin http://$ADDR override list | grep -q '^$n '"; done
 check "refusals are logged with their reason" \
   grep -q '"event":"control_record_refused".*"reason":"bad_signature"' "$T/gw.err"
@@ -64,6 +68,8 @@ ADDR=$(admin_addr gw2) || die "no admin endpoint after the restart: $(tail -3 "$
 check "after a restart the signed overrides are restored" bash -c "listed() { $EG ctl --admin http://$ADDR override list | grep -q \"^\$1 \"; }; listed op1 && listed tool1"
 check "and the forged ones are still refused ($(refused unsigned) unsigned, $(refused bad_signature) bad)" \
   bash -c "[ $(refused unsigned) = 1 ] && [ $(refused bad_signature) = 2 ]"
+check "at the restart the older tool2 change is refused as a replay, the newer one stays ($(refused replayed))" \
+  bash -c "[ $(refused replayed) -ge 2 ] && $EG ctl --admin http://$ADDR override list | grep -q '^tool2 .*by ops-new'"
 check "none of them was restored" bash -c "! grep -q '\"event\":\"override_restored\".*\"name\":\"\(u1\|t1\|w1\)\"' $T/gw2.err"
 out=$(ctl override clear op1 2>&1); rc=$?
 check "the operator clears op1 ($rc: $out)" exits_with "$rc" 0 "override op1 cleared" "$out"

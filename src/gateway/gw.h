@@ -33,6 +33,7 @@
 #include "shadow.h"
 #include "record.h"
 #include "spill.h"
+#include "strmap.h"
 #include "target.h"
 #include "tracker.h"
 
@@ -184,6 +185,7 @@ typedef struct eg_gw {
     struct eg_gw_fetchwake *fetchwake; /* the fetchers' wake-up (gw_fetch_wakeup.c), NULL when off */
     struct eg_ov_req *ov_reqs;         /* admin requests waiting for their audit record (gw_incident.c) */
     uint64_t control_refused[8];       /* audit records refused, by reason (gw_incident.c's refusal names) */
+    eg_strmap ov_latest;               /* keyed: override name -> the latest change time applied (gw_incident.c) */
     int overrides_changed;             /* set by gw_incident.c: pauses and rung due times are to follow */
     struct {
         int32_t partition;

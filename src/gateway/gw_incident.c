@@ -370,6 +370,15 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
         refuse(gw, "replayed", r->partition, r->offset, "a signed change older than the replay window, read live");
         return;
     }
+    /* a signed change older than the latest one applied to its name (beyond the clocks' skew) is a copy
+     * produced again: at start too, where compaction may have removed the original it copies */
+    int64_t when = cleared ? cleared : o.set_at_ms, latest = -1;
+    size_t nl = strlen(o.name);
+    if (r->keyed && (latest = eg_strmap_get(&gw->ov_latest, o.name, nl)) >= 0 && when < latest - EG_OVERRIDE_SKEW_MS) {
+        refuse(gw, "replayed", r->partition, r->offset, "a signed change older than the one in force for its name");
+        return;
+    }
+    if (r->keyed && when > latest) eg_strmap_put(&gw->ov_latest, o.name, nl, when);
     o.trusted = r->keyed;
     int changed = 0, live = r->live;
     if (cleared) {
@@ -425,6 +434,7 @@ void eg_gw_incident_free(eg_gw *gw) {
         ov_req_answer(gw->ov_reqs, 503, b);
     }
     eg_overrides_free(&gw->overrides);
+    eg_strmap_free(&gw->ov_latest);
     eg_dlq_guard_free(&gw->guard);
 }
 
