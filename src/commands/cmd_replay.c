@@ -117,7 +117,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WHERE_BUDGET_MS 50
 #define MAX_INFLIGHT 1000
 #define COMMIT_EVERY_MS 200
 #define FETCH_TIMEOUT_MS 10000
@@ -978,7 +977,7 @@ static void teardown(replay *rp) {
  * valid for teardown. */
 static int run(replay *rp, const opts *o) {
     char err[1024], note[600], group[700];
-    if (o->where && !(rp->where = eg_where_new(o->where, WHERE_BUDGET_MS, err, sizeof err))) {
+    if (o->where && !(rp->where = eg_where_new(o->where, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err))) {
         fprintf(stderr, "errgate replay: %s\n", err);
         return 2;
     }
