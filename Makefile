@@ -140,10 +140,13 @@ bench: all
 	@BUILD=$(BUILD) bash bench/run.sh
 
 # the seeded chaos runner (spec/chaos/chaos.py): seeds 1..SEEDS, or SEED=S
-# alone (a replay); CHAOS_ARGS passes more options (--keep, -v, --records N)
+# alone (a replay); CHAOS_ARGS passes more options (--keep, -v, --records N).
+# BROKER=kafka runs each seed on a real 3-broker Apache Kafka cluster of its
+# own (spec/kafka/cluster.sh); any other BROKER (the default both included)
+# runs on the embedded broker
 SEEDS ?= 50
 chaos: deps all
-	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(CHAOS_ARGS)
+	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(if $(filter kafka,$(BROKER)),--broker kafka) $(CHAOS_ARGS)
 
 # the soak run (spec/chaos/soak.py): steady load and periodic faults for
 # MINUTES, sampled every 10 s (table and CSV), trends checked, then audited

@@ -1,6 +1,7 @@
 """chaos.py — errgate's seeded chaos runner (`make chaos SEEDS=N`, `make chaos SEED=N`).
 
     chaos.py [--seeds N | --seed S [--seed S]...] [--first F] [--short]
+             [--broker embedded|kafka]
              [--records N] [--keep] [--verbose] [--out DIR] [--report FILE]
 
 Per seed, every random choice is drawn from the seed (random.Random(seed)):
@@ -57,6 +58,32 @@ Faults (counts drawn per seed; a full seed has every kind):
               1) and the gateways see it (file watch, or SIGHUP); or it is
               replaced by a broken policy, SIGHUP sent, and restored 1.5 s
               later (a broken reload must change nothing)
+--broker kafka (make chaos BROKER=kafka): the same seeds on a real Apache
+Kafka cluster, a fresh one per seed (spec/kafka/cluster.sh up --brokers 3
+in the seed's scratch directory, `down` at its end: about 5 s, and seeds
+stay independent): replication 3, min.insync.replicas 2; the source topic
+created through the Admin API (spec/e2e/topics.py), the lanes and rungs by
+the gateways at their start. A seed draws the same records, ordering and
+gateway-side counts as on the embedded broker; req_err, broker_down and
+lane_fault (the embedded broker's control port) are left out, said in the
+seed's line, and these come instead, in an 80 s window (30 s --short;
+the records' waves spread over it too, so that the broker faults, about
+40-80 s of them in a row, meet records in flight):
+  broker_kill9  kill -9 of the broker in a role (the group coordinator's,
+                or the leader of a partition of src, src.dlq or
+                src.retry.1s: spec/e2e/kafka_admin.py at the moment of the
+                fault), restarted 1-5 s later (cluster.sh start: back in
+                the ISR); 1-2 per seed
+  broker_stop   SIGSTOP of the broker in a role for 10-30 s (past the
+                controller's broker session timeout, 4 s: a zombie leader
+                whose leaderships move), SIGCONT, then back in the ISR
+  rolling       each broker in turn (a seeded order) stopped (SIGTERM, a
+                controlled shutdown) and started, back in the ISR before
+                the next
+These run one after another on a thread of their own, so at most one broker
+is ever down or stopped (min ISR 2 of 3); a broker fault drawn while another
+runs waits for it. The settle begins when the last has ended.
+
 Anything a gateway does on its own (an exit nobody asked for) is a crash
 and fails the seed. On failure the runner prints the seed, what failed and
 the timed fault log, keeps the scratch directory, and `make chaos SEED=S`
@@ -78,6 +105,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -90,6 +118,10 @@ POLICY = os.path.join(ROOT, "spec", "chaos", "policy.lua")
 BROKEN = os.path.join(ROOT, "spec", "fixtures", "policies", "syntax_error.lua")
 AUDIT = os.path.join(ROOT, "spec", "chaos", "audit.py")
 PRODUCE = os.path.join(ROOT, "spec", "chaos", "produce.py")
+CLUSTER = os.path.join(ROOT, "spec", "kafka", "cluster.sh")
+PROBE = os.path.join(ROOT, "spec", "kafka", "probe.py")
+TOPICS = os.path.join(ROOT, "spec", "e2e", "topics.py")
+KADMIN = os.path.join(ROOT, "spec", "e2e", "kafka_admin.py")
 
 PARTS = 8
 RUNGS = ["1s", "2s", "3s", "4s", "5s"]
@@ -99,7 +131,16 @@ BROKERS = 3
 # the mock's coordinator for GROUP: rd_kafka_mock_cluster_get_coord hashes
 # the group id (CRC-32) over the brokers, ids 1..BROKERS in order
 COORDINATOR = zlib.crc32(GROUP.encode()) % BROKERS + 1
-FAULT_KINDS = ["kill9", "sigterm", "join", "req_err", "broker_down", "lane_fault", "outage", "slowdown", "reload"]
+FAULT_KINDS = ["kill9", "sigterm", "join", "req_err", "broker_down", "lane_fault", "outage", "slowdown", "reload",
+               "broker_kill9", "broker_stop", "rolling"]
+# the faults only the embedded broker's control port can make, and those
+# only a real cluster (--broker kafka) can
+EMBEDDED_ONLY = ("req_err", "broker_down", "lane_fault")
+KAFKA_ONLY = ("broker_kill9", "broker_stop", "rolling")
+# the roles a real-cluster broker fault picks its victim by (kafka_admin.py):
+# the group coordinator's broker, or the leader of a partition of the
+# source, the DLQ or the first rung
+ROLES = ["coordinator", "src", "src.dlq", "src.retry.1s"]
 REQ_ERRORS = {
     "Produce": ["NOT_ENOUGH_REPLICAS", "NOT_LEADER_FOR_PARTITION", "_TRANSPORT"],
     "Fetch": ["NOT_LEADER_FOR_PARTITION", "_TRANSPORT"],
@@ -140,9 +181,9 @@ def now():
 class Plan:
     """Everything a seed decides, drawn from random.Random(seed) in a fixed order."""
 
-    def __init__(self, seed, records, short):
+    def __init__(self, seed, records, short, broker="embedded"):
         rng = random.Random(seed)
-        self.seed, self.short = seed, short
+        self.seed, self.short, self.broker = seed, short, broker
         self.ordering = rng.choices(["none", "key", "partition"], weights=[3, 1, 1])[0]
         mix = MIX["partition" if self.ordering == "partition" else "free"]
         modes, weights = [m for m, _ in mix], [w for _, w in mix]
@@ -152,12 +193,21 @@ class Plan:
         window = 10.0 if short else 24.0
         counts = {"kill9": rng.randint(1, 3), "sigterm": 1, "join": 1, "req_err": rng.randint(2, 4),
                   "broker_down": 0 if short else 1, "lane_fault": rng.randint(1, 2), "outage": 1,
-                  "slowdown": 1, "reload": rng.randint(2, 4)}
+                  "slowdown": 1, "reload": rng.randint(2, 4), "broker_kill9": 0, "broker_stop": 0, "rolling": 0}
         if short:
             counts.update(kill9=1, req_err=2, lane_fault=1, reload=2)
+        if broker == "kafka":
+            # the same records and gateway-side counts as the embedded seed
+            # (drawn above, in the same order); the control port's faults
+            # replaced by the real cluster's, which take longer (a broker
+            # start waits for the ISR): a longer window
+            counts.update({k: 0 for k in EMBEDDED_ONLY})
+            counts.update(broker_kill9=1 if short else rng.randint(1, 2), broker_stop=1, rolling=0 if short else 1)
+            window = 30.0 if short else 80.0
         kinds = [k for k in FAULT_KINDS for _ in range(counts[k])]
         rng.shuffle(kinds)
         self.faults = []
+        self.window = window
         reloads = 0
         for i, kind in enumerate(kinds):
             t = 2.0 + window * (i + rng.random() * 0.8) / len(kinds)
@@ -188,6 +238,16 @@ def fault_params(rng, kind, ordering, first_reload):
                 "err": rng.choice(["LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"])}
     if kind in ("outage", "slowdown"):
         return {"back": round(rng.uniform(2.0, 3.0) if kind == "outage" else rng.uniform(1.0, 2.5), 2)}
+    if kind == "broker_kill9":
+        return {"role": rng.choice(ROLES), "part": rng.randrange(PARTS), "back": round(rng.uniform(1.0, 5.0), 2)}
+    if kind == "broker_stop":
+        # a zombie: SIGSTOP past the controller's broker session timeout
+        # (9 s): its leaderships move, and it comes back fenced
+        return {"role": rng.choice(ROLES), "part": rng.randrange(PARTS), "back": round(rng.uniform(10.0, 30.0), 2)}
+    if kind == "rolling":
+        order = [1, 2, 3]
+        rng.shuffle(order)
+        return {"order": order}
     if kind == "reload":
         # the first reload changes the policy, so every seed loads two versions
         return {"how": "file" if first_reload else rng.choice(["file", "sighup", "broken"])}
@@ -212,13 +272,31 @@ class Run:
         self.group = GROUP
         self.protected = set()  # slots no kill9 or sigterm may pick (the soak's observed instance)
         self.marks = open(os.path.join(self.dir, "marks.txt"), "w")
+        self.lock = threading.Lock()  # the fault log and the marks: the broker worker writes them too
+        self.kafka = plan.broker == "kafka"
+        self.broker = None
+        self.control = None
+        # the real cluster's broker faults run one after another on a thread
+        # of their own (a broker start waits for the ISR: tens of seconds),
+        # so that at most one broker is ever down or stopped
+        self.bq = []
+        self.bcond = threading.Condition()
+        self.bthread = None
+        self.abort = threading.Event()
+        self.frozen = None  # the broker SIGSTOPped now
+        self.cluster_error = None
+        self.cluster_ops = None  # the cluster.sh start/stop running now
+        self.unplanned = 0  # brokers found dead that no fault of ours had stopped
+        self.ours_down = set()  # brokers a fault of ours has down now
+        self.noticed = set()  # pids of brokers seen dead unplanned (said once)
 
     # ---- logging and helpers ------------------------------------------------
     def log(self, what):
         line = "t=%6.2fs %s" % (now() - self.t0, what)
-        self.flog.append(line)
-        if self.verbose:
-            print("#   " + line, flush=True)
+        with self.lock:
+            self.flog.append(line)
+            if self.verbose:
+                print("#   " + line, flush=True)
 
     def mark(self, label):
         """Notes the handler log's size now, for the attribution of duplicates."""
@@ -226,8 +304,9 @@ class Run:
             size = os.path.getsize(os.path.join(self.dir, "ok.log"))
         except OSError:
             size = 0
-        self.marks.write("%d %s\n" % (size, label))
-        self.marks.flush()
+        with self.lock:
+            self.marks.write("%d %s\n" % (size, label))
+            self.marks.flush()
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -270,6 +349,8 @@ class Run:
 
     # ---- processes ----------------------------------------------------------
     def start_broker(self):
+        if self.kafka:
+            return self.start_cluster()
         topics = ["src", "src.dlq", "src.quarantine"] + ["src.retry." + r for r in RUNGS]
         args = [EG, "broker", "--brokers", str(BROKERS)]
         for t in topics:
@@ -277,6 +358,187 @@ class Run:
         self.broker = self.spawn("broker", args)
         self.bootstrap = self.wait_line("broker", "bootstrap.servers=", 15)
         self.control = self.wait_line("broker", "control=", 15)
+
+    # ---- the real cluster (--broker kafka) --------------------------------------
+    def start_cluster(self):
+        """spec/kafka/cluster.sh up --brokers 3 in the scratch directory; the
+        source topic through the Admin API (topics.py: replication 3, min ISR
+        2); the gateways create their lanes and rungs at start."""
+        self.kdir = self.path("kafka")
+        r = subprocess.run([CLUSTER, "up", "--dir", self.kdir, "--brokers", str(BROKERS)],
+                           stdout=subprocess.PIPE, stderr=open(self.path("cluster-up.err"), "w"), text=True,
+                           timeout=300)
+        if r.returncode != 0:
+            raise SeedFailed("the Kafka cluster did not start: %s" % self.tail("cluster-up.err", 5))
+        env = dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
+        self.bootstrap = env["bootstrap.servers"]
+        self.kports = {b: int(env["broker.%d.port" % b]) for b in range(1, BROKERS + 1)}
+        r = subprocess.run([PY, TOPICS, self.bootstrap, "src:%d" % PARTS], capture_output=True, text=True,
+                           timeout=120)
+        if r.returncode != 0:
+            raise SeedFailed("topics.py: %s" % r.stderr.strip()[-400:])
+        self.bthread = threading.Thread(target=self.broker_worker, daemon=True)
+        self.bthread.start()
+
+    def kpid(self, b):
+        """Broker b's running pid (cluster.sh keeps it in broker-N/pid), or None."""
+        try:
+            return int(open(os.path.join(self.kdir, "broker-%d" % b, "pid")).read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def cluster(self, *words, limit=240):
+        """cluster.sh WORDS --dir DIR on the broker worker; its stderr in cluster-ops.err."""
+        with open(self.path("cluster-ops.err"), "a") as err:
+            err.write("--- t=%.2f %s\n" % (now() - self.t0, " ".join(map(str, words))))
+            err.flush()
+            p = subprocess.Popen([CLUSTER] + [str(w) for w in words] + ["--dir", self.kdir],
+                                 stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+            self.cluster_ops = p
+            try:
+                rc = p.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                p.terminate()
+                rc = p.wait()
+            self.cluster_ops = None
+        if rc != 0 and not self.abort.is_set():
+            raise RuntimeError("cluster.sh %s exited %s: %s" % (" ".join(map(str, words)), rc,
+                                                                 self.tail("cluster-ops.err", 4)))
+
+    def victim(self, f):
+        """The broker a fault's role names now (kafka_admin.py), or a fallback by partition."""
+        args = ["coordinator", self.bootstrap, self.group] if f["role"] == "coordinator" else \
+            ["leader", self.bootstrap, f["role"], str(f["part"])]
+        try:
+            r = subprocess.run([PY, KADMIN] + args, capture_output=True, text=True, timeout=40)
+            b = int(r.stdout.strip())
+            if 1 <= b <= BROKERS:
+                return b, ("coordinator of %s" % self.group if f["role"] == "coordinator"
+                           else "leader of %s[%d]" % (f["role"], f["part"]))
+        except (subprocess.TimeoutExpired, ValueError):
+            pass
+        return f["part"] % BROKERS + 1, "%s unresolved, by partition" % f["role"]
+
+    def broker_fault(self, f, label):
+        """Queues a broker fault for the worker (it may start after the one before ends)."""
+        with self.bcond:
+            self.bq.append((f, label))
+            self.bcond.notify()
+
+    def broker_idle(self):
+        with self.bcond:
+            return not self.bq and not getattr(self, "bbusy", False)
+
+    def broker_worker(self):
+        while not self.abort.is_set():
+            with self.bcond:
+                while not self.bq and not self.abort.is_set():
+                    self.bcond.wait(0.2)
+                if self.abort.is_set():
+                    return
+                f, label = self.bq.pop(0)
+                self.bbusy = True
+            try:
+                self.broker_do(f, label)
+            except Exception as e:  # a cluster that does not come back: the seed fails
+                self.cluster_error = "%s: %s" % (label, e)
+                self.log("CLUSTER %s" % self.cluster_error)
+                return
+            finally:
+                with self.bcond:
+                    self.bbusy = False
+
+    def alive(self, pid):
+        try:
+            st = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+            return st != "Z"
+        except (OSError, IndexError, TypeError):
+            return False
+
+    def revive(self, why):
+        """A broker that exited when no fault of the runner's had it down
+        (another process's signal: this machine's pids wrap at 32768, and a
+        stale pid elsewhere can name a broker of ours) is said, counted and
+        started again before the next broker fault, so that the rule of one
+        broker down at a time holds from then on."""
+        for b in range(1, BROKERS + 1):
+            pid = self.kpid(b)
+            if not self.alive(pid):
+                self.unplanned += 1
+                self.noticed.add(pid)
+                self.log("UNPLANNED: broker %d (pid %s) is not running, no fault of the runner's stopped it (%s); "
+                         "starting it" % (b, pid, why))
+                t = now()
+                self.cluster("start", "--broker", b)
+                self.log("broker %d started, back in the ISR after %.1f s" % (b, now() - t))
+
+    def broker_do(self, f, label):
+        kind = f["kind"]
+        self.revive("before " + label)
+        self.mark(label)
+        if kind == "broker_kill9":
+            b, why = self.victim(f)
+            pid = self.kpid(b)
+            self.ours_down.add(b)
+            os.kill(pid, signal.SIGKILL)
+            self.log("%s: kill -9 broker %d (%s, pid %d)" % (label, b, why, pid))
+            if self.abort.wait(f["back"]):
+                return
+            t = now()
+            self.mark(label + "/start")
+            self.cluster("start", "--broker", b)
+            self.ours_down.discard(b)
+            self.log("%s: broker %d started, back in the ISR after %.1f s" % (label, b, now() - t))
+        elif kind == "broker_stop":
+            b, why = self.victim(f)
+            pid = self.kpid(b)
+            self.frozen = pid
+            os.kill(pid, signal.SIGSTOP)
+            self.log("%s: SIGSTOP broker %d (%s, pid %d) for %.1f s" % (label, b, why, pid, f["back"]))
+            self.abort.wait(f["back"])
+            self.mark(label + "/cont")
+            os.kill(pid, signal.SIGCONT)
+            self.frozen = None
+            self.log("%s: SIGCONT broker %d" % (label, b))
+            if self.abort.is_set():
+                return
+            t = now()
+            r = subprocess.run([PY, PROBE, "member", "127.0.0.1:%d" % self.kports[b], str(b), str(pid),
+                                str(time.time() + 180)], capture_output=True, text=True, timeout=200)
+            if r.returncode != 0:
+                raise RuntimeError("broker %d not back in the ISR 180 s after SIGCONT: %s" % (b, r.stderr.strip()[-300:]))
+            self.log("%s: broker %d back in the ISR after %.1f s" % (label, b, now() - t))
+        elif kind == "rolling":
+            self.log("%s: rolling restart, brokers %s" % (label, f["order"]))
+            for b in f["order"]:
+                if self.abort.is_set():
+                    return
+                t = now()
+                self.mark("%s/stop%d" % (label, b))
+                self.ours_down.add(b)
+                self.cluster("stop", "--broker", b)
+                self.log("%s: broker %d stopped (SIGTERM) in %.1f s" % (label, b, now() - t))
+                t = now()
+                self.mark("%s/start%d" % (label, b))
+                self.cluster("start", "--broker", b)
+                self.ours_down.discard(b)
+                self.log("%s: broker %d started, back in the ISR after %.1f s" % (label, b, now() - t))
+
+    def stop_cluster(self):
+        self.abort.set()
+        if self.frozen:
+            try:
+                os.kill(self.frozen, signal.SIGCONT)
+            except OSError:
+                pass
+        p = self.cluster_ops
+        if p is not None and p.poll() is None:
+            p.terminate()
+        if self.bthread is not None:
+            self.bthread.join(timeout=120)
+        if getattr(self, "kdir", None) and os.path.exists(os.path.join(self.kdir, "cluster.state")):
+            subprocess.run([CLUSTER, "down", "--dir", self.kdir], stdout=subprocess.DEVNULL,
+                           stderr=open(self.path("cluster-down.err"), "w"), timeout=300)
 
     def start_handler(self, port=0):
         n = getattr(self, "handler_n", 0) + 1
@@ -341,8 +603,16 @@ class Run:
         """An exit nobody asked for is a crash; a SIGTERM must end in exit 0.
         The embedded broker's own end (librdkafka's mock can abort on an
         assertion of its group coordinator) voids the seed at once."""
-        if self.broker.poll() is not None:
+        if self.broker is not None and self.broker.poll() is not None:
             raise SeedFailed("the embedded broker exited (%s): %s" % (self.broker.returncode, self.tail("broker.err", 2)))
+        if self.cluster_error:
+            raise SeedFailed("the Kafka cluster: %s" % self.cluster_error)
+        if self.kafka and self.bthread is not None:
+            for b in range(1, BROKERS + 1):
+                pid = self.kpid(b)
+                if b not in self.ours_down and pid not in self.noticed and not self.alive(pid):
+                    self.noticed.add(pid)
+                    self.log("UNPLANNED: broker %d (pid %s) exited, no fault of the runner's (noticed)" % (b, pid))
         for slot in list(self.terminating):
             p, name, deadline, why = self.terminating[slot]
             if p.poll() is None and now() < deadline:
@@ -440,6 +710,10 @@ class Run:
             self.stopped = True
             self.log("%s: handler stopped (SIGSTOP)" % label)
             heapq.heappush(queue, (f["t"] + f["back"], next(self.seqno), {"kind": "handler_cont"}))
+        elif kind in KAFKA_ONLY:
+            busy = "" if self.broker_idle() else " (after the broker fault before it)"
+            self.broker_fault(f, label)
+            self.log("%s: queued%s" % (label, busy))
         elif kind == "reload":
             how = f["how"]
             if how == "broken":
@@ -559,12 +833,28 @@ class Run:
         self.settle()
 
     def settle(self):
+        if self.kafka:
+            # the broker faults still queued or running end first: every
+            # broker up, continued and back in the ISR
+            self.log("settle: waiting for the broker faults to end")
+            end = now() + 600
+            while not self.broker_idle():
+                self.check_alive()
+                if now() > end:
+                    raise SeedFailed("the broker faults did not end in 600 s")
+                time.sleep(0.2)
+            try:
+                self.revive("at the settle")
+            except RuntimeError as e:
+                raise SeedFailed("the Kafka cluster: %s" % e)
+            self.check_alive()
         self.mark("settle")
         self.log("settle: faults off")
-        for api in sorted(REQ_ERRORS):
-            self.ctl("clear-request-errors", api)
-        for b in (1, 2, 3):
-            self.ctl("broker-up", b)
+        if not self.kafka:
+            for api in sorted(REQ_ERRORS):
+                self.ctl("clear-request-errors", api)
+            for b in (1, 2, 3):
+                self.ctl("broker-up", b)
         if self.stopped:
             self.handler.send_signal(signal.SIGCONT)
             self.stopped = False
@@ -578,7 +868,7 @@ class Run:
         for slot in sorted(self.gws):
             if self.gws[slot]["proc"] is None:
                 self.start_gw(slot)
-        limit = 90 if self.plan.short else 150
+        limit = (90 if self.plan.short else 150) * (2 if self.kafka else 1)
         end = now() + limit
         quiet = 0
         while now() < end:
@@ -635,6 +925,9 @@ class Run:
                     self.failures.append("sanitizer report in %s" % name)
 
     def close(self):
+        if self.kafka:
+            # the broker worker first (a broker stopped by SIGSTOP is continued)
+            self.abort.set()
         for p in [g["proc"] for g in self.gws.values()] + [t[0] for t in self.terminating.values()]:
             if p is not None and p.poll() is None:
                 p.kill()
@@ -653,12 +946,14 @@ class Run:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+        if self.kafka:
+            self.stop_cluster()
         self.marks.close()
 
 
 def run_seed(seed, args):
     records = args.records or (6000 if args.short else 50000)
-    plan = Plan(seed, records, args.short)
+    plan = Plan(seed, records, args.short, args.broker)
     start = now()
     run = Run(plan, args.out, args.verbose)
     err = None
@@ -678,6 +973,11 @@ def run_seed(seed, args):
     line = "seed=%d records=%s missing=%s misrouted=%s dup=%s faults=%s time=%ds" % (
         seed, res.get("records", "?"), res.get("missing", "?"), res.get("misrouted", "?"), res.get("dup", "?"),
         ",".join("%s:%d" % (k, faults[k]) for k in FAULT_KINDS if faults.get(k)), round(elapsed))
+    if plan.broker == "kafka":
+        # the control port's faults cannot be made on a real cluster: said
+        line += " broker=kafka left_out=" + ",".join(EMBEDDED_ONLY)
+        if run.unplanned:
+            line += " unplanned_broker_exits=%d" % run.unplanned
     print(line, flush=True)
     detail = "#   ordering=%s outcomes=%s rung_records=%s source_duplicates=%s dup_parts=%s dup_by=%s" % (
         plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("source_duplicates"),
@@ -711,6 +1011,9 @@ def main():
     ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--seed", type=int, action="append", default=[], help="run this seed (repeatable)")
     ap.add_argument("--records", type=int, default=0)
+    ap.add_argument("--broker", choices=["embedded", "kafka"], default="embedded",
+                    help="kafka: a real 3-broker Apache Kafka cluster per seed (spec/kafka/cluster.sh), "
+                         "with broker kill -9, SIGSTOP and rolling restarts instead of the control port's faults")
     ap.add_argument("--short", action="store_true", help="the make-test variant: 6,000 records, a shorter schedule")
     ap.add_argument("--keep", action="store_true", help="keep every scratch directory")
     ap.add_argument("--verbose", "-v", action="store_true")
