@@ -16,6 +16,7 @@
 # records and without handling any record twice. Then a hostile member
 # commits past the log's end, which would make the next owner skip records:
 # the gateway must bring that back too.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 N=200
 

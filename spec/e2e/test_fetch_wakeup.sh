@@ -14,6 +14,7 @@
 # own groups. Idle, the wake-up asks nothing. (With batches of 10 the
 # fetcher stopped only when it happened to outrun the gateway: the control
 # took 1 to 3 s, too close to its bound.)
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/wakeup_lib.sh"
 N=1000
