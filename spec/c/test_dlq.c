@@ -285,6 +285,26 @@ int main(void) {
     CHECK(eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,
           "approving the newer copy leaves the older one replayed");
     CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_APPROVED, "the newer copy is approved");
+    /* the same after compaction: the approval (t=500, same key) is all that
+     * is left of q's states; it carries the replayed status it superseded */
+    eg_dlq_states cs;
+    memset(&cs, 0, sizeof cs);
+    const char *approved_prior = "{\"status\":\"approved\",\"by\":\"ops\",\"since\":\"1970-01-01T00:00:00.400Z\","
+                                 "\"prior\":\"replayed\",\"prior_at\":\"1970-01-01T00:00:00.300Z\"}";
+    eg_dlq_states_apply(&cs, "q", 1, approved_prior, strlen(approved_prior), 500);
+    CHECK(eg_dlq_states_status(&cs, "q", 100, 1) == EG_DLQ_REPLAYED &&
+              eg_dlq_states_status(&cs, "q", 400, 1) == EG_DLQ_APPROVED,
+          "after compaction the approval alone keeps the older copy replayed and approves the newer one");
+    const char *approved_future = "{\"status\":\"approved\",\"since\":\"1970-01-01T00:00:00.400Z\","
+                                  "\"prior\":\"replayed\",\"prior_at\":\"1970-01-01T00:00:09.000Z\"}";
+    const char *approved_open = "{\"status\":\"approved\",\"since\":\"1970-01-01T00:00:00.400Z\","
+                                "\"prior\":\"open\",\"prior_at\":\"1970-01-01T00:00:00.300Z\"}";
+    eg_dlq_states_apply(&cs, "f", 1, approved_future, strlen(approved_future), 500);
+    eg_dlq_states_apply(&cs, "o", 1, approved_open, strlen(approved_open), 500);
+    CHECK(eg_dlq_states_status(&cs, "f", 100, 1) == EG_DLQ_PENDING &&
+              eg_dlq_states_status(&cs, "o", 100, 1) == EG_DLQ_PENDING,
+          "a prior status later than its approval, or one that resolves nothing, is not taken");
+    eg_dlq_states_free(&cs);
     eg_dlq_states_apply(&s, "q", 1, replayed, strlen(replayed), 600);
     CHECK(eg_dlq_states_status(&s, "q", 400, 1) == EG_DLQ_REPLAYED &&
               eg_dlq_states_status(&s, "q", 100, 1) == EG_DLQ_REPLAYED,

@@ -582,7 +582,8 @@ static int cmd_tail(const args *a) {
  * report; the JSON of the last record goes into json. Returns 0 when every
  * write was confirmed, else 1 after saying so on stderr. */
 static int write_states(const args *a, int parts, const char *author, const char *const *ids, const int64_t *since,
-                        size_t n, eg_dlq_status st, const char *cmd, char *json, size_t jsonlen) {
+                        size_t n, eg_dlq_status st, const eg_dlq_states *known, const char *cmd, char *json,
+                        size_t jsonlen) {
     eg_dlq_writer w;
     char err[1024], note[600];
     if (eg_dlq_writer_open(&w, &a->k, a->lane, parts, author, note, sizeof note, err, sizeof err) < 0) {
@@ -590,6 +591,7 @@ static int write_states(const args *a, int parts, const char *author, const char
         return 1;
     }
     if (*note) fprintf(stderr, "errgate dlq %s: note: %s\n", cmd, note);
+    w.known = known;
     for (size_t i = 0; i < n && !eg_dlq_stop; i++)
         if (eg_dlq_writer_put(&w, ids[i], st, a->reason, since ? since[i] : -1, json, jsonlen) < 0) break;
     long bad = eg_dlq_writer_flush(&w, 30000), done = w.written;
@@ -646,7 +648,7 @@ static int cmd_resolve(const args *a) {
     }
 
     char json[4096], topic[512];
-    if (write_states(a, parts, NULL, &a->id, NULL, 1, (eg_dlq_status)st, "resolve", json, sizeof json)) return 1;
+    if (write_states(a, parts, NULL, &a->id, NULL, 1, (eg_dlq_status)st, NULL, "resolve", json, sizeof json)) return 1;
     eg_dlq_state_topic(a->lane, topic, sizeof topic);
     printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
     return 0;
@@ -773,7 +775,7 @@ static int cmd_approve(const args *a) {
         for (size_t i = 0; i < n; i++) ids[i] = items[i].id, since[i] = items[i].since;
         char json[4096];
         if (!a->dry && n)
-            rc = write_states(a, parts, a->author, ids, since, n, EG_DLQ_APPROVED, "approve", json, sizeof json);
+            rc = write_states(a, parts, a->author, ids, since, n, EG_DLQ_APPROVED, &st, "approve", json, sizeof json);
         free(ids);
         free(since);
         if (rc == 0) {

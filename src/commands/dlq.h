@@ -162,6 +162,9 @@ typedef struct eg_dlq_writer {
     long inflight, written, failed;
     rd_kafka_resp_err_t last_err; /* of the last failed write */
     eg_ctlkey key;                /* the control key its records are signed with; n == 0: unsigned */
+    /* the statuses read before (borrowed, may be NULL): an approval of an
+     * id carries the resolving status it supersedes (see eg_dlq_writer_put) */
+    const eg_dlq_states *known;
 } eg_dlq_writer;
 
 /* Opens w for lane (partitions: of the lane, for a state topic it creates)
@@ -171,7 +174,11 @@ int eg_dlq_writer_open(eg_dlq_writer *w, const eg_kcli *k, const char *lane, int
                        size_t notelen, char *err, size_t errlen);
 
 /* Queues the state record {status, reason, at: now, by[, since]} keyed by
- * id (since: the RFC 3339 form of since_ms, when >= 0). The JSON written is
+ * id (since: the RFC 3339 form of since_ms, when >= 0). An approval of an
+ * id that w->known holds a resolving status for (a replayed older copy)
+ * also carries it, {prior, prior_at}: the approval replaces that record
+ * under compaction (same key), and the older copy must stay resolved
+ * (eg_dlq_states_apply restores it). The JSON written is
  * copied into json (may be NULL) when it fits. Returns 0, or -1 when the
  * producer refused it at once (counted as failed). */
 int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const char *reason, int64_t since_ms,

@@ -50,6 +50,16 @@ void eg_dlq_states_apply(eg_dlq_states *s, const char *id, size_t idlen, const v
             eg_json_get_str(val, vallen, "since", since, sizeof since) == 0 && eg_parse_time_ms(since, &from) == 0
                 ? from
                 : -1;
+        /* the resolving status this approval superseded under its key: once
+         * compaction has removed that record, only the approval says it */
+        char prior[32], pat[48];
+        int64_t pts;
+        int ps = eg_json_get_str(val, vallen, "prior", prior, sizeof prior) == 0 ? eg_dlq_status_parse(prior) : -1;
+        if (ps >= 0 && eg_json_get_str(val, vallen, "prior_at", pat, sizeof pat) == 0 &&
+            eg_parse_time_ms(pat, &pts) == 0 && pts > s->rts[i] && pts <= ts) {
+            s->rst[i] = (unsigned char)ps;
+            s->rts[i] = pts;
+        }
     } else if (st >= 0 && eg_dlq_resolved(st)) {
         s->rst[i] = (unsigned char)st;
         s->rts[i] = ts;
@@ -188,6 +198,14 @@ int eg_dlq_writer_put(eg_dlq_writer *w, const char *id, eg_dlq_status st, const 
     char buf[4096];
     int64_t now = eg_wall_ms();
     int n = eg_dlq_state_json(st, reason, now, w->by, since_ms, buf, sizeof buf);
+    int64_t k = w->known && st == EG_DLQ_APPROVED ? eg_strmap_get(&w->known->ids, id, strlen(id)) : -1;
+    if (n > 0 && k >= 0 && w->known->rst[k] != EG_DLQ_OPEN && w->known->rts[k] >= 0) {
+        char at[40];
+        eg_rfc3339(w->known->rts[k], at, sizeof at);
+        int m = snprintf(buf + n - 1, sizeof buf - (size_t)(n - 1), ",\"prior\":\"%s\",\"prior_at\":\"%s\"}",
+                         eg_dlq_status_name((eg_dlq_status)w->known->rst[k]), at);
+        n = m > 0 && (size_t)m < sizeof buf - (size_t)(n - 1) ? n - 1 + m : -1;
+    }
     rd_kafka_resp_err_t x = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
     if (n >= 0) {
         rd_kafka_headers_t *h = eg_dlq_state_headers(&w->key, id, buf, (size_t)n);

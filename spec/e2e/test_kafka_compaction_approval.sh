@@ -1,10 +1,5 @@
 #!/usr/bin/env bash
-# bug_kafka_compaction_approval.sh — RED: a known product bug, kept out of
-# the default run (spec/run.sh runs spec/e2e/test_*.sh only); rename it
-# test_kafka_compaction_approval.sh once it passes. Run it with
-#   BROKER=kafka bash spec/e2e/bug_kafka_compaction_approval.sh
-#
-# DESIGN §6's DLQ lifecycle rule for a
+# test_kafka_compaction_approval.sh — DESIGN §6's DLQ lifecycle rule for a
 # replayed record that failed again, after Kafka's log cleaner compacted
 # LANE.state (kafka_compaction_lib.sh). Before compaction the id has two
 # states, `replayed` (the first copy) and `approved` with `since` (the new
@@ -13,7 +8,9 @@
 # id's last record (the approval). The lifecycle must read the same after
 # it: the first copy still replayed, never replayed again.
 #
-# Found (Kafka 4.4.0): after compaction the 3 first copies read `open`
+# Found on Kafka 4.4.0, and fixed: an approval now carries the resolving
+# status it supersedes ({prior, prior_at}, eg_dlq_writer_put), which
+# eg_dlq_states_apply restores. Before the fix, after compaction the 3 first copies read `open`
 # (replayed 12 -> 9, open 0 -> 3), a replay's dry run would send 6 instead
 # of 3, and a replay in a group of its own sends the 3 replayed records a
 # second time. The approval record (`dlq approve`, status approved with
