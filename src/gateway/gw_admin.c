@@ -374,6 +374,13 @@ static const family_def families[] = {
     {"errgate_fetch_restarts_total", EG_MT_COUNTER,
      "Times the gateway assigned its partitions again because librdkafka never started fetching one.", NO_LABELS,
      NO_BOUNDS, CTR(fetch_restarts)},
+    {"errgate_source_offset_gaps_total", EG_MT_COUNTER,
+     "Source messages whose offset jumped past the next one expected (compaction, transaction markers, or records "
+     "the client never delivered: each is logged as source_offset_gap).",
+     NO_LABELS, NO_BOUNDS, CTR(offset_gaps)},
+    {"errgate_source_offset_behind_total", EG_MT_COUNTER,
+     "Source messages below the last offset taken from their partition, dropped as already seen.", NO_LABELS, NO_BOUNDS,
+     CTR(offset_behind)},
     {"errgate_fetch_wakeups_total", EG_MT_COUNTER,
      "Times the gateway asked its leaders for end offsets to wake librdkafka's fetchers (source.fetch_wakeup_ms).",
      NO_LABELS, NO_BOUNDS, CTR(fetch_wakeups)},
