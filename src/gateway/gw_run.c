@@ -204,7 +204,8 @@ int eg_cmd_run(int argc, char **argv) {
     eg_config cfg;
     if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
-        return EG_EXIT_USAGE;
+        /* a stop asked for during the load: nothing consumed, a graceful stop */
+        return eg_config_load_signal() ? EG_EXIT_OK : EG_EXIT_USAGE;
     }
     eg_log_setup((eg_level)cfg.log_level, strcmp(cfg.log_format, "text") == 0);
     signal(SIGPIPE, SIG_IGN);

@@ -1248,6 +1248,8 @@ static void on_load_signal(int sig) {
     if (vm) eg_vm_interrupt(vm);
 }
 
+int eg_config_load_signal(void) { return (int)g_load_signal; }
+
 /* Runs the file in vm and leaves what it returned on the stack. Returns 0,
  * or -1 with err ("config PATH: ..." or "config PATH:LINE: ..."). */
 static int run_file(eg_vm *vm, const char *path, char *err, size_t errlen) {

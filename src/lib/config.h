@@ -218,6 +218,11 @@ typedef struct eg_config {
  * ("config PATH...") and leaves *cfg empty. */
 int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen);
 
+/* The signal (SIGTERM or SIGINT) that ended the last eg_config_load, or 0:
+ * a stop asked for while the config loaded is no config error (`run`
+ * exits 0, as for a stop later). */
+int eg_config_load_signal(void);
+
 struct lua_State;
 
 /* The validation half of eg_config_load: checks the table at the top of L's
