@@ -739,7 +739,8 @@ static void republish(eg_gw *gw, eg_record *r) {
         d.action = EG_ACT_DLQ;
         eg_strlcpy(d.reason, "replay_refused", sizeof d.reason);
         if (!internal) eg_replay_allow_text(gw->cfg, allow, sizeof allow);
-        snprintf(d.message, sizeof d.message, "replay to %s refused: %s%s; dead-lettered", to,
+        /* bounded pieces: the message is cut, never the format's tail */
+        snprintf(d.message, sizeof d.message, "replay to %.249s refused: %s%.200s; dead-lettered", to,
                  internal ? "it is " : "not in ", internal ? why : allow);
     } else {
         d.action = EG_ACT_REPUBLISH;
