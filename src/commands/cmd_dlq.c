@@ -213,6 +213,18 @@ typedef struct srow {
     long records, open, resolved;
 } srow;
 
+/* The index of the row named name in *rows (*n of them, looked up by idx),
+ * added with no counts when there is none yet. */
+static int64_t row_of(srow **rows, size_t *n, eg_strmap *idx, const char *name) {
+    int64_t at = eg_strmap_get(idx, name, strlen(name));
+    if (at >= 0) return at;
+    *rows = eg_xrealloc(*rows, (*n + 1) * sizeof **rows);
+    (*rows)[*n] = (srow){.name = eg_xstrdup(name)};
+    at = (int64_t)(*n)++;
+    eg_strmap_put(idx, name, strlen(name), at);
+    return at;
+}
+
 /* qsort order of the stats rows: most records first, then by name. */
 static int cmp_rows(const void *x, const void *y) {
     const srow *a = x, *b = y;
@@ -308,13 +320,7 @@ static int cmd_stats(const args *a) {
             eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
             eg_dlq_column(val, sizeof val);
         }
-        int64_t at = eg_strmap_get(&idx, val, strlen(val));
-        if (at < 0) {
-            rows = eg_xrealloc(rows, (nrows + 1) * sizeof *rows);
-            rows[nrows] = (srow){.name = eg_xstrdup(val)};
-            at = (int64_t)nrows++;
-            eg_strmap_put(&idx, val, strlen(val), at);
-        }
+        int64_t at = row_of(&rows, &nrows, &idx, val);
         rows[at].records++;
         if (!eg_dlq_resolved(s)) rows[at].open++;
         else rows[at].resolved++;
@@ -323,13 +329,7 @@ static int cmd_stats(const args *a) {
             const char *by = eg_dlq_states_approver(&st, id);
             char who[400];
             eg_printable(by ? by : "(nobody named)", by ? strlen(by) : 14, who, sizeof who); /* a forged name too */
-            int64_t w = eg_strmap_get(&appr_idx, who, strlen(who));
-            if (w < 0) {
-                approvers = eg_xrealloc(approvers, (nappr + 1) * sizeof *approvers);
-                approvers[nappr] = (srow){.name = eg_xstrdup(who)};
-                w = (int64_t)nappr++;
-                eg_strmap_put(&appr_idx, who, strlen(who), w);
-            }
+            int64_t w = row_of(&approvers, &nappr, &appr_idx, who);                          /* may move approvers */
             approvers[w].records++;
         }
         if (ts >= 0 && ts < oldest[s]) oldest[s] = ts;
