@@ -141,7 +141,8 @@ static void shipped_default(void) {
     f.body_len = sizeof body - 1;
     eg_decision d = decide(p, f, 1, first_attempt());
     CHECK(d.action == EG_ACT_DLQ && !d.fallback && !strcmp(d.klass, "permanent") && !strcmp(d.code, "http_400") &&
-              !strcmp(d.reason, "permanent") && !strcmp(d.message, "HTTP 400") && d.delay_ms == 0,
+              !strcmp(d.reason, "permanent") && d.why == EG_RSN_OTHER && !strcmp(d.message, "HTTP 400") &&
+              d.delay_ms == 0,
           "400: dlq, permanent, http_400, reason permanent, message 'HTTP 400' (got %s %s %s %s '%s' %lld)",
           eg_action_name(d.action), d.klass, d.code, d.reason, d.message, (long long)d.delay_ms);
 
@@ -154,9 +155,10 @@ static void shipped_default(void) {
     eg_ctx c = first_attempt();
     c.retry_budget = 0;
     d = decide(p, http(503), 1, c);
-    CHECK(d.action == EG_ACT_HOLD && !strcmp(d.reason, "retry_budget"),
-          "503 with no room in the retry budget: hold, reason retry_budget (got %s %s)", eg_action_name(d.action),
-          d.reason);
+    CHECK(d.action == EG_ACT_HOLD && !strcmp(d.reason, "retry_budget") && d.why == EG_RSN_RETRY_BUDGET,
+          "503 with no room in the retry budget: hold, reason retry_budget, read as EG_RSN_RETRY_BUDGET (got %s %s "
+          "%d)",
+          eg_action_name(d.action), d.reason, (int)d.why);
 
     c = first_attempt();
     c.attempt = 5;
@@ -165,8 +167,8 @@ static void shipped_default(void) {
     c.last_delay_ms = 800;
     eg_failure t = {.kind = EG_FK_TIMEOUT, .retry_after_ms = -1, .latency_ms = 5000};
     d = decide(p, t, 1, c);
-    CHECK(d.action == EG_ACT_DLQ && !strcmp(d.reason, "exhausted") && !strcmp(d.code, "timeout") &&
-              !strcmp(d.message, "timeout after 5000 ms"),
+    CHECK(d.action == EG_ACT_DLQ && !strcmp(d.reason, "exhausted") && d.why == EG_RSN_EXHAUSTED &&
+              !strcmp(d.code, "timeout") && !strcmp(d.message, "timeout after 5000 ms"),
           "fifth timeout: dlq, exhausted, code timeout, described message (got %s %s %s '%s')",
           eg_action_name(d.action), d.reason, d.code, d.message);
 
@@ -403,7 +405,37 @@ static void hostile_memory(void) {
     eg_policy_free(p);
 }
 
+/* The reason table: every core reason's wire name parses back to it, a
+ * policy's own text is EG_RSN_OTHER, no text is EG_RSN_NONE, and setting a
+ * reason writes its wire text; the wire texts are the ones lanes carry. */
+static void reason_names(void) {
+    int round = 1;
+    for (int r = EG_RSN_OTHER + 1; r < EG_RSN__N; r++) {
+        const char *n = eg_reason_name((eg_reason)r);
+        if (!n || !*n || eg_reason_parse(n) != (eg_reason)r) round = 0;
+        for (int k = EG_RSN_OTHER + 1; k < r; k++)
+            if (n && !strcmp(n, eg_reason_name((eg_reason)k))) round = 0; /* one name per reason */
+    }
+    CHECK(round, "each core reason has one wire name, which parses back to it");
+    CHECK(eg_reason_parse("permanent") == EG_RSN_OTHER && eg_reason_parse("Exhausted") == EG_RSN_OTHER &&
+              eg_reason_parse("exhausted ") == EG_RSN_OTHER,
+          "a policy's own reason (and a near miss of a core one) is EG_RSN_OTHER");
+    CHECK(eg_reason_parse("") == EG_RSN_NONE && eg_reason_parse(NULL) == EG_RSN_NONE, "no reason is EG_RSN_NONE");
+    CHECK(!strcmp(eg_reason_name(EG_RSN_EXHAUSTED), "exhausted") &&
+              !strcmp(eg_reason_name(EG_RSN_RETRY_BUDGET), "retry_budget") &&
+              !strcmp(eg_reason_name(EG_RSN_DLQ_GUARD), "dlq_guard") &&
+              !strcmp(eg_reason_name(EG_RSN_REPLAY_REFUSED), "replay_refused"),
+          "the wire names are unchanged");
+    eg_decision d = {.why = EG_RSN_OTHER};
+    eg_strlcpy(d.reason, "mine", sizeof d.reason);
+    eg_decision_set_reason(&d, EG_RSN_OTHER);
+    CHECK(!strcmp(d.reason, "mine") && d.why == EG_RSN_OTHER, "setting EG_RSN_OTHER keeps the policy's text");
+    eg_decision_set_reason(&d, EG_RSN_DLQ_GUARD);
+    CHECK(!strcmp(d.reason, "dlq_guard") && d.why == EG_RSN_DLQ_GUARD, "setting a core reason writes its text");
+}
+
 int main(void) {
+    reason_names();
     eg_strlcpy(g_dir, "/tmp/eg-policy-decide.XXXXXX", sizeof g_dir);
     if (!mkdtemp(g_dir)) return 1;
     rd_kafka_t *prod = NULL, *cons = NULL;

@@ -476,7 +476,7 @@ static void arm_timer(eg_gw *gw, eg_record *r, int64_t ms) {
 
 /* Replaces d with a hold the C core decided instead (logged as a fallback
  * with `code` and `why`). */
-static void override_hold(eg_decision *d, const char *code, int64_t delay_ms, const char *why) {
+static void override_hold(eg_decision *d, eg_reason code, int64_t delay_ms, const char *why) {
     char klass[sizeof d->klass];
     eg_strlcpy(klass, d->klass, sizeof klass);
     memset(d, 0, sizeof *d);
@@ -484,8 +484,8 @@ static void override_hold(eg_decision *d, const char *code, int64_t delay_ms, co
     d->fallback = 1;
     d->delay_ms = delay_ms > 0 ? delay_ms : DEFAULT_HOLD_MS;
     eg_strlcpy(d->klass, klass, sizeof d->klass);
-    eg_strlcpy(d->code, code, sizeof d->code);
-    eg_strlcpy(d->reason, code, sizeof d->reason);
+    eg_strlcpy(d->code, eg_reason_name(code), sizeof d->code);
+    eg_decision_set_reason(d, code);
     eg_strlcpy(d->message, why, sizeof d->message);
 }
 
@@ -508,7 +508,7 @@ static void shape_ladder(eg_gw *gw, eg_record *r, eg_decision *d) {
     if (k < 0) {
         char why[160];
         snprintf(why, sizeof why, "ladder rung '%s' is not one the gateway consumes; holding", d->rung);
-        override_hold(d, "unknown_rung", d->delay_ms, why);
+        override_hold(d, EG_RSN_UNKNOWN_RUNG, d->delay_ms, why);
         return;
     }
     if (d->delay_ms > gw->rts[k].delay_ms) d->not_before_ms = eg_wall_ms() + d->delay_ms;
@@ -525,7 +525,7 @@ static void shape_replay(eg_gw *gw, eg_record *r, eg_decision *d) {
             d->not_before_ms = eg_wall_ms() + d->delay_ms;
             return;
         }
-    override_hold(d, "unknown_rung", d->delay_ms, "replay needs source.inbox and a literal source topic; holding");
+    override_hold(d, EG_RSN_UNKNOWN_RUNG, d->delay_ms, "replay needs source.inbox and a literal source topic; holding");
 }
 
 /* Appends the decision to the record's in-memory attempt history. */
@@ -552,11 +552,11 @@ static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
     if (d->action == EG_ACT_RETRY) {
         fl->budget_limit = eg_budget_limit(&gw->budget);
         if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
-        else override_hold(d, "retry_budget", d->delay_ms, "retry refused by the target's retry budget; holding");
-    } else if (!ctx->retry_budget && strcmp(d->reason, "retry_budget") == 0) {
+        else override_hold(d, EG_RSN_RETRY_BUDGET, d->delay_ms, "retry refused by the target's retry budget; holding");
+    } else if (!ctx->retry_budget && d->why == EG_RSN_RETRY_BUDGET) {
         eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
     }
-    if (d->action == EG_ACT_HOLD && strcmp(d->reason, "retry_budget") == 0 && !r->budget_req) {
+    if (d->action == EG_ACT_HOLD && d->why == EG_RSN_RETRY_BUDGET && !r->budget_req) {
         /* still demand on the target: counted in the budget's base until sent */
         eg_budget_request_start(&gw->budget);
         r->budget_req = 1;
@@ -574,7 +574,7 @@ static void count(eg_gw *gw, const eg_decision *d) {
     if (d->fallback) (*gw->m.fallbacks)++;
     const char *fv[2] = {d->klass, d->code};
     (*eg_counter(gw->m.failed, fv))++;
-    if (strcmp(d->reason, "exhausted") == 0) (*gw->m.exhausted)++;
+    if (d->why == EG_RSN_EXHAUSTED) (*gw->m.exhausted)++;
     switch (d->action) {
     case EG_ACT_RETRY:
         if (!gw->stopping) (*gw->m.retried)++;
@@ -724,20 +724,20 @@ static void republish(eg_gw *gw, eg_record *r) {
     int internal = to[0] && eg_replay_internal(gw->cfg, to, why, sizeof why);
     if (!to[0] || replays < 0 || replays >= EG_REPLAY_MAX_REPLAYS) {
         d.action = EG_ACT_DLQ;
-        eg_strlcpy(d.reason, to[0] ? "loop_guard" : "replay_no_topic", sizeof d.reason);
+        eg_decision_set_reason(&d, to[0] ? EG_RSN_LOOP_GUARD : EG_RSN_REPLAY_NO_TOPIC);
         snprintf(d.message, sizeof d.message, "%s",
                  to[0] ? "replayed too often (errgate.replays); dead-lettered"
                        : "no errgate.replay-to topic; dead-lettered");
     } else if (stub) {
         d.action = EG_ACT_DLQ;
-        eg_strlcpy(d.reason, "replay_stub", sizeof d.reason);
+        eg_decision_set_reason(&d, EG_RSN_REPLAY_STUB);
         snprintf(d.message, sizeof d.message,
                  "a stub (errgate.value-omitted: its value was too large for the rung) is not republished to %s as "
                  "an empty record; dead-lettered",
                  to);
     } else if (internal || !eg_replay_allowed(gw->cfg, to)) {
         d.action = EG_ACT_DLQ;
-        eg_strlcpy(d.reason, "replay_refused", sizeof d.reason);
+        eg_decision_set_reason(&d, EG_RSN_REPLAY_REFUSED);
         if (!internal) eg_replay_allow_text(gw->cfg, allow, sizeof allow);
         /* bounded pieces: the message is cut, never the format's tail */
         snprintf(d.message, sizeof d.message, "replay to %.249s refused: %s%.200s; dead-lettered", to,
@@ -751,7 +751,7 @@ static void republish(eg_gw *gw, eg_record *r) {
             eg_header_str(r->msg, EG_H_ORIG_TOPIC, ot, sizeof ot) == 0 && !strcmp(ot, to) && op >= 0 && op <= INT32_MAX
                 ? (int32_t)op
                 : -1;
-        eg_strlcpy(d.reason, "replay", sizeof d.reason);
+        eg_decision_set_reason(&d, EG_RSN_REPLAY);
     }
     fl->decision = d;
     remember(fl, &d);

@@ -87,7 +87,7 @@ void eg_gw_guard_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
              eg_action_name(d->action), topic, gw->cfg->guard_max_per_second, gw->cfg->guard_window_s);
     d->action = gw->cfg->guard_stop ? EG_ACT_STOP : EG_ACT_HOLD;
     d->delay_ms = gw->cfg->guard_stop ? 0 : DEFAULT_HOLD_MS;
-    eg_strlcpy(d->reason, "dlq_guard", sizeof d->reason);
+    eg_decision_set_reason(d, EG_RSN_DLQ_GUARD);
 }
 
 int eg_gw_stop_wait(eg_gw *gw, const eg_record *r) {
@@ -456,7 +456,7 @@ void eg_gw_override_adjust(eg_gw *gw, const eg_record *r, eg_decision *d) {
                  o->reason, eg_action_name(d->action));
     d->action = (eg_action)o->action;
     if ((d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY) && d->delay_ms <= 0) d->delay_ms = DEFAULT_HOLD_MS;
-    eg_strlcpy(d->reason, "override", sizeof d->reason);
+    eg_decision_set_reason(d, EG_RSN_OVERRIDE);
     eg_strlcpy(d->override, o->name, sizeof d->override);
 }
 

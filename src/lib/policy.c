@@ -382,7 +382,7 @@ static void fallback(eg_decision *out, const char *why) {
     out->delay_ms = EG_HOLD_FALLBACK_MS;
     eg_strlcpy(out->klass, "policy_error", sizeof out->klass);
     eg_strlcpy(out->code, "fallback", sizeof out->code);
-    eg_strlcpy(out->reason, "policy_error", sizeof out->reason);
+    eg_decision_set_reason(out, EG_RSN_POLICY_ERROR);
     eg_strlcpy(out->message, why, sizeof out->message);
 }
 
@@ -489,6 +489,7 @@ static int decide_protected(lua_State *L) {
     stack_str(L, base + 2, out->klass, sizeof out->klass);
     stack_str(L, base + 3, out->code, sizeof out->code);
     stack_str(L, base + 4, out->reason, sizeof out->reason);
+    out->why = eg_reason_parse(out->reason); /* the text is the policy's; the core reads the value */
     stack_str(L, base + 6, out->message, sizeof out->message);
     if (out->action == EG_ACT_LADDER) {
         out->rung_index = lua_type(L, base + 8) == LUA_TNUMBER ? (int)lua_tointeger(L, base + 8) : 0;

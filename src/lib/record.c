@@ -18,6 +18,40 @@ void eg_record_view(eg_record *rec, const rd_kafka_message_t *m) {
     rec->offset = m->offset;
 }
 
+/* The one table of reason names (eg_reason <-> wire text); the wire texts
+ * never change: lane headers, state records and dashboards read them. */
+static const char *const reason_names[EG_RSN__N] = {
+    [EG_RSN_NONE] = "",
+    [EG_RSN_OTHER] = NULL,
+    [EG_RSN_EXHAUSTED] = "exhausted",
+    [EG_RSN_RETRY_BUDGET] = "retry_budget",
+    [EG_RSN_DLQ_GUARD] = "dlq_guard",
+    [EG_RSN_OVERRIDE] = "override",
+    [EG_RSN_POLICY_ERROR] = "policy_error",
+    [EG_RSN_UNKNOWN_RUNG] = "unknown_rung",
+    [EG_RSN_LOOP_GUARD] = "loop_guard",
+    [EG_RSN_REPLAY_NO_TOPIC] = "replay_no_topic",
+    [EG_RSN_REPLAY_STUB] = "replay_stub",
+    [EG_RSN_REPLAY_REFUSED] = "replay_refused",
+    [EG_RSN_REPLAY] = "replay",
+};
+
+const char *eg_reason_name(eg_reason r) { return (unsigned)r < EG_RSN__N ? reason_names[r] : NULL; }
+
+eg_reason eg_reason_parse(const char *s) {
+    if (!s || !*s) return EG_RSN_NONE;
+    for (int i = EG_RSN_OTHER + 1; i < EG_RSN__N; i++)
+        if (strcmp(s, reason_names[i]) == 0) return (eg_reason)i;
+    return EG_RSN_OTHER;
+}
+
+void eg_decision_set_reason(eg_decision *d, eg_reason r) {
+    const char *name = eg_reason_name(r);
+    if (!name) return; /* EG_RSN_OTHER has no text of its own: leave d as it is */
+    eg_strlcpy(d->reason, name, sizeof d->reason);
+    d->why = r;
+}
+
 const char *eg_action_name(eg_action a) { return (unsigned)a < EG_ACT__N ? action_names[a] : "?"; }
 
 int eg_action_parse(const char *s) {

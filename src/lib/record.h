@@ -68,11 +68,43 @@ const char *eg_action_name(eg_action a);
 /* Returns the action named s, or -1. */
 int eg_action_parse(const char *s);
 
+/* The reasons the C core gives or acts on. A decision's reason travels as
+ * text at the edges (the policy's answer, the decision log, the
+ * errgate.reason header, an accepted-loss state, metrics labels); inside the
+ * core it is one of these, so the core branches on a value and never on a
+ * string. EG_RSN_NONE: no reason (the class stands in for it on the wire);
+ * EG_RSN_OTHER: a text of the policy's own, kept as it is in
+ * eg_decision.reason. The wire names are the table in record.c. */
+typedef enum {
+    EG_RSN_NONE = 0,
+    EG_RSN_OTHER,
+    EG_RSN_EXHAUSTED,       /* "exhausted": a retry schedule or ladder used up */
+    EG_RSN_RETRY_BUDGET,    /* "retry_budget": escalated or held for the target's retry budget */
+    EG_RSN_DLQ_GUARD,       /* "dlq_guard": a dead letter the flood guard held */
+    EG_RSN_OVERRIDE,        /* "override": an operator override replaced the action */
+    EG_RSN_POLICY_ERROR,    /* "policy_error": the fallback hold */
+    EG_RSN_UNKNOWN_RUNG,    /* "unknown_rung": a ladder or replay rung the gateway does not consume */
+    EG_RSN_LOOP_GUARD,      /* "loop_guard": replayed too often */
+    EG_RSN_REPLAY_NO_TOPIC, /* "replay_no_topic": a replay-rung record without a destination */
+    EG_RSN_REPLAY_STUB,     /* "replay_stub": a stub is not republished */
+    EG_RSN_REPLAY_REFUSED,  /* "replay_refused": a destination internal or not allowed */
+    EG_RSN_REPLAY,          /* "replay": a due replay-rung record republished */
+    EG_RSN__N
+} eg_reason;
+
+/* The wire name of r ("" for EG_RSN_NONE, NULL for EG_RSN_OTHER: its text
+ * is the decision's own). */
+const char *eg_reason_name(eg_reason r);
+/* The reason named s: EG_RSN_NONE for NULL or "", EG_RSN_OTHER for a text
+ * that names none of the core's. */
+eg_reason eg_reason_parse(const char *s);
+
 typedef struct eg_decision {
     eg_action action;
     char klass[64];
     char code[128];
-    char reason[64];
+    char reason[64]; /* the reason's text, as it goes on the wire */
+    eg_reason why;   /* the same reason, as the core branches on it */
     char message[512];
     int64_t delay_ms;
     int fallback;          /* 1: the policy failed and the fallback applied */
@@ -87,6 +119,9 @@ typedef struct eg_decision {
     int approval;          /* dlq/quarantine: the route entry asks for approval before replay */
     char override[65];     /* the operator override that replaced the policy's action, or "" */
 } eg_decision;
+
+/* Sets d's reason to the core's reason r (its text and its value). */
+void eg_decision_set_reason(eg_decision *d, eg_reason r);
 
 /* Attempt context handed to the policy with each failure. */
 typedef struct eg_ctx {
