@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "help")) return help(argc - 1, argv + 1);
     int c = find(argv[1]);
     if (c >= 0) return commands[c].fn(argc - 1, argv + 1);
-    fprintf(stderr, "errgate: unknown %s '%s' (see errgate --help)\n", argv[1][0] == '-' ? "option" : "command",
-            argv[1]);
+    fprintf(stderr, "errgate: unknown %s '%s'%s (see errgate --help)\n", argv[1][0] == '-' ? "option" : "command",
+            argv[1], eg_dash_hint(argv[1]));
     return EG_EXIT_USAGE;
 }

@@ -939,9 +939,9 @@ static int parse_args(int argc, char **argv, int *brokers, topic_spec *topics, i
         }
         if (!is_brokers && !is_topic) {
             fprintf(stderr,
-                    "errgate broker: unknown argument '%s' (see "
+                    "errgate broker: unknown argument '%s'%s (see "
                     "--help)\n",
-                    a);
+                    a, eg_dash_hint(a));
             return -1;
         }
         if (a[optlen] == '=') val = a + optlen + 1;

@@ -328,7 +328,8 @@ int eg_cmd_ctl(int argc, char **argv) {
             rest[n++] = argv[k];
         }
     }
-    if (rc < 0 && n > 1 && rest[1][0] == '-') rc = eg_usage_error("ctl", "unknown option '%s'", rest[1]);
+    if (rc < 0 && n > 1 && rest[1][0] == '-')
+        rc = eg_usage_error("ctl", "unknown option '%s'%s", rest[1], eg_dash_hint(rest[1]));
     if (rc < 0 && n < 2) rc = eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow)");
     if (rc < 0) rc = ctl_command(n, rest, admin, token_file, json);
     free(rest);

@@ -172,7 +172,8 @@ static int parse(int argc, char **argv, const char *sub, args *a) {
             continue;
         }
         if (o[0] == '-' || a->lane) {
-            snprintf(why, sizeof why, "%s: %s '%s'", sub, o[0] == '-' ? "unknown option" : "unexpected argument", o);
+            snprintf(why, sizeof why, "%s: %s '%s'%s", sub, o[0] == '-' ? "unknown option" : "unexpected argument", o,
+                     eg_dash_hint(o));
             return usage_error(why);
         }
         a->lane = o;
@@ -804,7 +805,7 @@ int eg_cmd_dlq(int argc, char **argv) {
     if (!strcmp(sub, "watch")) return eg_cmd_dlq_watch(argc, argv);
     if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve") && strcmp(sub, "approve")) {
         char why[300];
-        snprintf(why, sizeof why, "unknown subcommand '%s'", sub);
+        snprintf(why, sizeof why, "unknown subcommand '%s'%s", sub, eg_dash_hint(sub));
         return usage_error(why);
     }
     args a;

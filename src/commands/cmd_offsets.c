@@ -58,7 +58,7 @@ int eg_cmd_offsets(int argc, char **argv) {
         }
         if (!strcmp(a, "-b") || !strcmp(a, "--bootstrap")) slot = &bootstrap;
         else if (!strcmp(a, "-g") || !strcmp(a, "--group")) slot = &group;
-        else if (a[0] == '-') return eg_usage_error("offsets", "unknown option '%s'", a);
+        else if (a[0] == '-') return eg_usage_error("offsets", "unknown option '%s'%s", a, eg_dash_hint(a));
         else {
             first_topic = i;
             break;

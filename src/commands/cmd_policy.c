@@ -80,11 +80,13 @@ static int parse(int argc, char **argv, args *a) {
     if ((a->help = eg_is_help(argv[1]) || !strcmp(argv[1], "help"))) return 0;
     a->check = strcmp(argv[1], "check") == 0;
     a->test = strcmp(argv[1], "test") == 0;
-    if (!a->check && !a->test) return usage_error("unknown sub-command '%s' (check or test)", argv[1]);
+    if (!a->check && !a->test)
+        return usage_error("unknown sub-command '%s'%s (check or test)", argv[1], eg_dash_hint(argv[1]));
     for (int i = 2; i < argc; i++)
         if ((a->help = eg_is_help(argv[i]))) return 0;
     if (argc < 3) return usage_error("missing the policy FILE");
-    if (argv[2][0] == '-' && argv[2][1]) return usage_error("unknown option %s (the policy FILE comes first)", argv[2]);
+    if (argv[2][0] == '-' && argv[2][1])
+        return usage_error("unknown option %s%s (the policy FILE comes first)", argv[2], eg_dash_hint(argv[2]));
     a->file = argv[2];
     const char *limit = NULL, *since = NULL;
     for (int i = 3; i < argc; i++) {
@@ -97,7 +99,7 @@ static int parse(int argc, char **argv, args *a) {
         else if (a->test && !strcmp(o, "--from-topic")) slot = &a->topic;
         else if (a->test && !strcmp(o, "--limit")) slot = &limit;
         else if (a->test && !strcmp(o, "--since")) slot = &since;
-        else if (o[0] == '-' && o[1]) return usage_error("unknown option %s", o);
+        else if (o[0] == '-' && o[1]) return usage_error("unknown option %s%s", o, eg_dash_hint(o));
         else if (a->test && !a->cases) {
             a->cases = o;
             continue;

@@ -279,7 +279,7 @@ static int parse(int argc, char **argv, opts *o) {
         int known = 0;
         for (const char *const *v = valued; *v; v++) known |= !strcmp(a, *v);
         if (!known) {
-            snprintf(why, sizeof why, "unknown option '%s'", a);
+            snprintf(why, sizeof why, "unknown option '%s'%s", a, eg_dash_hint(a));
             return usage_error(why);
         }
         if (i + 1 >= argc) {

@@ -117,8 +117,8 @@ static int scan_file(const char *dir, const char *name, scan_sum *sum) {
  * read, 2 on usage errors. */
 static int cmd_ls(int argc, char **argv) {
     if (argc < 3) return usage_error("ls: missing DIR");
-    if (argv[2][0] == '-') return usage_error("ls: unknown option '%s'", argv[2]);
-    if (argc > 3) return usage_error("ls: unexpected argument '%s'", argv[3]);
+    if (argv[2][0] == '-') return usage_error("ls: unknown option '%s'%s", argv[2], eg_dash_hint(argv[2]));
+    if (argc > 3) return usage_error("ls: unexpected argument '%s'%s", argv[3], eg_dash_hint(argv[3]));
     const char *dir = argv[2];
     if (need_dir("ls", dir) != 0) return 1;
     char owner[128] = "", active[64] = "", err[512];
@@ -203,7 +203,8 @@ static size_t report_left(const char *dir, size_t *nkept) {
  * the summary (see the file comment). Returns the exit code. */
 static int cmd_drain(int argc, char **argv) {
     if (argc < 3) return usage_error("drain: missing DIR");
-    if (argv[2][0] == '-') return usage_error("drain: unknown option '%s' (DIR comes first)", argv[2]);
+    if (argv[2][0] == '-')
+        return usage_error("drain: unknown option '%s'%s (DIR comes first)", argv[2], eg_dash_hint(argv[2]));
     const char *dir = argv[2];
     eg_kcli k = {0};
     int64_t timeout_ms = 60000;
@@ -213,7 +214,8 @@ static int cmd_drain(int argc, char **argv) {
         if (r < 0) return usage_error("drain: %s needs a value", a);
         if (r == 1) continue;
         if (strcmp(a, "--timeout-ms"))
-            return usage_error(a[0] == '-' ? "drain: unknown option '%s'" : "drain: unexpected argument '%s'", a);
+            return usage_error(a[0] == '-' ? "drain: unknown option '%s'%s" : "drain: unexpected argument '%s'%s", a,
+                               eg_dash_hint(a));
         if (i + 1 >= argc) return usage_error("drain: %s needs a value", a);
         if (eg_parse_duration_ms(argv[++i], &timeout_ms) != 0 || timeout_ms <= 0 || timeout_ms > INT32_MAX)
             return usage_error("drain: --timeout-ms: not a duration: %s", argv[i]);
@@ -317,5 +319,5 @@ int eg_cmd_spill(int argc, char **argv) {
         }
     if (!strcmp(argv[1], "ls")) return cmd_ls(argc, argv);
     if (!strcmp(argv[1], "drain")) return cmd_drain(argc, argv);
-    return usage_error("unknown subcommand '%s' (ls or drain)", argv[1]);
+    return usage_error("unknown subcommand '%s'%s (ls or drain)", argv[1], eg_dash_hint(argv[1]));
 }

@@ -192,7 +192,8 @@ static int parse(int argc, char **argv, watch *w) {
             continue;
         }
         if (o[0] == '-' || w->lane) {
-            snprintf(why, sizeof why, "%s '%s'", o[0] == '-' ? "unknown option" : "unexpected argument", o);
+            snprintf(why, sizeof why, "%s '%s'%s", o[0] == '-' ? "unknown option" : "unexpected argument", o,
+                     eg_dash_hint(o));
             return usage_error(why);
         }
         w->lane = o;

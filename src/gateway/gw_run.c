@@ -185,7 +185,8 @@ int eg_cmd_run(int argc, char **argv) {
             return EG_EXIT_OK;
         }
         if (strcmp(a, "-c") && strcmp(a, "--config"))
-            return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+            return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'%s" : "unexpected argument '%s'%s", a,
+                                  eg_dash_hint(a));
         if (i + 1 >= argc) return eg_usage_error("run", "%s needs a value", a);
         cfgpath = argv[++i];
     }

@@ -29,6 +29,15 @@ int eg_cmd_ctl(int argc, char **argv);     /* cmd_ctl.c */
 /* 1 when arg asks for help (-h or --help), else 0. */
 int eg_is_help(const char *arg);
 
+/* For an argument a command does not know: when arg is a long option
+ * written with one dash (-from-topic, -json, as Go's flag package and some
+ * Kafka tools spell them), "; did you mean --from-topic?", else "". The
+ * text lives in a thread-local buffer until the next call. errgate does
+ * not take single-dash long options itself: -c CONFIG and friends are
+ * single letters, and a value may start with a dash, so rewriting
+ * arguments could change a value's meaning; it names the spelling. */
+const char *eg_dash_hint(const char *arg);
+
 /* Prints "errgate CMD: <message> (see errgate CMD --help)" as one line on
  * stderr (cmd may hold a subcommand: "dlq stats"). Returns EG_EXIT_USAGE. */
 int eg_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
