@@ -7,7 +7,7 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
-#   make config-doc README's config key reference, rendered from src/lib/config.c
+#   make config-doc the man page's config key reference, rendered from src/lib/config.c
 #   make lint       C house style (clang-format, .clang-format), Lua (luacheck,
 #                   .luacheckrc), man page (mandoc -T lint) and service unit
 #                   (systemd-analyze verify); make format rewrites C to the style
@@ -157,13 +157,10 @@ soak: deps all
 clean:
 	rm -rf build build-san
 
-# README's and the man page's key references are rendered from the key table
+# The man page's key reference (CONFIGURATION) is rendered from the key table
 # in src/lib/config.c; c/test_config_doc fails until this has been run after
 # a change of it.
 config-doc: $(BUILD)/test_config_doc
-	$(BUILD)/test_config_doc --print >$(BUILD)/config-keys.md
-	awk -v f=$(BUILD)/config-keys.md '/^<!-- config-keys: begin/ { print; while ((getline l <f) > 0) print l; skip = 1; next } \
-	  /^<!-- config-keys: end -->/ { skip = 0 } !skip' README.md >$(BUILD)/README.md && mv $(BUILD)/README.md README.md
 	$(BUILD)/test_config_doc --print-man >$(BUILD)/config-keys.man
 	awk -v f=$(BUILD)/config-keys.man '/^\.\\" config-keys: begin/ { print; while ((getline l <f) > 0) print l; skip = 1; next } \
 	  /^\.\\" config-keys: end/ { skip = 0 } !skip' man/errgate.1 >$(BUILD)/errgate.1 && mv $(BUILD)/errgate.1 man/errgate.1

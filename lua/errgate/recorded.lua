@@ -417,7 +417,7 @@ local function body_of(fields, origin)
   return "{" .. table.concat(out, ",") .. "}"
 end
 
--- Foreign bytes, one rule per field (README, "Foreign DLQ records"):
+-- Foreign bytes, one rule per field (man errgate, LANES, "Foreign DLQ records: what is trusted"):
 --   class      a JVM binary class name: ASCII identifiers ([%a_$][%w_$]*)
 --              joined by ".", at most CLASS_MAX bytes; anything else reads
 --              as the class INVALID_CLASS (code "invalid_class_name"), the

@@ -357,7 +357,7 @@ static void hostile_corpus(eg_policy *live) {
 
 /* The cost the decision point pays (the live decision, then the copy
  * queued for the shadow) and a shadow decision's own cost, measured over
- * 20,000 failures with the record-reading candidate; printed for the README. */
+ * 20,000 failures with the record-reading candidate; printed for the man page (Shadow policy). */
 static void bench(eg_policy *live) {
     eg_shadow *s = shadow_of(write_file("candidate.lua", CANDIDATE), NULL, 100);
     int64_t t_live = 0, t_offer = 0, t_drain = 0;

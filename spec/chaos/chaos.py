@@ -165,7 +165,7 @@ class SeedFailed(Exception):
 
 # librdkafka 2.0.2's mock aborts in its group coordinator when a member's
 # JoinGroup or SyncGroup arrives while it still holds that member's earlier
-# one (README, Chaos and soak): the embedded broker's own defect, not the
+# one (spec/README.md, Chaos and soak): the embedded broker's own defect, not the
 # gateway's. A seed that ends so is void, reported, and run again, at most
 # VOID_RERUNS times; a seed still void after them fails. (make chaos SEEDS=50
 # on 45e5686 voided seed 33 twice and seed 43 once: seed 33's schedule ends

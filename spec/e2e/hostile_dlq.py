@@ -4,7 +4,7 @@
     hostile_dlq.py BOOTSTRAP TOPIC
 
 Prints one JSON object {key: expected failure.code} (the rule of
-README "Foreign DLQ records": a class that is not a class name is
+man errgate, "Foreign DLQ records: what is trusted": a class that is not a class name is
 invalid_class_name, errgate's error.code with a control byte
 invalid_code, a record naming no class the default code "recorded").
 """

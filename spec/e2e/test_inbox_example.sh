@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_inbox_example.sh — the README's Spring DLT triage story
+# test_inbox_example.sh — the Spring DLT triage story (examples/inbox/)
 # (examples/inbox/run.sh) runs from a clean checkout and checks itself: it
 # exits non-zero if a record is lost, left uncommitted or misplaced.
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_payments_example.sh — the README's payment-provider story
+# test_payments_example.sh — the payment-provider story (examples/payments/)
 # (examples/payments/run.sh) runs from a clean checkout and checks itself:
 # it exits non-zero if a record is lost, left uncommitted or misplaced.
 source "$(dirname "$0")/lib.sh"

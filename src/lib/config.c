@@ -293,25 +293,6 @@ static void set_defaults(eg_config *cfg) {
 
 static const char *const type_names[] = {"table", "string", "integer", "number", "boolean", "string", "list", "table"};
 
-void eg_config_write_reference(FILE *out) {
-    fputs("| key | type | default | range | meaning |\n|---|---|---|---|---|\n", out);
-    for (size_t i = 0; i < eg_config_nkeys; i++) {
-        const eg_config_key *e = &eg_config_keys[i];
-        const char *type = e->flags & (EG_CK_FILE | EG_CK_DIR) ? "path" : type_names[e->type];
-        fprintf(out, "| `%s` | %s | ", e->key, type);
-        if (e->flags & EG_CK_REQUIRED) fputs("required", out);
-        else if (e->type == EG_CK_INT && e->def_str) fputs(e->def_str, out);
-        else if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) fprintf(out, "%.15g", e->def);
-        else if (e->type == EG_CK_BOOL) fputs(e->def ? "true" : "false", out);
-        else if (e->def_str) fprintf(out, "`\"%s\"`", e->def_str);
-        fputs(" | ", out);
-        if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) fprintf(out, "%.15g to %.15g", e->min, e->max);
-        for (int k = 0; e->type == EG_CK_ENUM && e->choices[k]; k++)
-            fprintf(out, "%s`\"%s\"`", k ? ", " : "", e->choices[k]);
-        fprintf(out, " | %s |\n", e->help);
-    }
-}
-
 /* Appends s to the buffer b (capacity cap, NUL-terminated) as man(7)
  * text: backslashes escaped. Cut at cap. */
 static void man_put(char *b, size_t cap, const char *s) {

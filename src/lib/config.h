@@ -8,9 +8,9 @@
  *
  * One table, eg_config_keys, states every key once: its type, default,
  * bounds and meaning. The loader takes the known keys, the types, the bounds
- * and the defaults from it, and the README's key reference and the man
- * page's are its renderings (eg_config_write_reference,
- * eg_config_write_man; spec/c/test_config_doc.c compares them). */
+ * and the defaults from it, and the man page's key reference (its
+ * CONFIGURATION section) is its rendering (eg_config_write_man;
+ * spec/c/test_config_doc.c compares them). */
 #ifndef EG_CONFIG_H
 #define EG_CONFIG_H
 
@@ -95,13 +95,9 @@ typedef struct eg_config_key {
 extern const eg_config_key eg_config_keys[];
 extern const size_t eg_config_nkeys;
 
-/* Writes the key reference (a Markdown table, one row per key of
- * eg_config_keys, in its order) to out. */
-void eg_config_write_reference(FILE *out);
-
-/* Writes the same reference as man(7) text for the man page's
- * CONFIGURATION section: a tagged paragraph per key, in table order, with
- * its type, default and range, then its meaning. */
+/* Writes the key reference as man(7) text for the man page's
+ * CONFIGURATION section: a tagged paragraph per key of eg_config_keys, in
+ * table order, with its type, default and range, then its meaning. */
 void eg_config_write_man(FILE *out);
 
 typedef enum { EG_ORDER_PARTITION = 0, EG_ORDER_KEY, EG_ORDER_NONE } eg_ordering;
