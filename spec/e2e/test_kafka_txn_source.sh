@@ -4,6 +4,7 @@
 # exactly-once) on a real cluster: each commit leaves a control record
 # that takes an offset and is never delivered, so the gateway sees its
 # partition's offsets jump. Every record is handled once, the jumps are
+# fetched again once before they are believed (a probe each, gw_offsets.c),
 # said (errgate_source_offset_gaps_total, source_offset_gap naming the
 # offsets), and the group's committed offset reaches the end, past the last
 # marker too (its lag 0, not 1 for ever: the commit takes librdkafka's
@@ -35,6 +36,10 @@ sleep 1
 check "all 30 records handled, each once ($(wc -l <"$T/ok.log") deliveries)" [ "$(wc -l <"$T/ok.log")" = 30 ]
 gaps=$(metric "$ADDR" errgate_source_offset_gaps_total)
 check "the two commit markers inside the log are counted as jumps (gaps $gaps)" [ "$gaps" = 2 ]
+probes=$(metric "$ADDR" errgate_source_offset_probes_total)
+check "each jump was fetched again once before it was believed (probes $probes)" [ "$probes" = 2 ]
+check "and no skipped record was found (refetched $(metric "$ADDR" errgate_source_offset_refetched_total))" \
+  [ "$(metric "$ADDR" errgate_source_offset_refetched_total)" = 0 ]
 check "and logged with their offsets (10 and 21)" \
   bash -c "grep -q '\"event\":\"source_offset_gap\".*src\\[0\\]: offsets 10..10' '$T/gw.err' && grep -q 'offsets 21..21' '$T/gw.err'"
 if wait_drained txn src 20; then ok "committed = end: past the last commit marker too (lag 0)"; else

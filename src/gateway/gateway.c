@@ -1099,12 +1099,13 @@ void eg_gw_rungs_recheck(eg_gw *gw) {
  * producer's control records (commit markers) take offsets the consumer
  * never delivers; librdkafka's position steps over them (also over the
  * last one, at the partition's end), and committing it lets the group's
- * lag reach 0 (e2e/test_kafka_txn_source). The position never passes a
- * record the gateway has not taken: it is the next offset librdkafka would
- * hand over. */
+ * lag reach 0 (e2e/test_kafka_txn_source). The position is the next offset
+ * librdkafka would hand over, past every message it handed over: not while
+ * a jump is being fetched again (gw_offsets.c), whose message was handed
+ * over and dropped. */
 static int64_t commit_point(eg_gw *gw, const eg_part *p) {
     int64_t cp = eg_tracker_commit_point(&p->trk);
-    if (cp < 0 || eg_tracker_pending(&p->trk) != 0) return cp;
+    if (cp < 0 || eg_tracker_pending(&p->trk) != 0 || eg_gw_source_probing(p)) return cp;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
     if (rd_kafka_position(gw->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[0].offset > cp) cp = l->elems[0].offset;
@@ -1227,6 +1228,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
         p->rung = eg_gw_rung_of(gw, p->topic);
         p->origin = p->rung >= 0 ? gw->rts[p->rung].origin : p->topic;
         p->committed = -1;
+        p->probe_from = -1;
         p->consumer_lag = -1;
         p->assigned_ms = eg_now_ms();
         const char *tv[1] = {p->topic};
@@ -1332,26 +1334,6 @@ static void group_refused(eg_gw *gw, rd_kafka_resp_err_t err) {
     eg_gw_begin_stop(gw, gw->assigned_once ? EG_EXIT_FAIL : EG_EXIT_USAGE, "the broker refuses the group");
 }
 
-/* A message of p at `offset`, not the next one its tracker expects: a jump
- * past offsets never delivered (a compacted topic, a transaction's control
- * record, an aborted transaction's records under read_committed, or
- * records the client skipped: the contiguous commit would go past them),
- * or a message below the last one taken (read again after a seek, dropped
- * as seen). Counted and logged (the log's rate limit per event applies):
- * the logs then say which offsets a partition never handed over. */
-static void offset_jump(eg_gw *gw, const eg_part *p, int64_t offset) {
-    int64_t next = p->trk.next_offset;
-    if (offset > next) {
-        (*gw->m.offset_gaps)++;
-        eg_log_msg(EG_WARN, "source_offset_gap", "%s[%d]: offsets %lld..%lld never delivered; next is %lld", p->topic,
-                   (int)p->partition, (long long)next, (long long)offset - 1, (long long)offset);
-    } else {
-        (*gw->m.offset_behind)++;
-        eg_log_msg(EG_INFO, "source_offset_behind", "%s[%d]: offset %lld again after %lld; dropped as seen", p->topic,
-                   (int)p->partition, (long long)offset, (long long)next - 1);
-    }
-}
-
 /* A message from p's own queue, or (p NULL) from the consumer queue, where
  * it is looked up. */
 static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
@@ -1364,9 +1346,8 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
         return;
     }
     if (!p) p = eg_gw_part_find(gw, rd_kafka_topic_name(m->rkt), m->partition);
-    if (p && p->trk.next_offset >= 0 && m->offset != p->trk.next_offset) offset_jump(gw, p, m->offset);
     uint64_t seq;
-    if (!p || eg_tracker_add(&p->trk, m->offset, &seq) != 0) {
+    if (!p || eg_gw_source_offset(gw, p, m->offset) || eg_tracker_add(&p->trk, m->offset, &seq) != 0) {
         /* not ours any more, or already seen: never count it twice */
         rd_kafka_message_destroy(m);
         return;

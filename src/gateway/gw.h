@@ -114,6 +114,9 @@ typedef struct eg_part {
     int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
     int64_t assigned_ms;  /* monotonic time of the assignment (or the fetch watch's re-assignment) */
     int unstarted;        /* statistics reports in a row with the fetcher not started (gw_unstarted.c) */
+    int64_t probe_from;   /* a jump being fetched again: the offset expected, -1 none (gw_offsets.c) */
+    int64_t probe_at;     /* the offset the jump went to */
+    int gaps_real;        /* probes in a row that found the jump in the log */
     struct eg_gw *gw;     /* the owner, for timer callbacks */
     struct eg_part *next;
 } eg_part;
@@ -128,6 +131,7 @@ typedef struct eg_gw_metrics {
     uint64_t *commits, *commit_failures;
     uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;
     uint64_t *offset_gaps, *offset_behind; /* source messages past a jump in offsets, or below the last taken */
+    uint64_t *offset_probes, *offset_refetched; /* jumps fetched again; of those, skipped records found */
 } eg_gw_metrics;
 
 typedef struct eg_gw {
@@ -251,6 +255,16 @@ void eg_gw_coverage_assigned(eg_gw_coverage *c, const rd_kafka_topic_partition_l
 void eg_gw_coverage_revoked(eg_gw_coverage *c);
 /* Frees c (NULL is fine). */
 void eg_gw_coverage_free(eg_gw_coverage *c);
+
+/* gw_offsets.c: a source message at `offset` of p, checked against the
+ * offset p's tracker expects next. Returns 0 to take it, 1 to drop it: a
+ * message below the next expected (seen), or past a jump that p is now
+ * fetching again from the expected offset (a probe: the client may have
+ * skipped records the log holds). Counts and logs both. */
+int eg_gw_source_offset(eg_gw *gw, eg_part *p, int64_t offset);
+/* 1 while p's jump is being fetched again: its commit point must not take
+ * librdkafka's position, which went past the jump. */
+int eg_gw_source_probing(const eg_part *p);
 
 /* gw_unstarted.c: an assigned partition librdkafka never starts fetching
  * is assigned again (the file comment says when). */

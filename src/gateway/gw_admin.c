@@ -375,9 +375,17 @@ static const family_def families[] = {
      "Times the gateway assigned its partitions again because librdkafka never started fetching one.", NO_LABELS,
      NO_BOUNDS, CTR(fetch_restarts)},
     {"errgate_source_offset_gaps_total", EG_MT_COUNTER,
-     "Source messages whose offset jumped past the next one expected (compaction, transaction markers, or records "
-     "the client never delivered: each is logged as source_offset_gap).",
+     "Source messages whose offset jumped past the next one expected, taken as a gap the log holds nothing in "
+     "(compaction, transaction markers, aborted transactions: each is logged as source_offset_gap).",
      NO_LABELS, NO_BOUNDS, CTR(offset_gaps)},
+    {"errgate_source_offset_probes_total", EG_MT_COUNTER,
+     "Jumps in a source partition's offsets fetched again from the offset expected before being taken as gaps "
+     "(source_offset_probe).",
+     NO_LABELS, NO_BOUNDS, CTR(offset_probes)},
+    {"errgate_source_offset_refetched_total", EG_MT_COUNTER,
+     "Probes that found records the consumer had skipped and the log holds: taken then, never committed over "
+     "(source_offset_refetched).",
+     NO_LABELS, NO_BOUNDS, CTR(offset_refetched)},
     {"errgate_source_offset_behind_total", EG_MT_COUNTER,
      "Source messages below the last offset taken from their partition, dropped as already seen.", NO_LABELS, NO_BOUNDS,
      CTR(offset_behind)},
