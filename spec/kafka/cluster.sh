@@ -4,7 +4,8 @@
 # (replication and min ISR, broker restarts, compaction, real group
 # coordination, the API versions a release still accepts) is proved here.
 #
-#   cluster.sh up --dir DIR [--brokers 1|3]   start a cluster, print its address
+#   cluster.sh up --dir DIR [--brokers 1|3] [--sasl [--user NAME]...]
+#                                             start a cluster, print its address
 #   cluster.sh stop|start --dir DIR --broker N  stop one node / bring it back
 #   cluster.sh down --dir DIR                 stop everything, remove the data
 #   cluster.sh env --dir DIR                  print DIR/cluster.env
@@ -38,6 +39,32 @@
 # lines it also writes to DIR/cluster.env:
 #   bootstrap.servers=127.0.0.1:P[,...]   broker.N.pid=PID   broker.N.port=P
 # Progress and errors go to stderr.
+#
+# With --sasl the client listener is SASL_PLAINTEXT and the cluster
+# authorizes every request (KRaft's StandardAuthorizer,
+# allow.everyone.if.no.acl.found=false): a principal may do only what an
+# ACL allows it. The users are `admin`, the super user the brokers talk to
+# each other as and the harness's own checks run as, and each --user NAME
+# (implies --sasl), every one with a random password, known to the brokers
+# both as SCRAM-SHA-512 credentials (written into the metadata log when the
+# storage is formatted: kafka-storage format --add-scram; KRaft has no
+# other way before a broker runs, and librdkafka 2.0.2 has no
+# AlterUserScramCredentials) and as PLAIN users (the listener's JAAS
+# config). Clients are told SCRAM-SHA-512, except where the client library
+# cannot do it: librdkafka before 2.6.1 builds SCRAM's client-final-message
+# with the nonce twice, which Kafka 4.x refuses as invalid credentials
+# (confluentinc/librdkafka#4895), so with python3-confluent-kafka's
+# librdkafka older than that and a 4.x broker they are told PLAIN (said on
+# stderr); --sasl-mechanism M chooses. The controller listener stays
+# PLAINTEXT on 127.0.0.1 and its principal (User:ANONYMOUS, the brokers'
+# registrations and heartbeats) is a super user too: clients are never told
+# its port. cluster.env then also has
+#   security.protocol=SASL_PLAINTEXT   sasl.mechanism=M
+#   sasl.user.NAME=PASSWORD (admin first)   sasl.user.NAME.config=FILE
+# where FILE (DIR/clients/NAME.properties, mode 600) holds the librdkafka
+# properties a client of that user needs (bootstrap.servers,
+# security.protocol, sasl.mechanism, sasl.username, sasl.password).
+# Without --sasl nothing of this exists: PLAINTEXT, no authorizer.
 #
 # `stop` sends SIGTERM (a controlled shutdown) and waits up to
 # ERRGATE_KAFKA_STOP_WAIT seconds (60) before SIGKILL; `start` brings a
@@ -73,7 +100,7 @@ TOOL_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
   exit 2
 }
 CACHE=${ERRGATE_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/errgate/kafka}
-USAGE="usage: cluster.sh up --dir DIR [--brokers 1|3] | start|stop --dir DIR --broker N | down --dir DIR | env --dir DIR | fetch"
+USAGE="usage: cluster.sh up --dir DIR [--brokers 1|3] [--sasl] [--user NAME]... [--sasl-mechanism SCRAM-SHA-512|PLAIN] | start|stop --dir DIR --broker N | down --dir DIR | env --dir DIR | fetch"
 
 usage() { echo "cluster.sh: ${1:+$1; }$USAGE" >&2; exit 2; }
 say() { echo "cluster.sh: $*" >&2; }
@@ -354,11 +381,27 @@ write_props() {
     echo "process.roles=broker,controller"
     echo "node.id=$n"
     echo "controller.quorum.voters=$voters"
-    echo "listeners=PLAINTEXT://127.0.0.1:${BPORT[$n]},CONTROLLER://127.0.0.1:${CPORT[$n]}"
-    echo "advertised.listeners=PLAINTEXT://127.0.0.1:${BPORT[$n]}"
     echo "controller.listener.names=CONTROLLER"
-    echo "inter.broker.listener.name=PLAINTEXT"
-    echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    if [ "$SASL" = 1 ]; then
+      echo "listeners=SASL_PLAINTEXT://127.0.0.1:${BPORT[$n]},CONTROLLER://127.0.0.1:${CPORT[$n]}"
+      echo "advertised.listeners=SASL_PLAINTEXT://127.0.0.1:${BPORT[$n]}"
+      echo "inter.broker.listener.name=SASL_PLAINTEXT"
+      echo "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+      echo "sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN"
+      echo "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"
+      echo "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"${SASL_PASS[admin]}\";"
+      local u plain="org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"${SASL_PASS[admin]}\""
+      for u in "${SASL_USERS[@]}"; do plain+=" user_$u=\"${SASL_PASS[$u]}\""; done
+      echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=$plain;"
+      echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+      echo "super.users=User:admin;User:ANONYMOUS"
+      echo "allow.everyone.if.no.acl.found=false"
+    else
+      echo "listeners=PLAINTEXT://127.0.0.1:${BPORT[$n]},CONTROLLER://127.0.0.1:${CPORT[$n]}"
+      echo "advertised.listeners=PLAINTEXT://127.0.0.1:${BPORT[$n]}"
+      echo "inter.broker.listener.name=PLAINTEXT"
+      echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    fi
     echo "log.dirs=$d/data"
     echo "num.partitions=4"
     echo "auto.create.topics.enable=true"
@@ -386,6 +429,87 @@ write_props() {
     # the cleaner's dedupe buffer is allocated whole at start (128 MB by default)
     echo "log.cleaner.dedupe.buffer.size=16777216"
   } >"$(props_of "$n")"
+  # the admin password is in it
+  [ "$SASL" = 1 ] && chmod 600 "$(props_of "$n")"
+  return 0
+}
+
+# --- SASL/SCRAM users (--sasl) ---------------------------------------------
+
+SASL=0
+SASL_MECH=""         # what clients are told (--sasl-mechanism, else chosen)
+SASL_USERS=()        # admin first, then each --user
+declare -A SASL_PASS # NAME -> password
+
+# sasl_init: a fresh random password for admin and every --user, and the
+# mechanism clients are told (see the top of this file)
+sasl_init() {
+  local u rdk
+  if [ -z "$SASL_MECH" ]; then
+    SASL_MECH=SCRAM-SHA-512
+    rdk=$("$PY" -c 'import confluent_kafka; print(confluent_kafka.libversion()[1])' 2>/dev/null)
+    if [ "${VERSION%%.*}" -ge 4 ] && [ -n "$rdk" ] && [ "$rdk" -lt $((0x020601ff)) ]; then
+      SASL_MECH=PLAIN
+      say "clients are told SASL PLAIN: the client's librdkafka ($("$PY" -c 'import confluent_kafka; print(confluent_kafka.libversion()[0])')) fails SCRAM against Kafka $VERSION (fixed in 2.6.1)"
+    fi
+  fi
+  SASL_USERS=(admin "${USERS[@]}")
+  for u in "${SASL_USERS[@]}"; do
+    SASL_PASS[$u]=$(od -An -tx1 -N16 /dev/urandom | tr -d " \n")
+  done
+}
+
+# sasl_load: the users and passwords of the cluster in DIR (from cluster.env)
+sasl_load() {
+  local l u
+  SASL=0 SASL_USERS=()
+  [ "$(prop "$DIR/cluster.state" sasl)" = 1 ] || return 0
+  SASL=1
+  SASL_MECH=$(prop "$DIR/cluster.env" sasl.mechanism)
+  while IFS= read -r l; do
+    [[ $l =~ ^sasl\.user\.([A-Za-z0-9_-]+)=(.*)$ ]] || continue
+    u=${BASH_REMATCH[1]}
+    SASL_USERS+=("$u")
+    SASL_PASS[$u]=${BASH_REMATCH[2]}
+  done <"$DIR/cluster.env"
+}
+
+# scram_args: kafka-storage format's --add-scram arguments, one per user
+scram_args() {
+  local u
+  for u in "${SASL_USERS[@]}"; do
+    printf '%s\n' "--add-scram" "SCRAM-SHA-512=[name=$u,password=${SASL_PASS[$u]}]"
+  done
+}
+
+# write_clients BOOT: DIR/clients/NAME.properties for every user (--sasl)
+write_clients() {
+  local u f
+  [ "$SASL" = 1 ] || return 0
+  mkdir -p "$DIR/clients" && chmod 700 "$DIR/clients" || die "cannot create $DIR/clients"
+  for u in "${SASL_USERS[@]}"; do
+    f=$DIR/clients/$u.properties
+    (
+      umask 077
+      printf '%s\n' "bootstrap.servers=$1" "security.protocol=SASL_PLAINTEXT" "sasl.mechanism=$SASL_MECH" \
+        "sasl.username=$u" "sasl.password=${SASL_PASS[$u]}" >"$f"
+    ) || die "cannot write $f"
+  done
+}
+
+# probe_config: the client properties probe.py connects with (empty: plain)
+probe_config() { [ "$SASL" = 1 ] && echo "$DIR/clients/admin.properties"; }
+
+# sasl_env: the SASL lines of cluster.env
+sasl_env() {
+  local u
+  [ "$SASL" = 1 ] || return 0
+  echo "security.protocol=SASL_PLAINTEXT"
+  echo "sasl.mechanism=$SASL_MECH"
+  for u in "${SASL_USERS[@]}"; do
+    echo "sasl.user.$u=${SASL_PASS[$u]}"
+    echo "sasl.user.$u.config=$DIR/clients/$u.properties"
+  done
 }
 
 # cluster_id: a random Kafka Uuid (16 bytes, unpadded URL-safe base64) that,
@@ -419,6 +543,7 @@ up_abort() {
 cmd_up() {
   local count=$1 attempt n rc cid voters boot now deadline ports i dead
   local left
+  [ "$SASL" = 1 ] && sasl_init
   if [ -f "$DIR/cluster.state" ]; then
     CID=$(prop "$DIR/cluster.state" cluster.id)
     for n in $(nodes); do
@@ -458,9 +583,11 @@ cmd_up() {
     local fpids=()
     for ((n = 1; n <= count; n++)); do
       write_props "$n" "$count" "$voters"
+      local scram=()
+      [ "$SASL" = 1 ] && mapfile -t scram < <(scram_args)
       # shellcheck disable=SC2046
       java $TOOL_OPTS $(cds_opt) -cp "$LIB/*" kafka.tools.StorageTool format -t "$cid" -c "$(props_of "$n")" \
-        >"$DIR/broker-$n/format.log" 2>&1 &
+        "${scram[@]}" >"$DIR/broker-$n/format.log" 2>&1 &
       fpids+=($!)
     done
     for ((n = 1; n <= count; n++)); do
@@ -474,7 +601,8 @@ cmd_up() {
       STARTED+=("$PID")
       boot+="${boot:+,}127.0.0.1:${BPORT[$n]}"
     done
-    "$PY" "$PROBE" ready "$boot" "$count" "$TOPIC" "$(
+    write_clients "$boot"
+    ERRGATE_PROBE_CONFIG=$(probe_config) "$PY" "$PROBE" ready "$boot" "$count" "$TOPIC" "$(
       IFS=,
       echo "${STARTED[*]}"
     )" "$deadline"
@@ -504,6 +632,7 @@ cmd_up() {
     echo "cluster.id=$CID"
     echo "lib=$LIB"
     echo "brokers=$count"
+    echo "sasl=$SASL"
   } >"$DIR/cluster.state"
   {
     echo "bootstrap.servers=$boot"
@@ -511,6 +640,7 @@ cmd_up() {
       echo "broker.$n.pid=${STARTED[$((n - 1))]}"
       echo "broker.$n.port=${BPORT[$n]}"
     done
+    sasl_env
   } >"$DIR/cluster.env.tmp" && mv "$DIR/cluster.env.tmp" "$DIR/cluster.env"
   say "ready in $(($(date +%s) - now)) s: $boot"
   cat "$DIR/cluster.env"
@@ -521,6 +651,7 @@ load_state() {
   [ -f "$DIR/cluster.state" ] && [ -f "$DIR/cluster.env" ] || die "no cluster in $DIR (run: cluster.sh up --dir $DIR)"
   set_version "$(prop "$DIR/cluster.state" version)"
   CID=$(prop "$DIR/cluster.state" cluster.id)
+  sasl_load
   resolve
 }
 
@@ -536,7 +667,7 @@ cmd_start() {
   say "starting broker $n on 127.0.0.1:$port"
   launch "$n"
   STARTED=("$PID")
-  "$PY" "$PROBE" member "127.0.0.1:$port" "$n" "$PID" "$(($(date +%s) + TIMEOUT))"
+  ERRGATE_PROBE_CONFIG=$(probe_config) "$PY" "$PROBE" member "127.0.0.1:$port" "$n" "$PID" "$(($(date +%s) + TIMEOUT))"
   rc=$?
   if [ $rc != 0 ]; then
     up_abort
@@ -575,6 +706,7 @@ cmd_down() {
     rm -rf "$DIR/broker-$n/data" "$DIR/broker-$n/pid"
   done
   rm -f "$DIR/cluster.env" "$DIR/cluster.env.tmp" "$DIR/cluster.state" "$DIR/.env.lock"
+  rm -rf "$DIR/clients"
 }
 
 # --- arguments --------------------------------------------------------------
@@ -582,7 +714,7 @@ cmd_down() {
 [ $# -ge 1 ] || usage
 CMD=$1
 shift
-DIR="" BROKERS=1 BROKER=""
+DIR="" BROKERS=1 BROKER="" USERS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --dir) [ $# -ge 2 ] || usage "--dir needs a value"; DIR=$2; shift 2 ;;
@@ -591,6 +723,11 @@ while [ $# -gt 0 ]; do
     --brokers=*) BROKERS=${1#*=}; shift ;;
     --broker) [ $# -ge 2 ] || usage "--broker needs a value"; BROKER=$2; shift 2 ;;
     --broker=*) BROKER=${1#*=}; shift ;;
+    --sasl) SASL=1; shift ;;
+    --user) [ $# -ge 2 ] || usage "--user needs a name"; USERS+=("$2"); SASL=1; shift 2 ;;
+    --user=*) USERS+=("${1#*=}"); SASL=1; shift ;;
+    --sasl-mechanism) [ $# -ge 2 ] || usage "--sasl-mechanism needs a value"; SASL_MECH=$2; SASL=1; shift 2 ;;
+    --sasl-mechanism=*) SASL_MECH=${1#*=}; SASL=1; shift ;;
     *) usage "unknown argument '$1'" ;;
   esac
 done
@@ -608,6 +745,12 @@ need_broker() {
 case $CMD in
   up)
     [[ $BROKERS == 1 || $BROKERS == 3 ]] || usage "--brokers is 1 or 3, not '$BROKERS'"
+    [[ -z $SASL_MECH || $SASL_MECH == SCRAM-SHA-512 || $SASL_MECH == PLAIN ]] ||
+      usage "--sasl-mechanism is SCRAM-SHA-512 or PLAIN, not '$SASL_MECH'"
+    for u in "${USERS[@]}"; do
+      [[ $u =~ ^[A-Za-z0-9_-]{1,64}$ && $u != admin ]] ||
+        usage "--user is a name of letters, digits, _ and - (not admin, the super user), not '$u'"
+    done
     need_dir
     set_version "${KAFKA_VERSION:-$(pom_version)}"
     cmd_up "$BROKERS"

@@ -21,6 +21,10 @@ can talk to the broker release under test. Three subcommands:
                           its ISR (it has caught up: stopping another broker
                           next leaves every partition its min ISR)
 
+When ERRGATE_PROBE_CONFIG names a file of librdkafka properties (KEY=VALUE
+lines: a SASL cluster's admin credentials, see cluster.sh --sasl), every
+client here connects with them.
+
 PIDS is a comma-separated list of the broker processes cluster.sh started;
 DEADLINE is a Unix time. Exit status: 0 done, 1 deadline passed (the last
 thing still missing on stderr), 3 a broker process exited (cluster.sh then
@@ -83,13 +87,31 @@ def alive(pids):
     return None
 
 
+def client_props():
+    """The properties of $ERRGATE_PROBE_CONFIG (none when unset), without
+    bootstrap.servers (each caller names the address it asks)."""
+    path = os.environ.get("ERRGATE_PROBE_CONFIG")
+    props = {}
+    if not path:
+        return props
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                if k != "bootstrap.servers":
+                    props[k] = v
+    return props
+
+
 def admin(boot):
     from confluent_kafka.admin import AdminClient
     # connection refusals while brokers start are expected: keep them quiet
-    return AdminClient({"bootstrap.servers": boot, "log_level": 0,
-                        "error_cb": lambda e: None,
-                        "socket.connection.setup.timeout.ms": 2000,
-                        "reconnect.backoff.max.ms": 500})
+    return AdminClient(dict(client_props(), **{
+        "bootstrap.servers": boot, "log_level": 0,
+        "error_cb": lambda e: None,
+        "socket.connection.setup.timeout.ms": 2000,
+        "reconnect.backoff.max.ms": 500}))
 
 
 class Waiter:
@@ -153,10 +175,10 @@ def ready(boot, n, topic, pids, deadline):
             continue
         break
     errs = []
-    pr = Producer({"bootstrap.servers": boot, "acks": "all",
+    pr = Producer(dict(client_props(), **{"bootstrap.servers": boot, "acks": "all",
                    "enable.idempotence": True, "log_level": 0,
                    "error_cb": lambda e: None,
-                   "message.timeout.ms": int(max(1.0, deadline - time.time()) * 1000)})
+                   "message.timeout.ms": int(max(1.0, deadline - time.time()) * 1000)}))
     for p in range(n):
         pr.produce(topic, b"errgate harness check", partition=p,
                    on_delivery=lambda err, msg: err and errs.append(err))
