@@ -315,7 +315,11 @@ end
 -- record carries, in this order) or one of them:
 --   errgate        error.code / error.message / error.status (DESIGN §4)
 --   spring         kafka_dlt-exception-fqcn, -exception-cause-fqcn,
---                  -exception-message (spring-kafka KafkaHeaders)
+--                  -exception-message (spring-kafka KafkaHeaders); a key
+--                  that did not deserialize: kafka_dlt-key-exception-fqcn,
+--                  -message; Spring's retry topics (and the DLT after them):
+--                  kafka_exception-fqcn, -cause-fqcn, -message, and the
+--                  delivery count from retry_topic-attempts (minus one)
 --   connect        __connect.errors.exception.class.name, .exception.message
 --                  (Kafka Connect DeadLetterQueueReporter)
 --   streams        __streams.errors.exception ("class: message", as
@@ -350,6 +354,21 @@ local function to_string_class(s)
   return match(head, "^([^:%s]+):") or match(head, "^(%S+)%s*$") or head
 end
 
+-- spring_deliveries(v) -> the deliveries a Spring retry-topic record has had: its
+-- retry_topic-attempts header (the attempt its next delivery would be: a 4-byte big-endian
+-- int, 1 byte in old releases; Spring's DeadLetterPublishingRecovererFactory) minus one
+local function spring_deliveries(v)
+  if type(v) ~= "string" then return nil end
+  local n
+  if #v == 1 then n = v:byte(1)
+  elseif #v == 4 then
+    local a, b, c, d = v:byte(1, 4)
+    if a >= 128 then return nil end
+    n = ((a * 256 + b) * 256 + c) * 256 + d
+  end
+  return n and n >= 2 and n - 1 or nil
+end
+
 -- INBOX_READ[format](headers) -> class, message, status, outer class,
 -- delivery count when the record carries the format's headers, else nothing.
 local INBOX_READ = {
@@ -359,10 +378,19 @@ local INBOX_READ = {
     return code or false, hdr(h, "error.message"), int(h["error.status"])
   end,
   spring = function(h)
+    -- one set whole: the DLT recoverer's value exception, its key exception (a key that did
+    -- not deserialize: the cause header is shared), the retry topics' (kafka_exception-*)
     local outer, cause = hdr(h, "kafka_dlt-exception-fqcn"), hdr(h, "kafka_dlt-exception-cause-fqcn")
     local msg = hdr(h, "kafka_dlt-exception-message")
+    if not outer and not msg then
+      outer, msg = hdr(h, "kafka_dlt-key-exception-fqcn"), hdr(h, "kafka_dlt-key-exception-message")
+    end
+    if not outer and not cause and not msg then
+      outer, cause = hdr(h, "kafka_exception-fqcn"), hdr(h, "kafka_exception-cause-fqcn")
+      msg = hdr(h, "kafka_exception-message")
+    end
     if not outer and not cause and not msg then return end
-    return cause or outer or false, msg, nil, outer
+    return cause or outer or false, msg, nil, outer, spring_deliveries(h["retry_topic-attempts"])
   end,
   connect = function(h)
     local class = hdr(h, "__connect.errors.exception.class.name")

@@ -139,6 +139,14 @@ static void agrees_with_lua(void) {
         {"x-dlq-metadata", " [1]", NULL},
         {"x-dlq-metadata", "nope", NULL},
         {"kafka_dlt-original-topic", "t", "original.topic", "u", NULL},
+        /* real Spring Kafka 4.1 records (spec/fixtures/spring/): a key that did not deserialize, a
+         * record of a retry topic or of the DLT after them */
+        {"kafka_dlt-key-exception-fqcn", "a.B", NULL},
+        {"kafka_dlt-key-exception-message", "m", NULL},
+        {"kafka_exception-fqcn", "a.B", "kafka_original-topic", "t", NULL},
+        {"kafka_exception-cause-fqcn", "a.B", NULL},
+        {"kafka_exception-message", "m", NULL},
+        {"kafka_original-topic", "t", NULL},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *n[4] = {NULL}, *v[4] = {NULL};
@@ -190,6 +198,44 @@ int main(void) {
     size_t cnt = rd_kafka_header_cnt(h);
     eg_dlq_origin_adopt(h);
     CHECK(rd_kafka_header_cnt(h) == cnt, "adopt adds nothing when original.topic is there");
+    rd_kafka_headers_destroy(h);
+
+    /* the bytes of a real Spring Kafka 4.1 DLT record after @RetryableTopic's retries
+     * (spec/fixtures/spring/retry.jsonl, rt2-dlt): the retry topics' names, without "dlt-" */
+    h = rd_kafka_headers_new(8);
+    adds(h, "kafka_original-topic", "rt2");
+    add(h, "kafka_original-partition", "\x00\x00\x00\x00", 4);
+    add(h, "kafka_original-offset", "\x00\x00\x00\x00\x00\x00\x00\x01", 8);
+    add(h, "kafka_original-timestamp", "\x00\x00\x01\xa2\x1f\x93\x23\x04", 8);
+    adds(h, "kafka_original-timestamp-type", "CreateTime");
+    adds(h, "kafka_dlt-original-consumer-group", "spring-anchor-retry");
+    add(h, "retry_topic-attempts", "\x00\x00\x00\x04", 4);
+    adds(h, "kafka_exception-fqcn", "org.springframework.kafka.listener.ListenerExecutionFailedException");
+    adds(h, "kafka_exception-cause-fqcn", "java.lang.IllegalStateException");
+    adds(h, "kafka_exception-message", "Listener failed; payment for r2 declined");
+    CHECK(eg_dlq_dialect(h, "auto") && !strcmp(eg_dlq_dialect(h, "auto"), "spring") && eg_dlq_origin_read(h, &o) == 0 &&
+              !strcmp(o.topic, "rt2") && o.partition == 0 && o.offset == 1 && o.timestamp_ms == 0x1a21f932304LL &&
+              !strcmp(o.group, "spring-anchor-retry"),
+          "spring retry topics: kafka_original-* read (%s %lld %lld %lld %s)", o.topic, (long long)o.partition,
+          (long long)o.offset, (long long)o.timestamp_ms, o.group);
+    /* a later DeadLetterPublishingRecoverer's kafka_dlt- set wins, whole */
+    adds(h, "kafka_dlt-original-topic", "rt2-dlt");
+    add(h, "kafka_dlt-original-partition", "\x00\x00\x00\x03", 4);
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.topic, "rt2-dlt") && o.partition == 3 && o.offset == -1,
+          "spring: the kafka_dlt-original-* set first, never mixed with kafka_original-*");
+    rd_kafka_headers_destroy(h);
+
+    /* a real key deserialization failure (spec/fixtures/spring/dlt.jsonl, sp-dlt offset 2) */
+    h = rd_kafka_headers_new(8);
+    adds(h, "kafka_dlt-key-exception-fqcn", "org.springframework.kafka.support.serializer.DeserializationException");
+    adds(h, "kafka_dlt-exception-cause-fqcn", "org.springframework.kafka.support.serializer.DeserializationException");
+    adds(h, "kafka_dlt-key-exception-message", "failed to deserialize");
+    adds(h, "kafka_dlt-original-topic", "sp");
+    add(h, "kafka_dlt-original-partition", "\x00\x00\x00\x00", 4);
+    add(h, "kafka_dlt-original-offset", "\x00\x00\x00\x00\x00\x00\x00\x03", 8);
+    CHECK(eg_dlq_dialect(h, "auto") && !strcmp(eg_dlq_dialect(h, "auto"), "spring") && eg_dlq_origin_read(h, &o) == 0 &&
+              !strcmp(o.topic, "sp") && o.offset == 3,
+          "spring: a key deserialization failure's record is read as spring");
     rd_kafka_headers_destroy(h);
 
     h = rd_kafka_headers_new(8);

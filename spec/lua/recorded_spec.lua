@@ -158,3 +158,57 @@ describe("errgate.recorded.inbox", function()
     end
   end)
 end)
+
+-- Real Spring Kafka 4.1 dead letters (spec/fixtures/spring/, written by
+-- spec/anchors/spring's produce-dlt and produce-retry on a real cluster):
+-- each record's headers, name -> last value, as the inbox target hands them.
+describe("errgate.recorded.inbox on real Spring Kafka records", function()
+  local json = require "errgate.json"
+  local function records(path)
+    local out = {}
+    for line in io.lines(path) do
+      local r = json.decode(line)
+      local h = {}
+      for _, nv in ipairs(r.headers) do
+        h[nv[1]] = (nv[2]:gsub("%x%x", function(x) return string.char(tonumber(x, 16)) end))
+      end
+      out[#out + 1] = { key = r.key, topic = r.topic, headers = h }
+    end
+    return out
+  end
+  local function by_key(rs, topic)
+    local t = {}
+    for _, r in ipairs(rs) do if r.topic == topic then t[r.key] = r end end
+    return t
+  end
+
+  it("reads DeadLetterPublishingRecoverer's value, key and listener failures", function()
+    local r = by_key(records("spec/fixtures/spring/dlt.jsonl"), "sp-dlt")
+    local f = recorded.inbox(r["k2"], "auto")
+    assert.are.same({ "IllegalStateException", "Listener failed; order k2 rejected" }, { f.code, f.message })
+    assert.matches('"format":"spring"', f.body, 1, true)
+    assert.matches('"exception":"org.springframework.kafka.listener.ListenerExecutionFailedException"', f.body, 1, true)
+    f = recorded.inbox(r["k3"], "auto")
+    assert.are.same({ "TimeoutException", "Listener failed; inventory service did not answer in 30000 ms" },
+      { f.code, f.message })
+    -- a key that did not deserialize: the key exception's headers (the cause header is shared)
+    f = recorded.inbox(r["badkey-4"], "auto")
+    assert.are.same({ "DeserializationException", "failed to deserialize" }, { f.code, f.message })
+    assert.matches('"exception":"org.springframework.kafka.support.serializer.DeserializationException"', f.body, 1,
+      true)
+    f = recorded.inbox(r["k5"], "auto")
+    assert.are.same({ "DeserializationException", "failed to deserialize" }, { f.code, f.message })
+  end)
+
+  it("reads @RetryableTopic's kafka_exception-* and counts deliveries from retry_topic-attempts", function()
+    local rs = records("spec/fixtures/spring/retry.jsonl")
+    local seen = {}
+    for _, r in ipairs(rs) do
+      local f = recorded.inbox(r, "auto")
+      assert.are.equal("IllegalStateException", f.code)
+      assert.are.equal("Listener failed; payment for r2 declined", f.message)
+      seen[#seen + 1] = r.topic .. ":" .. tostring(json.decode(f.body).delivery_count)
+    end
+    assert.are.same({ "rt2-retry:1", "rt2-retry:2", "rt2-dlt:3" }, seen)
+  end)
+end)

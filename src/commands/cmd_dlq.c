@@ -424,6 +424,7 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     eg_dlq_foreign_fill(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
     eg_dlq_foreign_fill(m, EG_H_CODE, code, sizeof code);
     eg_dlq_foreign_fill(m, EG_H_MESSAGE, msg, sizeof msg);
+    eg_dlq_foreign_fill(m, EG_H_ATTEMPTS, at, sizeof at);
     struct {
         char *s;
         size_t cap;
@@ -466,11 +467,17 @@ static void json_hdr(struct evbuffer *b, const rd_kafka_message_t *m, const char
 }
 
 /* Appends `,"name":` and the header hname of m as a JSON number (null when
- * absent or not an unsigned integer) to b. */
-static void json_num(struct evbuffer *b, const rd_kafka_message_t *m, const char *name, const char *hname) {
+ * absent or not an unsigned integer) to b; with fill, a foreign DLQ's value
+ * when errgate's header is absent (dlq_foreign.h). */
+static void json_num(struct evbuffer *b, const rd_kafka_message_t *m, const char *name, const char *hname, int fill) {
     size_t n = 0;
     const void *v = eg_header(m, hname, &n);
     int64_t x = v ? eg_uint_parse(v, n) : -1;
+    char alt[32] = "";
+    if (!v && fill) {
+        eg_dlq_foreign_fill(m, hname, alt, sizeof alt);
+        if (alt[0]) x = eg_uint_parse(alt, strlen(alt));
+    }
     if (x >= 0) evbuffer_add_printf(b, ",\"%s\":%lld", name, (long long)x);
     else evbuffer_add_printf(b, ",\"%s\":null", name);
 }
@@ -500,8 +507,8 @@ static char *tail_json(const rd_kafka_message_t *m, int payload) {
     json_hdr(b, m, "class", EG_H_CLASS, 0);
     json_hdr(b, m, "code", EG_H_CODE, 1);
     json_hdr(b, m, "reason", EG_H_REASON, 0);
-    json_num(b, m, "retry_count", EG_H_RETRY_COUNT);
-    json_num(b, m, "attempts", EG_H_ATTEMPTS);
+    json_num(b, m, "retry_count", EG_H_RETRY_COUNT, 0);
+    json_num(b, m, "attempts", EG_H_ATTEMPTS, 1);
     json_hdr(b, m, "message", EG_H_MESSAGE, 1);
     json_hdr(b, m, "policy", EG_H_POLICY, 0);
     json_hdr(b, m, "action", EG_H_ACTION, 0);

@@ -27,7 +27,7 @@ static struct {
     const rd_kafka_message_t *m;
     int64_t offset;
     int32_t partition;
-    char code[256], message[1024];
+    char code[256], message[1024], deliveries[16];
 } last;
 
 /* The VM with errgate.recorded.inbox in the registry, or NULL. */
@@ -66,13 +66,34 @@ static void field(lua_State *L, const char *k, char *out, size_t outlen) {
     lua_pop(L, 1);
 }
 
+/* The delivery count the failure table at the top states (its body's
+ * "delivery_count", a whole number errgate.recorded bounded to 0..2^31-1)
+ * as decimal text into out, else "". */
+static void deliveries(lua_State *L, char *out, size_t outlen) {
+    static const char key[] = "\"delivery_count\":";
+    out[0] = '\0';
+    lua_pushstring(L, "body");
+    lua_rawget(L, -2);
+    const char *body = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    const char *p = body ? strstr(body, key) : NULL;
+    if (p) {
+        p += sizeof key - 1;
+        size_t n = strspn(p, "0123456789");
+        if (n > 0 && n <= 10 && n < outlen) {
+            memcpy(out, p, n);
+            out[n] = '\0';
+        }
+    }
+    lua_pop(L, 1);
+}
+
 /* Runs the mapper on m unless it is the record last asked about. */
 static void map(const rd_kafka_message_t *m) {
     if (last.m == m && last.offset == m->offset && last.partition == m->partition) return;
     last.m = m;
     last.offset = m->offset;
     last.partition = m->partition;
-    last.code[0] = last.message[0] = '\0';
+    last.code[0] = last.message[0] = last.deliveries[0] = '\0';
     eg_vm *v = state();
     if (!v) return;
     lua_State *L = v->L;
@@ -86,6 +107,7 @@ static void map(const rd_kafka_message_t *m) {
     if (lua_istable(L, -1)) {
         field(L, "code", last.code, sizeof last.code);
         field(L, "message", last.message, sizeof last.message);
+        deliveries(L, last.deliveries, sizeof last.deliveries);
         if (!strcmp(last.code, "inbox_unrecognized")) last.code[0] = last.message[0] = '\0';
     }
     lua_pop(L, 1);
@@ -95,9 +117,9 @@ void eg_dlq_foreign_fill(const rd_kafka_message_t *m, const char *name, char *ou
     if (out[0] && strcmp(out, "-") != 0) return;
     const char *val = NULL;
     char num[32];
-    if (!strcmp(name, EG_H_CODE) || !strcmp(name, EG_H_MESSAGE)) {
+    if (!strcmp(name, EG_H_CODE) || !strcmp(name, EG_H_MESSAGE) || !strcmp(name, EG_H_ATTEMPTS)) {
         map(m);
-        val = !strcmp(name, EG_H_CODE) ? last.code : last.message;
+        val = !strcmp(name, EG_H_CODE) ? last.code : !strcmp(name, EG_H_MESSAGE) ? last.message : last.deliveries;
     } else if (!strcmp(name, EG_H_ORIG_TOPIC) || !strcmp(name, EG_H_ORIG_PARTITION) ||
                !strcmp(name, EG_H_ORIG_OFFSET)) {
         rd_kafka_headers_t *h = NULL;

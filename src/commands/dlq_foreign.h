@@ -12,7 +12,9 @@
 
 /* When out holds "-" or "" (errgate's header `name` was absent), replaces
  * it with the foreign reading of m for that header, as printable text:
- * EG_H_CODE (the innermost exception class), EG_H_MESSAGE,
+ * EG_H_CODE (the innermost exception class), EG_H_MESSAGE, EG_H_ATTEMPTS
+ * (the deliveries the dialect counts: a share group's delivery count,
+ * Spring's retry_topic-attempts minus one),
  * EG_H_ORIG_TOPIC, EG_H_ORIG_PARTITION, EG_H_ORIG_OFFSET. Leaves out alone
  * for other names, and when m states nothing for it. The Lua state behind
  * it is made on first use (a failure to make it leaves out alone) and kept

@@ -53,11 +53,12 @@ static const char *const errgate_other[] = {EG_H_PREVIOUS,  EG_H_ORIG_TIMESTAMP,
                                             EG_H_REPLAY_TS, EG_H_REPLAYS,        NULL};
 
 /* The headers of the foreign DLQ dialects errgate.recorded.inbox reads
- * (Spring Kafka KafkaHeaders.DLT_*, Kafka Connect DeadLetterQueueReporter,
+ * (Spring Kafka KafkaHeaders.DLT_*, its retry topics' kafka_original-*,
+ * kafka_exception-* and retry_topic-*, Kafka Connect DeadLetterQueueReporter,
  * Kafka Streams KIP-1034, share groups KIP-1191), by prefix, and the
  * x-dlq-metadata header. */
-static const char *const dlq_prefixes[] = {"kafka_dlt-", "__connect.errors.", "__streams.errors.", "__dlq.errors.",
-                                           NULL};
+static const char *const dlq_prefixes[] = {"kafka_dlt-",        "kafka_original-",   "kafka_exception-", "retry_topic-",
+                                           "__connect.errors.", "__streams.errors.", "__dlq.errors.",    NULL};
 #define XDLQ_HEADER "x-dlq-metadata"
 
 /* True for a foreign DLQ dialect's header. */

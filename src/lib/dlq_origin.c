@@ -6,7 +6,13 @@
  *   spring   spring-kafka KafkaHeaders / DeadLetterPublishingRecoverer:
  *            kafka_dlt-original-topic, -partition (4-byte big-endian int),
  *            -offset, -timestamp (8-byte big-endian longs),
- *            -consumer-group; decimal text is accepted too (non-Java writers)
+ *            -consumer-group; decimal text is accepted too (non-Java
+ *            writers). Spring's non-blocking retries (@RetryableTopic) name
+ *            them without "dlt-" on the retry and DLT topics they write
+ *            (KafkaHeaders.ORIGINAL_TOPIC "kafka_original-topic", -partition,
+ *            -offset, -timestamp; the group stays
+ *            kafka_dlt-original-consumer-group), met on real Spring 4.1
+ *            records: the kafka_dlt- set when its topic is legal, else that one
  *   connect  Kafka Connect DeadLetterQueueReporter: __connect.errors.topic,
  *            .partition, .offset (String.valueOf)
  *   streams  Kafka Streams ExceptionHandlerUtils (KIP-1034):
@@ -147,10 +153,13 @@ static int xdlq_doc(const rd_kafka_headers_t *h) {
 /* The markers by which errgate.recorded.inbox's INBOX_READ knows a dialect
  * (a record carries the dialect when it has any of them, non-empty). */
 static const struct {
-    const char *format, *marks[4];
+    const char *format, *marks[9];
 } dialects[] = {
     {"errgate", {"error.code", "errgate.id", NULL}},
-    {"spring", {"kafka_dlt-exception-fqcn", "kafka_dlt-exception-cause-fqcn", "kafka_dlt-exception-message", NULL}},
+    {"spring",
+     {"kafka_dlt-exception-fqcn", "kafka_dlt-exception-cause-fqcn", "kafka_dlt-exception-message",
+      "kafka_dlt-key-exception-fqcn", "kafka_dlt-key-exception-message", "kafka_exception-fqcn",
+      "kafka_exception-cause-fqcn", "kafka_exception-message", NULL}},
     {"connect",
      {"__connect.errors.exception.class.name", "__connect.errors.exception.message", "__connect.errors.topic", NULL}},
     {"streams", {"__streams.errors.exception", "__streams.errors.topic", NULL}},
@@ -200,13 +209,21 @@ int eg_dlq_origin_read_as(const rd_kafka_headers_t *h, const char *format, eg_dl
         return 0;
     }
     if (!strcmp(format, "spring")) {
-        if (!str(h, "kafka_dlt-original-topic", o->topic, sizeof o->topic, 1)) return -1;
-        o->format = format;
-        o->partition = num(h, "kafka_dlt-original-partition", 4, PART_MAX);
-        o->offset = num(h, "kafka_dlt-original-offset", 8, OFF_MAX);
-        o->timestamp_ms = num(h, "kafka_dlt-original-timestamp", 8, TS_MAX);
-        str(h, "kafka_dlt-original-consumer-group", o->group, sizeof o->group, 0);
-        return 0;
+        /* the DLT recoverer's names, else the retry topics' (one set whole, never mixed) */
+        static const char *const sets[2][4] = {
+            {"kafka_dlt-original-topic", "kafka_dlt-original-partition", "kafka_dlt-original-offset",
+             "kafka_dlt-original-timestamp"},
+            {"kafka_original-topic", "kafka_original-partition", "kafka_original-offset", "kafka_original-timestamp"}};
+        for (size_t k = 0; k < 2; k++) {
+            if (!str(h, sets[k][0], o->topic, sizeof o->topic, 1)) continue;
+            o->format = format;
+            o->partition = num(h, sets[k][1], 4, PART_MAX);
+            o->offset = num(h, sets[k][2], 8, OFF_MAX);
+            o->timestamp_ms = num(h, sets[k][3], 8, TS_MAX);
+            str(h, "kafka_dlt-original-consumer-group", o->group, sizeof o->group, 0);
+            return 0;
+        }
+        return -1;
     }
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         const dialect *d = &texts[i];

@@ -23,7 +23,8 @@ typedef struct eg_dlq_origin {
 
 /* The dialect errgate.recorded.inbox reads h as (the same markers as its
  * INBOX_READ: errgate: error.code or errgate.id; spring: an exception
- * header; connect: its exception headers or __connect.errors.topic;
+ * header, kafka_dlt-exception-*, kafka_dlt-key-exception-* or (retry
+ * topics) kafka_exception-*; connect: its exception headers or __connect.errors.topic;
  * streams: __streams.errors.exception or .topic; share-group:
  * __dlq.errors.topic; x-dlq-metadata: a JSON document), as one of the
  * format names above, or NULL when h carries none. format is "auto" (the

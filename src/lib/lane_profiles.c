@@ -225,10 +225,21 @@ static void add_streams(rd_kafka_headers_t *h, const facts *f) {
 /* True for the headers that are not the original record's own: errgate's
  * (headers.h) and every profile's. */
 static int foreign_or_errgate(const char *name) {
-    static const char *const prefixes[] = {
-        "error.",  "retry.",     "previous.",         "original.",         "errgate.",
-        "replay.", "kafka_dlt-", "__connect.errors.", "__streams.errors.", "__dlq.errors.",
-        XDLQ,      NULL};
+    static const char *const prefixes[] = {"error.",
+                                           "retry.",
+                                           "previous.",
+                                           "original.",
+                                           "errgate.",
+                                           "replay.",
+                                           "kafka_dlt-",
+                                           "kafka_original-",
+                                           "kafka_exception-",
+                                           "retry_topic-",
+                                           "__connect.errors.",
+                                           "__streams.errors.",
+                                           "__dlq.errors.",
+                                           XDLQ,
+                                           NULL};
     for (const char *const *p = prefixes; *p; p++)
         if (strncmp(name, *p, strlen(*p)) == 0) return 1;
     return 0;
