@@ -15,8 +15,16 @@
 -- (^[%w_]+(%.[%w_]+)*$, so there is one spelling per module and no path
 -- trick); errgate.* names reach only the PUBLIC modules below, each as a
 -- read-only view (reads see the module, writes raise, its metatable is
--- locked, nested tables are views too, only the listed fields are there):
--- the runtime's own modules (runtime, sandbox, testing, cli, recorded,
+-- locked, nested tables are views too, only the listed fields are there).
+-- The policy author's API is two modules: errgate.policy (define, is: the
+-- policy is data that define() compiles) and errgate.duration (parse,
+-- format: the one spelling of a time). Everything else a policy states is
+-- a field of define's table (classify rules, retry schedules, route
+-- entries, redact patterns, examples), so the modules that implement
+-- those fields (backoff, schedule, failure, classify, decision, route,
+-- redact, pattern) are the runtime's, not an API: a policy that requires
+-- one is refused at load with what to write instead (REMOVED below),
+-- and the runtime's own modules (runtime, sandbox, testing, cli, recorded,
 -- where, lint, examples: they read files, load code or are the C side's)
 -- cannot be reached under any name. Other names are modules of the
 -- policy's own lib/ folder (lib/name.lua, lib/a/b.lua for "a.b"), loaded
@@ -77,16 +85,26 @@ end
 local PUBLIC = {
   ["errgate.policy"] = set { "define", "is" },
   ["errgate.duration"] = set { "parse", "format" },
-  ["errgate.backoff"] = set { "JITTER", "KINDS", "base", "jitter", "decorrelated", "delay",
-                              "floor_retry_after", "retry_delay" },
-  ["errgate.schedule"] = set { "compile", "ladder_names", "rungs", "compile_all" },
-  ["errgate.failure"] = set { "KINDS", "KIND_LIST", "body_error", "normalize", "default_code", "describe" },
-  ["errgate.classify"] = set { "compile" },
-  ["errgate.decision"] = set { "ACTIONS", "ACTION_LIST", "HOLD_DEFAULT_MS", "MESSAGE_MAX", "NAME_MAX",
-                               "RUNG_MAX", "RUNG_PATTERN", "finalize", "pack" },
-  ["errgate.route"] = set { "compile", "ladder_of", "retry_count" },
-  ["errgate.redact"] = set { "truncate", "secrets", "message" },
-  ["errgate.pattern"] = set { "BUDGET", "cost", "affordable", "plain_affordable" },
+}
+
+-- Modules policies could require before the API was cut to the two above
+-- (none of the shipped policies, examples or specs' policies used them),
+-- and what to write instead. Requiring one is an error naming this text.
+local REMOVED = {
+  ["errgate.backoff"] = "write the delays as a schedule in define's retry section "
+    .. "(retry = { fast = { attempts = 3, base = \"100ms\", jitter = \"full\" } })",
+  ["errgate.schedule"] = "write schedules and ladders in define's retry section "
+    .. "(retry = { slow = \"5s x3, 1m\", rungs = { ladder = { \"30s\", \"5m\" } } })",
+  ["errgate.failure"] = "read the failure classify and route functions receive (failure.kind, .status, .code, "
+    .. ".message, .body, .retry_after_ms)",
+  ["errgate.classify"] = "write classify rules in define's classify section "
+    .. "(classify = { { status = 503, class = \"transient\" }, { class = \"permanent\" } })",
+  ["errgate.decision"] = "return a route entry; define builds the decision "
+    .. "(route = { permanent = { action = \"dlq\", reason = \"bad_input\" } })",
+  ["errgate.route"] = "write route entries in define's route section, or return one from a route function",
+  ["errgate.redact"] = "list the patterns to hide in define's redact section (redact = { \"acct%-%d+\" }); "
+    .. "secrets are redacted always",
+  ["errgate.pattern"] = "it is gone: the sandbox refuses a pattern too costly for its subject by itself",
 }
 
 local function copy(t)
@@ -298,9 +316,13 @@ local function new_require(libdir, loaded)
     end
     if real_find(name, "^errgate%.") then
       local fields = PUBLIC[name]
+      if not fields and REMOVED[name] then
+        error(("require '%s': %s is no longer offered to policies (the policy API is errgate.policy and "
+          .. "errgate.duration): %s"):format(name, name, REMOVED[name]), 2)
+      end
       if not fields then
-        error(("require '%s' is not allowed here (only the policy modules of errgate.* and the policy's lib/ modules)")
-          :format(name), 2)
+        error(("require '%s' is not allowed here (a policy may require errgate.policy, errgate.duration and "
+          .. "its lib/ modules)"):format(name), 2)
       end
       return view(real_require(name), fields)
     end

@@ -87,6 +87,31 @@ describe("the sandbox", function()
     end
   end)
 
+  it("offers policies two modules, errgate.policy and errgate.duration, read-only", function()
+    assert.is_function(rt.load_target(write("req_api.lua", [[
+      local p, d = require 'errgate.policy', require 'errgate.duration'
+      assert(type(p.define) == "function" and type(p.is) == "function")
+      assert(d.parse("1m30s") == 90000 and d.format(90000) == "1m30s")
+      assert(not pcall(function() d.parse = nil end))
+      return function() return 1 end]])))
+  end)
+
+  it("refuses a module the policy API no longer offers, saying what to write instead", function()
+    local instead = {
+      ["errgate.backoff"] = "retry section", ["errgate.schedule"] = "retry section",
+      ["errgate.failure"] = "failure classify and route functions receive",
+      ["errgate.classify"] = "classify section", ["errgate.decision"] = "return a route entry",
+      ["errgate.route"] = "route section", ["errgate.redact"] = "redact section",
+      ["errgate.pattern"] = "it is gone",
+    }
+    for mod, text in pairs(instead) do
+      local pol, err = rt.load_policy(write("removed.lua", "\nlocal m = require '" .. mod .. "'"))
+      assert.is_nil(pol)
+      assert.matches(":2: require '" .. mod:gsub("%p", "%%%0") .. "': .- is no longer offered to policies", err)
+      assert.is_truthy(err:find(text, 1, true), mod .. ": " .. err)
+    end
+  end)
+
   it("does not fall through to native modules for unknown errgate names", function()
     local pol, err = rt.load_policy(write("req_so.lua", "local m = require 'errgate.native_thing'"))
     assert.is_nil(pol)

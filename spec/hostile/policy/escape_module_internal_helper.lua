@@ -1,7 +1,6 @@
--- reach an internal helper (failure.fill writes into the runtime's reused tables): refused at load
--- error: call
-local fill = require("errgate.failure").fill
-fill({}, "http")
+-- reach what errgate.policy does not export (the Policy methods table, to swap decide for every policy): refused at load
+-- error: index
+require("errgate.policy").Policy.scalar_decider = function() end
 
 return require("errgate.policy").define { name = "hostile", version = 1,
   classify = { { class = "unknown" } }, route = { default = "dlq" },

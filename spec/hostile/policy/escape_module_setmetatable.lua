@@ -1,6 +1,6 @@
--- setmetatable on a shared module to intercept its reads: refused at load
+-- setmetatable on a shared module to intercept its reads (errgate.policy.define for the policies loaded after): refused at load
 -- error: protected metatable
-setmetatable(require("errgate.redact"), { __index = function() return print end })
+setmetatable(require("errgate.policy"), { __index = function() return print end })
 
 return require("errgate.policy").define { name = "hostile", version = 1,
   classify = { { class = "unknown" } }, route = { default = "dlq" },

@@ -1,11 +1,6 @@
--- swap a pattern bomb into the policy's own redact list after define checked it: refused at load
--- error: too costly
+-- swap a pattern bomb into the policy's own redact list after define checked it, and return that policy; expect: loads (redact checks each pattern against the message it runs on: a short message is cheap, a long one falls back to hold, which c/test_policy_decide and spec/lua show)
 local policy = require "errgate.policy"
-local pol = policy.define { name = "x", version = 1, classify = { { class = "unknown" } }, route = { default = "dlq" },
-  redact = { "acct%-%d+" } }
+local pol = policy.define { name = "hostile", version = 1, classify = { { class = "unknown" } },
+  route = { default = "dlq" }, redact = { "acct%-%d+" } }
 pol.redact[1] = "(.-)(.-)(.-)(.-)b"
-require("errgate.decision").finalize({ action = "dlq" }, { kind = "http", status = 500, message = ("a"):rep(4000) }, pol.redact)
-
-return require("errgate.policy").define { name = "hostile", version = 1,
-  classify = { { class = "unknown" } }, route = { default = "dlq" },
-  examples = { { failure = 500, expect = "dlq" } } }
+return pol

@@ -110,31 +110,43 @@ describe("the sandbox's require", function()
 
   it("hands out read-only views of the public modules", function()
     local env = sandbox.env("/nonexistent")
-    local p = env.require("errgate.pattern")
-    assert.are.equal(pattern.BUDGET, p.BUDGET)
-    assert.is_true(p.affordable("x", 10))
-    assert.has_error(function() p.BUDGET = math.huge end)
-    assert.has_error(function() p.affordable = function() return true end end)
-    assert.are.equal(2e7, pattern.BUDGET)
-    assert.is_nil(rawget(p, "BUDGET"))
-    assert.is_false(getmetatable(p))
+    local real = require "errgate.duration"
+    local d = env.require("errgate.duration")
+    assert.are.equal(real.parse, d.parse)
+    assert.are.equal(5000, d.parse("5s"))
+    assert.has_error(function() d.parse = function() return 0 end end)
+    assert.are.equal(5000, real.parse("5s"))
+    assert.is_nil(rawget(d, "parse"))
+    assert.is_false(getmetatable(d))
+    assert.has_error(function() env.setmetatable(d, {}) end)
+    local p = env.require("errgate.policy")
+    assert.has_error(function() p.define = nil end)
     assert.has_error(function() env.setmetatable(p, {}) end)
-    local d = env.require("errgate.decision")
-    assert.has_error(function() d.ACTIONS.evil = true end)
-    assert.is_nil(require("errgate.decision").ACTIONS.evil)
-    for _, v in env.pairs(env.require("errgate.backoff")) do
-      if type(v) == "table" then assert.has_error(function() v.evil = true end) end
+    for k, v in env.pairs(p) do
+      assert.has_error(function() p[k] = v end)
     end
+    assert.is_function(policy.define)
   end)
 
   it("exports only the listed fields of a module", function()
-    local f = sandbox.env("/nonexistent").require("errgate.failure")
-    assert.is_function(f.normalize)
-    assert.is_nil(f.fill)
-    local seen = {}
-    for k in sandbox.env("/nonexistent").pairs(f) do seen[#seen + 1] = k end
-    table.sort(seen)
-    assert.are.same({ "KINDS", "KIND_LIST", "body_error", "default_code", "describe", "normalize" }, seen)
+    local env = sandbox.env("/nonexistent")
+    local exported = { ["errgate.policy"] = { "define", "is" }, ["errgate.duration"] = { "format", "parse" } }
+    for name, want in pairs(exported) do
+      local seen = {}
+      for k in env.pairs(env.require(name)) do seen[#seen + 1] = k end
+      table.sort(seen)
+      assert.are.same(want, seen)
+    end
+    assert.is_nil(env.require("errgate.policy").Policy)
+  end)
+
+  it("refuses the modules the policy API no longer offers, naming what to write instead", function()
+    for _, name in ipairs({ "errgate.backoff", "errgate.schedule", "errgate.failure", "errgate.classify",
+                            "errgate.decision", "errgate.route", "errgate.redact", "errgate.pattern" }) do
+      local ok, err = req(name)
+      assert.is_false(ok, name)
+      assert.matches("is no longer offered to policies", err)
+    end
   end)
 end)
 
