@@ -1,5 +1,7 @@
 # lib.sh — shared helpers for bench/run.sh (bash): prerequisites, the
-# embedded broker, GNU time parsing, medians, and the result store.
+# broker (embedded, or a real Apache Kafka cluster from spec/kafka/cluster.sh
+# under BENCH_BROKER=kafka), the Spring Kafka peer's build, GNU time
+# parsing, medians, and the result store.
 #
 # Every measurement appends one line "KEY VALUE" to $W/results (KEY is
 # row.metric, e.g. happy.errgate.rps); the table takes the median of all the
@@ -10,6 +12,8 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build}
 EG="$ROOT/$BUILD/errgate"
+BENCH_BROKER=${BENCH_BROKER:-embedded}
+KAFKA_DIR=""
 FLAKY="$ROOT/$BUILD/flaky-handler"
 PY=/usr/bin/python3
 GTIME=/usr/bin/time
@@ -30,6 +34,13 @@ need() {
   command -v pkg-config >/dev/null || { miss+=(pkg-config); pkgs+=(pkg-config); }
   command -v openssl >/dev/null || { miss+=(openssl); pkgs+=(openssl); }
   pkg-config --exists libevent_openssl openssl 2>/dev/null || { miss+=("libevent_openssl/openssl headers"); pkgs+=(libevent-dev libssl-dev); }
+  if [ "$BENCH_BROKER" = kafka ]; then
+    command -v java >/dev/null || { miss+=(java); pkgs+=(openjdk-17-jdk-headless); }
+    if [ "${BENCH_SPRING:-1}" = 1 ]; then
+      command -v javac >/dev/null || { miss+=("javac (the Spring peer is compiled)"); pkgs+=(openjdk-17-jdk-headless); }
+      command -v mvn >/dev/null || { miss+=(mvn); pkgs+=(maven); }
+    fi
+  fi
   [ -x "$EG" ] || miss+=("$EG (run make)")
   [ -x "$FLAKY" ] || miss+=("$FLAKY (run make)")
   if [ ${#miss[@]} -gt 0 ]; then
@@ -49,6 +60,7 @@ cleanup() {
   done
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
+  [ -n "$KAFKA_DIR" ] && "$ROOT/spec/kafka/cluster.sh" down --dir "$KAFKA_DIR" 2>>"$W/kafka.err"
   if [ "${BENCH_KEEP:-0}" = 1 ]; then say "scratch kept in $W"; else rm -rf "$W"; fi
 }
 
@@ -60,8 +72,22 @@ wait_for() {
   done
 }
 
-# start_broker ARGS...: `errgate broker` in the background; sets BOOTSTRAP.
+# start_broker [--topic NAME:PARTITIONS]...: the benchmark's broker with
+# these topics; sets BOOTSTRAP. BENCH_BROKER=embedded: `errgate broker` in the
+# background. BENCH_BROKER=kafka: a real cluster of BENCH_KAFKA_BROKERS (1)
+# KRaft nodes under $W/kafka (spec/kafka/cluster.sh, stopped by cleanup),
+# topics created through the Admin API (spec/e2e/topics.py).
 start_broker() {
+  if [ "$BENCH_BROKER" = kafka ]; then
+    local t=()
+    while [ $# -gt 0 ]; do [ "$1" = --topic ] && t+=("$2"); shift 2; done
+    KAFKA_DIR=$W/kafka
+    "$ROOT/spec/kafka/cluster.sh" up --dir "$KAFKA_DIR" --brokers "${BENCH_KAFKA_BROKERS:-1}" >"$W/kafka.out" 2>"$W/kafka.err" ||
+      die "the Kafka cluster did not start: $(tail -5 "$W/kafka.err")"
+    BOOTSTRAP=$(sed -n 's/^bootstrap.servers=//p' "$W/kafka.out" | head -1)
+    "$PY" "$ROOT/spec/e2e/topics.py" "$BOOTSTRAP" "${t[@]}" 2>"$W/topics.err" || die "topics not created: $(cat "$W/topics.err")"
+    return
+  fi
   "$EG" broker "$@" >"$W/broker.out" 2>"$W/broker.err" &
   PIDS+=($!)
   wait_for 10 grep -q '^control=' "$W/broker.out" || die "broker did not start: $(cat "$W/broker.err")"
@@ -83,6 +109,40 @@ produce() {
     die "producing to $1 failed: $(cat "$W/produce-$1.err")"
 }
 
+# broker_name: the broker, as the table's header names it.
+broker_name() {
+  if [ "$BENCH_BROKER" = kafka ]; then
+    local v n; v=$(sed -n 's/^version=//p' "$KAFKA_DIR/cluster.state"); n=$(sed -n 's/^brokers=//p' "$KAFKA_DIR/cluster.state")
+    echo "Apache Kafka $v, $n broker(s) (spec/kafka/cluster.sh, KRaft, replication $([ "$n" -ge 3 ] && echo 3 || echo 1))"
+  else
+    echo "embedded (librdkafka's mock cluster)"
+  fi
+}
+
+# spring_build: the Spring Kafka peer (bench/peers/spring) compiled once into
+# a cache outside the tree, ${ERRGATE_BENCH_CACHE:-~/.cache/errgate/bench}/
+# spring-HASH (HASH: sha256 of its pom and sources), Maven run only when that
+# directory has no stamp (two runs at once wait on one lock); sets SPRING_CP.
+spring_build() {
+  local src="$ROOT/bench/peers/spring" sum dir
+  sum=$(cd "$src" && find pom.xml src -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+  dir=${ERRGATE_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/errgate/bench}/spring-$sum
+  SPRING_CP="$dir/classes:$dir/lib/*"
+  [ -f "$dir/complete" ] && return 0
+  mkdir -p "$dir" || die "cannot create $dir"
+  (
+    flock -w 900 9 || die "waited 15 minutes for another build of the Spring peer ($dir/.lock)"
+    [ -f "$dir/complete" ] && exit 0
+    rm -rf "$dir/classes" "$dir/lib" "$dir/maven-status" "$dir/generated-sources"
+    say "building the Spring Kafka peer with Maven into $dir (log: $dir/mvn.log)"
+    timeout 900 mvn -B -q -f "$src/pom.xml" -Dpeer.build="$dir" compile dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$dir/lib" >"$dir/mvn.log" 2>&1 ||
+      die "Maven could not build bench/peers/spring: $(grep -m3 ERROR "$dir/mvn.log")"
+    [ -f "$dir/classes/errgate/bench/SpringPeer.class" ] || die "Maven finished without SpringPeer.class (see $dir/mvn.log)"
+    touch "$dir/complete"
+  ) 9>"$dir/.lock" || exit 1
+}
+
 # watermarks TOPIC PARTITIONS: prints "LOW HIGH" summed over the partitions.
 watermarks() {
   "$PY" "$ROOT/bench/watermarks.py" "$BOOTSTRAP" "$1" "$2"
@@ -101,6 +161,13 @@ expect_topic() {
 expect_written() {
   local wm; wm=$(watermarks "$1" "$2")
   [ "${wm#* }" = "$3" ] || die "topic $1 holds '$wm' (low high), expected $3 records written"
+}
+
+# expect_at_least TOPIC PARTITIONS N: at least N records were appended (a
+# peer that stops after N may have written a few more meanwhile).
+expect_at_least() {
+  local wm; wm=$(watermarks "$1" "$2")
+  [ "${wm#* }" -ge "$3" ] 2>/dev/null || die "topic $1 holds '$wm' (low high), expected at least $3 records written"
 }
 
 # lag GROUP TOPIC: the group's total lag, or "?".

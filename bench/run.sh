@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # run.sh — `make bench`: errgate side by side with kcat and a hand-written
-# consumer, on one embedded broker, printed as one table of medians and ratios.
+# consumer, on one embedded broker (BENCH_BROKER=embedded, the default) or a
+# real Apache Kafka cluster (BENCH_BROKER=kafka: spec/kafka/cluster.sh, one
+# broker unless BENCH_KAFKA_BROKERS=3), printed as one table of medians and
+# ratios. On the real cluster a Spring Kafka peer (bench/peers/spring, built
+# by Maven into a cache outside the tree) runs the happy, dead-letter and
+# HTTP paths on the same data after errgate's rows of each repetition
+# (BENCH_SPRING=0 leaves it out; BENCH_SPRING_RECORDS, 20,000, is how many
+# records its dead-letter and HTTP rows take: ~100x slower than errgate's).
 #
 # One broker holds three data sets of BENCH_RECORDS small records over
 # BENCH_PARTITIONS partitions (checked for the broker's retention: low
@@ -18,13 +25,17 @@
 # prints the medians. Knobs: BENCH_REPS, BENCH_RECORDS, BENCH_PEER_RECORDS,
 # BENCH_PARTITIONS, BENCH_HTTP_CONCURRENCY, BENCH_HTTP_ORDERING, BENCH_WRK_SECONDS,
 # BENCH_KCAT_RUNS (kcat consume runs per repetition, 3),
-# BENCH_SMOKE=1 (tiny sizes, one repetition: a CI smoke run), BENCH_KEEP=1,
-# BENCH_ONLY=http (only the HTTP and HTTPS rows).
+# # BENCH_SMOKE=1 (tiny sizes, one repetition: a CI smoke run), BENCH_KEEP=1,
+# BENCH_ONLY=http (only the HTTP and HTTPS rows), BENCH_BROKER,
+# BENCH_KAFKA_BROKERS, BENCH_SPRING, BENCH_SPRING_RECORDS,
+# BENCH_SPRING_JVM_OPTS (the peer's JVM options; default none: the JVM's own
+# ergonomics).
 set -u
 source "$(dirname "$0")/lib.sh"
 
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
   : "${BENCH_REPS:=1}" "${BENCH_RECORDS:=20000}" "${BENCH_PEER_RECORDS:=2000}" "${BENCH_WRK_SECONDS:=1}"
+  : "${BENCH_SPRING_RECORDS:=2000}"
 fi
 REPS=${BENCH_REPS:-3}
 N=${BENCH_RECORDS:-200000}
@@ -36,6 +47,12 @@ WRK_SECS=${BENCH_WRK_SECONDS:-3}
 KRUNS=${BENCH_KCAT_RUNS:-3}
 ONLY=${BENCH_ONLY:-}
 [ "$PEER_N" -gt "$N" ] && PEER_N=$N
+case $BENCH_BROKER in embedded|kafka) ;; *) die "BENCH_BROKER is embedded or kafka, not '$BENCH_BROKER'" ;; esac
+SPRING=0; [ "$BENCH_BROKER" = kafka ] && [ "${BENCH_SPRING:-1}" = 1 ] && SPRING=1
+SPRING_N=${BENCH_SPRING_RECORDS:-20000}
+[ "$SPRING_N" -gt "$N" ] && SPRING_N=$N
+# shellcheck disable=SC2206
+SPRING_JVM=(${BENCH_SPRING_JVM_OPTS:-})
 
 need
 W=$(mktemp -d /tmp/errgate-bench.XXXXXX)
@@ -60,12 +77,15 @@ STAMP="$ROOT/$BUILD/bench/stamp"
 cc $CFLAGS_B -o "$ROOT/$BUILD/bench/tls_proxy" "$ROOT/bench/tls_proxy.c" $(pkg-config --cflags --libs libevent_openssl openssl) ||
   die "cannot compile bench/tls_proxy.c"
 
+[ $SPRING = 1 ] && spring_build
+
 # ---- data ------------------------------------------------------------------
 topics=(--topic "happy:$P" --topic "dlqsrc:$P" --topic "http:$P")
 for r in $(seq "$REPS"); do topics+=(--topic "dlqsrc.dlq.$r:$P" --topic "copy.$r:$P"); done
+[ $SPRING = 1 ] && for r in $(seq "$REPS"); do topics+=(--topic "dlqsrc.spring-dlt.$r:$P"); done
 start_broker "${topics[@]}"
 start_handler
-say "broker $BOOTSTRAP, handler $HANDLER_URL; $N records over $P partitions, $REPS repetitions; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+say "broker $BOOTSTRAP ($(broker_name)), handler $HANDLER_URL; $N records over $P partitions, $REPS repetitions; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 sets="happy dlqsrc http"; [ "$ONLY" = http ] && sets=http
 for t in $sets; do
   case $t in dlqsrc) produce "$t" "$N" permanent:1 ;; *) produce "$t" "$N" ok:1 ;; esac
@@ -122,6 +142,19 @@ run_gateway() {
   say "$row: $rps rec/s, $(tail -1 "$W/$row.time")"
 }
 
+# run_spring ROW MODE BOOTSTRAP GROUP TOPIC COUNT CONCURRENCY [DLT|URL]: the Spring
+# Kafka peer under GNU time; records ROW.rps (its own first-record to
+# COUNT-th-done window), ROW.cpu and ROW.rss (the whole JVM process).
+run_spring() {
+  local row=$1; shift
+  "$GTIME" -f '%e %U %S %M' -o "$W/$row.time" java "${SPRING_JVM[@]}" -cp "$SPRING_CP" errgate.bench.SpringPeer "$@" \
+    >"$W/$row.out" 2>"$W/$row.err" || die "$row: the Spring peer failed: $(grep -v '^\s' "$W/$row.err" | tail -3)"
+  sed 's/.*first_ns=\([0-9]*\) last_ns=\([0-9]*\).*/stamp first_ns=\1 nth_ns=\2/' "$W/$row.out" >"$W/$row.stamp"
+  stamp_rps "$row" "$W/$row.stamp" "$5"
+  gtime_cost "$W/$row.time" "$5" "$row"
+  say "$row: $(grep "^$row.rps" "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(tail -1 "$W/$row.time")"
+}
+
 # stamp_rps ROW STAMP_FILE COUNT [END_NS]: records ROW.rps from stamp's window.
 stamp_rps() {
   local first nth
@@ -146,6 +179,7 @@ for r in $(seq "$REPS"); do
     gtime_cost "$W/happy.kcat.time" "$N" happy.kcat
     say "happy.kcat: $(grep '^happy.kcat.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(tail -1 "$W/happy.kcat.time")"
   done
+  [ $SPRING = 1 ] && run_spring happy.spring happy "$BOOTSTRAP" "happy-sp-$r" happy "$N" 1
 
   # 2. dead-letter path
   gateway_config "$W/dlq.lua" "dlq-eg-$r" dlqsrc "{ lua = \"$W/reject.lua\" }" "$r"
@@ -164,6 +198,10 @@ for r in $(seq "$REPS"); do
     awk '{print $1, $2+$6, $3+$7, $4+$8}' >"$W/dlq.kcat.time"   # both kcats: CPU and RSS summed
   gtime_cost "$W/dlq.kcat.time" "$N" dlq.kcat
   say "dlq.kcat: $(grep '^dlq.kcat.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(cat "$W/dlq.kcat.time")"
+  if [ $SPRING = 1 ]; then
+    run_spring dlq.spring dlq "$BOOTSTRAP" "dlq-sp-$r" dlqsrc "$SPRING_N" "$CONC" "dlqsrc.spring-dlt.$r"
+    expect_at_least "dlqsrc.spring-dlt.$r" "$P" "$SPRING_N"
+  fi
 
   fi
 
@@ -178,6 +216,7 @@ for r in $(seq "$REPS"); do
   stamp_rps http.peer "$W/http.peer.stamp" "$PEER_N"
   gtime_cost "$W/http.peer.time" "$PEER_N" http.peer
   say "http.peer: $(grep '^http.peer.rps' "$W/results" | tail -1 | cut -d' ' -f2) rec/s ... $(tail -1 "$W/http.peer.time")"
+  [ $SPRING = 1 ] && run_spring http.spring http "$BOOTSTRAP" "http-sp-$r" http "$SPRING_N" "$CONC" "$HANDLER_URL"
   wrk -t1 -c"$CONC" -d"${WRK_SECS}s" -s "$ROOT/bench/wrk_post.lua" "$HANDLER_URL" >"$W/wrk.out" 2>&1 ||
     die "wrk failed: $(cat "$W/wrk.out")"
   record http.ceiling.rps "$(awk '/^Requests\/sec:/{print $2}' "$W/wrk.out")"
@@ -202,4 +241,5 @@ done
 done
 
 W="$W" N="$N" PEER_N="$PEER_N" P="$P" REPS="$REPS" KRUNS="$KRUNS" CONC="$CONC" ORDERING="$ORDERING" \
+  SPRING_N="$SPRING_N" BROKER_NAME="$(broker_name)" SPRING_JVM_OPTS="${BENCH_SPRING_JVM_OPTS:-}" \
   MALLOC_NAME="$("$EG" --version | sed -n 's/^malloc //p')" bash "$ROOT/bench/table.sh"
