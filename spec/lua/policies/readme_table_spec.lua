@@ -1,5 +1,5 @@
 -- policies/readme_table_spec.lua — the README's table of the default policy
--- (under "## Policies") against spec/cases/default.jsonl, the statement of
+-- (under "## The default policy") against spec/cases/default.jsonl, the statement of
 -- what policies/default.lua decides. Fails when they disagree:
 --   * every failure a row names has a first-attempt case (no ctx but the
 --     breaker's state, no Error-Class, Error-Code, body or Retry-After) of the row's class and
