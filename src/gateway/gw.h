@@ -363,6 +363,22 @@ int eg_gw_rung_of(const eg_gw *gw, const char *topic);
 int64_t eg_gw_rung_due(const eg_gw *gw, const eg_part *p, const eg_record *r, int64_t now);
 void eg_gw_rungs_free(eg_gw *gw);
 
+/* gw_run.c */
+
+/* Builds the gateway of config cfg (borrowed: it must outlive gw) into gw:
+ * metrics, breaker, retry budget, policy, target, lanes, spill journal,
+ * incident controls, admin endpoint, the consumer (not subscribed: see
+ * eg_gw_subscribe), the commit and poll timers. target NULL builds the
+ * configured one (target.h); any other target is taken (freed by
+ * eg_gw_close, also when this fails) and wired to the gateway: its base,
+ * done and done_arg are set here. Returns 0, or -1 with err; either way
+ * eg_gw_close frees what was built. Runs on the thread that will run the
+ * loop. */
+int eg_gw_open(eg_gw *gw, eg_config *cfg, eg_target *target, char *err, size_t errlen);
+/* Frees everything eg_gw_open built, in dependency order (whatever part of
+ * it exists); not cfg. */
+void eg_gw_close(eg_gw *gw);
+
 /* gw_admin.c */
 
 /* Builds the metrics registry and the families the loop updates. */

@@ -7,7 +7,13 @@
  * It only wires: what happens to a record is gateway.c (whose entry points
  * it registers as callbacks), observability gw_admin.c, reloading
  * gw_reload.c, rung topics gw_rungs.c. Dependencies run one way, from this
- * file to those; none of them calls back into it. */
+ * file to those; none of them calls back into it.
+ *
+ * Building and freeing the gateway (eg_gw_open, eg_gw_close) are apart from
+ * running it (eg_cmd_run: the subscription, the policy file watch, signals
+ * and the loop), so that a program can build a gateway around a target of
+ * its own and drive its loop and its group events itself (the in-process
+ * test of the record path, spec/c/test_gateway.c, does). */
 #include "cli.h"
 #include "gw.h"
 #include "log.h"
@@ -53,9 +59,10 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     eg_gw_begin_stop(gw, EG_EXIT_OK, sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
-/* Creates the consumer (fixed and default settings over the config's),
- * wakes the loop through a pipe when its queue has events, and subscribes
- * to the source and rung topics. Returns 0 or -1 with err. */
+/* Creates the consumer (fixed and default settings over the config's) and
+ * wakes the loop through a pipe when its queue has events; the rung topics
+ * are known and every topic made sure of, but nothing is subscribed yet
+ * (eg_gw_subscribe). Returns 0 or -1 with err. */
 static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     const eg_config *cfg = gw->cfg;
     char e[512];
@@ -100,12 +107,10 @@ static int consumer_new(eg_gw *gw, char *err, size_t errlen) {
     eg_gw_topics_ensure(gw);
     gw->coverage = eg_gw_coverage_new(gw);
     gw->fetchwake = eg_gw_fetchwake_new(gw->rk, cfg->fetch_wakeup_ms, gw->m.fetch_wakeups);
-    return eg_gw_subscribe(gw, err, errlen);
+    return 0;
 }
 
-/* Frees everything eg_cmd_run built, in dependency order (whatever part of
- * it exists). */
-static void gateway_free(eg_gw *gw) {
+void eg_gw_close(eg_gw *gw) {
     eg_gw_reload_stop(gw); /* answers reloads still waiting, before the admin goes */
     eg_admin_free(gw->admin);
     gw->admin = NULL;
@@ -174,6 +179,56 @@ static int spill_start(eg_gw *gw, char *err, size_t errlen) {
     return 0;
 }
 
+int eg_gw_open(eg_gw *gw, eg_config *cfg, eg_target *target, char *err, size_t errlen) {
+    memset(gw, 0, sizeof *gw);
+    gw->cfg = cfg;
+    eg_sampler_init(&gw->declog, cfg->log_decisions_per_second);
+    /* as many kept as can be in flight: the caps bound them */
+    eg_slab_init(&gw->records, sizeof(eg_record), cfg->max_inflight_total);
+    eg_slab_init(&gw->fails, sizeof(eg_fail), cfg->max_inflight_total);
+    gw->base = event_base_new();
+    gw->loop_thread = pthread_self();
+    eg_gw_metrics_new(gw);
+    if (target) { /* taken: freed by eg_gw_close, also when this fails */
+        gw->target = target;
+        target->base = gw->base;
+        target->done = eg_gw_on_target_done;
+        target->done_arg = gw;
+    }
+    eg_breaker_cfg bc = {.enabled = cfg->breaker_enabled,
+                         .window = cfg->breaker_window,
+                         .min_calls = cfg->breaker_min_calls,
+                         .failure_ratio = cfg->breaker_failure_ratio,
+                         .open_ms = cfg->breaker_open_ms,
+                         .half_open_probes = cfg->breaker_probes};
+    eg_budget_cfg uc = {.enabled = cfg->budget_enabled, .percent = cfg->budget_percent, .min = cfg->budget_min};
+    char e[512];
+    if (eg_breaker_init(&gw->breaker, &bc, eg_gw_on_breaker, gw, e, sizeof e) != 0 ||
+        eg_budget_init(&gw->budget, &uc, e, sizeof e) != 0) {
+        snprintf(err, errlen, "config %s: target: %s", cfg->path, e);
+        return -1;
+    }
+    if (!(gw->policy = eg_policy_load_capped(cfg->policy, cfg->policy_timeout_ms, (size_t)cfg->policy_memory_mb << 20,
+                                             err, errlen)) ||
+        (!gw->target && !(gw->target = eg_target_new(cfg, gw->base, eg_gw_on_target_done, gw, err, errlen))) ||
+        !(gw->lanes = eg_lanes_new(cfg, gw->base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, gw, err, errlen)) ||
+        spill_start(gw, err, errlen) != 0 || eg_gw_incident_start(gw, err, errlen) != 0 ||
+        eg_gw_admin_start(gw, err, errlen) != 0 || consumer_new(gw, err, errlen) != 0)
+        return -1;
+    if (cfg->shadow_policy) {
+        eg_shadow_cfg sc = {cfg->shadow_policy, cfg->shadow_timeout_ms, (size_t)cfg->policy_memory_mb << 20,
+                            cfg->shadow_cpu_percent};
+        gw->shadow = eg_shadow_new(&sc, gw->base, gw->reg);
+    }
+    gw->commit_ev = event_new(gw->base, -1, EV_PERSIST, eg_gw_on_commit_tick, gw);
+    struct timeval ci = eg_gw_tv(cfg->commit_interval_ms);
+    event_add(gw->commit_ev, &ci);
+    gw->poll_ev = event_new(gw->base, -1, EV_PERSIST, on_poll_tick, gw);
+    struct timeval pt = eg_gw_tv(POLL_TICK_MS);
+    event_add(gw->poll_ev, &pt);
+    return 0;
+}
+
 /* `errgate run -c CONFIG`: loads the config, builds the gateway, runs the
  * loop until a stop, logs the summary. Returns the exit code (EG_EXIT_*). */
 int eg_cmd_run(int argc, char **argv) {
@@ -212,41 +267,10 @@ int eg_cmd_run(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     eg_gw gw;
-    memset(&gw, 0, sizeof gw);
-    gw.cfg = &cfg;
-    eg_sampler_init(&gw.declog, cfg.log_decisions_per_second);
-    /* as many kept as can be in flight: the caps bound them */
-    eg_slab_init(&gw.records, sizeof(eg_record), cfg.max_inflight_total);
-    eg_slab_init(&gw.fails, sizeof(eg_fail), cfg.max_inflight_total);
     int rc = EG_EXIT_USAGE;
-    gw.base = event_base_new();
-    gw.loop_thread = pthread_self();
-    eg_gw_metrics_new(&gw);
-    eg_breaker_cfg bc = {.enabled = cfg.breaker_enabled,
-                         .window = cfg.breaker_window,
-                         .min_calls = cfg.breaker_min_calls,
-                         .failure_ratio = cfg.breaker_failure_ratio,
-                         .open_ms = cfg.breaker_open_ms,
-                         .half_open_probes = cfg.breaker_probes};
-    eg_budget_cfg uc = {.enabled = cfg.budget_enabled, .percent = cfg.budget_percent, .min = cfg.budget_min};
-    if (eg_breaker_init(&gw.breaker, &bc, eg_gw_on_breaker, &gw, err, sizeof err) != 0 ||
-        eg_budget_init(&gw.budget, &uc, err, sizeof err) != 0) {
-        fprintf(stderr, "errgate: config %s: target: %s\n", cfg.path, err);
-        goto out;
-    }
-    if (!(gw.policy = eg_policy_load_capped(cfg.policy, cfg.policy_timeout_ms, (size_t)cfg.policy_memory_mb << 20, err,
-                                            sizeof err)) ||
-        !(gw.target = eg_target_new(&cfg, gw.base, eg_gw_on_target_done, &gw, err, sizeof err)) ||
-        !(gw.lanes = eg_lanes_new(&cfg, gw.base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, &gw, err, sizeof err)) ||
-        spill_start(&gw, err, sizeof err) != 0 || eg_gw_incident_start(&gw, err, sizeof err) != 0 ||
-        eg_gw_admin_start(&gw, err, sizeof err) != 0 || consumer_new(&gw, err, sizeof err) != 0) {
+    if (eg_gw_open(&gw, &cfg, NULL, err, sizeof err) != 0 || eg_gw_subscribe(&gw, err, sizeof err) != 0) {
         fprintf(stderr, "errgate: %s\n", err);
         goto out;
-    }
-    if (cfg.shadow_policy) {
-        eg_shadow_cfg sc = {cfg.shadow_policy, cfg.shadow_timeout_ms, (size_t)cfg.policy_memory_mb << 20,
-                            cfg.shadow_cpu_percent};
-        gw.shadow = eg_shadow_new(&sc, gw.base, gw.reg);
     }
     eg_logline l;
     if (eg_log_begin(&l, EG_INFO, "start")) {
@@ -256,12 +280,6 @@ int eg_cmd_run(int argc, char **argv) {
         eg_log_str(&l, "ordering", eg_ordering_name(cfg.ordering));
         eg_log_end(&l);
     }
-    gw.commit_ev = event_new(gw.base, -1, EV_PERSIST, eg_gw_on_commit_tick, &gw);
-    struct timeval ci = eg_gw_tv(cfg.commit_interval_ms);
-    event_add(gw.commit_ev, &ci);
-    gw.poll_ev = event_new(gw.base, -1, EV_PERSIST, on_poll_tick, &gw);
-    struct timeval pt = eg_gw_tv(POLL_TICK_MS);
-    event_add(gw.poll_ev, &pt);
     eg_gw_watch_start(&gw);
     gw.sig_ev[0] = evsignal_new(gw.base, SIGTERM, on_signal, &gw);
     gw.sig_ev[1] = evsignal_new(gw.base, SIGINT, on_signal, &gw);
@@ -281,7 +299,7 @@ int eg_cmd_run(int argc, char **argv) {
      * without loss, and must not hang it (watchdog.c) */
     eg_watchdog_arm(TEARDOWN_MAX_MS, rc, "the teardown (Kafka clients, target, spill drainer)");
 out:
-    gateway_free(&gw);
+    eg_gw_close(&gw);
     eg_config_free(&cfg);
     eg_watchdog_disarm();
     return rc;
