@@ -322,9 +322,10 @@ end
 --                  delivery count from retry_topic-attempts (minus one)
 --   connect        __connect.errors.exception.class.name, .exception.message
 --                  (Kafka Connect DeadLetterQueueReporter)
---   streams        __streams.errors.exception ("class: message", as
---                  Throwable.toString), .message (Kafka Streams
---                  ExceptionHandlerUtils, KIP-1034)
+--   streams        __streams.errors.exception (the class: Kafka 4.4.0's
+--                  real dead letters hold getClass().getName(); "class:
+--                  message", Throwable.toString, reads the same), .message
+--                  (Kafka Streams ExceptionHandlerUtils, KIP-1034)
 --   share-group    __dlq.errors.message, .delivery.count (Kafka
 --                  ShareGroupDLQRecordHelper, KIP-1191: no exception class)
 --   x-dlq-metadata the JSON header's error_info {exception|class_name|code,

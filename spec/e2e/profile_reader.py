@@ -12,7 +12,8 @@ the systems' own sources, not from errgate's code:
            connector.name, task.id, stage, class.name, exception.class.name,
            exception.message, exception.stacktrace (UTF-8).
   streams  Kafka Streams ExceptionHandlerUtils (KIP-1034): "__streams.errors."
-           + exception (Throwable.toString), message, stacktrace, topic,
+           + exception (getClass().getName(): the class alone, as Kafka
+           4.4.0's real dead letters show), message, stacktrace, topic,
            partition, offset (String.valueOf).
   x-dlq-metadata  one JSON object: original_headers, original_topic,
            original_consumer_group, original_timestamp, error_info.

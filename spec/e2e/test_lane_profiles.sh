@@ -63,9 +63,10 @@ for r in dlq:
     want((cn["topic"], cn["partition"], cn["offset"]) == ("src", p, o), "connect coordinates %r" % cn, r)
     want(cn["connector_name"] == "pf" and cn["task_id"] == 0 and cn["stage"] == "TASK_PUT", "connect context", r)
     want(cn["exception_class_name"] == code and cn["exception_message"] == msg, "connect exception", r)
-    # Streams: Throwable.toString() in exception
+    # Streams: the class alone in exception, Throwable.toString() starts the stack trace
     want((st["topic"], st["partition"], st["offset"]) == ("src", p, o), "streams coordinates", r)
-    want(st["exception"] == "%s: %s" % (code, msg) and st["message"] == msg, "streams exception", r)
+    want(st["exception"] == code and st["message"] == msg and st["stacktrace"] == "%s: %s" % (code, msg),
+         "streams exception (the class alone, as Kafka Streams writes getClass().getName())", r)
     # x-dlq-metadata
     sh = {n: bytes.fromhex(v).decode() for n, v in s["headers"]}
     want(x.get("original_headers") == sh, "x-dlq original_headers %r != %r" % (x.get("original_headers"), sh), r)

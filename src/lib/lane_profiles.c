@@ -16,9 +16,13 @@
  *         (populateContextHeaders): "__connect.errors." + topic, partition,
  *         offset (decimal text), connector.name, task.id, stage, class.name,
  *         exception.class.name, exception.message, exception.stacktrace.
- * streams Apache Kafka, streams/.../errors/ExceptionHandlerUtils (KIP-1034):
- *         "__streams.errors." + exception (Throwable.toString(): "class:
- *         message"), message, stacktrace, topic, partition, offset (decimal).
+ * streams Apache Kafka, streams/.../errors/internals/ExceptionHandlerUtils
+ *         (KIP-1034, buildDeadLetterQueueRecord in 4.4.0): "__streams.errors."
+ *         + exception (exception.getClass().getName(): the class alone),
+ *         message (getMessage()), stacktrace (printStackTrace's text, which
+ *         starts "class: message"), topic, partition, offset (String.valueOf).
+ *         Checked against Kafka's own constants by the anchor tool
+ *         (spec/anchors/streams-connect, e2e/test_anchor_streams_connect).
  * x-dlq-metadata  one JSON object (a house format): original_headers,
  *         original_topic, original_consumer_group, original_timestamp,
  *         error_info.
@@ -214,7 +218,7 @@ static void add_connect(rd_kafka_headers_t *h, const facts *f) {
 }
 
 static void add_streams(rd_kafka_headers_t *h, const facts *f) {
-    add(h, ST_EXCEPTION, f->trace); /* Throwable.toString(): "class: message" */
+    add(h, ST_EXCEPTION, f->code); /* getClass().getName(): the class alone, as Kafka 4.4.0 writes it */
     add(h, ST_MESSAGE, f->message);
     add(h, ST_STACKTRACE, f->trace);
     add_once(h, ST_TOPIC, f->topic, -1);
