@@ -7,6 +7,7 @@
  * Usage errors are one line on stderr and exit EG_EXIT_USAGE, as in every
  * command. */
 #include "cli.h"
+#include "kconf.h"
 
 #include <event2/event.h>
 #include <gnu/libc-version.h>
@@ -108,7 +109,16 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) return version();
     if (!strcmp(argv[1], "help")) return help(argc - 1, argv + 1);
     int c = find(argv[1]);
-    if (c >= 0) return commands[c].fn(argc - 1, argv + 1);
+    if (c >= 0) {
+        int rc = commands[c].fn(argc - 1, argv + 1);
+        char why[300];
+        if (rc != EG_EXIT_OK && eg_kafka_auth_failure(why, sizeof why))
+            fprintf(stderr,
+                    "errgate %s: the cluster refused the credentials (%s): check sasl.mechanism, sasl.username and "
+                    "sasl.password (--kafka-config, or the config's kafka table)\n",
+                    argv[1], why);
+        return rc;
+    }
     fprintf(stderr, "errgate: unknown %s '%s'%s (see errgate --help)\n", argv[1][0] == '-' ? "option" : "command",
             argv[1], eg_dash_hint(argv[1]));
     return EG_EXIT_USAGE;

@@ -12,6 +12,7 @@
  * (OFFSETS_DEADLINE_S), past which it says so on stderr and exits 1, or,
  * once its answer is printed, exits with that answer's status. */
 #include "cli.h"
+#include "kcli.h"
 #include "kconf.h"
 
 #include <librdkafka/rdkafka.h>
@@ -38,16 +39,20 @@ static void on_deadline(int sig) {
 
 /* Prints the usage text of `errgate offsets` on stdout. */
 static void usage(void) {
-    printf("usage: errgate offsets -b BOOTSTRAP -g GROUP TOPIC...\n"
+    printf("usage: errgate offsets (-b BOOTSTRAP | -c CONFIG) [--kafka-config F] -g GROUP TOPIC...\n"
            "\n"
            "  -b, --bootstrap B  broker address (else $ERRGATE_BOOTSTRAP)\n"
+           "  -c, --config F     a gateway config whose kafka properties are used\n"
+           "  --kafka-config F   librdkafka properties, KEY=VALUE a line (credentials;\n"
+           "                     else $ERRGATE_KAFKA_CONFIG)\n"
            "  -g, --group G      the consumer group whose commits are shown\n"
            "\n"
            "Prints TOPIC PARTITION COMMITTED END LAG per partition, then a total line.\n");
 }
 
 int eg_cmd_offsets(int argc, char **argv) {
-    const char *bootstrap = getenv("ERRGATE_BOOTSTRAP"), *group = NULL;
+    const char *group = NULL;
+    eg_kcli k = {0};
     int first_topic = argc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -56,8 +61,10 @@ int eg_cmd_offsets(int argc, char **argv) {
             usage();
             return EG_EXIT_OK;
         }
-        if (!strcmp(a, "-b") || !strcmp(a, "--bootstrap")) slot = &bootstrap;
-        else if (!strcmp(a, "-g") || !strcmp(a, "--group")) slot = &group;
+        int kr = eg_kcli_opt(&k, argc, argv, &i);
+        if (kr < 0) return eg_usage_error("offsets", "%s needs a value", a);
+        if (kr > 0) continue;
+        if (!strcmp(a, "-g") || !strcmp(a, "--group")) slot = &group;
         else if (a[0] == '-') return eg_usage_error("offsets", "unknown option '%s'%s", a, eg_dash_hint(a));
         else {
             first_topic = i;
@@ -66,18 +73,17 @@ int eg_cmd_offsets(int argc, char **argv) {
         if (i + 1 >= argc) return eg_usage_error("offsets", "%s needs a value", a);
         *slot = argv[++i];
     }
-    if (!bootstrap) return eg_usage_error("offsets", "no broker: give -b BOOTSTRAP or set ERRGATE_BOOTSTRAP");
+    if (k.key_file) return eg_usage_error("offsets", "unknown option '--key-file'");
     if (!group) return eg_usage_error("offsets", "missing -g GROUP");
     if (first_topic >= argc) return eg_usage_error("offsets", "missing TOPIC");
-    char e[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, e, sizeof e) ||
-        rd_kafka_conf_set(conf, "group.id", group, e, sizeof e)) {
+    char e[1024];
+    rd_kafka_conf_t *conf = eg_kcli_conf(&k, "errgate-offsets", e, sizeof e);
+    if (!conf) return eg_usage_error("offsets", "%s", e);
+    if (rd_kafka_conf_set(conf, "group.id", group, e, sizeof e)) {
         fprintf(stderr, "errgate offsets: %s\n", e);
         rd_kafka_conf_destroy(conf);
         return 2;
     }
-    rd_kafka_conf_set_log_cb(conf, eg_rdkafka_log_cb);
     struct sigaction sa = {.sa_handler = on_deadline};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);

@@ -5,7 +5,11 @@
  *
  * `-c CONFIG` takes the connection settings (every `kafka` property, e.g.
  * bootstrap.servers and security settings) from a gateway config file;
- * `-b` overrides bootstrap.servers; the ERRGATE_BOOTSTRAP environment
+ * `--kafka-config FILE` (else $ERRGATE_KAFKA_CONFIG) adds librdkafka
+ * properties over them, one KEY=VALUE a line: the operator's own
+ * credentials (sasl.username, sasl.password, ssl.*) next to a gateway config
+ * that holds the gateway's, kept out of the command line (and so out of
+ * ps); `-b` overrides bootstrap.servers; the ERRGATE_BOOTSTRAP environment
  * variable is the last resort. */
 #ifndef EG_KCLI_H
 #define EG_KCLI_H
@@ -20,10 +24,11 @@ typedef struct eg_kcli {
     const char *bootstrap; /* borrowed from argv, or NULL */
     const char *config;    /* path borrowed from argv, or NULL */
     const char *key_file;  /* --key-file, borrowed from argv, or NULL */
+    const char *kafka_config; /* --kafka-config, borrowed from argv, or NULL */
 } eg_kcli;
 
 /* Consumes a connection option at argv[*i] (-b/--bootstrap B, -c/--config F,
- * --key-file F). Returns 1 when it was one (and advances *i past its
+ * --key-file F, --kafka-config F). Returns 1 when it was one (and advances *i past its
  * value), 0 when argv[*i] is something else, -1 when the option lacks its
  * value. */
 int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i);
@@ -37,11 +42,20 @@ struct eg_ctlkey;
 int eg_kcli_ctlkey(const eg_kcli *k, struct eg_ctlkey *key, char *err, size_t errlen);
 
 /* A fresh client configuration: the config file's kafka properties (when -c),
- * then bootstrap.servers from -b or ERRGATE_BOOTSTRAP, errgate's log
- * callback, and client.id = client_id. Returns NULL with a one-line message
- * in err when there is no bootstrap or the config is bad. The caller owns
+ * then those of the --kafka-config file (or $ERRGATE_KAFKA_CONFIG), then
+ * bootstrap.servers from -b or ERRGATE_BOOTSTRAP, errgate's log callback,
+ * and client.id = client_id. Returns NULL with a one-line message in err
+ * when there is no bootstrap or a file is bad (a message never quotes a
+ * value of the properties file). The caller owns
  * the result (rd_kafka_new takes it, or rd_kafka_conf_destroy). */
 rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err, size_t errlen);
+
+/* Sets on conf every KEY=VALUE line of the librdkafka properties file path
+ * (blank lines and lines starting with # skipped, white space around key
+ * and value trimmed; at most 64 KiB). *has_bootstrap (may be NULL) is set
+ * when the file names bootstrap.servers. Returns 0, or -1 with err naming
+ * the file, the line and the key, never the value. */
+int eg_kcli_props_file(rd_kafka_conf_t *conf, const char *path, int *has_bootstrap, char *err, size_t errlen);
 
 /* Reads the partitions of one topic from per-partition start offsets up to
  * the end offsets seen when it was opened (or on and on, with follow). The

@@ -8,10 +8,28 @@
  * 4 warn, 5-6 info, 7 debug. */
 #include "kconf.h"
 #include "log.h"
+#include "redact.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+
+/* the first SASL authentication failure any client logged (see kconf.h) */
+static atomic_int auth_claimed, auth_ready;
+static char auth_msg[300];
+
+int eg_kafka_auth_failure(char *buf, size_t buflen) {
+    if (!atomic_load(&auth_ready)) return 0;
+    snprintf(buf, buflen, "%s", auth_msg);
+    return 1;
+}
 
 void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    const char *sasl = strstr(buf, "SASL authentication error");
+    if (sasl && !atomic_exchange(&auth_claimed, 1)) {
+        eg_redact(sasl, strlen(sasl), auth_msg, sizeof auth_msg);
+        atomic_store(&auth_ready, 1);
+    }
     eg_level lv = level <= 3 ? EG_ERROR : level == 4 ? EG_WARN : level <= 6 ? EG_INFO : EG_DEBUG;
     eg_logline l;
     if (!eg_log_begin(&l, lv, "rdkafka")) return;
