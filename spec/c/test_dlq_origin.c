@@ -166,9 +166,63 @@ static void agrees_with_lua(void) {
     eg_vm_free(vm);
 }
 
+/* Real Kafka 4.4.0 dead letters (spec/fixtures/streams-connect/dlq.jsonl,
+ * written by the anchor tool spec/anchors/streams-connect): Streams and
+ * Connect state no timestamp, their dead letter carries the failed record's
+ * as its own, so adopt_at takes it for them; a share group's dead letter is
+ * stamped when the broker writes it, so adopt_at leaves it out. */
+static void real_kafka_dead_letters(void) {
+    eg_dlq_origin o;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    adds(h, "trace-id", "streams-1");
+    adds(h, "__streams.errors.exception", "org.apache.kafka.common.errors.SerializationException");
+    adds(h, "__streams.errors.message", "Size of data received by IntegerDeserializer is not 4");
+    adds(h, "__streams.errors.topic", "anchor-streams-in");
+    adds(h, "__streams.errors.partition", "0");
+    adds(h, "__streams.errors.offset", "1");
+    CHECK(eg_dlq_dialect(h, "auto") && !strcmp(eg_dlq_dialect(h, "auto"), "streams") &&
+              eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.topic, "anchor-streams-in") && o.partition == 0 &&
+              o.offset == 1 && o.timestamp_ms == -1,
+          "streams 4.4.0: decimal text, no timestamp header");
+    eg_dlq_origin_adopt_at(h, 1795822688001LL);
+    CHECK(!strcmp(last(h, EG_H_ORIG_OFFSET), "1") && !strcmp(last(h, EG_H_ORIG_TIMESTAMP), "2026-11-27T23:38:08.001Z"),
+          "streams: the dead letter's own CreateTime is the original timestamp (%s)", last(h, EG_H_ORIG_TIMESTAMP));
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "__connect.errors.topic", "anchor-connect-in");
+    adds(h, "__connect.errors.partition", "0");
+    adds(h, "__connect.errors.offset", "2");
+    adds(h, "__connect.errors.connector.name", "errgate-anchor-sink");
+    adds(h, "__connect.errors.task.id", "0");
+    adds(h, "__connect.errors.stage", "TASK_PUT");
+    adds(h, "__connect.errors.class.name", "org.apache.kafka.connect.sink.SinkTask");
+    adds(h, "__connect.errors.exception.class.name", "java.lang.IllegalStateException");
+    adds(h, "__connect.errors.exception.message", "the sink refused record 2");
+    eg_dlq_origin_adopt_at(h, -1);
+    CHECK(!strcmp(last(h, EG_H_ORIG_TOPIC), "anchor-connect-in") && !strcmp(last(h, EG_H_ORIG_TIMESTAMP), "(absent)") &&
+              !strcmp(last(h, EG_H_ORIG_GROUP), "(absent)"),
+          "connect: without a CreateTime no timestamp is made up, and the group is not the connector's name");
+    rd_kafka_headers_destroy(h);
+
+    h = rd_kafka_headers_new(8);
+    adds(h, "__dlq.errors.topic", "anchor-share-in");
+    adds(h, "__dlq.errors.partition", "0");
+    adds(h, "__dlq.errors.offset", "1");
+    adds(h, "__dlq.errors.group", "errgate-anchor-share");
+    adds(h, "__dlq.errors.delivery.count", "1");
+    adds(h, "__dlq.errors.message", "Offset rejected by client.");
+    eg_dlq_origin_adopt_at(h, 1795826303087LL);
+    CHECK(!strcmp(last(h, EG_H_ORIG_OFFSET), "1") && !strcmp(last(h, EG_H_ORIG_GROUP), "errgate-anchor-share") &&
+              !strcmp(last(h, EG_H_ORIG_TIMESTAMP), "(absent)"),
+          "share group: the dead letter's time is when the broker wrote it, not the original's");
+    rd_kafka_headers_destroy(h);
+}
+
 int main(void) {
     read_dialect();
     agrees_with_lua();
+    real_kafka_dead_letters();
     eg_dlq_origin o;
     rd_kafka_headers_t *h = rd_kafka_headers_new(8);
     CHECK(eg_dlq_origin_read(h, &o) == -1 && o.format == NULL, "no headers: no origin");

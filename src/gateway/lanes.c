@@ -292,7 +292,11 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     add_int(h, EG_H_RETRY_COUNT, retry_count);
     add_int(h, EG_H_ATTEMPTS, attempts + fl->nhist);
     add(h, EG_H_PREVIOUS, rec->topic);
-    if (l->inbox) eg_dlq_origin_adopt(h); /* a foreign DLQ record's birth place */
+    if (l->inbox) { /* a foreign DLQ record's birth place (and, for Connect and Streams, its own timestamp) */
+        rd_kafka_timestamp_type_t itt;
+        int64_t its = rd_kafka_message_timestamp(rec->msg, &itt);
+        eg_dlq_origin_adopt_at(h, itt == RD_KAFKA_TIMESTAMP_CREATE_TIME ? its : -1);
+    }
     /* written once: a record coming back from a lane keeps its birth place */
     if (rd_kafka_header_get_last(h, EG_H_ORIG_TOPIC, &v, &size) != 0) {
         add(h, EG_H_ORIG_TOPIC, rec->topic);

@@ -16,9 +16,13 @@
  *   connect  Kafka Connect DeadLetterQueueReporter: __connect.errors.topic,
  *            .partition, .offset (String.valueOf)
  *   streams  Kafka Streams ExceptionHandlerUtils (KIP-1034):
- *            __streams.errors.topic, .partition, .offset (String.valueOf)
- *   share-group  Kafka ShareGroupDLQRecordHelper (KIP-1191):
- *            __dlq.errors.topic, .partition, .offset (toString), .group
+ *            __streams.errors.topic, .partition, .offset (String.valueOf);
+ *            Connect and Streams state no timestamp: their dead letter
+ *            carries the failed record's as its own (eg_dlq_origin_adopt_at)
+ *   share-group  Kafka 4.4.0 ShareGroupDLQStateManager (KIP-1191):
+ *            __dlq.errors.topic, .partition, .offset (toString), .group;
+ *            the dead letter is stamped when the broker writes it and
+ *            carries none of the record's own headers
  *   x-dlq-metadata  JSON: original_topic, original_consumer_group (strings;
  *            original_timestamp is not read: its type is not fixed)
  *
@@ -272,7 +276,9 @@ void eg_dlq_origin_settle(rd_kafka_headers_t *h, const char *format) {
     for (size_t i = 0; i < sizeof orig_names / sizeof orig_names[0]; i++) rd_kafka_header_remove(h, orig_names[i]);
 }
 
-void eg_dlq_origin_adopt(rd_kafka_headers_t *h) {
+void eg_dlq_origin_adopt(rd_kafka_headers_t *h) { eg_dlq_origin_adopt_at(h, -1); }
+
+void eg_dlq_origin_adopt_at(rd_kafka_headers_t *h, int64_t record_ts_ms) {
     eg_dlq_origin o;
     size_t n;
     /* h is a lane record's: its error.code is the lane writer's own, so the
@@ -283,6 +289,9 @@ void eg_dlq_origin_adopt(rd_kafka_headers_t *h) {
     for (size_t i = 1; i < NDIALECTS && rc != 0; i++) /* read as none: the first that states one */
         if (!d || !strcmp(d, dialects[i].format)) rc = eg_dlq_origin_read_as(h, dialects[i].format, &o);
     if (rc != 0) return;
+    /* Connect's and Streams' dead letters carry the failed record's timestamp as their own */
+    if (o.timestamp_ms < 0 && (!strcmp(o.format, "connect") || !strcmp(o.format, "streams")))
+        o.timestamp_ms = within(record_ts_ms, TS_MAX);
     char buf[64];
     rd_kafka_header_add(h, EG_H_ORIG_TOPIC, -1, o.topic, -1);
     if (o.partition >= 0) {

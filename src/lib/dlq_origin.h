@@ -67,4 +67,13 @@ int eg_dlq_topic_ok(const char *s, size_t n);
  * dialect states), so the lane writer's written-once rule keeps them. */
 void eg_dlq_origin_adopt(rd_kafka_headers_t *h);
 
+/* eg_dlq_origin_adopt, told the inbox record's own timestamp (record_ts_ms:
+ * its CreateTime, -1 unknown or LogAppendTime). Kafka Connect
+ * (DeadLetterQueueReporter.report) and Kafka Streams
+ * (ExceptionHandlerUtils.buildDeadLetterQueueRecord) write a dead letter
+ * with the failed record's timestamp and state it nowhere else, so for those
+ * two dialects it is the original.timestamp; a share group's dead letter is
+ * stamped when the broker writes it, and the others state their own. */
+void eg_dlq_origin_adopt_at(rd_kafka_headers_t *h, int64_t record_ts_ms);
+
 #endif
