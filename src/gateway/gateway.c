@@ -835,9 +835,9 @@ static void lane_ok(eg_gw *gw, eg_record *r) {
  * at-least-once). Returns 0 when spilled. */
 static int spill_record(eg_gw *gw, eg_record *r) {
     const char *topic;
-    rd_kafka_headers_t *h = eg_lanes_record(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy), &topic);
     eg_lane_body b;
     eg_lanes_body(r, eg_policy_id(gw->policy), &b);
+    rd_kafka_headers_t *h = eg_lanes_record(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy), &b, &topic);
     eg_spill_rec sr = {.topic = topic,
                        .partition = r->partition,
                        .timestamp_ms = eg_wall_ms(),

@@ -365,10 +365,21 @@ static rd_kafka_headers_t *build(eg_lanes *l, const eg_record *rec, const char *
     return lane_headers(l, rec, (*t)->name, policy_id);
 }
 
+/* Signs a built state record (an inbox's accepted loss) into h when the
+ * deployment has a control key, as the DLQ commands sign theirs
+ * (ctlsign.h): the DLQ readers refuse an unsigned state record then. */
+static void sign_state(const eg_lanes *l, const eg_lane_body *b, rd_kafka_headers_t *h) {
+    if (!b->built || !l->ctlkey.n) return;
+    char sig[EG_CTLSIGN_LEN + 1];
+    eg_ctlsign_sign(&l->ctlkey, "state", b->key, b->key_len, b->value, b->value_len, sig);
+    rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
+}
+
 rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
-                                    const char **topic) {
+                                    const eg_lane_body *b, const char **topic) {
     lane_topic *t;
     rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
+    sign_state(l, b, h);
     *topic = t->name;
     return h;
 }
@@ -418,11 +429,7 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
             klen = 0;
         }
     }
-    if (b.built && l->ctlkey.n) { /* an accepted-loss state record, signed like the DLQ commands' (ctlsign.h) */
-        char sig[EG_CTLSIGN_LEN + 1];
-        eg_ctlsign_sign(&l->ctlkey, "state", b.key, b.key_len, b.value, b.value_len, sig);
-        rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
-    }
+    sign_state(l, &b, h);
     /* No copy flag for the record's own key and value: they stay owned by
      * rec->msg, which outlives the write (the gateway frees the record only
      * after the delivery report); a built state record's are copied. */

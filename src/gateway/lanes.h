@@ -72,10 +72,10 @@ void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b)
 
 /* The lane record rec's decision would write, without writing it: its
  * topic (*topic, valid while l lives) and its headers (the caller owns them:
- * rd_kafka_headers_destroy); eg_lanes_body gives its key and value. For the
- * spill journal. */
+ * rd_kafka_headers_destroy) for the key and value b (eg_lanes_body's), a
+ * state record's signature included. For the spill journal. */
 rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const char *origin, const char *policy_id,
-                                    const char **topic);
+                                    const eg_lane_body *b, const char **topic);
 
 /* The lane topic name for a source topic (and rung name, for EG_LANE_RETRY). */
 const char *eg_lanes_topic(eg_lanes *l, eg_lane lane, const char *origin, const char *rung);
