@@ -19,6 +19,8 @@ ROLES (any of the three groups, at least one principal):
       --audit TOPIC         admin.audit_topic (default errgate.audit)
       --inbox               source.inbox is set (the sources are DLQs: the
                             gateway writes SOURCE.state and the replay rung)
+      --replay-to TOPIC     inbox mode: a topic its replays may write (repeat;
+                            the topics source.replay_allow lets through)
   --operator PRINCIPAL  who runs errgate dlq, replay, policy test
                         --from-topic and offsets (repeat for several)
   --app PRINCIPAL=TOPIC an application that produces to a source (repeat)
@@ -103,6 +105,8 @@ def acl_set(o):
                     add("ALLOW", gw, op, "TOPIC", t)
             for r in rungs:  # the gateway consumes its rungs in its group
                 add("ALLOW", gw, "READ", "TOPIC", lane(o["retry"], s, r))
+        for t in o["replay_to"]:
+            add("ALLOW", gw, "WRITE", "TOPIC", t)
         for op in ("READ", "WRITE", "CREATE"):
             add("ALLOW", gw, op, "TOPIC", o["audit"])
         add("ALLOW", gw, "READ", "GROUP", o["group"])
@@ -258,7 +262,7 @@ def parse(argv):
     if not argv or argv[0] not in ("list", "apply"):
         raise Usage("the first argument is list or apply")
     o = {"cmd": argv[0], "gateway": None, "group": None, "source": [], "rung": [],
-         "audit": AUDIT_DEFAULT, "inbox": False, "operator": [], "app": [],
+         "audit": AUDIT_DEFAULT, "inbox": False, "operator": [], "app": [], "replay_to": [],
          "format": "table", "admin_config": None, "dry": False, "stdin": False}
     o.update(LANE_DEFAULTS)
     args = argv[1:]
@@ -288,6 +292,8 @@ def parse(argv):
             o["admin_config"] = v
         elif a in ("--source", "--rung"):
             o[a[2:]].append(v)
+        elif a == "--replay-to":
+            o["replay_to"].append(v)
         elif a == "--operator":
             o["operator"].append(principal(v))
         elif a == "--app":
