@@ -21,9 +21,9 @@
 #include "config.h"
 
 typedef struct eg_kcli {
-    const char *bootstrap; /* borrowed from argv, or NULL */
-    const char *config;    /* path borrowed from argv, or NULL */
-    const char *key_file;  /* --key-file, borrowed from argv, or NULL */
+    const char *bootstrap;    /* borrowed from argv, or NULL */
+    const char *config;       /* path borrowed from argv, or NULL */
+    const char *key_file;     /* --key-file, borrowed from argv, or NULL */
     const char *kafka_config; /* --kafka-config, borrowed from argv, or NULL */
 } eg_kcli;
 
