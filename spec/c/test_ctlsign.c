@@ -2,12 +2,80 @@
  * 6 and 7 (5 is a truncated MAC), and the control-record signature: a
  * record signed is verified; a changed byte of its value, of its key, of
  * its kind, a key/value boundary moved, another key, no signature and a
- * malformed one are each refused with their reason. */
+ * malformed one are each refused with their reason. Key rings (rotation):
+ * the first key signs, every key verifies, a key outside the ring does
+ * not; bad rings (a short key, five keys, no key) are refused by name; a
+ * plain key file that merely contains newlines stays one key. */
 #include "ctlsign.h"
 #include "tap.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Writes text to a fresh temporary file and loads it as a key file.
+ * Returns eg_ctlsign_load's result, err filled on -1. */
+static int load_text(const char *text, eg_ctlkey *key, char *err, size_t errlen) {
+    char path[] = "/tmp/eg-ctlkey-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -2;
+    size_t n = strlen(text);
+    int wrote = write(fd, text, n) == (ssize_t)n;
+    close(fd);
+    int rc = wrote ? eg_ctlsign_load(path, key, err, errlen) : -2;
+    unlink(path);
+    return rc;
+}
+
+/* 1 when sig of (k, v) made with signer verifies under key. */
+static int accepts(const eg_ctlkey *key, const eg_ctlkey *signer, const char *k, const char *v) {
+    char sig[EG_CTLSIGN_LEN + 1];
+    const char *why = NULL;
+    eg_ctlsign_sign(signer, "state", k, strlen(k), v, strlen(v), sig);
+    return eg_ctlsign_verify(key, "state", k, strlen(k), v, strlen(v), sig, strlen(sig), &why) == 0;
+}
+
+static void test_rings(void) {
+    char err[256] = "";
+    eg_ctlkey oldk, newk, ring, ring2, bad;
+    const char *k = "grp/item", *v = "{\"status\":\"approved\"}";
+    CHECK(load_text("old-key-0123456789abcdef\n", &oldk, err, sizeof err) == 0 && oldk.naccept == 0 && oldk.n == 24,
+          "a plain key file: one key, its final newline dropped");
+    CHECK(load_text("new-key-0123456789abcdef", &newk, err, sizeof err) == 0, "a second key");
+    CHECK(load_text("errgate-keyring-v1\n# phase 1: sign old, accept new\nold-key-0123456789abcdef\n\n"
+                    "new-key-0123456789abcdef\r\n",
+                    &ring, err, sizeof err) == 0 &&
+              ring.n == 24 && ring.naccept == 1 && ring.accept[0] == 24,
+          "a ring of two keys, with a comment, a blank line and a CRLF (%s)", err);
+    char sig_ring[EG_CTLSIGN_LEN + 1], sig_old[EG_CTLSIGN_LEN + 1];
+    eg_ctlsign_sign(&ring, "audit", k, strlen(k), v, strlen(v), sig_ring);
+    eg_ctlsign_sign(&oldk, "audit", k, strlen(k), v, strlen(v), sig_old);
+    CHECK(!strcmp(sig_ring, sig_old), "the ring signs with its first key");
+    CHECK(accepts(&ring, &oldk, k, v) && accepts(&ring, &newk, k, v), "the ring accepts both of its keys");
+    CHECK(accepts(&newk, &ring, k, v) == 0, "the new key alone refuses what the ring (old first) signed");
+    CHECK(load_text("errgate-keyring-v1\nnew-key-0123456789abcdef\nold-key-0123456789abcdef\n", &ring2, err,
+                    sizeof err) == 0 &&
+              accepts(&newk, &ring2, k, v) && accepts(&oldk, &ring2, k, v) == 0,
+          "phase 2: a ring with the new key first signs with it");
+    eg_ctlkey third;
+    CHECK(load_text("third-key-0123456789abcdef", &third, err, sizeof err) == 0 && accepts(&ring, &third, k, v) == 0,
+          "a key outside the ring is refused");
+    CHECK(load_text("errgate-keyring-v1\nold-key-0123456789abcdef\nshort\n", &bad, err, sizeof err) == -1 &&
+              strstr(err, "shorter than 16") && bad.n == 0,
+          "a ring with a short key is refused (%s)", err);
+    CHECK(load_text("errgate-keyring-v1\naaaaaaaaaaaaaaaa1\naaaaaaaaaaaaaaaa2\naaaaaaaaaaaaaaaa3\n"
+                    "aaaaaaaaaaaaaaaa4\naaaaaaaaaaaaaaaa5\n",
+                    &bad, err, sizeof err) == -1 &&
+              strstr(err, "more than 4"),
+          "a ring of five keys is refused (%s)", err);
+    CHECK(load_text("errgate-keyring-v1\n# nothing\n\n                \n", &bad, err, sizeof err) == -1 &&
+              strstr(err, "no key"),
+          "a ring without a key is refused (%s)", err);
+    CHECK(load_text("not-a-ring-0123456789\nsecond line of one key", &bad, err, sizeof err) == 0 && bad.naccept == 0 &&
+              bad.n == 44,
+          "a plain key with a newline inside stays one key");
+}
 
 /* The HMAC of msg with key as 64 hex digits into out. */
 static void hmac_hex(const void *key, size_t klen, const void *msg, size_t n, char out[65]) {
@@ -86,5 +154,6 @@ int main(void) {
     CHECK(eg_ctlsign_verify(&key, "audit", k, strlen(k), v, strlen(v), up, strlen(up), &why) == -1 &&
               !strcmp(why, "malformed"),
           "a non-lowercase-hex digit: malformed");
+    test_rings();
     return TAP_DONE();
 }

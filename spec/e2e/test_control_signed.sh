@@ -8,7 +8,10 @@
 # a signed record produced again (a replay; and a signed change an hour old
 # read live) are refused and counted by reason, never applied. The signed
 # state survives a restart; the operator's ctl path still works. A gateway
-# with a key does not log control_unauthenticated.
+# with a key does not log control_unauthenticated. Rotation: with a key ring
+# (the old key signing, the new one accepted) what the old key signed is
+# still restored, a record signed with the new key is applied, and another
+# deployment's key is still refused.
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:1 --topic src.dlq:1
@@ -71,6 +74,18 @@ check "and the forged ones are still refused ($(refused unsigned) unsigned, $(re
 check "at the restart the older tool2 change is refused as a replay, the newer one stays ($(refused replayed))" \
   bash -c "[ $(refused replayed) -ge 2 ] && $EG ctl --admin http://$ADDR override list | grep -q '^tool2 .*by ops-new'"
 check "none of them was restored" bash -c "! grep -q '\"event\":\"override_restored\".*\"name\":\"\(u1\|t1\|w1\)\"' $T/gw2.err"
+# key rotation: a ring whose old key signs and whose new key is accepted too (ctlsign.h)
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/new.key"
+printf 'errgate-keyring-v1\n%s\n%s\n' "$(cat "$T/ctl.key")" "$(cat "$T/new.key")" >"$T/ring.key"
+stop_gateway "$GW_PID"
+sed "s|$T/ctl.key|$T/ring.key|" "$T/gw.lua" >"$T/gw3.lua"
+start_gateway gw3 "$T/gw3.lua"
+ADDR=$(admin_addr gw3) || die "no admin endpoint with the key ring: $(tail -3 "$T/gw3.err")"
+check "with a key ring the overrides the old key signed are restored" bash -c "listed() { $EG ctl --admin http://$ADDR override list | grep -q \"^\$1 \"; }; listed op1 && listed tool1"
+sign "$T/new.key" sgd/rot1 "$(rec rot1 "$(date +%s)")" >/dev/null
+wait_for 10 listed rot1
+check "a record an already rotated tool signed with the new key is applied" listed rot1
+check "another deployment's key is still refused ($(refused bad_signature) bad_signature)" [ "$(refused bad_signature)" = 2 ]
 out=$(ctl override clear op1 2>&1); rc=$?
 check "the operator clears op1 ($rc: $out)" exits_with "$rc" 0 "override op1 cleared" "$out"
 stop_gateway "$GW_PID"

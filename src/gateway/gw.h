@@ -130,7 +130,7 @@ typedef struct eg_gw_metrics {
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
     uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;
-    uint64_t *offset_gaps, *offset_behind; /* source messages past a jump in offsets, or below the last taken */
+    uint64_t *offset_gaps, *offset_behind;      /* source messages past a jump in offsets, or below the last taken */
     uint64_t *offset_probes, *offset_refetched; /* jumps fetched again; of those, skipped records found */
 } eg_gw_metrics;
 

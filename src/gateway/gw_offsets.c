@@ -77,8 +77,9 @@ int eg_gw_source_offset(eg_gw *gw, eg_part *p, int64_t offset) {
     } else if (p->gaps_real < GAP_PROBES_REAL) {
         if (seek_back(gw, p, next) == 0) {
             (*gw->m.offset_probes)++;
-            eg_log_msg(EG_INFO, "source_offset_probe", "%s[%d]: offsets %lld..%lld not delivered; fetching from %lld again",
-                       p->topic, (int)p->partition, (long long)next, (long long)offset - 1, (long long)next);
+            eg_log_msg(EG_INFO, "source_offset_probe",
+                       "%s[%d]: offsets %lld..%lld not delivered; fetching from %lld again", p->topic,
+                       (int)p->partition, (long long)next, (long long)offset - 1, (long long)next);
             p->probe_from = next;
             p->probe_at = offset;
             return 1;

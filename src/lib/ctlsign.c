@@ -57,6 +57,35 @@ void eg_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n, uns
     hmac_final(k, &s, out);
 }
 
+#define KEYRING_MAGIC "errgate-keyring-v1"
+
+/* Parses the key ring text (n bytes, after its first line) into *key.
+ * Returns NULL, or the reason it is refused. */
+static const char *parse_ring(const unsigned char *p, size_t n, eg_ctlkey *key) {
+    size_t used = 0;
+    int nkeys = 0;
+    const unsigned char *end = p + n;
+    while (p < end) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        const unsigned char *eol = nl ? nl : end;
+        size_t len = (size_t)(eol - p);
+        while (len > 0 && isspace(p[len - 1])) len--;
+        if (len > 0 && p[0] != '#') {
+            if (len < EG_CTLSIGN_KEY_MIN) return "a key of the ring is shorter than 16 bytes";
+            if (nkeys > EG_CTLSIGN_ACCEPT_MAX) return "the ring holds more than 4 keys";
+            memcpy(key->k + used, p, len); /* fits: the whole file does */
+            used += len;
+            if (nkeys == 0) key->n = len;
+            else key->accept[nkeys - 1] = len;
+            nkeys++;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    if (nkeys == 0) return "the ring holds no key";
+    key->naccept = nkeys - 1;
+    return NULL;
+}
+
 int eg_ctlsign_load(const char *path, eg_ctlkey *key, char *err, size_t errlen) {
     memset(key, 0, sizeof *key);
     FILE *f = fopen(path, "rb");
@@ -76,16 +105,27 @@ int eg_ctlsign_load(const char *path, eg_ctlkey *key, char *err, size_t errlen) 
                                           : "longer than 1024 bytes");
         return -1;
     }
+    size_t magic = sizeof KEYRING_MAGIC - 1;
+    if (n > magic && !memcmp(buf, KEYRING_MAGIC, magic) && (buf[magic] == '\n' || buf[magic] == '\r')) {
+        const char *why = parse_ring(buf + magic + 1, n - magic - 1, key);
+        if (why) {
+            memset(key, 0, sizeof *key);
+            snprintf(err, errlen, "control key file %s: %s", path, why);
+            return -1;
+        }
+        return 0;
+    }
     memcpy(key->k, buf, n);
     key->n = n;
     return 0;
 }
 
-/* The record's MAC over the canonical form (ctlsign.h). */
-static void record_mac(const eg_ctlkey *key, const char *kind, const void *k, size_t klen, const void *v, size_t vlen,
-                       unsigned char out[32]) {
+/* The record's MAC over the canonical form (ctlsign.h) with the key of
+ * key_len bytes at key. */
+static void record_mac(const unsigned char *key, size_t key_len, const char *kind, const void *k, size_t klen,
+                       const void *v, size_t vlen, unsigned char out[32]) {
     unsigned char bk[64];
-    block_key(key->k, key->n, bk);
+    block_key(key, key_len, bk);
     eg_sha256 s;
     keyed(&s, bk, 0x36);
     char num[24];
@@ -104,7 +144,7 @@ void eg_ctlsign_sign(const eg_ctlkey *key, const char *kind, const void *k, size
                      char sig[EG_CTLSIGN_LEN + 1]) {
     static const char hex[] = "0123456789abcdef";
     unsigned char mac[32];
-    record_mac(key, kind, k, klen, v, vlen, mac);
+    record_mac(key->k, key->n, kind, k, klen, v, vlen, mac);
     memcpy(sig, "v1:", 3);
     for (int i = 0; i < 32; i++) {
         sig[3 + 2 * i] = hex[mac[i] >> 4];
@@ -140,11 +180,20 @@ int eg_ctlsign_verify(const eg_ctlkey *key, const char *kind, const void *k, siz
         }
         got[i] = (unsigned char)(hi << 4 | lo);
     }
-    unsigned char want[32];
-    record_mac(key, kind, k, klen, v, vlen, want);
-    unsigned diff = 0;
-    for (int i = 0; i < 32; i++) diff |= (unsigned)(got[i] ^ want[i]);
-    if (diff) {
+    /* every key of the ring is tried, whichever matched: the time says
+     * nothing of which key signed */
+    int match = 0;
+    size_t off = 0, len = key->n;
+    for (int j = 0; j <= key->naccept && j <= EG_CTLSIGN_ACCEPT_MAX; j++) {
+        unsigned char want[32];
+        record_mac(key->k + off, len, kind, k, klen, v, vlen, want);
+        unsigned diff = 0;
+        for (int i = 0; i < 32; i++) diff |= (unsigned)(got[i] ^ want[i]);
+        match |= diff == 0;
+        off += len;
+        if (j < key->naccept) len = key->accept[j];
+    }
+    if (!match) {
         *reason = "bad_signature";
         return -1;
     }
