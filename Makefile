@@ -7,6 +7,7 @@
 #   make test SAN=1 the same with ASan + UBSan
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
+#   make anchors    build the anchors' Java test tools (spec/anchors/README.md)
 #   make config-doc the man page's config key reference, rendered from src/lib/config.c
 #   make lint       C house style (clang-format, .clang-format), Lua (luacheck,
 #                   .luacheckrc), man page (mandoc -T lint) and service unit
@@ -72,7 +73,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps test-deps check-deps test demo bench chaos soak clean lint format install uninstall config-doc
+.PHONY: all deps test-deps check-deps test demo bench chaos soak clean lint format install uninstall config-doc anchors
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -92,6 +93,13 @@ deps:
 
 # make deps with what make test needs besides (TEST_DEB_PKGS)
 test-deps: deps
+
+# the anchors' test tools (spec/anchors/README.md): Java programs the
+# real-cluster suites run, built once with Maven into a cache outside the
+# tree (~/.cache/errgate/anchors); a suite builds one itself when missing
+anchors:
+	spec/anchors/spring/anchor.sh build
+	spec/anchors/streams-connect/anchor.sh build
 
 # Every compile has check-deps as an order-only prerequisite, so `make -j` on
 # a fresh machine compiles nothing before the packages are in. When the goals

@@ -328,8 +328,9 @@ end
 --                  (Kafka Streams ExceptionHandlerUtils, KIP-1034)
 --   share-group    __dlq.errors.message, .delivery.count (Kafka
 --                  ShareGroupDLQRecordHelper, KIP-1191: no exception class)
---   x-dlq-metadata the JSON header's error_info {exception|class_name|code,
---                  message, status}
+--   x-dlq-metadata the JSON header's error_info: a string "CLASS: message"
+--                  (Throwable.toString; errgate's profile writes it), or an
+--                  object {exception|class_name|code, message, status}
 -- The failure: kind "recorded"; code = the innermost exception class's
 -- simple name (Spring's cause class when there is one: the outer class is
 -- usually the container's ListenerExecutionFailedException wrapper), or
@@ -412,6 +413,14 @@ local INBOX_READ = {
   ["x-dlq-metadata"] = function(h)
     local doc = hdr(h, "x-dlq-metadata") and json.decode(h["x-dlq-metadata"])
     if type(doc) ~= "table" then return end
+    -- error_info: "CLASS: message" (Throwable.toString(); errgate's profile since issue 29)
+    -- or an object (errgate's before, and other writers)
+    if type(doc.error_info) == "string" and doc.error_info ~= "" then
+      local s = doc.error_info
+      local class = to_string_class(s)
+      local msg = #s > #class + 2 and sub(s, 1, #class + 2) == class .. ": " and sub(s, #class + 3) or nil
+      return class, msg, nil, class
+    end
     local e = type(doc.error_info) == "table" and doc.error_info or {}
     local class = e.exception or e.exception_class or e.class_name or e.code
     class = type(class) == "string" and class or nil

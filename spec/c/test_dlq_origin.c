@@ -5,6 +5,7 @@
  * only when absent. */
 #include "dlq_origin.h"
 #include "headers.h"
+#include "lane_profiles.h"
 #include "luavm.h"
 #include "record.h"
 #include "tap.h"
@@ -333,9 +334,59 @@ int main(void) {
          "{\"original_headers\":{\"a\":\"b\"},\"original_topic\":\"billing\","
          "\"original_consumer_group\":\"g1\",\"original_timestamp\":1767225600000}");
     CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.format, "x-dlq-metadata") && !strcmp(o.topic, "billing") &&
-              !strcmp(o.group, "g1") && o.partition == -1,
-          "x-dlq-metadata: topic and group from the JSON");
+              !strcmp(o.group, "g1") && o.partition == -1 && o.timestamp_ms == 1767225600000LL,
+          "x-dlq-metadata: topic, group and (a number: lanes written before issue 29) timestamp from the JSON");
     rd_kafka_headers_destroy(h);
+
+    /* errgate's x-dlq-metadata profile writes every member but original_headers as a string, and
+     * reads it back */
+    h = rd_kafka_headers_new(8);
+    adds(h, "trace-id", "t1");
+    adds(h, EG_H_CODE, "http_503");
+    adds(h, EG_H_MESSAGE, "Service \"Unavailable\"");
+    adds(h, EG_H_ORIG_TOPIC, "billing");
+    adds(h, EG_H_ORIG_PARTITION, "1");
+    adds(h, EG_H_ORIG_OFFSET, "7");
+    adds(h, EG_H_ORIG_TIMESTAMP, "2026-01-01T00:00:00.000Z");
+    adds(h, EG_H_ORIG_GROUP, "g1");
+    eg_profiles_add(h, EG_PROFILE_XDLQ, NULL);
+    const char *x = last(h, "x-dlq-metadata");
+    CHECK(x && !strcmp(x, "{\"original_headers\":{\"trace-id\":\"t1\"},\"original_topic\":\"billing\","
+                          "\"original_consumer_group\":\"g1\",\"original_timestamp\":\"1767225600000\","
+                          "\"error_info\":\"http_503: Service \\\"Unavailable\\\"\"}"),
+          "x-dlq-metadata profile: strings only (%s)", x ? x : "none");
+    CHECK(eg_dlq_origin_read_as(h, "x-dlq-metadata", &o) == 0 && !strcmp(o.topic, "billing") &&
+              o.timestamp_ms == 1767225600000LL && !strcmp(o.group, "g1"),
+          "x-dlq-metadata profile: read back by errgate's reader");
+    rd_kafka_headers_destroy(h);
+    h = rd_kafka_headers_new(4);
+    adds(h, EG_H_CODE, "timeout");
+    adds(h, EG_H_ORIG_TOPIC, "billing");
+    eg_profiles_add(h, EG_PROFILE_XDLQ, NULL);
+    x = last(h, "x-dlq-metadata");
+    CHECK(x && strstr(x, "\"original_timestamp\":\"\",\"error_info\":\"timeout\"}"),
+          "x-dlq-metadata profile: no timestamp is \"\", no message leaves the code alone (%s)", x ? x : "none");
+    rd_kafka_headers_destroy(h);
+
+    /* the form errgate's profile writes now: every member a string */
+    h = rd_kafka_headers_new(8);
+    adds(h, "x-dlq-metadata",
+         "{\"original_headers\":{\"a\":\"b\"},\"original_topic\":\"billing\",\"original_consumer_group\":\"g1\","
+         "\"original_timestamp\":\"1767225600000\",\"error_info\":\"http_503: Service Unavailable\"}");
+    CHECK(eg_dlq_origin_read(h, &o) == 0 && !strcmp(o.topic, "billing") && o.timestamp_ms == 1767225600000LL,
+          "x-dlq-metadata: original_timestamp as a decimal string (%lld)", (long long)o.timestamp_ms);
+    rd_kafka_headers_destroy(h);
+    static const char *const bad_ts[] = {
+        "\"\"", "\"-5\"", "\"12x\"", "1e3", "\"9999999999999999999\"", "null", "\"253402300800000\"", "{}"};
+    for (size_t i = 0; i < sizeof bad_ts / sizeof bad_ts[0]; i++) {
+        char doc[200];
+        snprintf(doc, sizeof doc, "{\"original_topic\":\"t\",\"original_timestamp\":%s}", bad_ts[i]);
+        h = rd_kafka_headers_new(2);
+        adds(h, "x-dlq-metadata", doc);
+        CHECK(eg_dlq_origin_read(h, &o) == 0 && o.timestamp_ms == -1, "x-dlq-metadata timestamp %s is unknown",
+              bad_ts[i]);
+        rd_kafka_headers_destroy(h);
+    }
 
     h = rd_kafka_headers_new(8);
     adds(h, "x-dlq-metadata", "[\"original_topic\"]");

@@ -15,8 +15,10 @@ the systems' own sources, not from errgate's code:
            + exception (getClass().getName(): the class alone, as Kafka
            4.4.0's real dead letters show), message, stacktrace, topic,
            partition, offset (String.valueOf).
-  x-dlq-metadata  one JSON object: original_headers, original_topic,
-           original_consumer_group, original_timestamp, error_info.
+  x-dlq-metadata  one JSON object: original_headers (an object of the
+           record's headers), original_topic, original_consumer_group,
+           original_timestamp (epoch ms as a decimal string), error_info
+           ("CLASS: message"), each a string.
 
     profile_reader.py BOOTSTRAP OUT.json TOPIC...
 

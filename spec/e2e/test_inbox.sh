@@ -159,7 +159,7 @@ want = {
  "connect": "format=connect exception=org.apache.kafka.common.errors.SerializationException original=orders/1/99@nil group=nil delivery=nil",
  "streams": "format=streams exception=java.lang.NullPointerException original=orders/0/12@nil group=nil delivery=nil",
  "share": "format=share-group exception=nil original=orders/3/77@nil group=orders-share delivery=5",
- "xdlq": "format=x-dlq-metadata exception=com.acme.DuplicateKeyException original=orders/nil/nil@nil group=billing delivery=nil",
+ "xdlq": "format=x-dlq-metadata exception=com.acme.DuplicateKeyException original=orders/nil/nil@1767225600000 group=billing delivery=nil",
  "errgate": "format=errgate exception=nil original=orders/0/5@nil group=nil delivery=nil",
  "plain": "format=nil exception=nil original=nil/nil/nil@nil group=nil delivery=nil"}
 bad = ["%s: %r" % (k, got.get(k)) for k in want if got.get(k) != want[k]]

@@ -97,6 +97,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memset(out, 'X', sizeof out);
         if (eg_json_get_str((const char *)v, n, "state", out, sizeof out) == 0)
             FZ_CHECK(memchr(out, 0, sizeof out) != NULL, "eg_json_get_str: result not terminated");
+        const char *raw = NULL;
+        size_t rn = 0;
+        if (eg_json_get_raw((const char *)v, n, "state", &raw, &rn) == 0)
+            FZ_CHECK(raw >= (const char *)v && rn > 0 && raw + rn <= (const char *)v + n,
+                     "eg_json_get_raw: value outside the text");
     }
     rd_kafka_headers_destroy(h);
     return 0;

@@ -200,6 +200,16 @@ describe("errgate.recorded.inbox on real Spring Kafka records", function()
     assert.are.same({ "DeserializationException", "failed to deserialize" }, { f.code, f.message })
   end)
 
+  it("reads x-dlq-metadata's error_info as errgate's profile writes it now: one string", function()
+    local f = recorded.inbox({ headers = { ["x-dlq-metadata"] =
+      '{"original_topic":"t","original_timestamp":"1767225600000","error_info":"http_503: Service: down"}' } }, "auto")
+    assert.are.same({ "http_503", "Service: down" }, { f.code, f.message })
+    f = recorded.inbox({ headers = { ["x-dlq-metadata"] = '{"original_topic":"t","error_info":"timeout"}' } }, "auto")
+    assert.are.same({ "timeout" }, { f.code, f.message })
+    f = recorded.inbox({ headers = { ["x-dlq-metadata"] = '{"original_topic":"t","error_info":"a b: c"}' } }, "auto")
+    assert.are.equal(recorded.INVALID_CLASS, f.code)
+  end)
+
   it("reads @RetryableTopic's kafka_exception-* and counts deliveries from retry_topic-attempts", function()
     local rs = records("spec/fixtures/spring/retry.jsonl")
     local seen = {}

@@ -23,8 +23,10 @@
  *            __dlq.errors.topic, .partition, .offset (toString), .group;
  *            the dead letter is stamped when the broker writes it and
  *            carries none of the record's own headers
- *   x-dlq-metadata  JSON: original_topic, original_consumer_group (strings;
- *            original_timestamp is not read: its type is not fixed)
+ *   x-dlq-metadata  JSON: original_topic, original_consumer_group (strings),
+ *            original_timestamp: epoch milliseconds as a decimal string (the
+ *            form errgate's profile writes since issue 29) or a JSON number
+ *            (the form it wrote before: old lane records hold it)
  *
  * Foreign bytes, one rule per field (a value that breaks it is unknown, as
  * if the dialect did not state it; nothing is cut or repaired, so nothing
@@ -195,6 +197,17 @@ const char *eg_dlq_dialect(const rd_kafka_headers_t *h, const char *format) {
     return NULL;
 }
 
+/* x-dlq-metadata's original_timestamp in the document x (n bytes): a
+ * string of decimal epoch ms, or a bare number (older errgate lanes),
+ * within [0, TS_MAX]; else -1. */
+static int64_t xdlq_time(const char *x, size_t n) {
+    const char *v;
+    size_t vn;
+    if (eg_json_get_raw(x, n, "original_timestamp", &v, &vn) != 0) return -1;
+    if (vn >= 2 && v[0] == '"' && v[vn - 1] == '"') v++, vn -= 2;
+    return within(dec(v, vn), TS_MAX);
+}
+
 int eg_dlq_origin_read_as(const rd_kafka_headers_t *h, const char *format, eg_dlq_origin *o) {
     memset(o, 0, sizeof *o);
     o->partition = o->offset = o->timestamp_ms = -1;
@@ -250,6 +263,7 @@ int eg_dlq_origin_read_as(const rd_kafka_headers_t *h, const char *format, eg_dl
             strlen(o->group) >= sizeof o->group - 1)
             o->group[0] = '\0';
         keep(o->group, 0);
+        o->timestamp_ms = xdlq_time(x, n);
         return 0;
     }
     o->topic[0] = '\0';

@@ -211,6 +211,38 @@ int eg_json_get_str(const char *json, size_t len, const char *field, char *out, 
     return -1;
 }
 
+int eg_json_get_raw(const char *json, size_t len, const char *field, const char **val, size_t *vlen) {
+    const char *end = json + len, *p = ws(json, end);
+    int found = -1;
+    if (p >= end || *p != '{') return -1;
+    p = ws(p + 1, end);
+    if (p < end && *p == '}') return -1;
+    while (p < end) {
+        char name[128];
+        p = jstring(p, end, name, sizeof name);
+        if (!p) return -1;
+        p = ws(p, end);
+        if (p >= end || *p != ':') return -1;
+        p = ws(p + 1, end);
+        const char *v = p;
+        p = jvalue(p, end, 1);
+        if (!p) return -1;
+        if (strcmp(name, field) == 0) { /* the last member of a name wins */
+            *val = v;
+            *vlen = (size_t)(p - v);
+            found = 0;
+        }
+        p = ws(p, end);
+        if (p < end && *p == ',') {
+            p = ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}') return found;
+        return -1;
+    }
+    return -1;
+}
+
 char *eg_json_take(struct evbuffer *b) {
     size_t n = evbuffer_get_length(b);
     char *s = eg_xmalloc(n + 1);

@@ -53,4 +53,10 @@ int eg_json_put_str(char *out, size_t outlen, size_t *len, const char *s, size_t
  * when the text is not an object or has no such string member. */
 int eg_json_get_str(const char *json, size_t len, const char *field, char *out, size_t outlen);
 
+/* Finds the top-level member `field` of the JSON object text (len bytes)
+ * and points *val at its value's text as written (vlen bytes: a number's
+ * digits, a string with its quotes, ...), inside json. Returns 0, or -1
+ * when the text is not a well-formed object or has no such member. */
+int eg_json_get_raw(const char *json, size_t len, const char *field, const char **val, size_t *vlen);
+
 #endif

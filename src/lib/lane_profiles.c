@@ -23,9 +23,15 @@
  *         starts "class: message"), topic, partition, offset (String.valueOf).
  *         Checked against Kafka's own constants by the anchor tool
  *         (spec/anchors/streams-connect, e2e/test_anchor_streams_connect).
- * x-dlq-metadata  one JSON object (a house format): original_headers,
- *         original_topic, original_consumer_group, original_timestamp,
- *         error_info.
+ * x-dlq-metadata  one JSON object (a house format) of string members, as
+ *         its consumers read them: original_headers (an object, the
+ *         record's own headers, name -> value), original_topic,
+ *         original_consumer_group, original_timestamp (epoch milliseconds
+ *         as a decimal string, the record timestamp as Kafka states it; ""
+ *         when unknown) and error_info ("CODE: MESSAGE", the
+ *         Throwable.toString() form the streams profile writes; "CODE"
+ *         without a message). Before issue 29 original_timestamp was a JSON
+ *         number and error_info an object; errgate's readers take both.
  *
  * errgate is not a JVM: where a profile wants an exception class, errgate
  * writes the policy's error.code (the most specific name it has, e.g.
@@ -257,10 +263,10 @@ static void member(struct evbuffer *b, const char *name, const char *val, int co
 }
 
 /* x-dlq-metadata: {"original_headers":{name:value,...},"original_topic":...,
- * "original_consumer_group":...,"original_timestamp":ms|null,
- * "error_info":{class,code,message,kind,[status,]reason,policy,timestamp}}.
- * original_headers holds the record's own headers (later duplicates win),
- * values as UTF-8 text (bytes that are not become U+FFFD). */
+ * "original_consumer_group":...,"original_timestamp":"MS"|"",
+ * "error_info":"CODE: MESSAGE"}. original_headers holds the record's own
+ * headers (later duplicates win), values as UTF-8 text (bytes that are not
+ * become U+FFFD). */
 static void add_xdlq(rd_kafka_headers_t *h, const facts *f) {
     struct evbuffer *b = evbuffer_new();
     if (!b) return;
@@ -279,18 +285,11 @@ static void add_xdlq(rd_kafka_headers_t *h, const facts *f) {
     evbuffer_add(b, "}", 1);
     member(b, "original_topic", f->topic, 1);
     member(b, "original_consumer_group", f->group, 1);
-    if (f->timestamp >= 0) evbuffer_add_printf(b, ",\"original_timestamp\":%lld", (long long)f->timestamp);
-    else evbuffer_add_printf(b, ",\"original_timestamp\":null");
-    evbuffer_add_printf(b, ",\"error_info\":{");
-    member(b, "class", f->klass, 0);
-    member(b, "code", f->code, 1);
-    member(b, "message", f->message, 1);
-    member(b, "kind", f->kind, 1);
-    if (f->status[0]) evbuffer_add_printf(b, ",\"status\":%lld", num(f->status));
-    member(b, "reason", f->reason, 1);
-    member(b, "policy", f->policy, 1);
-    member(b, "timestamp", f->when, 1);
-    evbuffer_add(b, "}}", 2);
+    char ms[24] = "";
+    if (f->timestamp >= 0) snprintf(ms, sizeof ms, "%lld", (long long)f->timestamp);
+    member(b, "original_timestamp", ms, 1);
+    member(b, "error_info", f->trace, 1);
+    evbuffer_add(b, "}", 1);
     size_t len = evbuffer_get_length(b);
     rd_kafka_header_add(h, XDLQ, -1, evbuffer_pullup(b, -1), (ssize_t)len);
     evbuffer_free(b);

@@ -564,6 +564,14 @@ public final class SpringAnchor {
         f.put("exception_message", text(last(h, KafkaHeaders.DLT_EXCEPTION_MESSAGE)));
         f.put("key_exception_fqcn", text(last(h, KafkaHeaders.DLT_KEY_EXCEPTION_FQCN)));
         f.put("key_exception_message", text(last(h, KafkaHeaders.DLT_KEY_EXCEPTION_MESSAGE)));
+        // the retry topics' names (KafkaHeaders.ORIGINAL_* and EXCEPTION_*, no "dlt-")
+        f.put("retry_original_topic", text(last(h, KafkaHeaders.ORIGINAL_TOPIC)));
+        f.put("retry_original_partition", int4(last(h, KafkaHeaders.ORIGINAL_PARTITION)));
+        f.put("retry_original_offset", long8(last(h, KafkaHeaders.ORIGINAL_OFFSET)));
+        f.put("retry_original_timestamp_long", long8(last(h, KafkaHeaders.ORIGINAL_TIMESTAMP)));
+        f.put("retry_exception_fqcn", text(last(h, KafkaHeaders.EXCEPTION_FQCN)));
+        f.put("retry_exception_cause_fqcn", text(last(h, KafkaHeaders.EXCEPTION_CAUSE_FQCN)));
+        f.put("retry_exception_message", text(last(h, KafkaHeaders.EXCEPTION_MESSAGE)));
         f.put("attempts", int4(last(h, RetryTopicHeaders.DEFAULT_HEADER_ATTEMPTS)));
         f.put("retry_original_timestamp", bigint(last(h, RetryTopicHeaders.DEFAULT_HEADER_ORIGINAL_TIMESTAMP)));
         f.put("backoff_timestamp", bigint(last(h, RetryTopicHeaders.DEFAULT_HEADER_BACKOFF_TIMESTAMP)));
