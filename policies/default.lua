@@ -37,11 +37,11 @@ return policy.define {
     transient = {
       attempts = 4,
       backoff = "exponential",
-      base_ms = "100ms",
-      max_ms = "5s",
+      base = "100ms",
+      max = "5s",
       jitter = "full",
       honor_retry_after = true,
-      retry_after_cap_ms = "60s",
+      retry_after_cap = "60s",
     },
   },
 

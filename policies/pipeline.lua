@@ -54,15 +54,15 @@ return policy.define {
   },
 
   retry = {
-    transient = { attempts = 6, base_ms = "200ms", max_ms = "10s", jitter = "full", max_elapsed_ms = "2m" },
-    overload = { delays = "1s x3, 5s x3, 30s x4", honor_retry_after = true, retry_after_cap_ms = "5m" },
+    transient = { attempts = 6, base = "200ms", max = "10s", jitter = "full", max_elapsed = "2m" },
+    overload = { delays = "1s x3, 5s x3, 30s x4", honor_retry_after = true, retry_after_cap = "5m" },
     reference = "10s x3",
   },
 
   route = {
     transient = { retry = "transient", exhausted = "dlq" },
     overload = { retry = "overload", exhausted = "hold" },
-    unavailable = { action = "hold", delay_ms = "2s" },
+    unavailable = { action = "hold", delay = "2s" },
     format = "dlq",
     schema = "quarantine",
     semantic = "quarantine",

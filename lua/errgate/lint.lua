@@ -16,6 +16,8 @@
 --     reached by an explicit class from the service: fine when intended).
 --   * with ordering "partition": a route function in a policy that defines
 --     ladders (it may return one; ctx.ordering lets it avoid that).
+--   * a duration written under its old name (base_ms, delay_ms, ...: see
+--     errgate.renamed), saying what to write instead; first in the list.
 -- Info: what could not be checked (classify or route given as functions);
 -- without opts.ordering, each ladder route, saying it would be refused under
 -- "partition" (the gateway, running under "partition" anyway, waits in
@@ -105,6 +107,7 @@ function lint.lint(pol, opts)
   local ordering = check_opts(opts)
   local out = {}
   local function add(level, fmt, ...) out[#out + 1] = { level = level, message = fmt:format(...) } end
+  for _, note in ipairs(pol.deprecations or {}) do add("warning", "%s", note) end
   coverage(pol.shape, add)
   ladders(pol.shape, ordering, add)
   return out

@@ -46,6 +46,7 @@ local decision = require "errgate.decision"
 local examples = require "errgate.examples"
 local failure = require "errgate.failure"
 local pattern = require "errgate.pattern"
+local renamed = require "errgate.renamed"
 local route = require "errgate.route"
 local schedule = require "errgate.schedule"
 
@@ -162,6 +163,8 @@ end
 -- define(spec) -> Policy
 -- Compiles and self-tests a policy spec. Raises (at the caller's line)
 -- "policy '<name>': <problem>" when anything is wrong.
+-- pol.deprecations lists what the spec says under an old name and what to
+-- write instead (errgate.renamed), for errgate.lint and the C core's load log.
 function policy.define(spec)
   if type(spec) ~= "table" then
     error("policy: define expects a table, got " .. type(spec), 2)
@@ -170,8 +173,12 @@ function policy.define(spec)
   if type(name) ~= "string" or not name:match("^[%w_][%w_%.%-]*$") then
     error("policy: name missing or invalid (a non-empty string of letters, digits, _ . -)", 2)
   end
+  local close = renamed.collect()
   local ok, pol = pcall(build, spec)
+  local notes = close()
+  table.sort(notes)
   if not ok then error(("policy '%s': %s"):format(name, tostring(pol)), 2) end
+  pol.deprecations = notes
   return pol
 end
 

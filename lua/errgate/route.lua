@@ -15,9 +15,10 @@
 --   { replay = "original" | "TOPIC", after = "5s" }   inbox mode: republish the
 --        record (key, value, headers) to its original topic or the named one,
 --        not before `after` (default 0): it waits on the inbox's replay rung
---   { action = "hold", delay_ms = "5s", reason = ..., code = ..., message = ... }
+--   { action = "hold", delay = "5s", reason = ..., code = ..., message = ... }
 --        the long form of a terminal entry; action = "retry" is allowed here
---        with an explicit delay_ms
+--        with an explicit delay (the old name delay_ms is still read, with a
+--        note: errgate.renamed)
 --   { dlq = true, approval = true }   (or quarantine = true, or action =
 --        "dlq", with the long form's other keys) a lane write whose item
 --        starts pending-approval: the record carries errgate.approval:
@@ -58,6 +59,7 @@
 -- them; resolve() packs them for callers that want the table.
 local backoff = require "errgate.backoff"
 local duration = require "errgate.duration"
+local renamed = require "errgate.renamed"
 
 local floor_retry_after, retry_delay, delay = backoff.floor_retry_after, backoff.retry_delay, backoff.delay
 local type, tonumber, floor = type, tonumber, math.floor
@@ -65,7 +67,7 @@ local type, tonumber, floor = type, tonumber, math.floor
 local route = {}
 
 local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, stop = true }
-local LONG_KEYS = { action = true, delay_ms = true, reason = true, code = true, message = true,
+local LONG_KEYS = { action = true, delay = true, delay_ms = true, reason = true, code = true, message = true,
                     approval = true, dlq = true, quarantine = true, guard = true }
 local RETRY_KEYS = { retry = true, exhausted = true }
 local LADDER_KEYS = { ladder = true, exhausted = true }
@@ -135,13 +137,14 @@ local function compile_terminal(where, e, allow_retry)
     if e.action ~= "dlq" and e.action ~= "quarantine" then fail(where, "guard only applies to dlq and quarantine") end
     out.guard = e.guard
   end
-  if e.delay_ms ~= nil then
-    if action ~= "hold" and action ~= "retry" then fail(where, "delay_ms only applies to hold and retry") end
-    local ms, err = duration.parse(e.delay_ms)
-    if not ms then fail(where, "delay_ms: %s", err) end
+  local wait = renamed.get(where, e, "delay", "delay_ms")
+  if wait ~= nil then
+    if action ~= "hold" and action ~= "retry" then fail(where, "delay only applies to hold and retry") end
+    local ms, err = duration.parse(wait)
+    if not ms then fail(where, "delay: %s", err) end
     out.delay_ms = ms
   elseif action == "retry" then
-    fail(where, "action retry needs delay_ms (or use { retry = \"schedule\" })")
+    fail(where, "action retry needs a delay (or use { retry = \"schedule\" })")
   end
   return out
 end

@@ -10,26 +10,28 @@
 --   { attempts = N,                 -- additional attempts after the first failure
 --                                   -- (required, except with delays: default #delays)
 --     backoff = "exponential",      -- or "fixed"; "list" when delays is given
---     base_ms = 100,                -- required (except with delays); ms or "100ms"
---     multiplier = 2,               -- exponential only: delay n = base_ms * multiplier^(n-1)
+--     base = "100ms",               -- required (except with delays); a duration (a number: ms)
+--     multiplier = 2,               -- exponential only: delay n = base * multiplier^(n-1)
 --                                   -- (a number from 1 to 10; default 2)
 --     delays = "5s x3, 15s x5",     -- a fixed list of delays (the last repeats); inside
 --                                   -- a list a bare number is milliseconds, so
 --                                   -- "5000x3,10000x2" (as Spring users write it) works
---     max_ms = 30000,               -- cap of one delay; default max(30s, base_ms)
+--     max = "30s",                  -- cap of one delay; default max(30s, base)
 --     jitter = "full",              -- "none" | "full" | "equal" | "decorrelated"
 --                                   -- (default "none" for a list, else "full")
---     max_elapsed_ms = "10m",       -- give up once this long has passed since
+--     max_elapsed = "10m",          -- give up once this long has passed since
 --                                   -- the record's first failure
 --     honor_retry_after = true,     -- Retry-After is a floor for the delay
---     retry_after_cap_ms = 60000 }  -- ... but never more than this
+--     retry_after_cap = "1m" }      -- ... but never more than this
+-- (durations are named without a unit, errgate.renamed: base_ms, max_ms,
+-- max_elapsed_ms and retry_after_cap_ms are still read, with a note)
 -- A schedule may also be written as the delay list alone:
 --   retry = { slow = "5s x3, 15s x5, 60s x10" }  -- 18 attempts, no jitter
 --
 -- shape "ladder": delayed retry topics (route entry `{ ladder = "name" }`):
 --   { ladder = { "30s", "5m", "1h" },        -- the rungs, climbed in order
 --     honor_retry_after = true,              -- Retry-After raises a rung's delay
---     retry_after_cap_ms = "1h" }            -- ... up to this (default 1 h)
+--     retry_after_cap = "1h" }               -- ... up to this (default 1 h)
 -- A rung is a duration string, which is both its name and its delay, or
 -- { name = "30s", delay = "45s" }: the name stays (it is part of the rung's
 -- Kafka topic, `{topic}.retry.{name}`) while an SRE changes the delay during
@@ -38,13 +40,14 @@
 -- two ladders names one topic, so it must have the same delay in both
 -- (compile_all refuses otherwise). Compiled: { name, shape = "ladder",
 -- rungs = { { name = "30s", delay_ms = 30000 }, ... }, honor_retry_after,
--- retry_after_cap_ms }.
+-- retry_after_cap_ms } (compiled fields are milliseconds and say so).
 --
 -- Errors are raised as "retry.<name>: ..." strings without position; the
 -- policy module adds the file and line of the define call.
 local backoff = require "errgate.backoff"
 local decision = require "errgate.decision"
 local duration = require "errgate.duration"
+local renamed = require "errgate.renamed"
 
 local schedule = {}
 
@@ -59,11 +62,12 @@ local function fail(where, fmt, ...)
 end
 
 local KNOWN = {
-  attempts = true, backoff = true, base_ms = true, max_ms = true, jitter = true,
-  honor_retry_after = true, retry_after_cap_ms = true, delays = true, max_elapsed_ms = true,
+  attempts = true, backoff = true, base = true, max = true, jitter = true,
+  honor_retry_after = true, retry_after_cap = true, delays = true, max_elapsed = true,
   multiplier = true,
+  base_ms = true, max_ms = true, retry_after_cap_ms = true, max_elapsed_ms = true, -- old names (errgate.renamed)
 }
-local LADDER_KNOWN = { ladder = true, honor_retry_after = true, retry_after_cap_ms = true }
+local LADDER_KNOWN = { ladder = true, honor_retry_after = true, retry_after_cap = true, retry_after_cap_ms = true }
 local RUNG_KEYS = { name = true, delay = true }
 local MAX_LIST = 1000
 local MAX_MULTIPLIER = 10
@@ -99,10 +103,12 @@ local function parse_delays(where, v)
   return out
 end
 
+-- ms_field(where, spec, key, default) -> ms: the duration under key (or
+-- its old name key_ms, errgate.renamed), else default (nil: required).
 local function ms_field(where, spec, key, default)
-  local v = spec[key]
+  local v = renamed.get(where, spec, key, key .. "_ms")
   if v == nil then
-    if default == nil then fail(where, "%s missing (ms or a duration such as \"100ms\")", key) end
+    if default == nil then fail(where, "%s missing (a duration such as \"100ms\")", key) end
     return default
   end
   local ms, err = duration.parse(v)
@@ -123,12 +129,12 @@ local function choice(where, spec, key, set, default)
 end
 
 -- retry_after(where, spec, s, cap_default) fills s.honor_retry_after and
--- s.retry_after_cap_ms from spec.
+-- s.retry_after_cap_ms from spec (retry_after_cap).
 local function retry_after(where, spec, s, cap_default)
   local honor = spec.honor_retry_after
   if honor ~= nil and type(honor) ~= "boolean" then fail(where, "honor_retry_after must be true or false") end
   s.honor_retry_after = honor ~= false
-  s.retry_after_cap_ms = ms_field(where, spec, "retry_after_cap_ms", cap_default)
+  s.retry_after_cap_ms = ms_field(where, spec, "retry_after_cap", cap_default)
 end
 
 -- compile_rung(where, i, r) -> { name, delay_ms }
@@ -161,7 +167,7 @@ end
 local function compile_ladder(name, where, spec)
   for k in pairs(spec) do
     if not LADDER_KNOWN[k] then
-      fail(where, "unknown field %s (a ladder takes ladder, honor_retry_after, retry_after_cap_ms)", tostring(k))
+      fail(where, "unknown field %s (a ladder takes ladder, honor_retry_after, retry_after_cap)", tostring(k))
     end
   end
   local list = spec.ladder
@@ -217,7 +223,7 @@ function schedule.compile(name, spec)
     backoff = kind,
     delays = delays,
     jitter = choice(where, spec, "jitter", backoff.JITTER, delays and "none" or "full"),
-    base_ms = delays and ms_field(where, spec, "base_ms", delays[1]) or ms_field(where, spec, "base_ms"),
+    base_ms = delays and ms_field(where, spec, "base", delays[1]) or ms_field(where, spec, "base"),
   }
   local m = spec.multiplier
   if m ~= nil then
@@ -229,9 +235,11 @@ function schedule.compile(name, spec)
   s.multiplier = kind == "exponential" and (m or 2) or nil
   local longest = s.base_ms
   for _, d in ipairs(delays or {}) do longest = math.max(longest, d) end
-  s.max_ms = ms_field(where, spec, "max_ms", math.max(DEFAULT_MAX_MS, longest))
-  if spec.max_elapsed_ms ~= nil then s.max_elapsed_ms = ms_field(where, spec, "max_elapsed_ms") end
-  if s.max_ms < s.base_ms then fail(where, "max_ms (%d) is below base_ms (%d)", s.max_ms, s.base_ms) end
+  s.max_ms = ms_field(where, spec, "max", math.max(DEFAULT_MAX_MS, longest))
+  s.max_elapsed_ms = ms_field(where, spec, "max_elapsed", false) or nil
+  if s.max_ms < s.base_ms then
+    fail(where, "max (%s) is below base (%s)", duration.format(s.max_ms), duration.format(s.base_ms))
+  end
   retry_after(where, spec, s, DEFAULT_RETRY_AFTER_CAP_MS)
   return s
 end

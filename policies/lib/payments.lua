@@ -101,9 +101,9 @@ function payments.define(opts)
     },
 
     retry = {
-      quick = { attempts = 2, base_ms = "200ms", max_ms = "1s", jitter = "full",
-                honor_retry_after = true, retry_after_cap_ms = "5s" },
-      provider = { ladder = opts.ladder, honor_retry_after = true, retry_after_cap_ms = "1h" },
+      quick = { attempts = 2, base = "200ms", max = "1s", jitter = "full",
+                honor_retry_after = true, retry_after_cap = "5s" },
+      provider = { ladder = opts.ladder, honor_retry_after = true, retry_after_cap = "1h" },
     },
 
     route = {

@@ -179,8 +179,8 @@ static const char *CANDIDATE =
     "    { status = { 502, 503, 504 }, class = \"transient\" },\n"
     "    { status = { 400, 404 }, class = \"permanent\" },\n"
     "    { class = \"unknown\" } },\n"
-    "  retry = { transient = { attempts = 4, backoff = \"exponential\", base_ms = \"100ms\",\n"
-    "    max_ms = \"5s\", jitter = \"full\" } },\n"
+    "  retry = { transient = { attempts = 4, backoff = \"exponential\", base = \"100ms\",\n"
+    "    max = \"5s\", jitter = \"full\" } },\n"
     "  route = { vip = \"ignore\", transient = { retry = \"transient\", exhausted = \"dlq\" },\n"
     "            permanent = \"quarantine\",\n"
     "            default = \"dlq\" } }\n";

@@ -5,7 +5,7 @@ local schedule = require "errgate.schedule"
 local function const(r) return function() return r end end
 
 local function sched(over)
-  local spec = { attempts = 10, base_ms = 100, max_ms = 5000, jitter = "none" }
+  local spec = { attempts = 10, base = 100, max = 5000, jitter = "none" }
   for k, v in pairs(over or {}) do spec[k] = v end
   return schedule.compile("t", spec)
 end
@@ -20,11 +20,11 @@ describe("errgate.backoff.base", function()
 
   it("stays at the cap for absurd retry numbers (no overflow, no NaN)", function()
     assert.are.equal(5000, backoff.base(sched(), 1e6))
-    assert.are.equal(0, backoff.base(sched({ base_ms = 0 }), 1e6))
+    assert.are.equal(0, backoff.base(sched({ base = 0 }), 1e6))
   end)
 
   it("is flat for a fixed schedule", function()
-    local s = sched({ backoff = "fixed", base_ms = "2s" })
+    local s = sched({ backoff = "fixed", base = "2s" })
     assert.are.equal(2000, backoff.base(s, 1))
     assert.are.equal(2000, backoff.base(s, 7))
   end)
@@ -65,7 +65,7 @@ describe("errgate.backoff.jitter", function()
 end)
 
 describe("errgate.backoff.retry_delay", function()
-  local s = sched({ jitter = "full", retry_after_cap_ms = "60s" })
+  local s = sched({ jitter = "full", retry_after_cap = "60s" })
 
   it("uses Retry-After as a floor", function()
     local ms, honoured = backoff.retry_delay(s, 1, 3000, const(0.999999))
@@ -91,7 +91,7 @@ end)
 
 describe("errgate.schedule.compile", function()
   it("fills defaults", function()
-    local s = schedule.compile("x", { attempts = 3, base_ms = "1s" })
+    local s = schedule.compile("x", { attempts = 3, base = "1s" })
     assert.are.same({
       name = "x", shape = "backoff", attempts = 3, backoff = "exponential", multiplier = 2, jitter = "full",
       base_ms = 1000, max_ms = 30000, honor_retry_after = true, retry_after_cap_ms = 60000,
@@ -99,20 +99,20 @@ describe("errgate.schedule.compile", function()
   end)
 
   local bad = {
-    { { base_ms = 100 }, "attempts must be an integer" },
-    { { attempts = -1, base_ms = 100 }, "attempts must be an integer" },
-    { { attempts = 1.5, base_ms = 100 }, "attempts must be an integer" },
-    { { attempts = 3 }, "base_ms missing" },
-    { { attempts = 3, base_ms = "fast" }, "base_ms: invalid duration" },
-    { { attempts = 3, base_ms = "5s", max_ms = "1s" }, "max_ms %(1000%) is below base_ms %(5000%)" },
-    { { attempts = 3, base_ms = 1, jitter = "sometimes" }, "jitter sometimes unknown" },
+    { { base = 100 }, "attempts must be an integer" },
+    { { attempts = -1, base = 100 }, "attempts must be an integer" },
+    { { attempts = 1.5, base = 100 }, "attempts must be an integer" },
+    { { attempts = 3 }, "base missing" },
+    { { attempts = 3, base = "fast" }, "base: invalid duration" },
+    { { attempts = 3, base = "5s", max = "1s" }, "max %(1s%) is below base %(5s%)" },
+    { { attempts = 3, base = 1, jitter = "sometimes" }, "jitter sometimes unknown" },
     { { delays = "5s x3, soon" }, "delays: invalid duration \"soon\"" },
     { { delays = "" }, "delays: at least one delay" },
-    { { attempts = 3, base_ms = 1, backoff = "list" }, "backoff \"list\" goes with delays" },
-    { { attempts = 3, base_ms = 1, max_elapsed_ms = "forever" }, "max_elapsed_ms: invalid duration" },
-    { { attempts = 3, base_ms = 1, backoff = "linear" }, "backoff linear unknown" },
-    { { attempts = 3, base_ms = 1, honor_retry_after = "yes" }, "honor_retry_after must be true or false" },
-    { { attempts = 3, base_ms = 1, atempts = 3 }, "unknown field atempts" },
+    { { attempts = 3, base = 1, backoff = "list" }, "backoff \"list\" goes with delays" },
+    { { attempts = 3, base = 1, max_elapsed = "forever" }, "max_elapsed: invalid duration" },
+    { { attempts = 3, base = 1, backoff = "linear" }, "backoff linear unknown" },
+    { { attempts = 3, base = 1, honor_retry_after = "yes" }, "honor_retry_after must be true or false" },
+    { { attempts = 3, base = 1, atempts = 3 }, "unknown field atempts" },
   }
   for _, row in ipairs(bad) do
     it("refuses: " .. row[2], function()

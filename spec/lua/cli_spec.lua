@@ -46,7 +46,7 @@ local function candidate(route400)
       { kind = "lua", class = "systemic" },
       { class = "unknown" },
     },
-    retry = { transient = { attempts = 4, base_ms = 100, jitter = "none" } },
+    retry = { transient = { attempts = 4, base = 100, jitter = "none" } },
     route = { transient = { retry = "transient", exhausted = "dlq" }, permanent = route400,
               systemic = "stop", default = "dlq" },
   }
@@ -263,7 +263,7 @@ describe("errgate.recorded.replay and diff", function()
   it("stops at MAX_RETRIES for a policy that never gives up", function()
     local forever = policy.define { name = "forever", version = "1",
       classify = { { class = "transient" } },
-      retry = { t = { attempts = 1000, base_ms = 1, jitter = "none" } },
+      retry = { t = { attempts = 1000, base = 1, jitter = "none" } },
       route = { transient = { retry = "t" }, default = "dlq" } }
     local d = recorded.replay(forever, case_of(native({ kind = "http", status = "503", action = "dlq" })))
     assert.are.same({ "retry", recorded.MAX_RETRIES }, { d.action, d.retries })

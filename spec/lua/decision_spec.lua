@@ -122,7 +122,7 @@ describe("rt.decide with a route function", function()
 
   it("may use a schedule by name", function()
     local pol = policy.define { name = "fn2", version = 1, classify = { { class = "c" } },
-      retry = { s = { attempts = 1, base_ms = 10, jitter = "none" } },
+      retry = { s = { attempts = 1, base = 10, jitter = "none" } },
       route = function() return { retry = "s", exhausted = "quarantine" } end }
     assert.are.same({ "retry", 10 }, { rt.decide(pol, F, {}, {}).action, rt.decide(pol, F, {}, {}).delay_ms })
     local d = rt.decide(pol, F, {}, { last_class = "c", class_attempts = 1 })

@@ -70,7 +70,7 @@ describe("errgate.lint", function()
       return policy.define { name = "lad", version = "1",
         classify = { { status = 503, class = "transient" }, { status = 429, class = "throttled" },
           { class = "unknown" } },
-        retry = { quick = { attempts = 1, base_ms = 10 }, provider = { ladder = { "30s", "5m" } } },
+        retry = { quick = { attempts = 1, base = 10 }, provider = { ladder = { "30s", "5m" } } },
         route = route or { transient = { retry = "quick", exhausted = { ladder = "provider" } },
                            throttled = { ladder = "provider" }, default = "dlq" } }
     end

@@ -9,7 +9,7 @@ local function spec(over)
   local s = {
     name = "p", version = "1",
     classify = { { status = 503, class = "transient" }, { class = "unknown" } },
-    retry = { fast = { attempts = 2, base_ms = 10, jitter = "none" } },
+    retry = { fast = { attempts = 2, base = 10, jitter = "none" } },
     route = { transient = { retry = "fast" }, default = "dlq" },
   }
   for k, v in pairs(over or {}) do
@@ -46,7 +46,7 @@ describe("errgate.policy.define refuses", function()
     { "retry without a schedule", { route = { default = "retry" } },
       "route%.default: retry needs a schedule" },
     { "a retry action without delay", { route = { default = { action = "retry" } } },
-      "route%.default: action retry needs delay_ms" },
+      "route%.default: action retry needs a delay" },
     { "a bare ladder action", { route = { default = "ladder" } },
       "route%.default: a ladder needs a schedule: write { ladder = \"name\" }" },
     { "an undefined schedule", { route = { transient = { retry = "fastt" }, default = "dlq" } },
@@ -54,11 +54,15 @@ describe("errgate.policy.define refuses", function()
     { "an exhausted entry that retries", { route = { transient = { retry = "fast", exhausted = "retry" },
       default = "dlq" } },
       "route%.transient%.exhausted: retry needs a schedule" },
-    { "a delay on a dlq", { route = { default = { action = "dlq", delay_ms = 5 } } },
-      "route%.default: delay_ms only applies to hold and retry" },
+    { "a delay on a dlq", { route = { default = { action = "dlq", delay = 5 } } },
+      "route%.default: delay only applies to hold and retry" },
     { "an unknown key in a route entry", { route = { default = { action = "dlq", reson = "x" } } },
       "route%.default: unknown key reson" },
-    { "a bad schedule", { retry = { fast = { attempts = 2 } } }, "retry%.fast: base_ms missing" },
+    { "a bad schedule", { retry = { fast = { attempts = 2 } } }, "retry%.fast: base missing" },
+    { "a duration under its new and old names", { retry = { fast = { attempts = 2, base = "1s", base_ms = 5 } } },
+      "retry%.fast: base and base_ms in one table: write only base" },
+    { "a delay under both names", { route = { default = { action = "hold", delay = "1s", delay_ms = 5 } } },
+      "route%.default: delay and delay_ms in one table: write only delay" },
     { "classify without a catch-all", { classify = { { status = 503, class = "transient" } } },
       "classify: the last rule must be a catch%-all default" },
     { "a catch-all before the end", { classify = { { class = "unknown" }, { status = 503, class = "x" } } },
@@ -189,7 +193,7 @@ describe("route entries", function()
   end)
 
   it("exhaust at once with attempts = 0", function()
-    local pol = policy.define(spec({ retry = { fast = { attempts = 0, base_ms = 10 } } }))
+    local pol = policy.define(spec({ retry = { fast = { attempts = 0, base = 10 } } }))
     local d = t.decide(pol, t.http(503))
     assert.are.same({ "dlq", "exhausted" }, { d.action, d.reason })
   end)
@@ -218,7 +222,7 @@ describe("route entries", function()
   end)
 
   it("give a hold its own delay", function()
-    local pol = policy.define(spec({ route = { default = { action = "hold", delay_ms = "30s" } } }))
+    local pol = policy.define(spec({ route = { default = { action = "hold", delay = "30s" } } }))
     assert.are.same({ "hold", 30000 }, { t.decide(pol, t.http(500)).action, t.decide(pol, t.http(500)).delay_ms })
   end)
 
@@ -286,7 +290,7 @@ describe("a Policy", function()
   end)
 
   it("with_random returns a copy and leaves the original alone", function()
-    local pol = policy.define(spec({ retry = { fast = { attempts = 2, base_ms = 1000, jitter = "full" } } }))
+    local pol = policy.define(spec({ retry = { fast = { attempts = 2, base = 1000, jitter = "full" } } }))
     local pinned = pol:with_random(function() return 0 end)
     assert.are.equal(0, t.decide(pinned, t.http(503)).delay_ms)
     assert.are.equal(math.random, pol.random)

@@ -42,7 +42,7 @@ describe("delay lists", function()
 end)
 
 describe("decorrelated jitter", function()
-  local s = schedule.compile("d", { attempts = 10, base_ms = 100, max_ms = 5000, jitter = "decorrelated" })
+  local s = schedule.compile("d", { attempts = 10, base = 100, max = 5000, jitter = "decorrelated" })
 
   it("the first retry draws from [base, 3 * base]", function()
     assert.are.equal(100, backoff.delay(s, 1, const(0)))
@@ -67,7 +67,7 @@ describe("decorrelated jitter", function()
   it("the decide pipeline feeds it the previous delay of the same class only", function()
     local pol = policy.define { name = "p", version = "1",
       classify = { { status = 503, class = "transient" }, { status = 504, class = "gateway" }, { class = "unknown" } },
-      retry = { d = { attempts = 5, base_ms = 100, max_ms = 100000, jitter = "decorrelated" } },
+      retry = { d = { attempts = 5, base = 100, max = 100000, jitter = "decorrelated" } },
       route = { transient = { retry = "d" }, gateway = { retry = "d" }, default = "dlq" } }:with_random(const(0.99999))
     local same = pol:decide({ kind = "http", status = 503 }, nil,
       { last_class = "transient", class_attempts = 1, last_delay_ms = 2000 })
@@ -81,7 +81,7 @@ end)
 describe("max elapsed time", function()
   local pol = policy.define { name = "p", version = "1",
     classify = { { status = 503, class = "transient" }, { class = "unknown" } },
-    retry = { t = { attempts = 100, base_ms = 10, jitter = "none", max_elapsed_ms = "1m" } },
+    retry = { t = { attempts = 100, base = 10, jitter = "none", max_elapsed = "1m" } },
     route = { transient = { retry = "t", exhausted = "quarantine" }, default = "dlq" } }
 
   it("retries while the time since the first failure is under the cap", function()
@@ -109,33 +109,33 @@ describe("Spring-style delay lists and the multiplier", function()
   end)
 
   it("outside a list a bare number string is still refused", function()
-    local ok, err = pcall(schedule.compile, "x", { base_ms = "100", attempts = 2 })
+    local ok, err = pcall(schedule.compile, "x", { base = "100", attempts = 2 })
     assert.is_false(ok)
     assert.matches("a unit is required", err)
   end)
 
   it("an exponential schedule takes a multiplier (default 2)", function()
-    local s = schedule.compile("x3", { attempts = 5, base_ms = 100, multiplier = 3, max_ms = "10s", jitter = "none" })
+    local s = schedule.compile("x3", { attempts = 5, base = 100, multiplier = 3, max = "10s", jitter = "none" })
     local got = {}
     for n = 1, 6 do got[n] = backoff.delay(s, n) end
     assert.are.same({ 100, 300, 900, 2700, 8100, 10000 }, got) -- capped at max_ms
-    local two = schedule.compile("x2", { attempts = 3, base_ms = 100, jitter = "none" })
+    local two = schedule.compile("x2", { attempts = 3, base = 100, jitter = "none" })
     assert.are.equal(2, two.multiplier)
     assert.are.same({ 100, 200, 400 }, { backoff.delay(two, 1), backoff.delay(two, 2), backoff.delay(two, 3) })
-    local half = schedule.compile("x1.5", { attempts = 3, base_ms = 1000, multiplier = 1.5, jitter = "none" })
+    local half = schedule.compile("x1.5", { attempts = 3, base = 1000, multiplier = 1.5, jitter = "none" })
     assert.are.same({ 1000, 1500, 2250 }, { backoff.delay(half, 1), backoff.delay(half, 2), backoff.delay(half, 3) })
     local far = schedule.compile("far",
-      { attempts = 1000, base_ms = 100, multiplier = 10, max_ms = "1h", jitter = "none" })
+      { attempts = 1000, base = 100, multiplier = 10, max = "1h", jitter = "none" })
     assert.are.equal(3600000, backoff.delay(far, 1000)) -- 10^999 overflows to inf: still the cap
   end)
 
   it("refuses a multiplier out of range, of the wrong type, or on a non-exponential schedule", function()
     for _, bad in ipairs({
-      { { attempts = 2, base_ms = 100, multiplier = 0.5 }, "multiplier must be a number from 1 to 10" },
-      { { attempts = 2, base_ms = 100, multiplier = 11 }, "multiplier must be a number from 1 to 10" },
-      { { attempts = 2, base_ms = 100, multiplier = "2" }, "multiplier must be a number" },
-      { { attempts = 2, base_ms = 100, multiplier = 0 / 0 }, "multiplier must be a number" },
-      { { attempts = 2, base_ms = 100, backoff = "fixed", multiplier = 3 }, "exponential\" only" },
+      { { attempts = 2, base = 100, multiplier = 0.5 }, "multiplier must be a number from 1 to 10" },
+      { { attempts = 2, base = 100, multiplier = 11 }, "multiplier must be a number from 1 to 10" },
+      { { attempts = 2, base = 100, multiplier = "2" }, "multiplier must be a number" },
+      { { attempts = 2, base = 100, multiplier = 0 / 0 }, "multiplier must be a number" },
+      { { attempts = 2, base = 100, backoff = "fixed", multiplier = 3 }, "exponential\" only" },
       { { delays = "1s x2", multiplier = 3 }, "exponential\" only" },
     }) do
       local ok, err = pcall(schedule.compile, "bad", bad[1])

@@ -28,6 +28,7 @@
  * Everything here is per state: a policy may be built on any thread (a
  * reload builds on a worker) and then used by one thread at a time. */
 #include "policy.h"
+#include "log.h"
 #include "luavm.h"
 #include "sha256.h"
 #include "util.h"
@@ -151,6 +152,27 @@ static void load_names(eg_policy *p, const char *fn, char (**names)[64], int *co
     lua_pop(L, 1);
 }
 
+/* Logs each entry of the policy object's `deprecations` list (what it
+ * says under an old name and what to write instead, errgate.renamed) as a
+ * warn line policy_deprecated naming the file: at start and at every
+ * reload, so a deployment sees it before the old names go. Runs
+ * protected; leaves the stack as it was. */
+static void log_deprecations(eg_policy *p) {
+    lua_State *L = p->vm->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->pol_ref);
+    raw_field(L, -1, "deprecations");
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        for (int i = 1; i <= 64; i++) {
+            lua_rawgeti(L, -1, i);
+            int done = lua_type(L, -1) != LUA_TSTRING;
+            if (!done) eg_log_msg(EG_WARN, "policy_deprecated", "%s: %s", p->path, lua_tostring(L, -1));
+            lua_pop(L, 1);
+            if (done) break;
+        }
+    }
+    lua_pop(L, 2);
+}
+
 /* Reads rt.unguarded_classes(pol) into p (none: the guard then covers every
  * class) and rt.known_classes(pol) (none: any class). */
 static void load_unguarded(eg_policy *p) {
@@ -244,6 +266,7 @@ static int load_protected(lua_State *L) {
     p->pol_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     load_rungs(p);
     load_unguarded(p);
+    log_deprecations(p);
     lua_settop(L, 1);
     c->rc = load_decider(p, c->err, c->errlen);
     return 0;

@@ -19,14 +19,14 @@ local pol = policy.define {
     { class = "unknown" },
   },
   retry = {
-    quick = { attempts = 2, base_ms = "250ms", jitter = "none" },
+    quick = { attempts = 2, base = "250ms", jitter = "none" },
     provider = { ladder = { "30s", "5m" } },
   },
   route = {
-    breaker = { action = "hold", delay_ms = "3s" },
+    breaker = { action = "hold", delay = "3s" },
     escalating = { retry = "quick", exhausted = { ladder = "provider", exhausted = "quarantine" } },
     in_place = { retry = "quick", exhausted = "dlq" },
-    fixed = { action = "retry", delay_ms = "7s" },
+    fixed = { action = "retry", delay = "7s" },
     default = "dlq",
   },
 }
@@ -70,7 +70,7 @@ describe("the retry budget", function()
   it("applies to a retry returned by a route function, which sees retry_budget", function()
     local seen = {}
     local p = policy.define { name = "fn", version = "1", classify = { { class = "c" } },
-      retry = { quick = { attempts = 3, base_ms = 40, jitter = "none" } },
+      retry = { quick = { attempts = 3, base = 40, jitter = "none" } },
       route = function(_, _, ctx) seen[#seen + 1] = ctx.retry_budget; return { retry = "quick" } end }
     assert.are.same({ "hold", 40, "retry_budget" },
       { p:decide(t.http(503), nil, { retry_budget = false }).action,

@@ -190,11 +190,11 @@ local extra = {
         { class = "other" },
       },
       retry = {
-        transient = { attempts = 3, base_ms = 100, jitter = "decorrelated", max_elapsed_ms = "1h" },
+        transient = { attempts = 3, base = 100, jitter = "decorrelated", max_elapsed = "1h" },
       },
       route = {
-        vip = { action = "retry", delay_ms = "2s" },
-        traced = { action = "hold", delay_ms = 1500, reason = "traced", code = "T", message = "password=x held" },
+        vip = { action = "retry", delay = "2s" },
+        traced = { action = "hold", delay = 1500, reason = "traced", code = "T", message = "password=x held" },
         quota = "quarantine",
         client = "dlq",
         transient = { retry = "transient", exhausted = { action = "hold", reason = "gave_up" } },
@@ -399,7 +399,7 @@ end)
 
 describe("errgate.route entries", function()
   local schedules = require("errgate.schedule").compile_all {
-    quick = { attempts = 2, base_ms = 100 },
+    quick = { attempts = 2, base = 100 },
     up = { ladder = { "30s", "5m" } },
   }
   local f = failure.normalize { kind = "http", status = 503 }
@@ -407,8 +407,8 @@ describe("errgate.route entries", function()
 
   it("mark the ones that resolve the same whatever the ctx", function()
     assert.is_true(route.compile_entry("r", "dlq", schedules).fixed)
-    assert.is_true(route.compile_entry("r", { action = "hold", delay_ms = 5 }, schedules).fixed)
-    assert.is_false(route.compile_entry("r", { action = "retry", delay_ms = 5 }, schedules).fixed)
+    assert.is_true(route.compile_entry("r", { action = "hold", delay = 5 }, schedules).fixed)
+    assert.is_false(route.compile_entry("r", { action = "retry", delay = 5 }, schedules).fixed)
     assert.is_nil(route.compile_entry("r", { retry = "quick" }, schedules).fixed)
     assert.are.same({ "hold", nil, 5 }, { route.resolve_values(route.compile_entry("r", { action = "hold",
       delay_ms = 5 }, schedules)) })
@@ -418,7 +418,7 @@ describe("errgate.route entries", function()
     local up = route.compile_entry("r", { ladder = "up" }, schedules)
     local esc = route.compile_entry("r", { retry = "quick", exhausted = { ladder = "up" } }, schedules)
     local capped = route.compile_entry("r", { retry = "quick" }, require("errgate.schedule").compile_all {
-      quick = { attempts = 2, base_ms = 100, max_elapsed_ms = 1000 } })
+      quick = { attempts = 2, base = 100, max_elapsed = 1000 } })
     assert.are.equal("30s", select(6, route.resolve_values(up, f, never, 1, nil)))
     assert.are.equal("5m", select(6, route.resolve_values(up, f, never, 1, "1")))
     assert.are.equal("30s", select(6, route.resolve_values(up, f, never, 1, -3)))

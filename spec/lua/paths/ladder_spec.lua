@@ -17,7 +17,7 @@ local function def(over)
     name = "lad", version = "1",
     classify = { { status = 503, class = "transient" }, { status = 429, class = "throttled" }, { class = "unknown" } },
     retry = over.retry or {
-      quick = { attempts = 2, base_ms = 100, jitter = "none" },
+      quick = { attempts = 2, base = 100, jitter = "none" },
       provider = { ladder = { "30s", "5m", "1h" } },
     },
     route = over.route or {
@@ -53,7 +53,7 @@ describe("a ladder schedule", function()
 
   it("lets a rung keep its name (its topic) with another delay", function()
     local s = schedule.compile("p", { ladder = { "30s", { name = "5m", delay = "15m" } },
-      honor_retry_after = false, retry_after_cap_ms = "10m" })
+      honor_retry_after = false, retry_after_cap = "10m" })
     assert.are.same({ name = "5m", delay_ms = 900000 }, s.rungs[2])
     assert.is_false(s.honor_retry_after)
     assert.are.equal(600000, s.retry_after_cap_ms)
@@ -85,10 +85,10 @@ describe("a ladder schedule", function()
     { "a rung twice", { ladder = { "30s", "5m", "30s" } },
       "retry%.p: rung 3: name \"30s\" is already rung 1 of this ladder" },
     { "a backoff field in a ladder", { ladder = { "30s" }, attempts = 3 },
-      "retry%.p: unknown field attempts %(a ladder takes ladder, honor_retry_after, retry_after_cap_ms%)" },
+      "retry%.p: unknown field attempts %(a ladder takes ladder, honor_retry_after, retry_after_cap%)" },
     { "a bad honor_retry_after", { ladder = { "30s" }, honor_retry_after = "yes" },
       "honor_retry_after must be true or false" },
-    { "a bad cap", { ladder = { "30s" }, retry_after_cap_ms = "soon" }, "retry_after_cap_ms: invalid duration" },
+    { "a bad cap", { ladder = { "30s" }, retry_after_cap = "soon" }, "retry_after_cap: invalid duration" },
   }
   for _, row in ipairs(bad) do
     it("refuses " .. row[1], function()
@@ -172,7 +172,7 @@ describe("climbing a ladder", function()
 
   it("applies a custom exhausted entry, with its own reason or exhausted", function()
     local p = def({ route = { throttled = { ladder = "provider", exhausted = "quarantine" },
-      transient = { ladder = "provider", exhausted = { action = "hold", delay_ms = "1m", reason = "parked" } },
+      transient = { ladder = "provider", exhausted = { action = "hold", delay = "1m", reason = "parked" } },
       default = "dlq" } })
     local q = p:decide({ kind = "http", status = 429 }, nil, { retry_count = 3 })
     assert.are.same({ "quarantine", "exhausted" }, { q.action, q.reason })
@@ -190,8 +190,8 @@ describe("climbing a ladder", function()
   end)
 
   it("raises a rung's delay to Retry-After, capped", function()
-    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 },
-      provider = { ladder = { "30s", "5m" }, retry_after_cap_ms = "2m" } } })
+    local p = def({ retry = { quick = { attempts = 1, base = 1 },
+      provider = { ladder = { "30s", "5m" }, retry_after_cap = "2m" } } })
     local function delay(ra, count)
       return p:decide({ kind = "http", status = 429, retry_after_ms = ra }, nil, { retry_count = count or 0 }).delay_ms
     end
@@ -202,13 +202,13 @@ describe("climbing a ladder", function()
   end)
 
   it("ignores Retry-After when the ladder does not honour it", function()
-    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 },
+    local p = def({ retry = { quick = { attempts = 1, base = 1 },
       provider = { ladder = { "30s" }, honor_retry_after = false } } })
     assert.are.equal(30000, p:decide({ kind = "http", status = 429, retry_after_ms = 90000 }).delay_ms)
   end)
 
   it("counts rungs on any ladder: retry_count selects the rung of whichever ladder the class routes to", function()
-    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 }, a = { ladder = { "1s", "2s" } },
+    local p = def({ retry = { quick = { attempts = 1, base = 1 }, a = { ladder = { "1s", "2s" } },
       b = { ladder = { "10s", "20s", "40s" } } },
       route = { transient = { ladder = "a" }, throttled = { ladder = "b" }, default = "dlq" } })
     assert.are.equal("dlq", p:decide(F503, nil, { retry_count = 2 }).action)
@@ -260,7 +260,7 @@ describe("escalation from in-place retry to a ladder", function()
   end)
 
   it("climbs after max_elapsed_ms as after the attempts", function()
-    local p = def({ retry = { quick = { attempts = 9, base_ms = 10, max_elapsed_ms = "1s" },
+    local p = def({ retry = { quick = { attempts = 9, base = 10, max_elapsed = "1s" },
       provider = { ladder = { "30s" } } } })
     local d = p:decide(F503, nil, { last_class = "transient", class_attempts = 1, first_failure_ms = 0, now_ms = 1000 })
     assert.are.same({ "ladder", "30s" }, { d.action, d.rung })
@@ -270,13 +270,13 @@ end)
 describe("rt.ladder_rungs", function()
   it("is the union of all ladders' rungs, unique by name: ladders by name, rungs in order", function()
     local p = def({ retry = { zeta = { ladder = { "1h", "30s" } }, alpha = { ladder = { "30s", "5m" } },
-      quick = { attempts = 1, base_ms = 1 } }, route = { transient = { ladder = "zeta" }, default = "dlq" } })
+      quick = { attempts = 1, base = 1 } }, route = { transient = { ladder = "zeta" }, default = "dlq" } })
     assert.are.same({ { name = "30s", delay_ms = 30000 }, { name = "5m", delay_ms = 300000 },
       { name = "1h", delay_ms = 3600000 } }, rt.ladder_rungs(p))
   end)
 
   it("carries a rung's current delay, not the one its name suggests", function()
-    local p = def({ retry = { quick = { attempts = 1, base_ms = 1 },
+    local p = def({ retry = { quick = { attempts = 1, base = 1 },
       provider = { ladder = { "30s", { name = "5m", delay = "15m" } } } } })
     assert.are.same({ name = "5m", delay_ms = 900000 }, rt.ladder_rungs(p)[2])
   end)
