@@ -30,6 +30,14 @@
 --        a class's own name (not `default`); see route.unguarded_classes
 -- The bare action "ladder" is refused: a ladder needs a schedule, so write
 -- { ladder = "name" }.
+-- One long form, and shorthands of it: a terminal entry is
+--   { action = "dlq"|"quarantine"|"ignore"|"hold"|"stop"|"retry",
+--     delay = "5s", reason = "...", code = "...", message = "...",
+--     approval = true, guard = false }
+-- and "dlq" stands for { action = "dlq" }, { dlq = true } for the same,
+-- { retry = "s" } / { ladder = "l" } / { replay = ... } are the schedule,
+-- ladder and replay entries. A table that is none of these is refused with
+-- the long form in the message (LONG_FORM).
 -- A route may instead be a function(failure, record, ctx) returning an entry
 -- in any of these forms; ctx is then the C core's ctx plus class, code and
 -- streak (see errgate.policy). The class itself is not a route's to change:
@@ -77,6 +85,16 @@ local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
 end
 
+local LONG_FORM = "a route entry's long form is { action = \"dlq\" | \"quarantine\" | \"ignore\" | \"hold\" | "
+  .. "\"stop\" | \"retry\", delay = \"5s\", reason = \"...\", code = \"...\", message = \"...\", "
+  .. "approval = true, guard = false }; \"dlq\" is short for { action = \"dlq\" }, and { retry = \"schedule\" }, "
+  .. "{ ladder = \"name\" }, { replay = \"original\" } name a schedule, a ladder, a replay"
+
+-- long_form(where, fmt, ...): fail, pointing at the long form
+local function long_form(where, fmt, ...)
+  error(where .. ": " .. fmt:format(...) .. " (" .. LONG_FORM .. ")", 0)
+end
+
 local function check_keys(where, t, known)
   for k in pairs(t) do
     if not known[k] then fail(where, "unknown key %s", tostring(k)) end
@@ -110,7 +128,9 @@ local function compile_terminal(where, e, allow_retry)
   end
   if type(e) ~= "table" then fail(where, "expected an action string or table, got %s", type(e)) end
   if e.class ~= nil then fail(where, "class is decided by classify; a route cannot change it") end
-  check_keys(where, e, LONG_KEYS)
+  for k in pairs(e) do
+    if not LONG_KEYS[k] then long_form(where, "unknown key %s", tostring(k)) end
+  end
   local action = e.action
   for _, lane in ipairs({ "dlq", "quarantine" }) do -- { dlq = true, ... }: the lane as a flag
     if e[lane] ~= nil then
@@ -119,6 +139,7 @@ local function compile_terminal(where, e, allow_retry)
       action = lane
     end
   end
+  if action == nil then long_form(where, "no action") end
   check_action(where, action, allow_retry)
   if e.approval ~= nil and type(e.approval) ~= "boolean" then fail(where, "approval must be true or false") end
   if e.approval and action ~= "dlq" and action ~= "quarantine" then
