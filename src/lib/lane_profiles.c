@@ -159,7 +159,7 @@ static void be64(int64_t v, unsigned char out[8]) {
 
 /* The facts every profile is written from. */
 typedef struct facts {
-    char code[256], klass[128], message[1024], kind[32], status[16], reason[256], policy[256], when[48];
+    char code[256], message[1024];
     char topic[256], partition[16], offset[32], group[256];
     int64_t timestamp; /* ms since the epoch, -1 when unknown */
     char trace[1300];  /* "CODE: MESSAGE" (Throwable.toString) */
@@ -168,13 +168,7 @@ typedef struct facts {
 static void read_facts(const rd_kafka_headers_t *h, facts *f) {
     char ts[64];
     get(h, EG_H_CODE, f->code, sizeof f->code);
-    get(h, EG_H_CLASS, f->klass, sizeof f->klass);
     get(h, EG_H_MESSAGE, f->message, sizeof f->message);
-    get(h, EG_H_KIND, f->kind, sizeof f->kind);
-    get(h, EG_H_STATUS, f->status, sizeof f->status);
-    get(h, EG_H_REASON, f->reason, sizeof f->reason);
-    get(h, EG_H_POLICY, f->policy, sizeof f->policy);
-    get(h, EG_H_TIMESTAMP, f->when, sizeof f->when);
     get(h, EG_H_ORIG_TOPIC, f->topic, sizeof f->topic);
     get(h, EG_H_ORIG_PARTITION, f->partition, sizeof f->partition);
     get(h, EG_H_ORIG_OFFSET, f->offset, sizeof f->offset);
