@@ -15,8 +15,9 @@
 #   - an application principal produces to its source topic and is refused
 #     (TOPIC_AUTHORIZATION_FAILED) writing or reading the audit topic and a
 #     .state topic;
-#   - a wrong password ends a command with exit 1 and a line naming the
-#     refused credentials; no password appears in any output.
+#   - a wrong password ends a command with exit 1, and a gateway at once
+#     with exit 2, each with a line naming the refused credentials; no
+#     password appears in any output.
 # librdkafka before 2.6.1 cannot do SCRAM against Kafka 4.x, so on Debian 12
 # the cluster tells clients PLAIN (spec/kafka/cluster.sh --sasl).
 # spec/run.sh: kafka only
@@ -116,6 +117,16 @@ sed 's/^sasl.password=.*/sasl.password=not-the-password/' "$OPP" >"$T/bad.proper
 out=$("$EG" dlq stats src.dlq --kafka-config "$T/bad.properties" 2>&1); rc=$?
 check "a wrong password: exit 1 and a line naming the refused credentials (exit $rc)" \
   exits_with "$rc" 1 "errgate dlq: the cluster refused the credentials (SASL authentication error" "$out"
+# a gateway given a wrong password ends at start, saying so
+sed 's/\["sasl.password"\] = "[^"]*"/["sasl.password"] = "not-the-password"/' "$T/gw.lua" >"$T/gw-bad.lua"
+grep -q 'not-the-password' "$T/gw-bad.lua" || die "cannot write the bad-password config"
+sed -i 's/listen = "127.0.0.1:0", //' "$T/gw-bad.lua"
+t0=$SECONDS
+out=$(timeout 120 "$EG" run -c "$T/gw-bad.lua" 2>&1); rc=$?
+printf '%s\n' "$out" >"$T/gw-bad.err"
+check "a gateway with a wrong password exits 2 at start (exit $rc)" \
+  exits_with "$rc" 2 "errgate run: the cluster refused the credentials (SASL authentication error" "$out"
+check "at once, not after the start's 30 s wait for brokers ($((SECONDS - t0)) s)" [ $((SECONDS - t0)) -lt 15 ]
 
 stop_gateway "$GW_PID"
 check "the gateway stops cleanly (exit $RC)" [ "$RC" = 0 ]

@@ -152,8 +152,15 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic, int64_t deadline,
         return -1;
     }
     const char *why = "no such topic";
+    char auth[300];
     int n = -1;
+    /* a refused login is not waited out (as in eg_audit_open): every client
+     * of the process logs in with the same credentials (kconf.h) */
     while (n < 0 && eg_now_ms() < deadline) {
+        if (eg_kafka_auth_failure(auth, sizeof auth)) {
+            why = auth;
+            break;
+        }
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, 5000);
         if (e) why = rd_kafka_err2str(e);
@@ -164,7 +171,8 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic, int64_t deadline,
         if (n < 0) usleep(200 * 1000);
     }
     rd_kafka_topic_destroy(rkt);
-    if (n < 0) snprintf(err, errlen, "cannot read its partitions within %d s: %s", EG_AUDIT_START_MS / 1000, why);
+    if (n < 0 && why == auth) snprintf(err, errlen, "cannot read its partitions: %s", why);
+    else if (n < 0) snprintf(err, errlen, "cannot read its partitions within %d s: %s", EG_AUDIT_START_MS / 1000, why);
     return n;
 }
 
@@ -265,11 +273,14 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
     }
     rd_kafka_poll_set_consumer(a->cons);
     /* one start deadline for all of it; the brokers may be down while the
-     * gateway starts: each step is asked again until then */
+     * gateway starts: each step is asked again until then, unless the
+     * cluster refused the credentials (not waited out: every client of the
+     * process logs in with them, kconf.h's eg_kafka_auth_failure) */
     int64_t deadline = eg_now_ms() + EG_AUDIT_START_MS;
     int ensured;
+    char auth[300];
     while ((ensured = eg_dlq_state_ensure(a->prod, a->topic, 1, note, sizeof note, err, errlen)) != 0 &&
-           eg_now_ms() < deadline)
+           eg_now_ms() < deadline && !eg_kafka_auth_failure(auth, sizeof auth))
         usleep(500 * 1000);
     if (ensured != 0) goto fail;
     if (note[0]) eg_log_msg(EG_INFO, "audit_topic", "%s", note);

@@ -22,11 +22,24 @@
 #include <string.h>
 
 #define META_TIMEOUT_MS 10000
+#define META_STEP_MS 1000
 #define ADMIN_TIMEOUT_MS 10000
 
 int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen) {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, META_TIMEOUT_MS);
+    rd_kafka_resp_err_t e;
+    char auth[300];
+    /* asked a second at a time: a login the cluster refused ends the wait
+     * at once (every client of the process has the same credentials) */
+    for (int waited = 0;; waited += META_STEP_MS) {
+        e = rd_kafka_metadata(rk, 1, NULL, &md, META_STEP_MS);
+        if (e != RD_KAFKA_RESP_ERR__TIMED_OUT && e != RD_KAFKA_RESP_ERR__TRANSPORT) break;
+        if (eg_kafka_auth_failure(auth, sizeof auth)) {
+            snprintf(err, errlen, "cannot list topics: the cluster refused the credentials (%s)", auth);
+            return -1;
+        }
+        if (waited + META_STEP_MS >= META_TIMEOUT_MS) break;
+    }
     if (e) {
         snprintf(err, errlen, "cannot list topics: %s", rd_kafka_err2str(e));
         return -1;
