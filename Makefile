@@ -20,7 +20,7 @@ DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev 
             mandoc libcurl4-openssl-dev openssl lua-check clang-format libjemalloc-dev
 # what `make test` needs besides: the real-cluster suites run Apache Kafka's
 # broker (Java 17), fetched from Maven Central by spec/kafka/cluster.sh
-TEST_DEB_PKGS := openjdk-17-jre-headless maven
+TEST_DEB_PKGS := openjdk-17-jdk-headless maven
 PC_PKGS  := luajit rdkafka libevent msgpack libcurl
 
 # the broker the end-to-end suites run on: both (every suite on the embedded
