@@ -31,9 +31,11 @@ def java_hash(s):
 def txn_partition(txnid, count):
     """The __transaction_state partition of txnid: Kafka's
     TransactionStateManager.partitionFor, Utils.abs(hashCode) % count
-    (Utils.abs is `n & 0x7fffffff`). The leader of that partition is the
-    transaction coordinator FindCoordinator (key type 1) names."""
-    return (java_hash(txnid) & 0x7FFFFFFF) % count
+    (Utils.abs: Math.abs, and 0 for Integer.MIN_VALUE). The leader of that
+    partition is the transaction coordinator FindCoordinator (key type 1)
+    names."""
+    h = java_hash(txnid)
+    return (0 if h == -(1 << 31) else abs(h)) % count
 
 
 def main(a):

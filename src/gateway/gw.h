@@ -54,12 +54,12 @@ enum {
  * qnext/qprev), the records written in the open one, and the counts the
  * summary and the logs give. */
 typedef struct eg_gw_txn {
-    int on;                   /* the lane producer is transactional */
-    int busy;                 /* a transaction is running (re-entry from its delivery reports) */
-    int fatal;                /* the producer is fenced or broken: nothing is committed any more */
-    char fatal_why[600];      /* why, when fatal */
+    int on;              /* the lane producer is transactional */
+    int busy;            /* a transaction is running (re-entry from its delivery reports) */
+    int fatal;           /* the producer is fenced or broken: nothing is committed any more */
+    char fatal_why[600]; /* why, when fatal */
     eg_record *wait_head, *wait_tail;
-    eg_record **open;         /* the records written in the running transaction */
+    eg_record **open; /* the records written in the running transaction */
     int nopen, capopen;
     uint64_t commits, aborts, records;
     int64_t ms_total, ms_max; /* wall time of the commits (begin to commit_transaction's return) */
@@ -215,7 +215,7 @@ typedef struct eg_gw {
         int32_t partition;
         int64_t offset;
         int rearmed;
-    } last_reset; /* the last dlq-guard reset record read: where, and the guards it re-armed here */
+    } last_reset;  /* the last dlq-guard reset record read: where, and the guards it re-armed here */
     eg_gw_txn txn; /* lanes.transactional (gw_txn.c) */
 } eg_gw;
 

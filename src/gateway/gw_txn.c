@@ -113,8 +113,7 @@ static void select_records(eg_gw *gw, const rd_kafka_topic_partition_list_t *off
     for (eg_record *r = gw->txn.wait_head, *next; r; r = next) {
         next = r->qnext;
         if (r->part->revoked) continue;
-        rd_kafka_topic_partition_t *e =
-            rd_kafka_topic_partition_list_find(offsets, r->part->topic, r->part->partition);
+        rd_kafka_topic_partition_t *e = rd_kafka_topic_partition_list_find(offsets, r->part->topic, r->part->partition);
         if (!e || r->offset >= e->offset) continue;
         eg_gw_txn_unlink(gw, r);
         open_add(gw, r);
@@ -157,8 +156,7 @@ static int check_reports(eg_gw *gw, int unreported, char *err, size_t errlen) {
     for (int i = 0; i < gw->txn.nopen; i++) {
         eg_record *r = gw->txn.open[i];
         if (r->fail->txn == EG_TXW_REPORTED && r->fail->txn_err == 0) continue;
-        snprintf(err, errlen, "lane write of %s[%d]@%lld failed: %s", r->topic, (int)r->partition,
-                 (long long)r->offset,
+        snprintf(err, errlen, "lane write of %s[%d]@%lld failed: %s", r->topic, (int)r->partition, (long long)r->offset,
                  r->fail->txn == EG_TXW_REPORTED ? rd_kafka_err2name((rd_kafka_resp_err_t)r->fail->txn_err)
                                                  : "unreported");
         return -1;
@@ -231,8 +229,9 @@ eg_txn_result eg_gw_txn_run(eg_gw *gw, const rd_kafka_topic_partition_list_t *of
             eg_log_int(&l, "partitions", offsets->cnt);
             eg_log_int(&l, "ms", ms);
             eg_log_str(&l, "error", err);
-            eg_log_str(&l, "next", res == EG_TXN_FATAL ? "stop, nothing more committed"
-                                                       : "offsets not moved; its records are written again");
+            eg_log_str(&l, "next",
+                       res == EG_TXN_FATAL ? "stop, nothing more committed"
+                                           : "offsets not moved; its records are written again");
             eg_log_end(&l);
         }
     }

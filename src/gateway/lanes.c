@@ -51,7 +51,7 @@ struct eg_lanes {
     eg_lane_done_fn done;
     eg_lane_fatal_fn fatal;
     void *done_arg;
-    eg_ctlkey ctlkey; /* control_key_file: signs the state records it writes (n == 0: none) */
+    eg_ctlkey ctlkey;  /* control_key_file: signs the state records it writes (n == 0: none) */
     int transactional; /* lanes.transactional: writes belong to transactions */
 };
 
@@ -157,8 +157,9 @@ static int txn_init(eg_lanes *l, char *err, size_t errlen) {
     int mock = cid && !strncmp(cid, "mockCluster", 11);
     if (cid) rd_kafka_mem_free(l->rk, cid);
     if (mock) {
-        snprintf(err, errlen, "lanes.transactional: the embedded broker (errgate broker, librdkafka's mock cluster) "
-                              "has no real transactions; exactly-once lanes need a Kafka cluster");
+        snprintf(err, errlen,
+                 "lanes.transactional: the embedded broker (errgate broker, librdkafka's mock cluster) "
+                 "has no real transactions; exactly-once lanes need a Kafka cluster");
         return -1;
     }
     rd_kafka_error_t *e = rd_kafka_init_transactions(l->rk, TXN_INIT_TIMEOUT_MS);

@@ -1118,8 +1118,9 @@ static int check_transactional(loadctx *c) {
                        "written and its offset is committed outside any transaction; remove lanes.spill");
     for (int i = 0; i < cfg->nkafka; i++)
         if (!strcmp(cfg->kafka[i].key, "isolation.level") && strcmp(cfg->kafka[i].val, "read_committed") != 0)
-            return fail(c, "lanes.transactional: kafka isolation.level = \"%s\": the gateway must read "
-                           "read_committed (aborted rung records would be consumed)",
+            return fail(c,
+                        "lanes.transactional: kafka isolation.level = \"%s\": the gateway must read "
+                        "read_committed (aborted rung records would be consumed)",
                         cfg->kafka[i].val);
     return 0;
 }
