@@ -5,7 +5,10 @@
 # run 1 kills -9 the gateway mid-storm and starts it again (same instance:
 # its transactional.id fences the dead one's open transaction); run 2
 # kills -9 the broker that is the transaction coordinator of the gateway's
-# transactional.id mid-storm (the coordinator moves to a replica). After
+# transactional.id mid-storm (the coordinator moves to a replica), then a
+# second process with the same lanes.instance fences the first (exit 1). In
+# run 1 a second instance also joins the group mid-storm (a rebalance whose
+# revoke commits in a transaction). After
 # each run, a read_committed reader of every lane (DLQ, quarantine, every
 # rung) sees each failed record exactly once per lane it belongs to (0
 # duplicates, 0 lost), no successful record in any lane, and the group's
@@ -96,10 +99,19 @@ left=$(rung_lag txn1 s1 $(rung_topics s1 2s 4s 8s))
 diag "gw1 killed after $(grep -c '"action":"dlq"' "$T/gw1.err") dlq decisions, $SECONDS s; ${left:-?} records of s1 and its rungs unfinished"
 check "gw1 was killed in the middle of the storm (${left:-?} records unfinished)" test "${left:-0}" -gt 0
 start_gateway gw2 "$T/g1.lua"
-finished1() { all_committed txn1 s1 $(rung_topics s1 2s 4s 8s) && dlq_decisions "$T/gw1.err" "$T/gw2.err"; }
+GW2=$GW_PID
+# a second instance joins the group mid-storm: the first one's revoke commits in a transaction
+wait_for 60 grep -q '"event":"assign"' "$T/gw2.err" || diag "gw2: no assignment in 60 s"
+txn_config "$T/g1b.lua" txn1 s1 a2
+start_gateway gw2b "$T/g1b.lua"
+GW2B=$GW_PID
+wait_for 60 grep -q '"event":"revoke"' "$T/gw2.err" || diag "gw2: no revoke in 60 s after gw2b joined"
+finished1() { all_committed txn1 s1 $(rung_topics s1 2s 4s 8s) && dlq_decisions "$T/gw1.err" "$T/gw2.err" "$T/gw2b.err"; }
 if wait_for 120 finished1; then ok "run 1: the restarted instance finished the storm (after $SECONDS s)"
 else not_ok "run 1: not finished in 120 s: lag $(lag txn1 s1), rungs $(rung_lag txn1 $(rung_topics s1 2s 4s 8s))"; fi
-stop_gateway "$GW_PID"
+stop_gateway "$GW2B"
+check "run 1: gw2b (instance a2, joined mid-storm) exits 0 (exit $RC)" [ "$RC" = 0 ]
+stop_gateway "$GW2"
 check "run 1: gw2 exits 0 (exit $RC)" [ "$RC" = 0 ]
 verify run1 s1 txn1
 
@@ -107,19 +119,28 @@ verify run1 s1 txn1
 txn_config "$T/g2.lua" txn2 s2 b
 start_gateway gw3 "$T/g2.lua"
 wait_for 60 grep -q '"event":"lanes_transactional"' "$T/gw3.err" || die "gw3 started no transactions: $(tail -3 "$T/gw3.err")"
-storm3() { grep -q '"action":"dlq"' "$T/gw3.err"; }
-wait_for 60 storm3 || diag "gw3: no dead letter in 60 s"
-coord=$(KA txn-coordinator errgate.txn2.b) || die "no transaction coordinator for errgate.txn2.b"
+# at its assignment, before its first transaction: the storm's first commits meet a dead coordinator
+wait_for 60 grep -q '"event":"assign"' "$T/gw3.err" || diag "gw3: no assignment in 60 s"
+coord=$(KA txn-coordinator errgate.txn2.b 2>/dev/null) || die "no transaction coordinator for errgate.txn2.b"
 kill -9 "$(kafka_broker_pid "$coord")"
 diag "killed broker $coord (transaction coordinator of errgate.txn2.b) after $(grep -c '"action":"dlq"' "$T/gw3.err") dlq decisions"
 finished2() { all_committed txn2 s2 $(rung_topics s2 2s 4s 8s) && dlq_decisions "$T/gw3.err"; }
 if wait_for 180 finished2; then ok "run 2: the gateway finished the storm on the 2 brokers left (after $SECONDS s)"
 else not_ok "run 2: not finished in 180 s: lag $(lag txn2 s2), rungs $(rung_lag txn2 $(rung_topics s2 2s 4s 8s))"; fi
-newcoord=$(KA txn-coordinator errgate.txn2.b)
+# a second process with the same lanes.instance fences the first: it stops, exit 1, nothing more committed
+GW3=$GW_PID
+start_gateway gw4 "$T/g2.lua"
+gone3() { ! kill -0 "$GW3" 2>/dev/null; }
+if wait_for 90 gone3; then ok "gw3 stopped by itself once gw4 took its transactional.id"
+else not_ok "gw3 still runs 90 s after gw4 took its transactional.id"; kill -TERM "$GW3"; fi
+RC=0; wait "$GW3" || RC=$?
+check "the fenced gw3 exits 1 (exit $RC) naming the fence" \
+  exits_with 1 "$RC" 'FENCED' "$(grep -E '"event":"(lane_txn_fatal|lane_producer_fatal|stop)"' "$T/gw3.err")"
+newcoord=$(KA txn-coordinator errgate.txn2.b 2>/dev/null)
 check "the transaction coordinator moved (broker $coord -> ${newcoord:-?})" test -n "$newcoord" -a "$newcoord" != "$coord"
 stop_gateway "$GW_PID"
-check "run 2: gw3 exits 0 (exit $RC)" [ "$RC" = 0 ]
-diag "run 2: $(grep -c '"event":"lane_txn_aborted"' "$T/gw3.err") transactions aborted while the coordinator moved"
+check "run 2: gw4 exits 0 (exit $RC)" [ "$RC" = 0 ]
+diag "run 2: $(grep -c '"event":"lane_txn_aborted"' "$T/gw3.err") transactions aborted while the coordinator moved; gw3's summary: $(grep -oE '"txn_(commits|aborts|commit_ms_mean|commit_ms_max)":[0-9.]+' "$T/gw3.err" | tr '\n' ' ')"
 verify run2 s2 txn2
 CL start --broker "$coord" || diag "broker $coord did not come back: $(tail -3 "$T/cluster-ops.err")"
 
