@@ -65,7 +65,7 @@ check "a config that uses os.getenv and os.date loads (policy test -c got past i
   bash -c "! grep -q 'config ' <<<'$out'"
 if command -v valgrind >/dev/null && [ "${SAN:-}" != 1 ]; then # valgrind cannot run an ASan binary
   for f in exec loop mem; do
-    "${VG[@]}" "$EG" run -c "$T/$f.lua" >/dev/null 2>"$T/vg-$f.err"; rc=$?
+    "${VG[@]}" "$EG_BIN" run -c "$T/$f.lua" >/dev/null 2>"$T/vg-$f.err"; rc=$?
     check "valgrind: the refused $f.lua config leaks nothing (exit $rc)" vg_ok "$rc" 2 "$T/vg-$f.err"
   done
 fi
