@@ -28,7 +28,8 @@
  * can be set alone. */
 static const char *BASE = "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g',"
                           " source = { topics = { 'src' } },"
-                          " target = { http = { url = 'https://h/', tls = {} }, breaker = {}, retry_budget = {} },"
+                          " target = { http = { url = 'https://h/', tls = {} }, breaker = {},"
+                          " retry_budget = { key = { header = 'tenant' } }, rate = { per_second = 5 }, adaptive = {} },"
                           " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {},"
                           " dlq_guard = { max_per_second = 5 } }";
 
@@ -320,6 +321,43 @@ int main(void) {
     CHECK(refused("policy", "'nope.lua'", "policy: cannot read file"), "a path key names its unreadable file");
     CHECK(refused("target.breaker.min_calls", "60", "target.breaker.min_calls: 60 is larger than the window"),
           "cross-key checks stay: breaker min_calls above the window");
+
+    /* the limits towards the target (issue 30): one clear error each */
+    CHECK(refused("target.rate.per_second", "0", "a rate of 0 or less would send nothing"),
+          "a rate of 0 is refused, saying what it would mean");
+    CHECK(refused("target.rate.per_second", "-5", "target.rate.per_second: -5 is out of range"),
+          "a negative rate is refused");
+    CHECK(refused("target.rate.burst", "0.5", "a bucket smaller than one request never lets one through"),
+          "a burst below 1 is refused, saying why");
+    CHECK(refused("target.rate.per_second", "nil", "missing required key 'target.rate.per_second'"),
+          "a rate table without per_second is refused");
+    CHECK(refused("target.retry_budget.key", "{ cookie = 'x' }", "unknown key source 'cookie'"),
+          "an unknown budget key source is refused, naming it");
+    CHECK(refused("target.retry_budget.key", "'tenant'", "target.retry_budget.key: expected a table"),
+          "a budget key that is not a table is refused");
+    CHECK(refused("target.retry_budget.key.header", "'a b'", "expected a header name"),
+          "a budget key header that is no header name is refused");
+    CHECK(refused("target.retry_budget.key.header", "nil", "missing required key 'target.retry_budget.key.header'"),
+          "a key table without its header is refused");
+    CHECK(refused("target.adaptive", "'yes'", "target.adaptive (true or a table): expected a table"),
+          "target.adaptive must be true or a table");
+    CHECK(refused("target.adaptive.min", "100", "target.adaptive.min: 100 is above the limit's ceiling"),
+          "an adaptive min above the concurrency is refused");
+    {
+        eg_config cf;
+        int rc2 = load_with(NULL, NULL, &cf);
+        CHECK(rc2 == 0 && cf.rate_enabled && cf.rate_per_second == 5 && cf.rate_burst == 5 && cf.adaptive_enabled &&
+                  cf.adaptive_min == 1 && cf.adaptive_max == EG_DEF_HTTP_CONCURRENCY &&
+                  !strcmp(cf.budget_key_header, "tenant") && cf.budget_max_keys == EG_DEF_BUDGET_MAX_KEYS,
+              "rate burst defaults to per_second, adaptive max to the concurrency, the budget key is read");
+        if (rc2 == 0) eg_config_free(&cf);
+        rc2 = load_with("target.adaptive", "true", &cf);
+        CHECK(rc2 == 0 && cf.adaptive_enabled && cf.adaptive_min == 1, "target.adaptive = true takes the defaults");
+        if (rc2 == 0) eg_config_free(&cf);
+        rc2 = load_with("target.rate.per_second", "0.5", &cf);
+        CHECK(rc2 == 0 && cf.rate_burst == 1, "a rate below 1 a second gets a burst of 1");
+        if (rc2 == 0) eg_config_free(&cf);
+    }
 
     CHECK(refused("dlq_guard.max_per_second", "nil", "dlq_guard.max_per_second is required"),
           "dlq_guard without max_per_second is refused");

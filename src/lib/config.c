@@ -164,6 +164,51 @@ const eg_config_key eg_config_keys[] = {
     K_NUM("target.retry_budget.percent", EG_DEF_BUDGET_PERCENT, 0, 100, budget_percent,
           "retries allowed, in percent of the requests"),
     K_INT("target.retry_budget.min", EG_DEF_BUDGET_MIN, 0, 1000000, budget_min, "retries always allowed"),
+    K_INT("target.retry_budget.per_minute", 0, 0, 100000000, budget_per_minute,
+          "retries admitted per minute at most (a bucket of that many, refilled continuously), per key when keyed; "
+          "0: no cap"),
+    {.key = "target.retry_budget.key",
+     .type = EG_CK_TABLE,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "budgets by key: { header = \"NAME\" } gives each value of that header a budget of its own; "
+             "absent: one budget for the target (see Retry budget)"},
+    K_STR("target.retry_budget.key.header", EG_CK_REQUIRED | EG_CK_CUSTOM, NULL, budget_key_header,
+          "the record header whose value is the key; records without it share the key \"*\""),
+    K_INT("target.retry_budget.max_keys", EG_DEF_BUDGET_MAX_KEYS, 1, 1000000, budget_max_keys,
+          "keys tracked at most; past it a new key replaces the least recently used idle one, or shares \"*\""),
+    K_TABLE("target.rate", 0, "a rate limit towards the target (token bucket); absent: none (see Rate limit)"),
+    {.key = "target.rate.per_second",
+     .type = EG_CK_NUMBER,
+     .flags = EG_CK_REQUIRED,
+     .def_str = "none: required",
+     .min = 0.001,
+     .max = 1000000,
+     .off = F(rate_per_second),
+     .help = "attempts sent per second at most, in the long run (in-place retries and rung records too)"},
+    {.key = "target.rate.burst",
+     .type = EG_CK_NUMBER,
+     .def_str = "per_second, at least 1",
+     .min = 1,
+     .max = 1000000,
+     .off = F(rate_burst),
+     .help = "attempts that may go at once after a quiet spell (the bucket's size)"},
+    {.key = "target.adaptive",
+     .type = EG_CK_TABLE,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "true or a table: an adaptive concurrency limit (AIMD) below the target's own; absent: none "
+             "(see Rate limit)"},
+    K_INT("target.adaptive.min", EG_DEF_ADAPTIVE_MIN, 1, 4096, adaptive_min, "the limit's floor, and where it starts"),
+    {.key = "target.adaptive.max",
+     .type = EG_CK_INT,
+     .def_str = "target.http.concurrency",
+     .min = 1,
+     .max = 4096,
+     .off = F(adaptive_max),
+     .help = "the limit's ceiling"},
+    K_NUM("target.adaptive.tolerance", EG_DEF_ADAPTIVE_TOLERANCE, 1, 100, adaptive_tolerance,
+          "a success at most this many times slower than the lowest recent latency may raise the limit"),
     K_STR("policy", EG_CK_REQUIRED | EG_CK_FILE, NULL, policy, "the policy file; reloaded when it changes"),
     K_INT("policy_memory_mb", EG_DEF_POLICY_MEMORY_MB, 4, 4096, policy_memory_mb,
           "memory cap of the policy's Lua state"),
@@ -341,7 +386,7 @@ void eg_config_write_man(FILE *out) {
         b[0] = '\0';
         man_put(b, sizeof b, e->flags & (EG_CK_FILE | EG_CK_DIR) ? "path" : type_names[e->type]);
         if (e->flags & EG_CK_REQUIRED) man_put(b, sizeof b, ", required");
-        else if (e->type == EG_CK_INT && e->def_str)
+        else if ((e->type == EG_CK_INT || e->type == EG_CK_NUMBER) && e->def_str)
             man_put(b, sizeof b, ", default "), man_put(b, sizeof b, e->def_str);
         else if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) {
             snprintf(num, sizeof num, ", default %.15g", e->def);
@@ -832,6 +877,8 @@ static int load_breaker(loadctx *c) {
     return 0;
 }
 
+static int load_budget_key(loadctx *c);
+
 /* target.retry_budget: its presence turns the retry budget on. */
 static int load_budget(loadctx *c) {
     eg_config *cfg = c->cfg;
@@ -840,9 +887,111 @@ static int load_budget(loadctx *c) {
     cfg->budget_enabled = 1;
     if (only_keys(c, "target.retry_budget", "target.retry_budget") < 0 ||
         get_bool(c, "enabled", "target.retry_budget.enabled", &cfg->budget_enabled) < 0 ||
-        load_fields(c, "target.retry_budget", "target.retry_budget") < 0)
+        load_fields(c, "target.retry_budget", "target.retry_budget") < 0 || load_budget_key(c) < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
+    return 0;
+}
+
+/* target.retry_budget.key = { header = "NAME" }: budgets by a header's
+ * value. Any other source is refused by name. */
+static int load_budget_key(loadctx *c) {
+    lua_State *L = c->L;
+    rawfield(L, "key");
+    int t = lua_type(L, -1);
+    if (t == LUA_TNIL) return lua_pop(L, 1), 0;
+    if (t != LUA_TTABLE)
+        return lua_pop(L, 1), fail(c,
+                                   "target.retry_budget.key: expected a table such as { header = \"tenant\" }, "
+                                   "got %s",
+                                   lua_typename(L, t));
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(k, "header") != 0) {
+            int r = fail(c,
+                         "target.retry_budget.key: unknown key source '%s'; the one source is a header: "
+                         "key = { header = \"NAME\" }",
+                         k);
+            return lua_pop(L, 3), r;
+        }
+    }
+    if (get_string(c, "header", "target.retry_budget.key.header", 1, &c->cfg->budget_key_header) < 0)
+        return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
+    const char *h = c->cfg->budget_key_header;
+    int okh = *h != '\0' && strlen(h) <= 255;
+    for (const char *p = h; okh && *p; p++) okh = *p > 0x20 && *p < 0x7f;
+    if (!okh)
+        return fail(c, "target.retry_budget.key.header: expected a header name (1 to 255 printable characters, "
+                       "no blanks)");
+    return 0;
+}
+
+/* target.rate = { per_second, burst }: a token bucket towards the target.
+ * A rate that sends nothing and a bucket that holds no request are refused
+ * with what they would mean. */
+static int load_rate(loadctx *c) {
+    eg_config *cfg = c->cfg;
+    lua_State *L = c->L;
+    int r = push_table(c, "rate", "target.rate");
+    if (r <= 0) return r;
+    cfg->rate_enabled = 1;
+    if (only_keys(c, "target.rate", "target.rate") < 0) return lua_pop(L, 1), -1;
+    rawfield(L, "per_second");
+    if (lua_isnil(L, -1)) return lua_pop(L, 2), fail(c, "missing required key 'target.rate.per_second'");
+    if (lua_type(L, -1) == LUA_TNUMBER && !(lua_tonumber(L, -1) > 0)) {
+        double v = lua_tonumber(L, -1);
+        return lua_pop(L, 2), fail(c,
+                                   "target.rate.per_second: %g is out of range [0.001, 1e+06]: a rate of 0 or "
+                                   "less would send nothing (remove target.rate for no limit)",
+                                   v);
+    }
+    lua_pop(L, 1);
+    rawfield(L, "burst");
+    if (lua_type(L, -1) == LUA_TNUMBER && !(lua_tonumber(L, -1) >= 1)) {
+        double v = lua_tonumber(L, -1);
+        return lua_pop(L, 2), fail(c,
+                                   "target.rate.burst: %g is out of range [1, 1e+06]: a bucket smaller than one "
+                                   "request never lets one through",
+                                   v);
+    }
+    lua_pop(L, 1);
+    cfg->rate_burst = 0;
+    if (load_fields(c, "target.rate", "target.rate") < 0) return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
+    if (cfg->rate_burst == 0) cfg->rate_burst = cfg->rate_per_second > 1 ? cfg->rate_per_second : 1;
+    return 0;
+}
+
+/* target.adaptive = true | { min, max, tolerance }: an AIMD concurrency
+ * limit (adaptive.h). max defaults to the HTTP target's concurrency (the
+ * Lua target has none: 4096). */
+static int load_adaptive(loadctx *c) {
+    eg_config *cfg = c->cfg;
+    lua_State *L = c->L;
+    rawfield(L, "adaptive");
+    int t = lua_type(L, -1);
+    lua_pop(L, 1);
+    cfg->adaptive_max = 0;
+    if (t == LUA_TBOOLEAN) {
+        rawfield(L, "adaptive");
+        cfg->adaptive_enabled = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    } else {
+        int r = push_table(c, "adaptive", "target.adaptive (true or a table)");
+        if (r <= 0) return r;
+        cfg->adaptive_enabled = 1;
+        if (only_keys(c, "target.adaptive", "target.adaptive") < 0 ||
+            load_fields(c, "target.adaptive", "target.adaptive") < 0)
+            return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+    }
+    if (!cfg->adaptive_max) cfg->adaptive_max = cfg->target_kind == EG_TARGET_HTTP ? cfg->http_concurrency : 4096;
+    if (cfg->adaptive_enabled && cfg->adaptive_min > cfg->adaptive_max)
+        return fail(c,
+                    "target.adaptive.min: %d is above the limit's ceiling %d (target.adaptive.max, or the "
+                    "target's concurrency)",
+                    cfg->adaptive_min, cfg->adaptive_max);
     return 0;
 }
 
@@ -943,7 +1092,8 @@ static int load_target(loadctx *c) {
     if (r == 0) return fail(c, "missing required key 'target'");
     if (cfg->inbox)
         return lua_pop(L, 1), fail(c, "target: source.inbox calls no target; remove the target table or source.inbox");
-    if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
+    if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0 || load_rate(c) < 0)
+        return lua_pop(L, 1), -1;
     rawfield(L, "http");
     int has_http = !lua_isnil(L, -1);
     lua_pop(L, 1);
@@ -957,7 +1107,7 @@ static int load_target(loadctx *c) {
     if (has_lua) {
         cfg->target_kind = EG_TARGET_LUA;
         if (get_string(c, "lua", "target.lua", 1, &cfg->lua_target) < 0 ||
-            resolve_file(c, "target.lua", &cfg->lua_target) < 0)
+            resolve_file(c, "target.lua", &cfg->lua_target) < 0 || load_adaptive(c) < 0)
             return lua_pop(L, 1), -1;
         lua_pop(L, 1);
         return 0;
@@ -965,7 +1115,9 @@ static int load_target(loadctx *c) {
     cfg->target_kind = EG_TARGET_HTTP;
     if (push_table(c, "http", "target.http") != 1) return lua_pop(L, 1), fail(c, "target.http: expected a table");
     if (load_http(c) < 0) return lua_pop(L, 2), -1;
-    lua_pop(L, 2);
+    lua_pop(L, 1);
+    if (load_adaptive(c) < 0) return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
     return 0;
 }
 
@@ -1340,6 +1492,7 @@ void eg_config_free(eg_config *cfg) {
     }
     free(cfg->http_headers);
     free(cfg->lua_target);
+    free(cfg->budget_key_header);
     free(cfg->policy);
     free(cfg->shadow_policy);
     free(cfg->lane_dlq);

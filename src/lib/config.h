@@ -39,6 +39,9 @@
 #define EG_DEF_BREAKER_PROBES 2
 #define EG_DEF_BUDGET_PERCENT 20
 #define EG_DEF_BUDGET_MIN 3
+#define EG_DEF_BUDGET_MAX_KEYS 1000
+#define EG_DEF_ADAPTIVE_MIN 1
+#define EG_DEF_ADAPTIVE_TOLERANCE 2
 #define EG_DEF_POLICY_MEMORY_MB 64
 #define EG_DEF_COMMIT_INTERVAL_MS 1000
 #define EG_DEF_SHUTDOWN_TIMEOUT_MS 10000
@@ -170,7 +173,17 @@ typedef struct eg_config {
     int budget_enabled; /* 1 when target.retry_budget is present */
     double budget_percent;
     int budget_min;
-    int policy_memory_mb; /* memory cap of the policy's Lua state */
+    int budget_per_minute;   /* retries admitted per minute (per key when keyed); 0: no cap */
+    char *budget_key_header; /* target.retry_budget.key.header: budgets by this header's value, or NULL */
+    int budget_max_keys;     /* keys tracked at most (budget_keys.h) */
+    int rate_enabled;        /* 1 when target.rate is present: a token bucket towards the target */
+    double rate_per_second;  /* > 0 */
+    double rate_burst;       /* >= 1; default per_second (at least 1) */
+    int adaptive_enabled;    /* 1 when target.adaptive is true or a table: an AIMD concurrency limit */
+    int adaptive_min;
+    int adaptive_max;          /* default: the target's concurrency */
+    double adaptive_tolerance; /* a success within this multiple of the lowest recent latency raises the limit */
+    int policy_memory_mb;      /* memory cap of the policy's Lua state */
     int commit_interval_ms;
     int shutdown_timeout_ms;
     int policy_timeout_ms;        /* wall-clock budget of one policy call */
