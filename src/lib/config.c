@@ -695,6 +695,18 @@ static int resolve_fields(loadctx *c, const char *tbl) {
     return 0;
 }
 
+const char *eg_kafka_prop_forbidden(const char *key) {
+    static const char *const props[][2] = {
+        {"plugin.library.paths", "loads shared libraries into the process"},
+        {"ssl.engine.location", "loads an OpenSSL engine (a shared library) into the process"},
+        {"ssl.providers", "loads OpenSSL providers (shared libraries) into the process"},
+        {"sasl.kerberos.kinit.cmd", "is a shell command librdkafka runs (its default runs kinit with the keytab)"},
+    };
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+        if (strcasecmp(key, props[i][0]) == 0) return props[i][1];
+    return NULL;
+}
+
 static int load_kafka(loadctx *c) {
     lua_State *L = c->L;
     int r = push_table(c, "kafka", "kafka");
@@ -743,6 +755,12 @@ static int load_kafka(loadctx *c) {
                           "kafka.partition.assignment.strategy: \"%s\" is a cooperative (incremental) "
                           "strategy, which errgate does not support; use an eager one: range or roundrobin",
                           v);
+            lua_pop(L, 3);
+            return rr;
+        }
+        const char *why = eg_kafka_prop_forbidden(k);
+        if (why) {
+            int rr = fail(c, "kafka.%s: refused: it %s, and a config may not load or run code", k, why);
             lua_pop(L, 3);
             return rr;
         }

@@ -242,6 +242,12 @@ struct lua_State;
 int eg_config_from_table(struct lua_State *L, const char *path, eg_config *cfg, char *err, size_t errlen);
 void eg_config_free(eg_config *cfg);
 
+/* Why a librdkafka property may not be set from a config's kafka table or a
+ * --kafka-config file (it makes librdkafka load a shared library or run a
+ * command: the config is data, not a way to run code), or NULL when it may.
+ * Case-insensitive. */
+const char *eg_kafka_prop_forbidden(const char *key);
+
 /* Looks up a kafka property set by the file; NULL if absent. */
 const char *eg_config_kafka(const eg_config *cfg, const char *key);
 
