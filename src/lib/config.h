@@ -68,9 +68,10 @@ typedef enum {
     EG_CK_INT,    /* an integral number within [min, max], into an int */
     EG_CK_NUMBER, /* a number within [min, max], into a double */
     EG_CK_BOOL,
-    EG_CK_ENUM, /* one of `choices`: its value into an int, or the string into a char * */
-    EG_CK_LIST, /* a list of strings */
-    EG_CK_MAP   /* string keys chosen by the user (kafka properties, header names) */
+    EG_CK_ENUM,    /* one of `choices`: its value into an int, or the string into a char * */
+    EG_CK_LIST,    /* a list of strings */
+    EG_CK_MAP,     /* string keys chosen by the user (kafka properties, header names) */
+    EG_CK_DURATION /* a duration: a unit string ("250ms", "1m30s") or a number of `unit` ms, into an int of `unit` ms */
 } eg_ck_type;
 
 /* Flags of a config key. */
@@ -93,6 +94,8 @@ typedef struct eg_config_key {
     const int *values;          /* ENUM: the int stored for each choice; NULL: the string is stored */
     size_t off;                 /* the field in eg_config, or EG_CK_NOFIELD */
     const char *help;           /* one line for the reference */
+    const char *old;            /* the key's former name (a unit suffix), still read for one release, or NULL */
+    int unit;                   /* DURATION: ms of one stored unit (1, or 1000 for seconds); bounds and default in it */
 } eg_config_key;
 
 extern const eg_config_key eg_config_keys[];
