@@ -222,10 +222,10 @@ write_config() {
 return {
   group = "$2",
   source = { topics = { "src" }, ordering = "$3", max_inflight = 500 },
-  target = { http = { url = "$HANDLER_URL", timeout_ms = 3000, concurrency = 16 } },
+  target = { http = { url = "$HANDLER_URL", timeout = 3000, concurrency = 16 } },
   policy = "$ROOT/policies/default.lua",
-  commit_interval_ms = 200,
-  shutdown_timeout_ms = 5000,
+  commit_interval = 200,
+  shutdown_timeout = 5000,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
   ${4:-}
 }

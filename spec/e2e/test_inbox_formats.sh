@@ -12,7 +12,7 @@ cat >"$T/gw.lua" <<CFG
 return { group = "vg", source = { topics = { "inbox" }, inbox = "auto", replay_allow = { "orders", "orders-*" } },
   policy = "$FIXTURES/inbox_replay.lua",
   lanes = { profiles = { "spring", "connect", "streams", "x-dlq-metadata" } },
-  commit_interval_ms = 200, kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 } }
+  commit_interval = 200, kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 } }
 CFG
 bg vg "$EG" run -c "$T/gw.lua"
 GWPID=$LASTPID

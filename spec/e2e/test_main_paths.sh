@@ -29,7 +29,7 @@ LUA
 printf 'x\tok\ny\tfail\nz\tok\n' | kcat -P -b "$BOOTSTRAP" -t lua -K $'\t'
 cat >"$T/lua.lua" <<CFG
 return { group = "vglua", source = { topics = { "lua" } }, target = { lua = "$T/target.lua" },
-         policy = "$ROOT/policies/default.lua", commit_interval_ms = 200 }
+         policy = "$ROOT/policies/default.lua", commit_interval = 200 }
 CFG
 bg gwlua "$EG" run -c "$T/lua.lua"; GW_PID=$LASTPID
 if wait_drained vglua lua 120; then ok "Lua target drains"; else not_ok "lag $(lag vglua lua)"; fi
@@ -45,10 +45,10 @@ start_handler
 gen_records 200 "ok:50 outage-25000:30 permanent:20" | sed 's/"id":"r/"id":"L/' | produce pay
 cat >"$T/pay.lua" <<CFG
 return { group = "vgpay", source = { topics = { "pay" }, ordering = "none" },
-         target = { http = { url = "$HANDLER_URL", timeout_ms = 5000, concurrency = 8 },
+         target = { http = { url = "$HANDLER_URL", timeout = 5000, concurrency = 8 },
                     breaker = { window = 20, min_calls = 10 }, retry_budget = { percent = 20, min = 3 } },
-         policy = "$ROOT/examples/payments/policy.lua", commit_interval_ms = 200,
-         lanes = { retry = "{topic}.retry.{rung}", spill = { dir = "$T/spill", after_ms = 3000 } } }
+         policy = "$ROOT/examples/payments/policy.lua", commit_interval = 200,
+         lanes = { retry = "{topic}.retry.{rung}", spill = { dir = "$T/spill", after = 3000 } } }
 CFG
 bg gwpay "$EG" run -c "$T/pay.lua"; GW_PID=$LASTPID
 if wait_drained vgpay pay 180; then ok "ladder run drains"; else not_ok "lag $(lag vgpay pay)"; fi
