@@ -5,6 +5,9 @@
 #                   make test-deps also those only the tests need (Java 17, Maven)
 #   make test       C unit tests, busted specs, end-to-end tests; ends "N passed, N failed"
 #   make test SAN=1 the same with ASan + UBSan
+#   make test VALGRIND=1  every end-to-end suite's errgate processes under
+#                   valgrind's memcheck (by default only the suites marked
+#                   for it; VALGRIND=0 none: spec/run.sh)
 #   make demo       the whole story on the embedded broker
 #   make bench      benchmarks (see bench/README.md)
 #   make anchors    build the anchors' Java test tools (spec/anchors/README.md)
@@ -139,7 +142,7 @@ $(BUILD)/obj:
 
 # ---- use --------------------------------------------------------------------
 test: deps all $(CTESTS) $(TEST_TOOLS) lint
-	@BUILD=$(BUILD) SAN=$(SAN) BROKER=$(BROKER) bash spec/run.sh
+	@BUILD=$(BUILD) SAN=$(SAN) BROKER=$(BROKER) VALGRIND=$(VALGRIND) bash spec/run.sh
 
 demo: deps all
 	@BUILD=$(BUILD) BROKER=$(BROKER) bash examples/demo.sh

@@ -113,7 +113,7 @@ return {
   target = $4,
   policy = "$ROOT/policies/default.lua",
   lanes = { dlq = "$3.dlq.$5", quarantine = "$3.quarantine" },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }
 CFG
 }
@@ -207,7 +207,7 @@ for r in $(seq "$REPS"); do
 
   # 3. HTTP path
   gateway_config "$W/http.lua" "http-eg-$r" http \
-    "{ http = { url = \"$HANDLER_URL\", timeout_ms = 5000, concurrency = $CONC } }" "$r"
+    "{ http = { url = \"$HANDLER_URL\", timeout = \"5s\", concurrency = $CONC } }" "$r"
   run_gateway http.errgate "$W/http.lua" "http-eg-$r" http
   "$GTIME" -f '%e %U %S %M' -o "$W/http.peer.time" "$PY" "$ROOT/bench/peers/http_consumer.py" \
     "$BOOTSTRAP" "http-py-$r" http "$HANDLER_URL" "$PEER_N" >"$W/http.peer.out" 2>"$W/http.peer.err" ||
@@ -224,7 +224,7 @@ for r in $(seq "$REPS"); do
 
   # 4. HTTPS path: the same handler behind the TLS proxy
   gateway_config "$W/https.lua" "https-eg-$r" http \
-    "{ http = { url = \"$HTTPS_URL\", timeout_ms = 5000, concurrency = $CONC, tls = { ca_file = \"$W/tls.crt\" } } }" "$r"
+    "{ http = { url = \"$HTTPS_URL\", timeout = \"5s\", concurrency = $CONC, tls = { ca_file = \"$W/tls.crt\" } } }" "$r"
   run_gateway https.errgate "$W/https.lua" "https-eg-$r" http
   wrk -t1 -c"$CONC" -d"${WRK_SECS}s" -s "$ROOT/bench/wrk_post.lua" "$HTTPS_URL" >"$W/wrks.out" 2>&1 ||
     die "wrk (https) failed: $(cat "$W/wrks.out")"

@@ -5,8 +5,8 @@ return {
   group = "demo",
   source = { topics = { "orders" }, ordering = "key", max_inflight = 500 },
   target = { http = { url = os.getenv("DEMO_TARGET_URL") or "http://127.0.0.1:8080/",
-                      timeout_ms = 2000, concurrency = 32 } },
+                      timeout = "2s", concurrency = 32 } },
   policy = "../policies/default.lua",
   lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine" },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }

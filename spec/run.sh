@@ -25,6 +25,20 @@ FILTER=${1:-${TESTS:-.}}
 # (only the marked suites, on a real cluster)
 BROKER=${BROKER:-both}
 case $BROKER in both | embedded | kafka) ;; *) echo "BROKER must be both, embedded or kafka, not '$BROKER'" >&2; exit 2 ;; esac
+# VALGRIND: 1 runs the errgate processes of every end-to-end suite under
+# valgrind's memcheck (spec/e2e/lib.sh says how), 0 none; unset or empty (the
+# default) only the suites with the line "# spec/run.sh: valgrind", a
+# memcheck pass over the gateway's main paths, its admin endpoint, the DLQ
+# commands and inbox mode. Ignored under SAN=1 (valgrind cannot run an ASan
+# binary): those suites then run as the others do.
+VALGRIND=${VALGRIND:-}
+case $VALGRIND in '' | 0 | 1) ;; *) echo "VALGRIND must be 0 or 1, not '$VALGRIND'" >&2; exit 2 ;; esac
+# vg_of SCRIPT: the VALGRIND an end-to-end suite runs with.
+vg_of() {
+  if [ -n "$VALGRIND" ]; then echo "$VALGRIND"
+  elif grep -qx '# spec/run.sh: valgrind' "$1"; then echo 1
+  else echo 0; fi
+}
 JOBS=${TEST_JOBS:-2}
 case $JOBS in ''|*[!0-9]*|0) echo "TEST_JOBS must be a positive number, not '$JOBS'" >&2; exit 2 ;; esac
 passed=0
@@ -127,7 +141,7 @@ e2e_suite() {
 if [ "$BROKER" != kafka ]; then
   for t in spec/e2e/test_*.sh; do
     grep -qx '# spec/run.sh: kafka only' "$t" && continue
-    e2e_suite "e2e/$(basename "$t" .sh)" env BROKER=embedded bash "$t"
+    e2e_suite "e2e/$(basename "$t" .sh)" env BROKER=embedded VALGRIND="$(vg_of "$t")" bash "$t"
   done
 fi
 # the suites marked "# spec/run.sh: kafka" again on a real Apache Kafka
@@ -145,7 +159,7 @@ if [ "$BROKER" != embedded ]; then
       sed 's/^/#   | /' "$LOGDIR/kafka-fetch.log" | tail -20
       failed=$((failed + 1))
     else
-      for t in "${kafka_suites[@]}"; do e2e_suite "kafka/$(basename "$t" .sh)" env BROKER=kafka bash "$t"; done
+      for t in "${kafka_suites[@]}"; do e2e_suite "kafka/$(basename "$t" .sh)" env BROKER=kafka VALGRIND="$(vg_of "$t")" bash "$t"; done
     fi
   fi
 fi

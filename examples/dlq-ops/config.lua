@@ -12,8 +12,8 @@ return {
   group = "orders",
   source = { topics = { "orders" }, ordering = "none", max_inflight = 500 },
   target = { http = { url = os.getenv("ORDERS_TARGET_URL") or "http://127.0.0.1:8080/",
-                      timeout_ms = 2000, concurrency = 16 } },
+                      timeout = "2s", concurrency = 16 } },
   policy = "../../policies/default.lua",
   lanes = { dlq = "{topic}.dlq", dlq_approval = true },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }

@@ -10,5 +10,5 @@ return {
   source = { topics = { "orders.DLT" }, inbox = "spring" },
   policy = "policy.lua",
   lanes = { dlq = "orders.dlq", quarantine = "orders.quarantine" },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }

@@ -14,14 +14,14 @@ return {
   group = "payments",
   source = { topics = { "payments" }, ordering = "none", max_inflight = 500 },
   target = { http = { url = os.getenv("PAYMENTS_TARGET_URL") or "http://127.0.0.1:8080/",
-                      timeout_ms = 2000, concurrency = 16 } },
+                      timeout = "2s", concurrency = 16 } },
   policy = os.getenv("INCIDENT_POLICY") or "policy.lua",
   lanes = { dlq = "{topic}.dlq", retry = "{topic}.retry.{rung}" },
-  dlq_guard = { max_per_second = 1, window_s = 5, action = "hold", cooldown_s = 60 },
+  dlq_guard = { max_per_second = 1, window = "5s", action = "hold", cooldown = "1m" },
   -- the fix, candidate.lua in real life: decides every failure beside the
   -- live policy, never acted on (errgate ctl shadow shows the agreement)
   shadow_policy = "policy-fixed.lua",
   admin = { listen = "127.0.0.1:0", token_file = os.getenv("INCIDENT_TOKEN_FILE") },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }

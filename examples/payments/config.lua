@@ -18,14 +18,14 @@ return {
   source = { topics = { "payments" }, ordering = "none", max_inflight = 500 },
   target = {
     http = { url = os.getenv("PAYMENTS_TARGET_URL") or "http://127.0.0.1:8080/",
-             timeout_ms = 2000, concurrency = 32 },
+             timeout = "2s", concurrency = 32 },
     -- open when half of the last 50 calls failed (after at least 20 calls);
     -- after 5 s let 2 probes through, close when they succeed
-    breaker = { window = 50, min_calls = 20, failure_ratio = 0.5, open_ms = 5000, half_open_probes = 2 },
+    breaker = { window = 50, min_calls = 20, failure_ratio = 0.5, open = "5s", half_open_probes = 2 },
     -- in-place retries at most 20% of the active requests (at least 3)
     retry_budget = { percent = 20, min = 3 },
   },
   policy = "policy.lua",
   lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine", retry = "{topic}.retry.{rung}" },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }

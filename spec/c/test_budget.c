@@ -14,13 +14,13 @@
 static void mk(eg_budget *b, double percent, int min) {
     eg_budget_cfg c = {.enabled = 1, .percent = percent, .min = min};
     char err[128];
-    if (eg_budget_init(b, &c, err, sizeof err) != 0) abort();
+    if (eg_budget_init(b, &c, 0, err, sizeof err) != 0) abort();
 }
 
 /* Takes retries until one is refused; returns how many were admitted. */
 static int take_all(eg_budget *b) {
     int n = 0;
-    while (eg_budget_retry_take(b)) n++;
+    while (eg_budget_retry_take(b, 0)) n++;
     return n;
 }
 
@@ -47,11 +47,11 @@ static void low_traffic_floor(void) {
     int n = take_all(&b);
     CHECK(n == 3, "exactly 3 retries admitted (%d)", n);
     CHECK(b.retries == 3 && b.refused == 1, "gauge 3 retries active, 1 refusal counted");
-    CHECK(!eg_budget_allows_retry(&b) && b.refused == 1, "asking allows_retry counts no refusal");
+    CHECK(!eg_budget_allows_retry(&b, 0) && b.refused == 1, "asking allows_retry counts no refusal");
     int rc = eg_budget_retry_end(&b);
-    CHECK(rc == 0 && eg_budget_allows_retry(&b), "a finished retry frees its place");
-    rc = eg_budget_retry_take(&b);
-    CHECK(rc == 1 && !eg_budget_allows_retry(&b), "which one retry takes again");
+    CHECK(rc == 0 && eg_budget_allows_retry(&b, 0), "a finished retry frees its place");
+    rc = eg_budget_retry_take(&b, 0);
+    CHECK(rc == 1 && !eg_budget_allows_retry(&b, 0), "which one retry takes again");
 }
 
 static void high_traffic_percent(void) {
@@ -65,14 +65,14 @@ static void high_traffic_percent(void) {
     for (int i = 0; i < 60; i++) eg_budget_request_end(&b);
     CHECK(eg_budget_limit(&b) == 12 && b.retries == 24, "traffic falls: limit 12, admitted retries kept");
     uint64_t before = b.refused;
-    int rc = eg_budget_retry_take(&b);
+    int rc = eg_budget_retry_take(&b, 0);
     CHECK(rc == 0 && b.refused == before + 1, "over the new limit: refused, counted");
     for (int i = 0; i < 12; i++) eg_budget_retry_end(&b);
-    CHECK(b.retries == 12 && !eg_budget_allows_retry(&b), "12 left of limit floor(0.2*52)=10: still full");
+    CHECK(b.retries == 12 && !eg_budget_allows_retry(&b, 0), "12 left of limit floor(0.2*52)=10: still full");
     for (int i = 0; i < 3; i++) eg_budget_retry_end(&b);
-    CHECK(eg_budget_limit(&b) == 9 && !eg_budget_allows_retry(&b), "9 left, limit floor(0.2*49)=9: full");
+    CHECK(eg_budget_limit(&b) == 9 && !eg_budget_allows_retry(&b, 0), "9 left, limit floor(0.2*49)=9: full");
     eg_budget_retry_end(&b);
-    CHECK(eg_budget_allows_retry(&b), "8 left, limit floor(0.2*48)=9: one more fits");
+    CHECK(eg_budget_allows_retry(&b, 0), "8 left, limit floor(0.2*48)=9: one more fits");
 
     mk(&b, 29, 0);
     for (int i = 0; i < 100; i++) eg_budget_request_start(&b);
@@ -82,7 +82,7 @@ static void high_traffic_percent(void) {
 static void never_negative(void) {
     eg_budget b;
     mk(&b, 20, 0);
-    int rc = eg_budget_retry_take(&b);
+    int rc = eg_budget_retry_take(&b, 0);
     CHECK(eg_budget_limit(&b) == 0 && rc == 0, "min 0, idle: no retry fits");
     int r1 = eg_budget_request_end(&b), r2 = eg_budget_retry_end(&b);
     CHECK(r1 == -1 && r2 == -1, "unmatched ends are refused");
@@ -97,10 +97,10 @@ static void disabled(void) {
     eg_budget b;
     eg_budget_cfg c = {.enabled = 0, .percent = -5};
     char err[64];
-    int rc = eg_budget_init(&b, &c, err, sizeof err);
+    int rc = eg_budget_init(&b, &c, 0, err, sizeof err);
     CHECK(rc == 0, "disabled init ignores the rest");
     int n = 0;
-    for (int i = 0; i < 500; i++) n += eg_budget_retry_take(&b);
+    for (int i = 0; i < 500; i++) n += eg_budget_retry_take(&b, 0);
     CHECK(n == 500 && b.refused == 0 && b.retries == 500 && eg_budget_limit(&b) == -1,
           "disabled: 500 retries admitted, gauge kept, limit -1");
 }

@@ -8,6 +8,7 @@
  * bomb by the cap, SIGTERM ending a slow load at once; every shipped example
  * config still loads. */
 #include "config.h"
+#include "parse.h"
 #include "log.h"
 #include "tap.h"
 
@@ -28,7 +29,8 @@
  * can be set alone. */
 static const char *BASE = "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g',"
                           " source = { topics = { 'src' } },"
-                          " target = { http = { url = 'https://h/', tls = {} }, breaker = {}, retry_budget = {} },"
+                          " target = { http = { url = 'https://h/', tls = {} }, breaker = {},"
+                          " retry_budget = { key = { header = 'tenant' } }, rate = { per_second = 5 }, adaptive = {} },"
                           " policy = 'policy.lua', lanes = { spill = { dir = 'spill' } }, log = {}, admin = {},"
                           " dlq_guard = { max_per_second = 5 } }";
 
@@ -284,6 +286,32 @@ int main(void) {
                 CHECK(refused(k, "1.5", want), "%s: a fraction is refused", k);
             }
             break;
+        case EG_CK_DURATION: {
+            char shown[32], oldk[128];
+            snprintf(want, sizeof want, "%s: invalid duration \"12\": a unit is required", k);
+            CHECK(refused(k, "'12'", want), "%s: a string without a unit is refused", k);
+            snprintf(want, sizeof want, "%s: expected a duration", k);
+            CHECK(refused(k, "{}", want), "%s: a table is refused", k);
+            snprintf(want, sizeof want, "%s: expected a whole number", k);
+            CHECK(refused(k, "1.5", want), "%s: a fraction of its unit is refused", k);
+            snprintf(val, sizeof val, "%.17g", e->max + 1);
+            snprintf(want, sizeof want, "%s: out of range", k);
+            CHECK(refused(k, val, want), "%s: %s (above the maximum) is refused", k, val);
+            /* the default written as a unit string reads as the default */
+            long long ms = (long long)e->def * e->unit;
+            snprintf(shown, sizeof shown, "'%lldms'", ms);
+            int ok = load_with(k, shown, &cfg) == 0;
+            CHECK(ok && field_value(&cfg, e) == e->def, "%s = %s reads as its default %g (%s)", k, shown, e->def, err);
+            if (ok) eg_config_free(&cfg);
+            if (!e->old) break;
+            /* the former name: still read, with the same value */
+            snprintf(val, sizeof val, "%.17g", e->def);
+            snprintf(oldk, sizeof oldk, "%s", e->old);
+            ok = load_with(oldk, val, &cfg) == 0;
+            CHECK(ok && field_value(&cfg, e) == e->def, "its former name %s is still read (%s)", e->old, err);
+            if (ok) eg_config_free(&cfg);
+            break;
+        }
         case EG_CK_BOOL:
             snprintf(want, sizeof want, "%s: expected true or false", k);
             CHECK(refused(k, "'yes'", want), "%s: a string is refused", k);
@@ -302,6 +330,64 @@ int main(void) {
         }
     }
     CHECK(refused("no_such_key", "1", "unknown key 'no_such_key'"), "top level: an unknown key is refused naming it");
+    /* durations (DESIGN §5): unit strings, the former _ms/_s names read for one release */
+    CHECK(load_with("commit_interval", "'1m30s'", &cfg) == 0 && cfg.commit_interval_ms == 90000,
+          "commit_interval = \"1m30s\" is 90000 ms (%s)", err);
+    eg_config_free(&cfg);
+    CHECK(load_with("target.http.timeout", "' 2.5s '", &cfg) == 0 && cfg.http_timeout_ms == 2500,
+          "a fraction and spaces: \" 2.5s \" is 2500 ms (%s)", err);
+    eg_config_free(&cfg);
+    CHECK(load_with("dlq_guard.window", "'2m'", &cfg) == 0 && cfg.guard_window_s == 120,
+          "a key kept in seconds: dlq_guard.window = \"2m\" is 120 s (%s)", err);
+    eg_config_free(&cfg);
+    CHECK(load_with("dlq_guard.window", "30", &cfg) == 0 && cfg.guard_window_s == 30,
+          "a number is read in the key's unit: dlq_guard.window = 30 is 30 s (%s)", err);
+    eg_config_free(&cfg);
+    CHECK(refused("dlq_guard.window", "'1500ms'", "dlq_guard.window: \"1500ms\" is not a whole number of seconds"),
+          "a key kept in seconds refuses a duration that is not whole seconds");
+    CHECK(refused("commit_interval", "'5 parsecs'", "commit_interval: invalid duration \"5 parsecs\": unknown unit"),
+          "an unknown unit is refused, naming the key");
+    CHECK(refused("commit_interval", "'5s\\0x'", "commit_interval: invalid duration"),
+          "a duration with a NUL byte is refused");
+    CHECK(load_with("commit_interval_ms", "250", &cfg) == 0 && cfg.commit_interval_ms == 250,
+          "the former name commit_interval_ms is still read (%s)", err);
+    eg_config_free(&cfg);
+    {
+        /* both names at once: refused, naming both */
+        lua_State *L = luaL_newstate();
+        char code[1024];
+        snprintf(code, sizeof code,
+                 "local c = (function() %s end)() c.commit_interval = '1s' c.commit_interval_ms = 5 return c", BASE);
+        int rc = luaL_dostring(L, code) == 0 ? eg_config_from_table(L, path, &cfg, err, sizeof err) : -2;
+        lua_close(L);
+        CHECK(rc == -1 &&
+                  strstr(err, "commit_interval and commit_interval_ms are the same setting: keep commit_interval"),
+              "a duration set under both names is refused (%s)", err);
+        if (rc == 0) eg_config_free(&cfg);
+    }
+    {
+        /* the C parser against lua/errgate/duration.lua's grammar */
+        static const struct {
+            const char *in;
+            long long ms; /* -1: refused */
+        } cases[] = {
+            {"250ms", 250},   {"5s", 5000},        {"1m", 60000},  {"2h", 7200000}, {"1.5s", 1500},
+            {"1m30s", 90000}, {" 1m 30s ", 90000}, {"0.0004s", 0}, {"0.0006s", 1},  {"1.s", 1000},
+            {"", -1},         {"   ", -1},         {"100", -1},    {"5d", -1},      {"-5s", -1},
+            {"5 s", 5000},    {"s5", -1},          {"1e3ms", -1},  {".5s", -1},     {"99999999999999999999h", -1}};
+        int all = 1;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int64_t ms = -1;
+            const char *why = NULL;
+            int rc = eg_parse_duration_text(cases[i].in, &ms, &why);
+            long long got = rc == 0 ? (long long)ms : -1;
+            if (got != cases[i].ms || (rc != 0 && !why)) {
+                printf("# \"%s\": got %lld, want %lld\n", cases[i].in, got, cases[i].ms);
+                all = 0;
+            }
+        }
+        CHECK(all, "eg_parse_duration_text reads what errgate.duration reads, and refuses the rest");
+    }
     CHECK(refused("target.http.headers.*.path", "'t'", "unknown key 'target.http.headers.X-A.path'"),
           "a header's file table refuses an unknown key, naming the header");
     CHECK(refused("group", "nil", "missing required key 'group'"), "a missing required key is named");
@@ -320,6 +406,43 @@ int main(void) {
     CHECK(refused("policy", "'nope.lua'", "policy: cannot read file"), "a path key names its unreadable file");
     CHECK(refused("target.breaker.min_calls", "60", "target.breaker.min_calls: 60 is larger than the window"),
           "cross-key checks stay: breaker min_calls above the window");
+
+    /* the limits towards the target (issue 30): one clear error each */
+    CHECK(refused("target.rate.per_second", "0", "a rate of 0 or less would send nothing"),
+          "a rate of 0 is refused, saying what it would mean");
+    CHECK(refused("target.rate.per_second", "-5", "target.rate.per_second: -5 is out of range"),
+          "a negative rate is refused");
+    CHECK(refused("target.rate.burst", "0.5", "a bucket smaller than one request never lets one through"),
+          "a burst below 1 is refused, saying why");
+    CHECK(refused("target.rate.per_second", "nil", "missing required key 'target.rate.per_second'"),
+          "a rate table without per_second is refused");
+    CHECK(refused("target.retry_budget.key", "{ cookie = 'x' }", "unknown key source 'cookie'"),
+          "an unknown budget key source is refused, naming it");
+    CHECK(refused("target.retry_budget.key", "'tenant'", "target.retry_budget.key: expected a table"),
+          "a budget key that is not a table is refused");
+    CHECK(refused("target.retry_budget.key.header", "'a b'", "expected a header name"),
+          "a budget key header that is no header name is refused");
+    CHECK(refused("target.retry_budget.key.header", "nil", "missing required key 'target.retry_budget.key.header'"),
+          "a key table without its header is refused");
+    CHECK(refused("target.adaptive", "'yes'", "target.adaptive (true or a table): expected a table"),
+          "target.adaptive must be true or a table");
+    CHECK(refused("target.adaptive.min", "100", "target.adaptive.min: 100 is above the limit's ceiling"),
+          "an adaptive min above the concurrency is refused");
+    {
+        eg_config cf;
+        int rc2 = load_with(NULL, NULL, &cf);
+        CHECK(rc2 == 0 && cf.rate_enabled && cf.rate_per_second == 5 && cf.rate_burst == 5 && cf.adaptive_enabled &&
+                  cf.adaptive_min == 1 && cf.adaptive_max == EG_DEF_HTTP_CONCURRENCY &&
+                  !strcmp(cf.budget_key_header, "tenant") && cf.budget_max_keys == EG_DEF_BUDGET_MAX_KEYS,
+              "rate burst defaults to per_second, adaptive max to the concurrency, the budget key is read");
+        if (rc2 == 0) eg_config_free(&cf);
+        rc2 = load_with("target.adaptive", "true", &cf);
+        CHECK(rc2 == 0 && cf.adaptive_enabled && cf.adaptive_min == 1, "target.adaptive = true takes the defaults");
+        if (rc2 == 0) eg_config_free(&cf);
+        rc2 = load_with("target.rate.per_second", "0.5", &cf);
+        CHECK(rc2 == 0 && cf.rate_burst == 1, "a rate below 1 a second gets a burst of 1");
+        if (rc2 == 0) eg_config_free(&cf);
+    }
 
     CHECK(refused("dlq_guard.max_per_second", "nil", "dlq_guard.max_per_second is required"),
           "dlq_guard without max_per_second is refused");

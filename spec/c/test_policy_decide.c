@@ -434,6 +434,50 @@ static void reason_names(void) {
     CHECK(!strcmp(d.reason, "dlq_guard") && d.why == EG_RSN_DLQ_GUARD, "setting a core reason writes its text");
 }
 
+/* A decider's action and reason are read back by the VM's string, not by
+ * comparing text: each core reason a route names comes back as its value,
+ * and an action and a reason built at run time (not literals of the file)
+ * are read as well as literal ones. */
+static void decided_names(void) {
+    char text[2048], list[1024] = "";
+    size_t o = 0;
+    for (int r = EG_RSN_OTHER + 1; r < EG_RSN__N; r++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "\"%s\", ", eg_reason_name((eg_reason)r));
+    snprintf(text, sizeof text,
+             "local policy = require \"errgate.policy\"\n"
+             "local reasons = { %s}\n"
+             "return policy.define { name = \"names\", version = \"1\",\n"
+             "  classify = function(f) return \"c\" end,\n"
+             "  route = function(f)\n"
+             "    if f.status == 600 then return { action = table.concat({ \"dl\", \"q\" }),\n"
+             "                                    reason = table.concat({ \"exh\", \"austed\" }) } end\n"
+             "    if f.status == 599 then return { action = \"dlq\", reason = \"mine\" } end\n"
+             "    return { action = \"dlq\", reason = reasons[f.status - 600] } end }\n",
+             list);
+    eg_policy *p = load(write_policy("names.lua", text), 0);
+    CHECK(p != NULL, "a policy naming every core reason loads");
+    if (!p) return;
+    int all = 1;
+    for (int r = EG_RSN_OTHER + 1; r < EG_RSN__N; r++) {
+        eg_decision d = decide(p, http(600 + r - EG_RSN_OTHER), 1, first_attempt());
+        if (d.fallback || d.action != EG_ACT_DLQ || d.why != (eg_reason)r ||
+            strcmp(d.reason, eg_reason_name((eg_reason)r))) {
+            all = 0;
+            printf("# reason %s: got action %s, why %d, reason '%s', fallback %d ('%s')\n",
+                   eg_reason_name((eg_reason)r), eg_action_name(d.action), (int)d.why, d.reason, d.fallback, d.message);
+        }
+    }
+    CHECK(all, "each core reason a route answers is read as its value");
+    eg_decision d = decide(p, http(600), 1, first_attempt());
+    CHECK(!d.fallback && d.action == EG_ACT_DLQ && d.why == EG_RSN_EXHAUSTED,
+          "an action and a reason made at run time are read (got %s, why %d, fallback %d '%s')",
+          eg_action_name(d.action), (int)d.why, d.fallback, d.message);
+    d = decide(p, http(599), 1, first_attempt());
+    CHECK(!d.fallback && d.why == EG_RSN_OTHER && !strcmp(d.reason, "mine"),
+          "a reason of the policy's own is EG_RSN_OTHER with its text (got why %d '%s')", (int)d.why, d.reason);
+    eg_policy_free(p);
+}
+
 int main(void) {
     reason_names();
     eg_strlcpy(g_dir, "/tmp/eg-policy-decide.XXXXXX", sizeof g_dir);
@@ -455,6 +499,7 @@ int main(void) {
         bounded();
         hostile_metatable();
         hostile_memory();
+        decided_names();
     }
     for (int i = 0; i < 3; i++)
         if (m[i]) rd_kafka_message_destroy(m[i]);
@@ -463,7 +508,7 @@ int main(void) {
         rd_kafka_destroy(cons);
     }
     if (prod) rd_kafka_destroy(prod);
-    const char *names[] = {"header.lua", "ctx.lua", "loop.lua", "meta.lua", "hoard.lua"};
+    const char *names[] = {"header.lua", "ctx.lua", "loop.lua", "meta.lua", "hoard.lua", "names.lua"};
     char path[256];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);

@@ -49,7 +49,7 @@ Faults (counts drawn per seed; a full seed has every kind):
               broker 1; three runs in 53 on 45e5686): such a run is void,
               and the seed is run again, at most twice (MOCK_ABORT)
   lane_fault  produces to one lane (DLQ, quarantine or the first rung) fail
-              for 2-3 s, longer than spill.after_ms (1 s): records spill
+              for 2-3 s, longer than spill.after (1 s): records spill
   outage      the handler is killed (connections refused: hold) for 2-3 s and
               restarted on its port (it forgets its per-id counters)
   slowdown    the handler is stopped (SIGSTOP) for 1-2.5 s, past the target's
@@ -573,12 +573,12 @@ class Run:
                 f.write("""return {
   group = "%(group)s",
   source = { topics = { "src" }, ordering = "%(ordering)s", max_inflight = 500 },
-  target = { http = { url = "http://%(handler)s/", timeout_ms = 2000, concurrency = 16 } },
+  target = { http = { url = "http://%(handler)s/", timeout = 2000, concurrency = 16 } },
   policy = "%(policy)s",
   lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine", retry = "{topic}.retry.{rung}",
-            spill = { dir = "%(spill)s", after_ms = %(after)d } },
-  commit_interval_ms = 200,
-  shutdown_timeout_ms = 5000,
+            spill = { dir = "%(spill)s", after = %(after)d } },
+  commit_interval = 200,
+  shutdown_timeout = 5000,
   kafka = { ["bootstrap.servers"] = "%(bootstrap)s", ["session.timeout.ms"] = 6000,
             ["heartbeat.interval.ms"] = 500 },
   %(admin)s

@@ -8,7 +8,7 @@ ladder policy; admin endpoints on) under a steady load of R records a second
 (default 150, the chaos mix of modes, one long-lived idempotent producer)
 for N minutes, with one fault every P seconds (default 30) drawn from the
 seed: kill -9 or SIGTERM (and restart) of gw1 or gw2, request errors, a lane
-fault past spill.after_ms, a target slowdown, a reload (good or broken).
+fault past spill.after, a target slowdown, a reload (good or broken).
 gw0 is never killed: its series is the one without restarts.
 
 Every 10 s it samples, per running gateway: RSS (VmRSS), open fds

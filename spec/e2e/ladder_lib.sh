@@ -26,13 +26,13 @@ return {
   group = "$2",
   source = { topics = { "$3" }, ordering = "$4", max_inflight = 500 },
   target = {
-    http = { url = "$HANDLER_URL", timeout_ms = 2000, concurrency = 16 },
+    http = { url = "$HANDLER_URL", timeout = 2000, concurrency = 16 },
     ${6:-}
   },
   policy = "$5",
   lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine", retry = "{topic}.retry.{rung}" },
-  commit_interval_ms = 200,
-  shutdown_timeout_ms = 5000,
+  commit_interval = 200,
+  shutdown_timeout = 5000,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
   ${7:-}
 }

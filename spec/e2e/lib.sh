@@ -8,7 +8,8 @@
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
-EG="$ROOT/$BUILD/errgate"
+EG_BIN="$ROOT/$BUILD/errgate"
+EG=$EG_BIN # under VALGRIND=1, a wrapper that runs it under memcheck (below)
 FLAKY="$ROOT/$BUILD/flaky-handler"
 # the policies tests load (each file says what it does and which test uses it)
 FIXTURES="$ROOT/spec/fixtures/policies"
@@ -20,7 +21,8 @@ PIDS=()
 cleanup() {
   local p i
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for i in $(seq 30); do
+  # a process under memcheck checks its heap for leaks as it exits: wait longer
+  for i in $(seq "$([ "${VALGRIND:-0}" = 1 ] && echo 600 || echo 30)"); do
     local alive=0
     for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
     [ $alive = 0 ] && break; sleep 0.1
@@ -32,6 +34,7 @@ cleanup() {
   if grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err >/dev/null 2>&1; then
     not_ok "sanitizer reports in: $(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err | xargs -n1 basename | tr '\n' ' ')"
   fi
+  [ "${VALGRIND:-0}" = 1 ] && memcheck_logs_ok
   if [ "$FAILED" = 0 ]; then rm -rf "$T"; else echo "# scratch kept in $T"; fi
 }
 trap cleanup EXIT
@@ -48,7 +51,53 @@ exits_with() { [ "$1" = "$2" ] && grep -q -- "$3" <<<"$4"; }
 VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99
     '--soname-synonyms=somalloc=*jemalloc*')
 vg_heap_seen() { local n; n=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' "$1" | tr -d , | tail -1); [ "${n:-0}" -ge 100 ]; }
-vg_ok() { [ "$1" = "$2" ] && grep -q 'ERROR SUMMARY: 0 errors' "$3" && ! grep -qE 'definitely lost: [1-9]|indirectly lost: [1-9]' "$3" && vg_heap_seen "$3"; }
+vg_clean() { grep -q 'ERROR SUMMARY: 0 errors' "$1" && ! grep -qE 'definitely lost: [1-9]|indirectly lost: [1-9]' "$1" && vg_heap_seen "$1"; }
+vg_ok() { [ "$1" = "$2" ] && vg_clean "$3"; }
+
+# VALGRIND=1 (make test VALGRIND=1, spec/run.sh; the default `make test`
+# runs the suites listed in spec/run.sh this way once more): every errgate
+# process the suite starts through $EG runs under memcheck (VG), each with
+# its log in $T/memcheck/PID.log, except the embedded broker and `errgate
+# offsets`, the suite's own tools (the broker is the test's Kafka; offsets
+# is the lag probe, called every 0.1 s). At the exit (cleanup) every log is
+# read: a process that found a memory error or a definite/indirect leak (or
+# did not let memcheck see its heap) fails the suite; one killed before its
+# summary (kill -9) is only counted. Not with SAN=1 (valgrind cannot run an
+# ASan binary).
+VALGRIND=${VALGRIND:-0}
+if [ "$VALGRIND" = 1 ] && [ "${SAN:-}" = 1 ]; then echo "# VALGRIND=1 ignored under SAN=1"; VALGRIND=0; fi
+if [ "$VALGRIND" = 1 ]; then
+  command -v valgrind >/dev/null || { echo "not ok 1 - VALGRIND=1 but valgrind is not installed"; exit 1; }
+  mkdir -p "$T/memcheck"
+  {
+    echo '#!/bin/sh'
+    echo '# errgate under memcheck (spec/e2e/lib.sh, VALGRIND=1)'
+    printf 'case "${1:-}" in broker | offsets) exec %q "$@" ;; esac\n' "$EG_BIN"
+    printf 'exec'; printf ' %q' "${VG[@]}" "--log-file=$T/memcheck/%p.log" "$EG_BIN"; printf ' "$@"\n'
+  } >"$T/memcheck/errgate"
+  chmod +x "$T/memcheck/errgate"
+  EG="$T/memcheck/errgate"
+fi
+
+# memcheck_logs_ok: reports the memcheck logs of the suite's processes (see
+# VALGRIND above): one failure per process that is not clean, then one line
+# with the counts.
+memcheck_logs_ok() {
+  local f clean=0 killed=0 bad=0
+  for f in "$T"/memcheck/*.log; do
+    [ -e "$f" ] || continue
+    if ! grep -q 'ERROR SUMMARY' "$f"; then killed=$((killed + 1))
+    elif vg_clean "$f"; then clean=$((clean + 1))
+    else
+      bad=$((bad + 1))
+      not_ok "memcheck: $(sed -n 's/^==[0-9]*== Command: //p' "$f" | head -1 | cut -c1-200): $(grep -E 'ERROR SUMMARY|definitely lost|indirectly lost' "$f" | sed 's/^==[0-9]*== *//' | tr '\n' ' ') ($f)"
+    fi
+  done
+  if [ $((clean + killed + bad)) = 0 ]; then diag "memcheck: no errgate process ran under valgrind"
+  elif [ "$bad" = 0 ] && [ "$clean" -gt 0 ]; then ok "memcheck: $clean errgate processes without memory errors or leaks ($killed killed before their summary)"
+  elif [ "$bad" = 0 ]; then not_ok "memcheck: none of the $killed errgate processes under valgrind reached its summary"
+  fi
+}
 # check DESC CMD...: run CMD, report ok/not ok under DESC.
 check()  { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 diag()   { echo "# $*"; }
@@ -173,10 +222,10 @@ write_config() {
 return {
   group = "$2",
   source = { topics = { "src" }, ordering = "$3", max_inflight = 500 },
-  target = { http = { url = "$HANDLER_URL", timeout_ms = 3000, concurrency = 16 } },
+  target = { http = { url = "$HANDLER_URL", timeout = 3000, concurrency = 16 } },
   policy = "$ROOT/policies/default.lua",
-  commit_interval_ms = 200,
-  shutdown_timeout_ms = 5000,
+  commit_interval = 200,
+  shutdown_timeout = 5000,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
   ${4:-}
 }

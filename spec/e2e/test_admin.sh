@@ -120,7 +120,8 @@ bad_config() { # EXTRA_LUA WANT_IN_ERROR
 }
 check "admin: an unknown key is refused" bad_config 'admin = { lisen = "x" },' "unknown key 'admin.lisen'"
 check "admin.listen must be host:port" bad_config 'admin = { listen = "9464" },' "admin.listen"
-check "admin.ready_lane_failure_ms must be an integer" bad_config 'admin = { ready_lane_failure_ms = "x" },' "admin.ready_lane_failure_ms"
+check "admin.ready_lane_failure must be a duration" bad_config 'admin = { ready_lane_failure = "x" },' 'admin.ready_lane_failure: invalid duration "x"'
+check "its former name is checked the same way" bad_config 'admin = { ready_lane_failure_ms = {} },' "admin.ready_lane_failure: expected a duration"
 check "admin.token_file must be readable" bad_config 'admin = { token_file = "missing.token" },' "admin.token_file"
 : >"$T/empty.token"
 check "an empty token file is refused" bad_config "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/empty.token\" }," "admin.token_file"

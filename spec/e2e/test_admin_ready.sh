@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_admin_ready.sh — /readyz flips to 503 while a lane write has been
-# failing longer than admin.ready_lane_failure_ms (the DLQ topic goes missing
+# failing longer than admin.ready_lane_failure (the DLQ topic goes missing
 # for 10 s after the lane producer has written to it) and back to 200 after
 # the fault; /lanes and the lane failure metric show the failures, nothing is
 # lost, and readiness is false while stopping (a slow
@@ -11,7 +11,7 @@ N=1000
 start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4
 start_handler
 write_config "$T/gw.lua" rd none 'kafka = { ["session.timeout.ms"] = 6000, ["message.timeout.ms"] = 2000, ["topic.metadata.propagation.max.ms"] = 1000 },
-  admin = { listen = "127.0.0.1:0", ready_lane_failure_ms = 1000 },'
+  admin = { listen = "127.0.0.1:0", ready_lane_failure = 1000 },'
 start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw) || die "no admin_listening line: $(tail -5 "$T/gw.err")"
 gen_records 200 "ok:50 permanent:50" | sed 's/"id":"r/"id":"w/' | produce src

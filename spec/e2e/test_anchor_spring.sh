@@ -96,7 +96,7 @@ return {
   group = "triage",
   source = { topics = { "orders-dlt", "pay-dlt" }, inbox = "auto", replay_allow = { "orders", "pay" } },
   policy = "$FIXTURES/anchor_spring_inbox.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
 CFG

@@ -68,7 +68,7 @@ return {
   source = { topics = { "anchor-streams-dlq", "anchor-connect-dlq", "dlq.anchor-share" }, inbox = "auto",
              replay_allow = { "anchor-*-in" } },
   policy = "$POL",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
 CFG
@@ -104,7 +104,7 @@ return {
   target = { lua = "$T/refuse.lua" },
   policy = "$FIXTURES/dlq_everything.lua",
   lanes = { profiles = { "connect", "streams" } },
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
 CFG

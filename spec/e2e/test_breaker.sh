@@ -27,7 +27,7 @@ POLICY="$ROOT/examples/payments/policy.lua"
 RUNGS=$(rung_topics src 1s 2s 4s)
 start_broker $(ladder_topics src 1s 2s 4s)
 MIN_CALLS=10 CONC=16 OPEN_MS=1000 PROBES=2 OUTAGE_MS=10000
-BREAKER="breaker = { window = 20, min_calls = $MIN_CALLS, failure_ratio = 0.5, open_ms = $OPEN_MS, half_open_probes = $PROBES },"
+BREAKER="breaker = { window = 20, min_calls = $MIN_CALLS, failure_ratio = 0.5, open = $OPEN_MS, half_open_probes = $PROBES },"
 
 gen_records 300 "ok:1" | produce src
 handler_at h --fail-all-for "$OUTAGE_MS"

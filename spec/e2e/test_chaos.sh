@@ -3,7 +3,7 @@
 # `make chaos`): seed 1 (ordering "none") and seed 2 (ordering "partition"),
 # 6,000 records each (full seeds use 50,000), three gateways, one fault of
 # each kind but a broker down (kill -9, SIGTERM, a join, request errors, a
-# lane fault past spill.after_ms, a target outage and slowdown, reloads). A
+# lane fault past spill.after, a target outage and slowdown, reloads). A
 # seed passes when no record is missing or misrouted, every gateway exited
 # as asked, committed = end offsets and every spill journal is empty.
 source "$(dirname "$0")/lib.sh"

@@ -2,7 +2,9 @@
 # test_config_sandbox.sh — a config file is not a program (issue 28, item 3).
 # Every command that takes -c runs the file through the one loader
 # (src/lib/config.c): os.execute is refused with one clear line and runs
-# nothing, for `run`, `replay`, `dlq stats|tail` alike; `while true do end`
+# nothing, for `run`, `replay`, `dlq stats|tail` alike, and so are the
+# librdkafka properties that run a command or load a library (the kafka
+# table, and --kafka-config files); `while true do end`
 # ends at the config budget (2 s), a memory bomb at the cap (64 MiB), both
 # exit 2 with "config FILE: ..."; SIGTERM (and SIGINT) during a slow load
 # end the gateway at once, a graceful stop (exit 0); a config that reads the environment still loads
@@ -22,6 +24,26 @@ for cmd in "run -c $T/exec.lua" "replay -c $T/exec.lua --from x.dlq --dry-run" "
     exits_with "$rc" 2 "config $T/exec.lua:1: os.execute is not available in a config" "$out"
 done
 check "nothing ran" [ ! -e "$T/pwned" ]
+
+# nor through librdkafka: properties that run a command or load a shared
+# library are refused in the kafka table and in a --kafka-config file
+for prop in "sasl.kerberos.kinit.cmd=touch $T/pwned-kinit" "plugin.library.paths=$T/evil.so" \
+  "SSL.Engine.Location=$T/evil.so" "ssl.providers=evil"; do
+  k=${prop%%=*} v=${prop#*=}
+  cat >"$T/prop.lua" <<CFG
+return { group = "g", source = { topics = { "src" } }, target = { http = { url = "http://127.0.0.1:9/" } },
+  policy = "$ROOT/policies/default.lua", kafka = { ["bootstrap.servers"] = "127.0.0.1:1", ["sasl.mechanism"] = "GSSAPI",
+  ["security.protocol"] = "SASL_PLAINTEXT", ["$k"] = "$v" } }
+CFG
+  out=$(timeout 30 "$EG" run -c "$T/prop.lua" 2>&1); rc=$?
+  check "kafka.$k in a config: refused, exit 2 (exit $rc)" exits_with "$rc" 2 "kafka.$k: refused: it " "$out"
+  printf 'bootstrap.servers=127.0.0.1:1\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n%s\n' "$prop" \
+    >"$T/prop.properties"
+  out=$(timeout 30 "$EG" dlq stats x.dlq --kafka-config "$T/prop.properties" 2>&1); rc=$?
+  check "$k in a --kafka-config file: refused, exit 2 (exit $rc)" \
+    exits_with "$rc" 2 "--kafka-config $T/prop.properties:4: $k: refused: it " "$out"
+done
+check "no kinit command ran" [ ! -e "$T/pwned-kinit" ]
 
 # elapsed_run FILE: runs errgate run -c FILE; sets RC, OUT and MS (its wall time)
 elapsed_run() {
@@ -65,7 +87,7 @@ check "a config that uses os.getenv and os.date loads (policy test -c got past i
   bash -c "! grep -q 'config ' <<<'$out'"
 if command -v valgrind >/dev/null && [ "${SAN:-}" != 1 ]; then # valgrind cannot run an ASan binary
   for f in exec loop mem; do
-    "${VG[@]}" "$EG" run -c "$T/$f.lua" >/dev/null 2>"$T/vg-$f.err"; rc=$?
+    "${VG[@]}" "$EG_BIN" run -c "$T/$f.lua" >/dev/null 2>"$T/vg-$f.err"; rc=$?
     check "valgrind: the refused $f.lua config leaks nothing (exit $rc)" vg_ok "$rc" 2 "$T/vg-$f.err"
   done
 fi

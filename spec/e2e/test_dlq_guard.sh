@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_dlq_guard.sh — the dead-letter flood guard: with max_per_second = 1
-# over window_s = 2 (2 dead letters in the window), a storm of permanent
+# over window = 2 (2 dead letters in the window), a storm of permanent
 # failures puts 2 records in the DLQ and then holds the rest (reason
 # dlq_guard, nothing committed past the held record), loudly: a log line,
 # errgate_dlq_guard_tripped{topic="src"} 1, /readyz 503 with the reason.
@@ -23,7 +23,7 @@ wait_dlq() { local i; for i in $(seq "$3"); do [ "$(dlq_count "$1")" -ge "$2" ] 
 committed() { "$EG" offsets -b "$BOOTSTRAP" -g "$1" "$2" | awk -v t="$2" '$1==t{print $3}'; }
 
 write_config "$T/gw.lua" guardg partition \
-  "dlq_guard = { max_per_second = 1, window_s = 2, cooldown_s = 600 }, admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
+  "dlq_guard = { max_per_second = 1, window = 2, cooldown = 600 }, admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
 sed -i "s|policy = \".*\"|policy = \"$ROOT/spec/fixtures/policies/dlq_everything.lua\"|" "$T/gw.lua"
 start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw) || die "no admin endpoint: $(tail -3 "$T/gw.err")"
@@ -63,7 +63,7 @@ check "SIGTERM while tripped exits 0 ($RC)" [ "$RC" = 0 ]
 check "the held record stays uncommitted ($(committed guardg src))" [ "$(committed guardg src)" = 4 ]
 
 # action = "stop": the trip stops the gateway (exit 3)
-write_config "$T/stop.lua" guards partition 'dlq_guard = { max_per_second = 1, window_s = 2, action = "stop" },'
+write_config "$T/stop.lua" guards partition 'dlq_guard = { max_per_second = 1, window = 2, action = "stop" },'
 sed -i -e "s|policy = \".*\"|policy = \"$ROOT/spec/fixtures/policies/dlq_everything.lua\"|" \
   -e 's/topics = { "src" }/topics = { "g2" }/' "$T/stop.lua"
 start_gateway gws "$T/stop.lua"
@@ -86,7 +86,7 @@ LUA
     printf 'o%d\t{"id":"o%d","mode":"permanent"}\n' "$i" "$i"
     printf 'v%d\t{"id":"v%d","mode":"explicit-vip-x"}\n' "$i" "$i"
   done; } | produce g3
-write_config "$T/vip.cfg" guardv none 'dlq_guard = { max_per_second = 1, window_s = 2, cooldown_s = 600 },'
+write_config "$T/vip.cfg" guardv none 'dlq_guard = { max_per_second = 1, window = 2, cooldown = 600 },'
 sed -i -e "s|policy = \".*\"|policy = \"$T/vip.lua\"|" -e 's/topics = { "src" }/topics = { "g3" }/' "$T/vip.cfg"
 start_gateway gwv "$T/vip.cfg"
 wait_for 60 grep -q '"event":"dlq_guard_tripped"' "$T/gwv.err" || not_ok "the guard never tripped on g3"

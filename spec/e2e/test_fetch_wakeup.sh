@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_fetch_wakeup.sh — a drained prefetch queue is refilled within
-# source.fetch_wakeup_ms, not after librdkafka's one-second sleep.
+# source.fetch_wakeup, not after librdkafka's one-second sleep.
 #
 # librdkafka 2.0.2's broker thread stops fetching a partition whose queue
 # holds queued.min.messages and looks again only when something wakes it, at
@@ -31,13 +31,13 @@ ON_ADDR=$(admin_addr on) || die "no admin endpoint: $(tail -3 "$T/on.err")"
 OFF_ADDR=$(admin_addr off) || die "no admin endpoint: $(tail -3 "$T/off.err")"
 wakeups() { metric "$1" errgate_fetch_wakeups_total; }
 
-if wait_drained gon src 25; then ok "fetch_wakeup_ms = 20: all $N records committed within 25 s"
-else not_ok "fetch_wakeup_ms = 20: lag $(lag gon src) after 25 s"; fi
-if wait_drained goff src 60; then ok "fetch_wakeup_ms = 0: all $N records committed within 60 s"
-else not_ok "fetch_wakeup_ms = 0: lag $(lag goff src) after 60 s"; fi
+if wait_drained gon src 25; then ok "fetch_wakeup = 20: all $N records committed within 25 s"
+else not_ok "fetch_wakeup = 20: lag $(lag gon src) after 25 s"; fi
+if wait_drained goff src 60; then ok "fetch_wakeup = 0: all $N records committed within 60 s"
+else not_ok "fetch_wakeup = 0: lag $(lag goff src) after 60 s"; fi
 W1=$(wakeups "$ON_ADDR")
 check "errgate_fetch_wakeups_total counts the asks ($W1)" [ "${W1:-0}" -gt 0 ]
-check "with fetch_wakeup_ms = 0 it asks nothing ($(wakeups "$OFF_ADDR"))" [ "$(wakeups "$OFF_ADDR")" = 0 ]
+check "with fetch_wakeup = 0 it asks nothing ($(wakeups "$OFF_ADDR"))" [ "$(wakeups "$OFF_ADDR")" = 0 ]
 sleep 2
 W2=$(wakeups "$ON_ADDR")
 check "idle, it asks nothing ($W1 then $W2 over 2 s)" [ "$W1" = "$W2" ]

@@ -2,7 +2,7 @@
 # test_fetch_wakeup_refused.sh — brokers that refuse the fetch wake-up's
 # asks (every ListOffsets answered TOPIC_AUTHORIZATION_FAILED, as a broker
 # that denies the principal Describe would) get about one ask a second, not
-# one every source.fetch_wakeup_ms, and the records still go through.
+# one every source.fetch_wakeup, and the records still go through.
 #
 # The setting of test_fetch_wakeup: batches of 100 records over a 50-record
 # prefetch, so every batch waits for a wake-up, and the gateway asks each

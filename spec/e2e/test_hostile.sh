@@ -106,7 +106,7 @@ return {
   source = { topics = { "tgt" }, ordering = "partition" },
   target = { lua = "$f" },
   policy = "$FIXTURES/dlq_everything.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   admin = { listen = "127.0.0.1:0" },
 }
 CFG

@@ -6,7 +6,7 @@
 #     (errgate_bad_ids_total) and logged; a well-formed foreign id (a replay)
 #     is kept as it is;
 #   - errgate.not-before: a rung record with an absurd not-before (year 5138)
-#     is released within source.not_before_max_ms (3 s here) past its
+#     is released within source.not_before_max (3 s here) past its
 #     timestamp, logged not_before_capped, and the record behind it in the
 #     same rung partition follows.
 source "$(dirname "$0")/lib.sh"
@@ -17,7 +17,7 @@ start_broker $(ladder_topics src 1s 2s 4s)
 handler_at h
 ladder_config "$T/gw.lua" hh src none "$POLICY" "" \
   'admin = { listen = "127.0.0.1:0" },'
-sed -i 's|max_inflight = 500 }|max_inflight = 500, not_before_max_ms = 3000 }|' "$T/gw.lua"
+sed -i 's|max_inflight = 500 }|max_inflight = 500, not_before_max = 3000 }|' "$T/gw.lua"
 
 kp() { kcat -P -b "$BOOTSTRAP" -K $'\t' -X acks=all "$@" 2>>"$T/kcat.err" || die "kcat: $(cat "$T/kcat.err")"; }
 printf 'k1\t{"id":"crlf","mode":"ok"}\n' | kp -t src -p 0 -H $'errgate.id=evil\r\nX-Injected: 1'

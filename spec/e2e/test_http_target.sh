@@ -71,8 +71,8 @@ HANDLER_URL_FLAKY=$HANDLER_URL
 printf 'a\t{"id":"t1","mode":"slow-3000"}\n' | kcat -P -b "$BOOTSTRAP" -t slow -p 0 -K $'\t'
 cat >"$T/slow.lua" <<CFG
 return { group = "slow", source = { topics = { "slow" } },
-  target = { http = { url = "$HANDLER_URL", timeout_ms = 300, concurrency = 4 } },
-  policy = "$ROOT/policies/default.lua", commit_interval_ms = 200, shutdown_timeout_ms = 1000 }
+  target = { http = { url = "$HANDLER_URL", timeout = 300, concurrency = 4 } },
+  policy = "$ROOT/policies/default.lua", commit_interval = 200, shutdown_timeout = 1000 }
 CFG
 start_gateway gwslow "$T/slow.lua"
 check "no answer within timeout_ms is a failure of kind timeout, classed transient" \
@@ -82,9 +82,9 @@ check "after the attempts, a timed-out record goes to the DLQ as exhausted" \
 stop_gateway "$GW_PID"
 check "the DLQ'd record is committed (exit $RC)" bash -c "'$EG' offsets -b '$BOOTSTRAP' -g slow slow | grep -q '^slow 0 1 1 0$'"
 
-# SIGTERM while a request hangs: exit within shutdown_timeout_ms, not committed past
+# SIGTERM while a request hangs: exit within shutdown_timeout, not committed past
 printf 'a\t{"id":"h1","mode":"slow-60000"}\n' | kcat -P -b "$BOOTSTRAP" -t hang -K $'\t'
-sed 's/"slow"/"hang"/g; s/timeout_ms = 300,/timeout_ms = 60000,/' "$T/slow.lua" >"$T/hang.lua"
+sed 's/"slow"/"hang"/g; s/timeout = 300,/timeout = 60000,/' "$T/slow.lua" >"$T/hang.lua"
 start_gateway gwhang "$T/hang.lua"
 wait_for 30 grep -q '"event":"assign"' "$T/gwhang.err"; sleep 1
 t0=$SECONDS

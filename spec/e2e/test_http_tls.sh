@@ -35,8 +35,8 @@ printf 'Bearer %s-v1\n' "$SECRET" >"$T/token"
 conf() {
   cat >"$1" <<CFG
 return { group = "$2", source = { topics = { "$3" } },
-  target = { http = { url = "$4", timeout_ms = 3000, concurrency = 4, tls = $5, ${6:-} } },
-  policy = "$ROOT/policies/default.lua", commit_interval_ms = 200, log = { level = "debug" } }
+  target = { http = { url = "$4", timeout = 3000, concurrency = 4, tls = $5, ${6:-} } },
+  policy = "$ROOT/policies/default.lua", commit_interval = 200, log = { level = "debug" } }
 CFG
 }
 nreq() { [ -f "$1" ] && grep -c . "$1" || echo 0; }
@@ -67,8 +67,8 @@ for i in $(seq 5); do printf 'k%d\tv%d\n' "$i" "$i"; done | produce mtls
 conf "$T/mtls.lua" g-mtls mtls "https://$MSRV/in" \
   "{ ca_file = \"$P/ca.crt\", cert_file = \"$P/client.crt\", key_file = \"$P/client.key\", server_name = \"localhost\" }"
 # under valgrind (memcheck, full leak check: slow, hence the long timeout) unless this is the sanitizer build
-sed -i 's/timeout_ms = 3000/timeout_ms = 30000/' "$T/mtls.lua"
-if [ "${SAN:-}" = 1 ]; then start_gateway gwm "$T/mtls.lua"; else bg gwm "${VG[@]}" "$EG" run -c "$T/mtls.lua"; GW_PID=$LASTPID; fi
+sed -i 's/timeout = 3000/timeout = 30000/' "$T/mtls.lua"
+if [ "${SAN:-}" = 1 ]; then start_gateway gwm "$T/mtls.lua"; else bg gwm "${VG[@]}" "$EG_BIN" run -c "$T/mtls.lua"; GW_PID=$LASTPID; fi
 wait_drained g-mtls mtls 90 && ok "mutual TLS with cert_file/key_file: every record delivered" || not_ok "lag $(lag g-mtls mtls)"
 stop_gateway "$GW_PID"
 [ "${SAN:-}" = 1 ] || check "mutual TLS under valgrind: exit 0, no memcheck errors, no leaks (exit $RC)" vg_ok "$RC" 0 "$T/gwm.err"

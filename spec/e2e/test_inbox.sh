@@ -22,7 +22,7 @@ return {
   source = { topics = { "inbox" }, inbox = "$3" },
   policy = "$FIXTURES/inbox_triage.lua",
   lanes = { dlq = "{topic}.$2.dlq", quarantine = "{topic}.$2.quarantine" },
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
   ${4:-}
 }

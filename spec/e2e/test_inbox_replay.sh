@@ -43,7 +43,7 @@ return {
   group = "rp",
   source = { topics = { "inbox" }, inbox = "auto", replay_allow = { "orders", "orders-*" } },
   policy = "$FIXTURES/inbox_replay.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
 CFG

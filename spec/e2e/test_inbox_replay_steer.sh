@@ -52,7 +52,7 @@ return {
   group = "st",
   source = { topics = { "payments-dlt" }, inbox = "auto" },
   policy = "$FIXTURES/inbox_replay_steer.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
 CFG

@@ -20,9 +20,9 @@ return {
   source = { topics = { "inbox" }, inbox = "auto" },
   policy = "$FIXTURES/inbox_triage.lua",
   lanes = { dlq = "{topic}.sps.dlq", quarantine = "{topic}.sps.quarantine",
-            spill = { dir = "$SPILL", after_ms = 1000 } },
+            spill = { dir = "$SPILL", after = 1000 } },
   control_key_file = "$T/ctl.key",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500, ["message.timeout.ms"] = 3000,
             ["topic.metadata.propagation.max.ms"] = 1000 },
 }

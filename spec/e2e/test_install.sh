@@ -57,7 +57,7 @@ return {
   source = { topics = { "src" } },
   target = { lua = "handler.lua" },
   policy = "$INST/share/errgate/policies/default.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
 }
 CFG
 { for i in $(seq 1 20); do v=ok; [ "$i" = 7 ] && v=bad; printf 'k%d\t%s\n' "$i" "$v"; done; } | produce src

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_kafka_fetch_wakeup.sh — issue 26 §5 for the fetch wake-up
-# (gw_fetch_wakeup.c, source.fetch_wakeup_ms): does a real broker need it,
+# (gw_fetch_wakeup.c, source.fetch_wakeup): does a real broker need it,
 # with errgate's default prefetch (queued.min.messages 20,000), not the
 # 50-record prefetch test_fetch_wakeup.sh uses to make the embedded broker
 # show it? librdkafka 2.0.2's broker thread stops fetching a partition
@@ -27,7 +27,7 @@ for g in off on; do
   grep -q 'queued.min.messages' "$T/$g.lua" && die "the config still caps the prefetch"
   start_gateway "$g" "$T/$g.lua"; P=$GW_PID
   ADDR=$(admin_addr "$g") || die "no admin endpoint: $(tail -3 "$T/$g.err")"
-  if wait_drained "g$g" src 60; then ok "fetch_wakeup_ms $g: all $N records committed"; else not_ok "$g: lag $(lag "g$g" src)"; fi
+  if wait_drained "g$g" src 60; then ok "fetch_wakeup $g: all $N records committed"; else not_ok "$g: lag $(lag "g$g" src)"; fi
   W=$(metric "$ADDR" errgate_fetch_wakeups_total)
   stop_gateway "$P"
   check "$g: the gateway exits 0 with $N first-attempt successes (exit $RC)" \

@@ -40,7 +40,7 @@ return {
   group = "triage",
   source = { topics = { "inbox" }, inbox = "auto" },
   policy = "$FIXTURES/inbox_triage.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
 CFG

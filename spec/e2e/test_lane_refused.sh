@@ -3,7 +3,7 @@
 # and never wedges anything.
 #
 # Part 1, the reported repro: kafka["message.max.bytes"] = 4096 and
-# lanes.spill.after_ms = 500. One 6 KB permanent record is refused by the
+# lanes.spill.after = 500. One 6 KB permanent record is refused by the
 # lane producer at once (MSG_SIZE_TOO_LARGE): it goes to the DLQ as a stub
 # (no value, errgate.value-omitted = its size) instead of being spilled into
 # a journal that could never deliver it. Then the DLQ topic is missing for
@@ -21,7 +21,7 @@ start_broker --topic src:4 --topic src.dlq:4 --topic src.quarantine:4
 start_handler
 SPILL="$T/spill"
 write_config "$T/gw.lua" lr none "kafka = { [\"session.timeout.ms\"] = 6000, [\"message.timeout.ms\"] = 2000, [\"topic.metadata.propagation.max.ms\"] = 1000, [\"message.max.bytes\"] = 4096 },
-  lanes = { spill = { dir = \"$SPILL\", after_ms = 500 } },
+  lanes = { spill = { dir = \"$SPILL\", after = 500 } },
   admin = { listen = \"127.0.0.1:0\" },"
 start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw)

@@ -29,8 +29,8 @@ return {
   target = { lua = "$T/handler.lua" },
   policy = "$FIXTURES/reads_record_header.lua",
   policy_memory_mb = 4,
-  commit_interval_ms = 200,
-  shutdown_timeout_ms = 5000,
+  commit_interval = 200,
+  shutdown_timeout = 5000,
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
   admin = { listen = "127.0.0.1:0" },
 }

@@ -22,7 +22,7 @@ return {
   source = { topics = { "src" }, ordering = "partition" },
   target = { lua = "$T/handler.lua" },
   policy = "$ROOT/policies/default.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
 }
 CFG
 printf 'a\tok\nb\tbad-request\nc\tsemantic\nd\tok\ne\tboom\nf\tok\n' | produce src

@@ -5,7 +5,7 @@
 # errgate_overrides_active), it expires on its own at its TTL (logged), and
 # the policy decides again after it; `override clear` ends one early; bad
 # input is refused clearly (unknown class or action, missing TTL or reason, TTL above
-# admin.override_max_ttl_ms, no token, a wrong token). (Two instances:
+# admin.override_max_ttl, no token, a wrong token). (Two instances:
 # test_overrides_fleet.)
 # spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
@@ -15,7 +15,7 @@ start_handler
 echo "ov-token" >"$T/token"
 echo "bad-token" >"$T/wrong"
 write_config "$T/gw.lua" ovg partition \
-  "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\", override_max_ttl_ms = 7200000 },"
+  "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\", override_max_ttl = 7200000 },"
 start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw) || die "no admin endpoint: $(tail -3 "$T/gw.err")"
 ctl() { "$EG" ctl --admin "http://$ADDR" "$@"; }

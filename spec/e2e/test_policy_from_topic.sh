@@ -162,7 +162,7 @@ check "without --since both are read" \
 
 # --- usage errors exit 2 with one line naming what was wrong
 usage() { local want=$1; shift; OUT=$(env -u ERRGATE_BOOTSTRAP "$EG" policy "$@" 2>&1 >/dev/null); RC=$?; [ "$RC" = 2 ] && grep -q -- "$want" <<<"$(head -1 <<<"$OUT")"; }
-check "no broker given: exit 2" usage "no broker: give -b BOOTSTRAP or -c CONFIG" test "$POL" --from-topic orders.dlq
+check "no broker given: exit 2" usage "no broker: give -b BOOTSTRAP, -c CONFIG or a --kafka-config naming bootstrap.servers" test "$POL" --from-topic orders.dlq
 check "--limit 0: exit 2" usage "--limit wants a whole number from 1 to 50000, got '0'" test "$POL" --from-topic x -b "$BOOTSTRAP" --limit 0
 check "--since soon: exit 2" usage "--since wants a duration" test "$POL" --from-topic x -b "$BOOTSTRAP" --since soon
 check "cases and --from-topic together: exit 2" usage "not both" test "$POL" cases.jsonl --from-topic x

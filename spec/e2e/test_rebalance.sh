@@ -16,7 +16,7 @@ gen_records "$N" "ok:70 slow-200:20 permanent:10" | produce src
 # the periodic commit comes 10 s after start, once the rebalances are under
 # way; only the commits on revoke (sync, no "retried at the next commit")
 # count for the check below
-write_config "$T/gw.lua" reb none 'commit_interval_ms = 10000,'
+write_config "$T/gw.lua" reb none 'commit_interval = 10000,'
 start_gateway gw1 "$T/gw.lua"; GW1=$GW_PID
 wait_for 20 grep -q '"event":"decision"' "$T/gw1.err" || die "gw1 made no progress"
 start_gateway gw2 "$T/gw.lua"; GW2=$GW_PID

@@ -20,7 +20,7 @@ fi
 start_handler
 SPILL="$T/spill"
 write_config "$T/gw.lua" sp none "kafka = { [\"session.timeout.ms\"] = 6000, [\"message.timeout.ms\"] = 3000, [\"topic.metadata.propagation.max.ms\"] = 1000 },
-  lanes = { spill = { dir = \"$SPILL\", after_ms = 1000 } },
+  lanes = { spill = { dir = \"$SPILL\", after = 1000 } },
   admin = { listen = \"127.0.0.1:0\" },"
 start_gateway gw "$T/gw.lua"
 # warm-up: the lane producer has written to the DLQ before the fault

@@ -166,10 +166,10 @@ if [ "${SAN:-}" != 1 ] && command -v valgrind >/dev/null; then
   J=$T/vg
   "$SPILL_WRITE_TEST" "$J" vg 200 --segment-bytes 20000 >/dev/null 2>&1
   truncate -s -3 "$J/spill-0000000000000002.eg"
-  "${VG[@]}" "$EG" spill ls "$J" >/dev/null 2>"$T/vg-ls.err"
+  "${VG[@]}" "$EG_BIN" spill ls "$J" >/dev/null 2>"$T/vg-ls.err"
   rc=$?
   check "ls under valgrind: no memcheck errors, no leaks (exit $rc)" vg_ok "$rc" 0 "$T/vg-ls.err"
-  "${VG[@]}" "$EG" spill drain "$J" -b "$BOOTSTRAP" >"$T/vg-drain.out" 2>"$T/vg-drain.err"
+  "${VG[@]}" "$EG_BIN" spill drain "$J" -b "$BOOTSTRAP" >"$T/vg-drain.out" 2>"$T/vg-drain.err"
   rc=$?
   check "drain of a journal with a torn segment under valgrind: exit 1, no memcheck errors, no leaks (exit $rc)" \
     vg_ok "$rc" 1 "$T/vg-drain.err"

@@ -11,16 +11,16 @@ produce_batches() {
 }
 
 # wakeup_config FILE GROUP WAKEUP_MS: a gateway of GROUP on src with a no-op
-# Lua target, the 50-record prefetch and fetch_wakeup_ms = WAKEUP_MS.
+# Lua target, the 50-record prefetch and fetch_wakeup = WAKEUP_MS.
 wakeup_config() {
   echo 'return function(record) end' >"$T/noop.lua"
   cat >"$1" <<CFG
 return {
   group = "$2",
-  source = { topics = { "src" }, ordering = "none", fetch_wakeup_ms = $3 },
+  source = { topics = { "src" }, ordering = "none", fetch_wakeup = $3 },
   target = { lua = "$T/noop.lua" },
   policy = "$ROOT/policies/default.lua",
-  commit_interval_ms = 200,
+  commit_interval = 200,
   admin = { listen = "127.0.0.1:0" },
   kafka = { ["session.timeout.ms"] = 6000, ["queued.min.messages"] = 50, ["max.partition.fetch.bytes"] = 4096 },
 }

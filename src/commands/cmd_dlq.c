@@ -1,14 +1,15 @@
 /* cmd_dlq.c — `errgate dlq stats|tail|resolve|approve`: look into a lane and
  * record what became of its items (`dlq watch` is dlq_watch.c's).
  *
- *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state] [--since DUR]
+ *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state|header:NAME] [--since DUR]
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [--json] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
  *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
  *
  * stats reads the whole lane (or the records of the last DUR, by lane
  * timestamp) and prints an aligned table: one row per value of the --by
- * header (default class; "-" when absent; --by state: the item's lifecycle
+ * header (default class; "-" when absent; --by header:NAME: any header of the
+ * records; --by state: the item's lifecycle
  * state), with RECORDS, OPEN (not resolved: open, pending-approval,
  * approved) and RESOLVED per row, rows by count then name, a total row, a
  * line of resolved counts per status and a line of unresolved counts per
@@ -65,7 +66,7 @@
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
     printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
-           "[--by class|code|reason|original.topic|policy|state] [--since DUR]\n"
+           "[--by class|code|reason|original.topic|policy|state|header:NAME] [--since DUR]\n"
            "               [--prometheus]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [--json] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
@@ -260,12 +261,19 @@ static int cmd_stats(const args *a) {
                   {"reason", EG_H_REASON}, {"original.topic", EG_H_ORIG_TOPIC},
                   {"policy", EG_H_POLICY}, {"state", NULL}}; /* the lifecycle state, not a header */
     const char *by = a->by ? a->by : "class", *header = NULL;
-    int known = 0;
+    int known = 0, any_header = !strncmp(by, "header:", 7); /* header:NAME: any header of the records */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (!strcmp(by, fields[i].by)) header = fields[i].header, known = 1;
+    if (any_header) {
+        header = by + 7;
+        known = *header && strlen(header) <= 255;
+        for (const char *p = header; known && *p; p++) known = *p > 0x20 && *p < 0x7f;
+    }
     if (!known) {
-        char why[300];
-        snprintf(why, sizeof why, "stats: --by '%s' is not one of class, code, reason, original.topic, policy, state",
+        char why[400];
+        snprintf(why, sizeof why,
+                 "stats: --by '%.200s' is not one of class, code, reason, original.topic, policy, state, "
+                 "header:NAME (a header name: 1 to 255 printable characters)",
                  by);
         return usage_error(why);
     }
@@ -318,7 +326,7 @@ static int cmd_stats(const args *a) {
         if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
         else {
             eg_dlq_header_text(m, header, val, sizeof val);
-            eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
+            if (!any_header) eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
             eg_dlq_column(val, sizeof val);
         }
         int64_t at = row_of(&rows, &nrows, &idx, val);

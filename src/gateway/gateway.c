@@ -236,9 +236,9 @@ static void free_record(eg_gw *gw, eg_record *r) {
     else gw->all = r->anext;
     if (r->anext) r->anext->aprev = r->aprev;
     if (r->timer) event_free(r->timer);
-    if (r->budget_req) eg_budget_request_end(&gw->budget);
+    if (r->budget_req) eg_budget_request_end(eg_budgets_at(&gw->budgets, r->budget_slot));
     if (r->fail) {
-        if (r->fail->retrying) eg_budget_retry_end(&gw->budget);
+        if (r->fail->retrying) eg_budgets_retry_end(&gw->budgets, r->budget_slot);
         eg_failure_clear(&r->fail->failure);
         eg_slab_put(&gw->fails, r->fail);
     }
@@ -363,8 +363,10 @@ static void republish(eg_gw *gw, eg_record *r);
 static void dispatch_round(eg_gw *gw) {
     while (gw->runq_head && !gw->stopping && !gw->waiting && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
+        int replay = r->part->rung >= 0 && eg_gw_rung_is_replay(gw, r->part->rung);
+        if (!replay && !eg_gw_limits_admit(gw)) break; /* rate or adaptive limit: the head waits (gw_limits.c) */
         q_remove(&gw->runq_head, &gw->runq_tail, r);
-        if (r->part->rung >= 0 && eg_gw_rung_is_replay(gw, r->part->rung)) {
+        if (replay) {
             republish(gw, r); /* inbox mode: a due replay goes out, no target call */
             continue;
         }
@@ -380,13 +382,13 @@ static void dispatch_round(eg_gw *gw) {
          * held by the budget already counts as one) */
         int started = !(r->fail && r->fail->retrying) && !r->budget_req;
         if (started) {
-            eg_budget_request_start(&gw->budget);
+            eg_budget_request_start(eg_budgets_at(&gw->budgets, eg_gw_budget_slot(gw, r)));
             r->budget_req = 1;
         }
         if (gw->target->ops->submit(gw->target, r) != 0) {
             eg_breaker_release(&gw->breaker, pass);
             if (started) {
-                eg_budget_request_end(&gw->budget);
+                eg_budget_request_end(eg_budgets_at(&gw->budgets, r->budget_slot));
                 r->budget_req = 0;
             }
             r->attempt--;
@@ -394,8 +396,11 @@ static void dispatch_round(eg_gw *gw) {
             q_prepend(&gw->runq_head, &gw->runq_tail, r); /* first in line again */
             break;
         }
+        eg_gw_limits_sent(gw, r);
     }
 }
+
+void eg_gw_dispatch(eg_gw *gw) { dispatch(gw); }
 
 /* ------------------------------------------------------------- decisions */
 
@@ -452,10 +457,15 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     if (d->action == EG_ACT_LADDER) eg_log_int(&l, "rung", d->rung_index);
     if (d->action == EG_ACT_RETRY || d->action == EG_ACT_HOLD || d->action == EG_ACT_LADDER)
         eg_log_int(&l, "delay_ms", d->delay_ms);
-    if (d->action == EG_ACT_RETRY && gw->budget.cfg.enabled) {
+    if (d->action == EG_ACT_RETRY && gw->budgets.cfg.enabled) {
         /* the admission: this retry made retries_active, under retry_limit */
-        eg_log_int(&l, "retries_active", gw->budget.retries);
+        eg_log_int(&l, "retries_active", eg_budgets_at(&gw->budgets, r->budget_slot)->retries);
         eg_log_int(&l, "retry_limit", r->fail->budget_limit);
+    }
+    if (gw->budgets.keyed && (d->action == EG_ACT_RETRY || d->why == EG_RSN_RETRY_BUDGET)) {
+        char bk[EG_BUDGET_KEY_MAX + 1];
+        eg_gw_budget_name(gw, r, bk, sizeof bk);
+        eg_log_str(&l, "budget_key", bk); /* whose budget admitted or refused it */
     }
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
     if (d->override[0]) eg_log_str(&l, "override", d->override);
@@ -551,16 +561,25 @@ static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
     if (d->action == EG_ACT_REPLAY) shape_replay(gw, r, d);
     eg_gw_guard_adjust(gw, r, d);
     eg_gw_override_adjust(gw, r, d);
+    int slot = eg_gw_budget_slot(gw, r); /* by key: the record's own budget */
     if (d->action == EG_ACT_RETRY) {
-        fl->budget_limit = eg_budget_limit(&gw->budget);
-        if (eg_budget_retry_take(&gw->budget)) fl->retrying = 1;
-        else override_hold(d, EG_RSN_RETRY_BUDGET, d->delay_ms, "retry refused by the target's retry budget; holding");
+        fl->budget_limit = eg_budget_limit(eg_budgets_at(&gw->budgets, slot));
+        eg_budget_verdict v = eg_budgets_retry_take(&gw->budgets, slot, eg_now_ns());
+        if (v == EG_BUDGET_ADMITTED) fl->retrying = 1;
+        else {
+            char why[EG_BUDGET_KEY_MAX + 160], bk[EG_BUDGET_KEY_MAX + 1];
+            eg_gw_budget_name(gw, r, bk, sizeof bk);
+            snprintf(why, sizeof why, "retry refused by the target's retry budget%s%s%s%s; holding",
+                     bk[0] ? " of key '" : "", bk, bk[0] ? "'" : "",
+                     v == EG_BUDGET_REFUSED_MINUTE ? " (per_minute used up)" : "");
+            override_hold(d, EG_RSN_RETRY_BUDGET, d->delay_ms, why);
+        }
     } else if (!ctx->retry_budget && d->why == EG_RSN_RETRY_BUDGET) {
-        eg_budget_count_refusal(&gw->budget); /* the policy escalated or held for the budget */
+        eg_budgets_count_refusal(&gw->budgets, slot); /* the policy escalated or held for the budget */
     }
     if (d->action == EG_ACT_HOLD && d->why == EG_RSN_RETRY_BUDGET && !r->budget_req) {
         /* still demand on the target: counted in the budget's base until sent */
-        eg_budget_request_start(&gw->budget);
+        eg_budget_request_start(eg_budgets_at(&gw->budgets, slot));
         r->budget_req = 1;
     }
     if (fl->failure.kind == EG_FK_CIRCUIT_OPEN && (d->action == EG_ACT_HOLD || d->action == EG_ACT_RETRY)) {
@@ -674,7 +693,8 @@ static void decide(eg_gw *gw, eg_record *r) {
                   .retry_count = eg_record_retry_count(r) + fl->virtual_rungs,
                   .rung = p->rung >= 0 ? gw->rts[p->rung].rung : NULL,
                   .breaker = eg_breaker_state_name(eg_breaker_poll(&gw->breaker, now)),
-                  .retry_budget = eg_budget_allows_retry(&gw->budget)};
+                  .retry_budget =
+                      eg_budget_allows_retry(eg_budgets_at(&gw->budgets, eg_gw_budget_slot(gw, r)), eg_now_ns())};
     eg_decision d;
     if (gw->cfg->inbox && p->rung < 0) {
         /* an inbox record's origin is its dialect's: original.* copied from the failed record go (dlq_origin.h) */
@@ -780,13 +800,14 @@ static void circuit_open(eg_gw *gw, eg_record *r) {
 void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg) {
     eg_gw *gw = arg;
     if (r->budget_req) {
-        eg_budget_request_end(&gw->budget);
+        eg_budget_request_end(eg_budgets_at(&gw->budgets, r->budget_slot));
         r->budget_req = 0;
     }
     if (r->fail && r->fail->retrying) {
-        eg_budget_retry_end(&gw->budget);
+        eg_budgets_retry_end(&gw->budgets, r->budget_slot);
         r->fail->retrying = 0;
     }
+    eg_gw_limits_done(gw, r, f, cancelled);
     if (cancelled) eg_breaker_release(&gw->breaker, r->breaker_pass);
     else eg_breaker_record(&gw->breaker, r->breaker_pass, target_trouble(f), breaker_now(gw));
     if (cancelled || r->part->revoked) {

@@ -20,6 +20,9 @@
 #include "audit.h"
 #include "breaker.h"
 #include "budget.h"
+#include "budget_keys.h"
+#include "adaptive.h"
+#include "ratelimit.h"
 #include "config.h"
 #include "dlq_guard.h"
 #include "kconf.h"
@@ -165,7 +168,16 @@ typedef struct eg_gw {
     eg_spill *spill;       /* the spill journal (lanes.spill), or NULL */
     eg_spill_drain *drain; /* its drainer */
     eg_breaker breaker;    /* the target's circuit breaker */
-    eg_budget budget;      /* the target's retry budget */
+    eg_budgets budgets;    /* the target's retry budgets: one, or one per key (budget_keys.h) */
+    struct {
+        int rate;              /* target.rate: bucket in force */
+        eg_tbucket bucket;     /* attempts towards the target */
+        int adaptive;          /* target.adaptive: aimd in force */
+        eg_aimd aimd;          /* the adaptive concurrency limit */
+        struct event *ev;      /* the wait for the bucket's next token */
+        int64_t wait_since_ns; /* when dispatching began to wait for a token, 0 not waiting */
+        double wait_s;         /* seconds spent waiting for tokens (the counter) */
+    } limits;                  /* gw_limits.c */
     eg_policy *policy;
     eg_part *parts;
     eg_record *runq_head, *runq_tail;
@@ -262,6 +274,33 @@ void eg_gw_rungs_recheck(eg_gw *gw);
  * class streak: the policy decides it from scratch), and consumption goes
  * on. */
 void eg_gw_redo_stopped(eg_gw *gw);
+
+/* Hands runnable records to the target as far as it and the limits allow
+ * (for timers of other files: a wait that ended). */
+void eg_gw_dispatch(eg_gw *gw);
+
+/* gw_limits.c: the limits towards the target (rate, adaptive concurrency)
+ * and the retry budgets' keys; the file comment says how they fit the
+ * record path. */
+/* Sets up the retry budgets, the token bucket and the adaptive limit of
+ * gw->cfg. Returns 0, or -1 with err. */
+int eg_gw_limits_open(eg_gw *gw, char *err, size_t errlen);
+/* Frees what eg_gw_limits_open set up (fine when it did not run). */
+void eg_gw_limits_close(eg_gw *gw);
+/* Whether one more attempt may go to the target now. When the rate is
+ * what stops it, a timer calls eg_gw_dispatch when a token is there; the
+ * adaptive limit is waited out by the completions, which dispatch. */
+int eg_gw_limits_admit(eg_gw *gw);
+/* r's attempt went to the target: takes its token, notes when it went. */
+void eg_gw_limits_sent(eg_gw *gw, eg_record *r);
+/* r's attempt came back (f NULL: success): feeds the adaptive limit. */
+void eg_gw_limits_done(eg_gw *gw, eg_record *r, const eg_failure *f, int cancelled);
+/* The budget slot r counts in: the one it already holds a count in, else
+ * its key's now (r->budget_slot is set). */
+int eg_gw_budget_slot(eg_gw *gw, eg_record *r);
+/* The name of r's budget slot for logs and messages, printable (bytes
+ * outside printable ASCII as '?'); "" when the budget has no key. */
+void eg_gw_budget_name(const eg_gw *gw, const eg_record *r, char *out, size_t outlen);
 
 /* gw_coverage.c: an assignment that leaves a subscribed topic unowned is
  * asked for again (the file comment says when). */

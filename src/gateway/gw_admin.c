@@ -147,9 +147,21 @@ static const part_gauge part_gauges[] = {
 };
 
 static double breaker_state(eg_gw *gw) { return eg_breaker_poll(&gw->breaker, eg_now_ms()); }
-static double retries_active(eg_gw *gw) { return (double)gw->budget.retries; }
-static double retry_budget_limit(eg_gw *gw) { return (double)eg_budget_limit(&gw->budget); }
-static double retry_budget_refused(eg_gw *gw) { return (double)gw->budget.refused; }
+static double retries_active(eg_gw *gw) { return (double)gw->budgets.retries; }
+static double retry_budget_limit(eg_gw *gw) { return (double)eg_budget_limit(eg_budgets_at(&gw->budgets, 0)); }
+static double retry_budget_refused(eg_gw *gw) { return (double)gw->budgets.refused; }
+static double retry_budget_keys(eg_gw *gw) { return (double)gw->budgets.nkeys; }
+static double retry_budget_evicted(eg_gw *gw) { return (double)gw->budgets.evicted; }
+static double retry_budget_overflowed(eg_gw *gw) { return (double)gw->budgets.overflowed; }
+static double rate_wait_seconds(eg_gw *gw) { /* the wait in progress counts too */
+    int64_t since = gw->limits.wait_since_ns;
+    return gw->limits.wait_s + (since ? (double)(eg_now_ns() - since) / 1e9 : 0);
+}
+static double rate_per_second(eg_gw *gw) { return gw->limits.rate ? gw->limits.bucket.rate : 0; }
+static double concurrency_limit(eg_gw *gw) {
+    if (gw->limits.adaptive) return eg_aimd_limit(&gw->limits.aimd);
+    return gw->cfg->target_kind == EG_TARGET_HTTP ? gw->cfg->http_concurrency : -1;
+}
 
 static const target_gauge target_gauges[] = {
     {"errgate_breaker_state", "gauge",
@@ -160,6 +172,21 @@ static const target_gauge target_gauges[] = {
      retry_budget_limit},
     {"errgate_retry_budget_refused_total", "counter",
      "Retry decisions refused by the retry budget (escalated to a ladder or a hold).", retry_budget_refused},
+    {"errgate_retry_budget_keys", "gauge", "Keys with a retry budget of their own (target.retry_budget.key).",
+     retry_budget_keys},
+    {"errgate_retry_budget_key_evictions_total", "counter",
+     "Idle keys whose budget was forgotten for a new key (max_keys reached).", retry_budget_evicted},
+    {"errgate_retry_budget_key_overflow_total", "counter",
+     "Lookups of a new key that found every tracked key busy and counted in the shared key \"*\".",
+     retry_budget_overflowed},
+    {"errgate_target_rate_wait_seconds_total", "counter",
+     "Time records waited for the target's rate limit (target.rate), in seconds.", rate_wait_seconds},
+    {"errgate_target_rate_per_second", "gauge", "The target's rate limit (target.rate.per_second; 0: none).",
+     rate_per_second},
+    {"errgate_target_concurrency_limit", "gauge",
+     "Attempts that may be in the target at once: the adaptive limit (target.adaptive), else the target's "
+     "concurrency (-1: none).",
+     concurrency_limit},
 };
 
 #define JOURNAL(field) 0, offsetof(eg_spill_stats, field)

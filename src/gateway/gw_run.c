@@ -137,6 +137,7 @@ void eg_gw_close(eg_gw *gw) {
     eg_shadow_free(gw->shadow);
     eg_gw_rungs_free(gw);
     eg_breaker_free(&gw->breaker);
+    eg_gw_limits_close(gw);
     eg_gw_incident_free(gw);
     if (gw->cev) event_free(gw->cev);
     if (gw->watch_ev) event_free(gw->watch_ev);
@@ -202,10 +203,9 @@ int eg_gw_open(eg_gw *gw, eg_config *cfg, eg_target *target, char *err, size_t e
                          .failure_ratio = cfg->breaker_failure_ratio,
                          .open_ms = cfg->breaker_open_ms,
                          .half_open_probes = cfg->breaker_probes};
-    eg_budget_cfg uc = {.enabled = cfg->budget_enabled, .percent = cfg->budget_percent, .min = cfg->budget_min};
     char e[512];
     if (eg_breaker_init(&gw->breaker, &bc, eg_gw_on_breaker, gw, e, sizeof e) != 0 ||
-        eg_budget_init(&gw->budget, &uc, e, sizeof e) != 0) {
+        eg_gw_limits_open(gw, e, sizeof e) != 0) {
         snprintf(err, errlen, "config %s: target: %s", cfg->path, e);
         return -1;
     }

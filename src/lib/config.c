@@ -16,6 +16,7 @@
 #include "config.h"
 #include "lane_profiles.h"
 #include "log.h"
+#include "parse.h"
 #include "luavm.h"
 #include "replay_dest.h"
 #include "util.h"
@@ -74,6 +75,13 @@ static const int guard_action_values[] = {0, 1};
     { .key = k, .type = EG_CK_NUMBER, .def = d, .min = lo, .max = hi, .off = F(field), .help = h }
 #define K_BOOL(k, fl, d, field, h) \
     { .key = k, .type = EG_CK_BOOL, .flags = fl, .def = d, .off = F(field), .help = h }
+/* a duration key: stored as an int of `u` ms (1 or 1000); `o` its former
+ * name, with the unit suffix (DESIGN §5: durations are named without one) */
+#define K_DUR(k, o, d, lo, hi, u, field, h)                                                                     \
+    {                                                                                                           \
+        .key = k, .type = EG_CK_DURATION, .def = d, .min = lo, .max = hi, .off = F(field), .help = h, .old = o, \
+        .unit = u                                                                                               \
+    }
 #define K_ENUM(k, d, ch, vals, field, h) \
     { .key = k, .type = EG_CK_ENUM, .def_str = d, .choices = ch, .values = vals, .off = F(field), .help = h }
 
@@ -105,10 +113,10 @@ const eg_config_key eg_config_keys[] = {
      .max = 100000000,
      .off = F(max_tracked),
      .help = "offsets tracked per partition, oldest unfinished to newest read (see Offsets tracked)"},
-    K_INT("source.fetch_wakeup_ms", EG_DEF_FETCH_WAKEUP_MS, 0, 1000, fetch_wakeup_ms,
+    K_DUR("source.fetch_wakeup", "source.fetch_wakeup_ms", EG_DEF_FETCH_WAKEUP_MS, 0, 1000, 1, fetch_wakeup_ms,
           "while records are taken, wake librdkafka's fetchers this often (0: off; see Configuration, the prefetch)"),
-    K_INT("source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, not_before_max_ms,
-          "errgate.not-before is honoured at most this long past a rung record's timestamp"),
+    K_DUR("source.not_before_max", "source.not_before_max_ms", EG_DEF_NOT_BEFORE_MAX_MS, 0, 2000000000, 1,
+          not_before_max_ms, "errgate.not-before is honoured at most this long past a rung record's timestamp"),
     K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,
            "the source topics are DLQs in this format; each record is a recorded failure the policy triages, "
            "no target is called (see Inbox mode)"),
@@ -123,7 +131,8 @@ const eg_config_key eg_config_keys[] = {
     K_TABLE("target", 0, "where records go: exactly one of target.http and target.lua; required unless source.inbox"),
     K_TABLE("target.http", 0, "an HTTP endpoint (see Targets)"),
     K_STR("target.http.url", EG_CK_REQUIRED, NULL, http_url, "an http:// or https:// URL"),
-    K_INT("target.http.timeout_ms", EG_DEF_HTTP_TIMEOUT_MS, 1, 3600000, http_timeout_ms, "of one request"),
+    K_DUR("target.http.timeout", "target.http.timeout_ms", EG_DEF_HTTP_TIMEOUT_MS, 1, 3600000, 1, http_timeout_ms,
+          "of one request"),
     K_INT("target.http.concurrency", EG_DEF_HTTP_CONCURRENCY, 1, 4096, http_concurrency, "requests in flight"),
     K_INT("target.http.max_response_bytes", EG_DEF_HTTP_MAX_RESPONSE_BYTES, 0, 1 << 30, http_max_response_bytes,
           "body bytes read per response; beyond, discarded"),
@@ -155,7 +164,7 @@ const eg_config_key eg_config_keys[] = {
           "outcomes in the window before it may open; at most window"),
     K_NUM("target.breaker.failure_ratio", EG_DEF_BREAKER_FAILURE_RATIO, 0.01, 1, breaker_failure_ratio,
           "failure ratio that opens it"),
-    K_INT("target.breaker.open_ms", EG_DEF_BREAKER_OPEN_MS, 1, 3600000, breaker_open_ms,
+    K_DUR("target.breaker.open", "target.breaker.open_ms", EG_DEF_BREAKER_OPEN_MS, 1, 3600000, 1, breaker_open_ms,
           "how long it stays open before probes go"),
     K_INT("target.breaker.half_open_probes", EG_DEF_BREAKER_PROBES, 1, 1000, breaker_probes,
           "concurrent requests while half-open"),
@@ -164,14 +173,59 @@ const eg_config_key eg_config_keys[] = {
     K_NUM("target.retry_budget.percent", EG_DEF_BUDGET_PERCENT, 0, 100, budget_percent,
           "retries allowed, in percent of the requests"),
     K_INT("target.retry_budget.min", EG_DEF_BUDGET_MIN, 0, 1000000, budget_min, "retries always allowed"),
+    K_INT("target.retry_budget.per_minute", 0, 0, 100000000, budget_per_minute,
+          "retries admitted per minute at most (a bucket of that many, refilled continuously), per key when keyed; "
+          "0: no cap"),
+    {.key = "target.retry_budget.key",
+     .type = EG_CK_TABLE,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "budgets by key: { header = \"NAME\" } gives each value of that header a budget of its own; "
+             "absent: one budget for the target (see Retry budget)"},
+    K_STR("target.retry_budget.key.header", EG_CK_REQUIRED | EG_CK_CUSTOM, NULL, budget_key_header,
+          "the record header whose value is the key; records without it share the key \"*\""),
+    K_INT("target.retry_budget.max_keys", EG_DEF_BUDGET_MAX_KEYS, 1, 1000000, budget_max_keys,
+          "keys tracked at most; past it a new key replaces the least recently used idle one, or shares \"*\""),
+    K_TABLE("target.rate", 0, "a rate limit towards the target (token bucket); absent: none (see Rate limit)"),
+    {.key = "target.rate.per_second",
+     .type = EG_CK_NUMBER,
+     .flags = EG_CK_REQUIRED,
+     .def_str = "none: required",
+     .min = 0.001,
+     .max = 1000000,
+     .off = F(rate_per_second),
+     .help = "attempts sent per second at most, in the long run (in-place retries and rung records too)"},
+    {.key = "target.rate.burst",
+     .type = EG_CK_NUMBER,
+     .def_str = "per_second, at least 1",
+     .min = 1,
+     .max = 1000000,
+     .off = F(rate_burst),
+     .help = "attempts that may go at once after a quiet spell (the bucket's size)"},
+    {.key = "target.adaptive",
+     .type = EG_CK_TABLE,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "true or a table: an adaptive concurrency limit (AIMD) below the target's own; absent: none "
+             "(see Rate limit)"},
+    K_INT("target.adaptive.min", EG_DEF_ADAPTIVE_MIN, 1, 4096, adaptive_min, "the limit's floor, and where it starts"),
+    {.key = "target.adaptive.max",
+     .type = EG_CK_INT,
+     .def_str = "target.http.concurrency",
+     .min = 1,
+     .max = 4096,
+     .off = F(adaptive_max),
+     .help = "the limit's ceiling"},
+    K_NUM("target.adaptive.tolerance", EG_DEF_ADAPTIVE_TOLERANCE, 1, 100, adaptive_tolerance,
+          "a success at most this many times slower than the lowest recent latency may raise the limit"),
     K_STR("policy", EG_CK_REQUIRED | EG_CK_FILE, NULL, policy, "the policy file; reloaded when it changes"),
     K_INT("policy_memory_mb", EG_DEF_POLICY_MEMORY_MB, 4, 4096, policy_memory_mb,
           "memory cap of the policy's Lua state"),
-    K_INT("policy_timeout_ms", EG_DEF_POLICY_TIMEOUT_MS, 1, 60000, policy_timeout_ms,
+    K_DUR("policy_timeout", "policy_timeout_ms", EG_DEF_POLICY_TIMEOUT_MS, 1, 60000, 1, policy_timeout_ms,
           "wall-clock budget of one policy call"),
     K_STR("shadow_policy", EG_CK_FILE, NULL, shadow_policy,
           "a candidate policy that decides every failure too, never acted on (see Shadow policy)"),
-    K_INT("shadow_timeout_ms", EG_DEF_SHADOW_TIMEOUT_MS, 1, 60000, shadow_timeout_ms,
+    K_DUR("shadow_timeout", "shadow_timeout_ms", EG_DEF_SHADOW_TIMEOUT_MS, 1, 60000, 1, shadow_timeout_ms,
           "wall-clock budget of one shadow decision"),
     K_INT("shadow_cpu_percent", EG_DEF_SHADOW_CPU_PERCENT, 1, 100, shadow_cpu_percent,
           "the share of the loop's time shadow decisions may take"),
@@ -198,11 +252,11 @@ const eg_config_key eg_config_keys[] = {
           "transactional.id is errgate.GROUP.INSTANCE"),
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
-    K_INT("lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, spill_after_ms,
+    K_DUR("lanes.spill.after", "lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, 1, spill_after_ms,
           "a lane write not acknowledged after this long is spilled"),
-    K_INT("commit_interval_ms", EG_DEF_COMMIT_INTERVAL_MS, 10, 600000, commit_interval_ms,
+    K_DUR("commit_interval", "commit_interval_ms", EG_DEF_COMMIT_INTERVAL_MS, 10, 600000, 1, commit_interval_ms,
           "periodic async commit of finished prefixes (one that did not move: again every 10 s)"),
-    K_INT("shutdown_timeout_ms", EG_DEF_SHUTDOWN_TIMEOUT_MS, 0, 3600000, shutdown_timeout_ms,
+    K_DUR("shutdown_timeout", "shutdown_timeout_ms", EG_DEF_SHUTDOWN_TIMEOUT_MS, 0, 3600000, 1, shutdown_timeout_ms,
           "how long SIGTERM waits for in-flight work"),
     K_ENUM("on_stop", EG_DEF_ON_STOP, on_stops, on_stop_values, on_stop_wait,
            "after a stop decision: exit 3, or wait paused for `errgate ctl resume` (see Stop and wait)"),
@@ -216,10 +270,11 @@ const eg_config_key eg_config_keys[] = {
      .max = 1000000,
      .off = F(guard_max_per_second),
      .help = "dead letters and quarantines per second, averaged over the window, above which it trips"},
-    K_INT("dlq_guard.window_s", EG_DEF_GUARD_WINDOW_S, 1, 3600, guard_window_s, "the window the rate is taken over"),
+    K_DUR("dlq_guard.window", "dlq_guard.window_s", EG_DEF_GUARD_WINDOW_S, 1, 3600, 1000, guard_window_s,
+          "the window the rate is taken over"),
     K_ENUM("dlq_guard.action", EG_DEF_GUARD_ACTION, guard_actions, guard_action_values, guard_stop,
            "what a dead letter becomes while it is tripped"),
-    K_INT("dlq_guard.cooldown_s", EG_DEF_GUARD_COOLDOWN_S, 0, 86400, guard_cooldown_s,
+    K_DUR("dlq_guard.cooldown", "dlq_guard.cooldown_s", EG_DEF_GUARD_COOLDOWN_S, 0, 86400, 1000, guard_cooldown_s,
           "tripped at least this long; it re-arms once the rate is back under"),
     K_TABLE("log", 0, "the log on stderr (see Logs)"),
     K_ENUM("log.level", EG_DEF_LOG_LEVEL, log_levels, log_level_values, log_level,
@@ -238,12 +293,12 @@ const eg_config_key eg_config_keys[] = {
           "host:port; port 0 picks a free port (logged admin_listening)"),
     K_STR("admin.token_file", EG_CK_FILE, NULL, admin_token_file,
           "bearer token for the mutating endpoints (POST /reload); absent: they are off"),
-    K_INT("admin.ready_lane_failure_ms", EG_DEF_READY_LANE_FAILURE_MS, 0, 3600000, ready_lane_failure_ms,
-          "/readyz turns false past this much lane-write failure"),
+    K_DUR("admin.ready_lane_failure", "admin.ready_lane_failure_ms", EG_DEF_READY_LANE_FAILURE_MS, 0, 3600000, 1,
+          ready_lane_failure_ms, "/readyz turns false past this much lane-write failure"),
     K_INT("admin.max_connections", EG_DEF_ADMIN_MAX_CONNECTIONS, 1, 65536, admin_max_connections,
           "open admin connections; at the cap a new one replaces the oldest idle one"),
-    K_INT("admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, override_max_ttl_ms,
-          "the longest TTL an operator override may have (see Overrides)"),
+    K_DUR("admin.override_max_ttl", "admin.override_max_ttl_ms", EG_DEF_OVERRIDE_MAX_TTL_MS, 1000, 2000000000, 1,
+          override_max_ttl_ms, "the longest TTL an operator override may have (see Overrides)"),
     K_STR("admin.audit_topic", 0, EG_DEF_AUDIT_TOPIC, audit_topic,
           "the compacted topic every operator change is written to and every instance reads (see Incident controls)"),
     K_STR("control_key_file", EG_CK_FILE, NULL, control_key_file,
@@ -283,6 +338,7 @@ static void set_defaults(eg_config *cfg) {
         int v = (int)e->def;
         switch (e->type) {
         case EG_CK_INT:
+        case EG_CK_DURATION:
         case EG_CK_BOOL: memcpy(f, &v, sizeof v); break;
         case EG_CK_NUMBER: memcpy(f, &e->def, sizeof e->def); break;
         case EG_CK_STRING:
@@ -297,7 +353,29 @@ static void set_defaults(eg_config *cfg) {
     }
 }
 
-static const char *const type_names[] = {"table", "string", "integer", "number", "boolean", "string", "list", "table"};
+static const char *const type_names[] = {"table",  "string", "integer", "number",  "boolean",
+                                         "string", "list",   "table",   "duration"};
+_Static_assert(sizeof type_names / sizeof type_names[0] == EG_CK_DURATION + 1, "a name for every key type");
+
+/* The shortest compound spelling of ms (lua/errgate/duration.lua's
+ * format): 0 -> "0ms", 1500 -> "1s500ms", 90000 -> "1m30s". */
+static void format_duration(int64_t ms, char *out, size_t cap) {
+    static const struct {
+        const char *unit;
+        int64_t mult;
+    } units[] = {{"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+    size_t n = 0;
+    out[0] = '\0';
+    if (ms <= 0) {
+        snprintf(out, cap, "0ms");
+        return;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0] && n < cap; i++)
+        if (ms >= units[i].mult) {
+            n += (size_t)snprintf(out + n, cap - n, "%lld%s", (long long)(ms / units[i].mult), units[i].unit);
+            ms %= units[i].mult;
+        }
+}
 
 /* Appends s to the buffer b (capacity cap, NUL-terminated) as man(7)
  * text: backslashes escaped. Cut at cap. */
@@ -337,7 +415,7 @@ static void man_wrap(FILE *out, const char *text) {
 }
 
 void eg_config_write_man(FILE *out) {
-    char b[4096], num[64];
+    char b[4096], num[160];
     for (size_t i = 0; i < eg_config_nkeys; i++) {
         const eg_config_key *e = &eg_config_keys[i];
         b[0] = '\0';
@@ -347,7 +425,7 @@ void eg_config_write_man(FILE *out) {
         b[0] = '\0';
         man_put(b, sizeof b, e->flags & (EG_CK_FILE | EG_CK_DIR) ? "path" : type_names[e->type]);
         if (e->flags & EG_CK_REQUIRED) man_put(b, sizeof b, ", required");
-        else if (e->type == EG_CK_INT && e->def_str)
+        else if ((e->type == EG_CK_INT || e->type == EG_CK_NUMBER) && e->def_str)
             man_put(b, sizeof b, ", default "), man_put(b, sizeof b, e->def_str);
         else if (e->type == EG_CK_INT || e->type == EG_CK_NUMBER) {
             snprintf(num, sizeof num, ", default %.15g", e->def);
@@ -362,6 +440,14 @@ void eg_config_write_man(FILE *out) {
             snprintf(num, sizeof num, ", %.15g to %.15g", e->min, e->max);
             man_put(b, sizeof b, num);
         }
+        if (e->type == EG_CK_DURATION) {
+            char d[3][32];
+            format_duration((int64_t)e->def * e->unit, d[0], sizeof d[0]);
+            format_duration((int64_t)e->min * e->unit, d[1], sizeof d[1]);
+            format_duration((int64_t)e->max * e->unit, d[2], sizeof d[2]);
+            snprintf(num, sizeof num, ", default %s, %s to %s", d[0], d[1], d[2]);
+            man_put(b, sizeof b, num);
+        }
         for (int k = 0; e->type == EG_CK_ENUM && e->choices[k]; k++) {
             man_raw(b, sizeof b, k ? ", \\(dq" : ", one of \\(dq");
             man_put(b, sizeof b, e->choices[k]);
@@ -369,6 +455,13 @@ void eg_config_write_man(FILE *out) {
         }
         man_put(b, sizeof b, ". ");
         man_put(b, sizeof b, e->help);
+        if (e->old) {
+            snprintf(num, sizeof num, " (a number: %s; ", e->unit == 1000 ? "seconds" : "milliseconds");
+            man_put(b, sizeof b, num);
+            man_put(b, sizeof b, "formerly ");
+            man_put(b, sizeof b, e->old);
+            man_put(b, sizeof b, ", still read this release with a warning)");
+        }
         man_wrap(out, b);
     }
 }
@@ -417,7 +510,8 @@ static int only_keys(loadctx *c, const char *tbl, const char *where) {
         int found = 0;
         for (size_t i = 0; i < eg_config_nkeys && !found; i++) {
             const char *leaf = child_leaf(eg_config_keys[i].key, tbl);
-            found = leaf && strcmp(leaf, k) == 0;
+            const char *old = eg_config_keys[i].old ? child_leaf(eg_config_keys[i].old, tbl) : NULL;
+            found = (leaf && strcmp(leaf, k) == 0) || (old && strcmp(old, k) == 0);
         }
         if (!found) {
             int r = fail(c, "unknown key '%s%s%s'", where, *where ? "." : "", k);
@@ -588,6 +682,79 @@ static int resolve_path(loadctx *c, const char *name, char **p, int file) {
 
 static int resolve_file(loadctx *c, const char *name, char **p) { return resolve_path(c, name, p, 1); }
 
+/* Reads a DURATION key e under its name `key` or its former name `oldkey`
+ * (both set: refused; the former: a deprecation warning saying what to
+ * write): a unit string, or a number of e->unit ms, within e's bounds (in
+ * e->unit ms; a string must come to a whole number of them). */
+static int get_duration(loadctx *c, const eg_config_key *e, const char *key, const char *oldkey, const char *name,
+                        const char *where) {
+    lua_State *L = c->L;
+    char oldname[160];
+    snprintf(oldname, sizeof oldname, "%s%s%s", where, *where ? "." : "", oldkey ? oldkey : "");
+    rawfield(L, key);
+    int t = lua_type(L, -1);
+    if (oldkey) {
+        lua_pushstring(L, oldkey); /* the table is under the value read above */
+        lua_rawget(L, -3);
+        int to = lua_type(L, -1);
+        if (to != LUA_TNIL && t != LUA_TNIL) {
+            lua_pop(L, 2);
+            return fail(c, "%s and %s are the same setting: keep %s", name, oldname, name);
+        }
+        if (to != LUA_TNIL) {
+            lua_remove(L, -2);
+            t = to;
+            char v[64] = "";
+            if (to == LUA_TNUMBER) {
+                char d[32];
+                format_duration((int64_t)(lua_tonumber(L, -1) * e->unit), d, sizeof d);
+                snprintf(v, sizeof v, "\"%s\"", d);
+            } else snprintf(v, sizeof v, "\"...\"");
+            eg_log_msg(EG_WARN, "config_deprecated", "config %s: %s is deprecated: write %s = %s",
+                       c->cfg->path ? c->cfg->path : "?", oldname, name, v);
+        } else {
+            lua_pop(L, 1);
+        }
+    }
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    const char *unit = e->unit == 1000 ? "seconds" : "milliseconds";
+    double v;
+    if (t == LUA_TNUMBER) {
+        v = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        if (v != floor(v)) return fail(c, "%s: expected a whole number of %s or a duration such as \"5s\"", name, unit);
+    } else if (t == LUA_TSTRING) {
+        size_t len;
+        const char *str = lua_tolstring(L, -1, &len);
+        int64_t ms;
+        const char *why = "";
+        int bad = strlen(str) != len || eg_parse_duration_text(str, &ms, &why) != 0;
+        char shown[80];
+        eg_strlcpy(shown, str, sizeof shown);
+        lua_pop(L, 1);
+        if (bad) return fail(c, "%s: invalid duration \"%s\": %s", name, shown, *why ? why : "contains a NUL byte");
+        if (ms % e->unit) return fail(c, "%s: \"%s\" is not a whole number of %s", name, shown, unit);
+        v = (double)(ms / e->unit);
+    } else {
+        int r =
+            fail(c, "%s: expected a duration such as \"5s\" or a number of %s, got %s", name, unit, lua_typename(L, t));
+        lua_pop(L, 1);
+        return r;
+    }
+    if (v < e->min || v > e->max) {
+        char lo[32], hi[32];
+        format_duration((int64_t)e->min * e->unit, lo, sizeof lo);
+        format_duration((int64_t)e->max * e->unit, hi, sizeof hi);
+        return fail(c, "%s: out of range [%s, %s]", name, lo, hi);
+    }
+    int iv = (int)v;
+    memcpy(field(c->cfg, e), &iv, sizeof iv);
+    return 0;
+}
+
 /* Reads an ENUM key: a string among e's choices, stored as its value (or
  * as the string) in the field. */
 static int get_enum(loadctx *c, const eg_config_key *e, const char *key, const char *name) {
@@ -637,6 +804,7 @@ static int load_fields(loadctx *c, const char *tbl, const char *where) {
         case EG_CK_NUMBER: r = get_number(c, leaf, name, e->min, e->max, (double *)f); break;
         case EG_CK_BOOL: r = get_bool(c, leaf, name, (int *)f); break;
         case EG_CK_ENUM: r = get_enum(c, e, leaf, name); break;
+        case EG_CK_DURATION: r = get_duration(c, e, leaf, e->old ? child_leaf(e->old, tbl) : NULL, name, where); break;
         default: break;
         }
         if (r < 0) return -1;
@@ -654,6 +822,18 @@ static int resolve_fields(loadctx *c, const char *tbl) {
         if (*p && resolve_path(c, e->key, p, (e->flags & EG_CK_FILE) != 0) < 0) return -1;
     }
     return 0;
+}
+
+const char *eg_kafka_prop_forbidden(const char *key) {
+    static const char *const props[][2] = {
+        {"plugin.library.paths", "loads shared libraries into the process"},
+        {"ssl.engine.location", "loads an OpenSSL engine (a shared library) into the process"},
+        {"ssl.providers", "loads OpenSSL providers (shared libraries) into the process"},
+        {"sasl.kerberos.kinit.cmd", "is a shell command librdkafka runs (its default runs kinit with the keytab)"},
+    };
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+        if (strcasecmp(key, props[i][0]) == 0) return props[i][1];
+    return NULL;
 }
 
 static int load_kafka(loadctx *c) {
@@ -704,6 +884,12 @@ static int load_kafka(loadctx *c) {
                           "kafka.partition.assignment.strategy: \"%s\" is a cooperative (incremental) "
                           "strategy, which errgate does not support; use an eager one: range or roundrobin",
                           v);
+            lua_pop(L, 3);
+            return rr;
+        }
+        const char *why = eg_kafka_prop_forbidden(k);
+        if (why) {
+            int rr = fail(c, "kafka.%s: refused: it %s, and a config may not load or run code", k, why);
             lua_pop(L, 3);
             return rr;
         }
@@ -838,6 +1024,8 @@ static int load_breaker(loadctx *c) {
     return 0;
 }
 
+static int load_budget_key(loadctx *c);
+
 /* target.retry_budget: its presence turns the retry budget on. */
 static int load_budget(loadctx *c) {
     eg_config *cfg = c->cfg;
@@ -846,9 +1034,111 @@ static int load_budget(loadctx *c) {
     cfg->budget_enabled = 1;
     if (only_keys(c, "target.retry_budget", "target.retry_budget") < 0 ||
         get_bool(c, "enabled", "target.retry_budget.enabled", &cfg->budget_enabled) < 0 ||
-        load_fields(c, "target.retry_budget", "target.retry_budget") < 0)
+        load_fields(c, "target.retry_budget", "target.retry_budget") < 0 || load_budget_key(c) < 0)
         return lua_pop(c->L, 1), -1;
     lua_pop(c->L, 1);
+    return 0;
+}
+
+/* target.retry_budget.key = { header = "NAME" }: budgets by a header's
+ * value. Any other source is refused by name. */
+static int load_budget_key(loadctx *c) {
+    lua_State *L = c->L;
+    rawfield(L, "key");
+    int t = lua_type(L, -1);
+    if (t == LUA_TNIL) return lua_pop(L, 1), 0;
+    if (t != LUA_TTABLE)
+        return lua_pop(L, 1), fail(c,
+                                   "target.retry_budget.key: expected a table such as { header = \"tenant\" }, "
+                                   "got %s",
+                                   lua_typename(L, t));
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+        if (strcmp(k, "header") != 0) {
+            int r = fail(c,
+                         "target.retry_budget.key: unknown key source '%s'; the one source is a header: "
+                         "key = { header = \"NAME\" }",
+                         k);
+            return lua_pop(L, 3), r;
+        }
+    }
+    if (get_string(c, "header", "target.retry_budget.key.header", 1, &c->cfg->budget_key_header) < 0)
+        return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
+    const char *h = c->cfg->budget_key_header;
+    int okh = *h != '\0' && strlen(h) <= 255;
+    for (const char *p = h; okh && *p; p++) okh = *p > 0x20 && *p < 0x7f;
+    if (!okh)
+        return fail(c, "target.retry_budget.key.header: expected a header name (1 to 255 printable characters, "
+                       "no blanks)");
+    return 0;
+}
+
+/* target.rate = { per_second, burst }: a token bucket towards the target.
+ * A rate that sends nothing and a bucket that holds no request are refused
+ * with what they would mean. */
+static int load_rate(loadctx *c) {
+    eg_config *cfg = c->cfg;
+    lua_State *L = c->L;
+    int r = push_table(c, "rate", "target.rate");
+    if (r <= 0) return r;
+    cfg->rate_enabled = 1;
+    if (only_keys(c, "target.rate", "target.rate") < 0) return lua_pop(L, 1), -1;
+    rawfield(L, "per_second");
+    if (lua_isnil(L, -1)) return lua_pop(L, 2), fail(c, "missing required key 'target.rate.per_second'");
+    if (lua_type(L, -1) == LUA_TNUMBER && !(lua_tonumber(L, -1) > 0)) {
+        double v = lua_tonumber(L, -1);
+        return lua_pop(L, 2), fail(c,
+                                   "target.rate.per_second: %g is out of range [0.001, 1e+06]: a rate of 0 or "
+                                   "less would send nothing (remove target.rate for no limit)",
+                                   v);
+    }
+    lua_pop(L, 1);
+    rawfield(L, "burst");
+    if (lua_type(L, -1) == LUA_TNUMBER && !(lua_tonumber(L, -1) >= 1)) {
+        double v = lua_tonumber(L, -1);
+        return lua_pop(L, 2), fail(c,
+                                   "target.rate.burst: %g is out of range [1, 1e+06]: a bucket smaller than one "
+                                   "request never lets one through",
+                                   v);
+    }
+    lua_pop(L, 1);
+    cfg->rate_burst = 0;
+    if (load_fields(c, "target.rate", "target.rate") < 0) return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
+    if (cfg->rate_burst == 0) cfg->rate_burst = cfg->rate_per_second > 1 ? cfg->rate_per_second : 1;
+    return 0;
+}
+
+/* target.adaptive = true | { min, max, tolerance }: an AIMD concurrency
+ * limit (adaptive.h). max defaults to the HTTP target's concurrency (the
+ * Lua target has none: 4096). */
+static int load_adaptive(loadctx *c) {
+    eg_config *cfg = c->cfg;
+    lua_State *L = c->L;
+    rawfield(L, "adaptive");
+    int t = lua_type(L, -1);
+    lua_pop(L, 1);
+    cfg->adaptive_max = 0;
+    if (t == LUA_TBOOLEAN) {
+        rawfield(L, "adaptive");
+        cfg->adaptive_enabled = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    } else {
+        int r = push_table(c, "adaptive", "target.adaptive (true or a table)");
+        if (r <= 0) return r;
+        cfg->adaptive_enabled = 1;
+        if (only_keys(c, "target.adaptive", "target.adaptive") < 0 ||
+            load_fields(c, "target.adaptive", "target.adaptive") < 0)
+            return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+    }
+    if (!cfg->adaptive_max) cfg->adaptive_max = cfg->target_kind == EG_TARGET_HTTP ? cfg->http_concurrency : 4096;
+    if (cfg->adaptive_enabled && cfg->adaptive_min > cfg->adaptive_max)
+        return fail(c,
+                    "target.adaptive.min: %d is above the limit's ceiling %d (target.adaptive.max, or the "
+                    "target's concurrency)",
+                    cfg->adaptive_min, cfg->adaptive_max);
     return 0;
 }
 
@@ -949,7 +1239,8 @@ static int load_target(loadctx *c) {
     if (r == 0) return fail(c, "missing required key 'target'");
     if (cfg->inbox)
         return lua_pop(L, 1), fail(c, "target: source.inbox calls no target; remove the target table or source.inbox");
-    if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0) return lua_pop(L, 1), -1;
+    if (only_keys(c, "target", "target") < 0 || load_breaker(c) < 0 || load_budget(c) < 0 || load_rate(c) < 0)
+        return lua_pop(L, 1), -1;
     rawfield(L, "http");
     int has_http = !lua_isnil(L, -1);
     lua_pop(L, 1);
@@ -963,7 +1254,7 @@ static int load_target(loadctx *c) {
     if (has_lua) {
         cfg->target_kind = EG_TARGET_LUA;
         if (get_string(c, "lua", "target.lua", 1, &cfg->lua_target) < 0 ||
-            resolve_file(c, "target.lua", &cfg->lua_target) < 0)
+            resolve_file(c, "target.lua", &cfg->lua_target) < 0 || load_adaptive(c) < 0)
             return lua_pop(L, 1), -1;
         lua_pop(L, 1);
         return 0;
@@ -971,7 +1262,9 @@ static int load_target(loadctx *c) {
     cfg->target_kind = EG_TARGET_HTTP;
     if (push_table(c, "http", "target.http") != 1) return lua_pop(L, 1), fail(c, "target.http: expected a table");
     if (load_http(c) < 0) return lua_pop(L, 2), -1;
-    lua_pop(L, 2);
+    lua_pop(L, 1);
+    if (load_adaptive(c) < 0) return lua_pop(L, 1), -1;
+    lua_pop(L, 1);
     return 0;
 }
 
@@ -1375,6 +1668,7 @@ void eg_config_free(eg_config *cfg) {
     }
     free(cfg->http_headers);
     free(cfg->lua_target);
+    free(cfg->budget_key_header);
     free(cfg->policy);
     free(cfg->shadow_policy);
     free(cfg->lane_dlq);

@@ -39,6 +39,9 @@
 #define EG_DEF_BREAKER_PROBES 2
 #define EG_DEF_BUDGET_PERCENT 20
 #define EG_DEF_BUDGET_MIN 3
+#define EG_DEF_BUDGET_MAX_KEYS 1000
+#define EG_DEF_ADAPTIVE_MIN 1
+#define EG_DEF_ADAPTIVE_TOLERANCE 2
 #define EG_DEF_POLICY_MEMORY_MB 64
 #define EG_DEF_COMMIT_INTERVAL_MS 1000
 #define EG_DEF_SHUTDOWN_TIMEOUT_MS 10000
@@ -65,9 +68,10 @@ typedef enum {
     EG_CK_INT,    /* an integral number within [min, max], into an int */
     EG_CK_NUMBER, /* a number within [min, max], into a double */
     EG_CK_BOOL,
-    EG_CK_ENUM, /* one of `choices`: its value into an int, or the string into a char * */
-    EG_CK_LIST, /* a list of strings */
-    EG_CK_MAP   /* string keys chosen by the user (kafka properties, header names) */
+    EG_CK_ENUM,    /* one of `choices`: its value into an int, or the string into a char * */
+    EG_CK_LIST,    /* a list of strings */
+    EG_CK_MAP,     /* string keys chosen by the user (kafka properties, header names) */
+    EG_CK_DURATION /* a duration: a unit string ("250ms", "1m30s") or a number of `unit` ms, into an int of `unit` ms */
 } eg_ck_type;
 
 /* Flags of a config key. */
@@ -90,6 +94,8 @@ typedef struct eg_config_key {
     const int *values;          /* ENUM: the int stored for each choice; NULL: the string is stored */
     size_t off;                 /* the field in eg_config, or EG_CK_NOFIELD */
     const char *help;           /* one line for the reference */
+    const char *old;            /* the key's former name (a unit suffix), still read for one release, or NULL */
+    int unit;                   /* DURATION: ms of one stored unit (1, or 1000 for seconds); bounds and default in it */
 } eg_config_key;
 
 extern const eg_config_key eg_config_keys[];
@@ -172,7 +178,17 @@ typedef struct eg_config {
     int budget_enabled; /* 1 when target.retry_budget is present */
     double budget_percent;
     int budget_min;
-    int policy_memory_mb; /* memory cap of the policy's Lua state */
+    int budget_per_minute;   /* retries admitted per minute (per key when keyed); 0: no cap */
+    char *budget_key_header; /* target.retry_budget.key.header: budgets by this header's value, or NULL */
+    int budget_max_keys;     /* keys tracked at most (budget_keys.h) */
+    int rate_enabled;        /* 1 when target.rate is present: a token bucket towards the target */
+    double rate_per_second;  /* > 0 */
+    double rate_burst;       /* >= 1; default per_second (at least 1) */
+    int adaptive_enabled;    /* 1 when target.adaptive is true or a table: an AIMD concurrency limit */
+    int adaptive_min;
+    int adaptive_max;          /* default: the target's concurrency */
+    double adaptive_tolerance; /* a success within this multiple of the lowest recent latency raises the limit */
+    int policy_memory_mb;      /* memory cap of the policy's Lua state */
     int commit_interval_ms;
     int shutdown_timeout_ms;
     int policy_timeout_ms;        /* wall-clock budget of one policy call */
@@ -230,6 +246,12 @@ struct lua_State;
  * metamethod of it runs. */
 int eg_config_from_table(struct lua_State *L, const char *path, eg_config *cfg, char *err, size_t errlen);
 void eg_config_free(eg_config *cfg);
+
+/* Why a librdkafka property may not be set from a config's kafka table or a
+ * --kafka-config file (it makes librdkafka load a shared library or run a
+ * command: the config is data, not a way to run code), or NULL when it may.
+ * Case-insensitive. */
+const char *eg_kafka_prop_forbidden(const char *key);
 
 /* Looks up a kafka property set by the file; NULL if absent. */
 const char *eg_config_kafka(const eg_config *cfg, const char *key);

@@ -181,34 +181,10 @@ static const char *jvalue(const char *p, const char *end, int depth) {
 }
 
 int eg_json_get_str(const char *json, size_t len, const char *field, char *out, size_t outlen) {
-    const char *end = json + len, *p = ws(json, end);
-    int found = -1;
-    if (p >= end || *p != '{') return -1;
-    p = ws(p + 1, end);
-    if (p < end && *p == '}') return -1;
-    while (p < end) {
-        char name[128];
-        p = jstring(p, end, name, sizeof name);
-        if (!p) return -1;
-        p = ws(p, end);
-        if (p >= end || *p != ':') return -1;
-        p = ws(p + 1, end);
-        if (strcmp(name, field) == 0 && p < end && *p == '"') {
-            p = jstring(p, end, out, outlen); /* the last member of a name wins */
-            found = 0;
-        } else {
-            p = jvalue(p, end, 1);
-        }
-        if (!p) return -1;
-        p = ws(p, end);
-        if (p < end && *p == ',') {
-            p = ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == '}') return found;
-        return -1;
-    }
-    return -1;
+    const char *v;
+    size_t vlen;
+    if (eg_json_get_raw(json, len, field, &v, &vlen) != 0 || *v != '"') return -1;
+    return jstring(v, v + vlen, out, outlen) ? 0 : -1;
 }
 
 int eg_json_get_raw(const char *json, size_t len, const char *field, const char **val, size_t *vlen) {

@@ -47,10 +47,11 @@ char *eg_json_take(struct evbuffer *b);
  * when it would not fit in outlen (nothing is cut). */
 int eg_json_put_str(char *out, size_t outlen, size_t *len, const char *s, size_t n);
 
-/* Finds the top-level member `field` of the JSON object text (len bytes)
- * whose value is a string, and copies it unescaped (\uXXXX below 0x80 only;
- * others become '?') into out, truncated to outlen - 1. Returns 0, or -1
- * when the text is not an object or has no such string member. */
+/* Finds the top-level member `field` of the JSON object text (len bytes;
+ * the last of that name, as eg_json_get_raw) and, when its value is a
+ * string, copies it unescaped (\uXXXX below 0x80 only; others become '?')
+ * into out, truncated to outlen - 1. Returns 0, or -1 when the text is not
+ * a well-formed object, has no such member or its value is not a string. */
 int eg_json_get_str(const char *json, size_t len, const char *field, char *out, size_t outlen);
 
 /* Finds the top-level member `field` of the JSON object text (len bytes)

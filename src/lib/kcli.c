@@ -95,8 +95,12 @@ int eg_kcli_props_file(rd_kafka_conf_t *conf, const char *path, int *has_bootstr
         *eq = '\0';
         char *key = trim(s), *val = trim(eq + 1);
         char e[512];
+        const char *why = *key ? eg_kafka_prop_forbidden(key) : NULL;
         if (!*key) {
             snprintf(err, errlen, "--kafka-config %s:%d: no key before '='", path, lineno);
+            rc = -1;
+        } else if (why) {
+            snprintf(err, errlen, "--kafka-config %s:%d: %.200s: refused: it %s", path, lineno, key, why);
             rc = -1;
         } else if (rd_kafka_conf_set(conf, key, val, e, sizeof e) != RD_KAFKA_CONF_OK) {
             /* librdkafka's message may quote the value: say only which key */

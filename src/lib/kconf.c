@@ -26,7 +26,10 @@ int eg_kafka_auth_failure(char *buf, size_t buflen) {
 
 void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     const char *sasl = strstr(buf, "SASL authentication error");
-    if (sasl && !atomic_exchange(&auth_claimed, 1)) {
+    /* a refusal by the broker, not a connection that went away in the
+     * middle of it ("SaslAuthenticateRequest failed: Local: Broker
+     * transport failure", seen as a client closes) */
+    if (sasl && !strstr(sasl, "Local: ") && !atomic_exchange(&auth_claimed, 1)) {
         eg_redact(sasl, strlen(sasl), auth_msg, sizeof auth_msg);
         atomic_store(&auth_ready, 1);
     }

@@ -47,8 +47,10 @@ rd_kafka_conf_t *eg_lanes_producer_conf(const eg_config *cfg, const char *client
 rd_kafka_resp_err_t eg_delivery_err(const rd_kafka_message_t *m);
 
 /* Whether any librdkafka client of this process failed SASL
- * authentication (seen in its log lines, eg_rdkafka_log_cb): the first
- * such message (redacted) into buf, and 1; else 0. A command that failed
+ * authentication, refused by a broker (seen in its log lines,
+ * eg_rdkafka_log_cb; a local error during the exchange, such as the
+ * connection closing, is not a refusal): the first such message
+ * (redacted) into buf, and 1; else 0. A command that failed
  * says it in its last line (main.c), so that a wrong password does not end
  * as a bare "broker transport failure". Thread-safe. */
 int eg_kafka_auth_failure(char *buf, size_t buflen);

@@ -5,6 +5,7 @@
 #include "parse.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,58 @@ int eg_parse_duration_ms(const char *s, int64_t *ms) {
             return 0;
         }
     return -1;
+}
+
+int eg_parse_duration_text(const char *s, int64_t *ms, const char **why) {
+    static const struct {
+        const char *unit;
+        double mult;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    if (strlen(s) > 64) {
+        *why = "text too long";
+        return -1;
+    }
+    double total = 0;
+    int parts = 0;
+    while (isspace((unsigned char)*s)) s++;
+    while (*s) {
+        if (!isdigit((unsigned char)*s)) {
+            *why = "want e.g. \"100ms\", \"5s\", \"1m30s\"";
+            return -1;
+        }
+        double v = 0;
+        for (; isdigit((unsigned char)*s); s++) v = v * 10 + (*s - '0');
+        if (*s == '.') {
+            double scale = 0.1;
+            for (s++; isdigit((unsigned char)*s); s++, scale /= 10) v += (*s - '0') * scale;
+        }
+        while (isspace((unsigned char)*s)) s++;
+        const char *u = s;
+        while (isalpha((unsigned char)*s)) s++;
+        size_t ulen = (size_t)(s - u);
+        if (ulen == 0) {
+            *why = "a unit is required (ms, s, m, h)";
+            return -1;
+        }
+        double mult = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strlen(units[i].unit) == ulen && strncmp(u, units[i].unit, ulen) == 0) mult = units[i].mult;
+        if (mult == 0) {
+            *why = "unknown unit (ms, s, m, h)";
+            return -1;
+        }
+        total += v * mult;
+        parts++;
+        while (isspace((unsigned char)*s)) s++;
+    }
+    if (parts == 0) {
+        *why = "empty";
+        return -1;
+    }
+    if (!(total < 9e15)) { /* 64 digits of number can exceed any int64 */
+        *why = "too large";
+        return -1;
+    }
+    *ms = (int64_t)floor(total + 0.5);
+    return 0;
 }

@@ -15,6 +15,15 @@ int eg_parse_time_ms(const char *s, int64_t *ms);
  * fraction). Returns 0 with *ms set, or -1 on anything else. */
 int eg_parse_duration_ms(const char *s, int64_t *ms);
 
+/* Parses a duration as policies and the config write it (the grammar of
+ * lua/errgate/duration.lua's parse): one or more <number><unit> parts,
+ * the number digits with an optional fraction, the unit ms, s, m or h,
+ * spaces around and between parts ("250ms", "1.5s", "1m30s"), at most 64
+ * characters; the total rounded to the nearest millisecond. A number
+ * without a unit is refused (ms or s? a reader cannot tell). Returns 0
+ * with *ms set, or -1 with why (a short reason). */
+int eg_parse_duration_text(const char *s, int64_t *ms, const char **why);
+
 /* Parses a non-negative decimal integer up to 10^12 (no sign, no spaces,
  * no suffix). Returns 0 with *out set, or -1. */
 int eg_parse_count(const char *s, long *out);

@@ -52,6 +52,10 @@ struct eg_policy {
     int kind_ref[N_KINDS]; /* interned names, pushed without hashing */
     int ordering_ref[N_ORDERINGS];
     int breaker_ref[EG_BR__N];
+    /* the action and reason names as the VM's own strings, kept in its
+     * registry: a decision's answer is matched by pointer (action_of) */
+    const char *action_str[EG_ACT_REPUBLISH];
+    const char *reason_str[EG_RSN__N];
     int timeout_ms;
     size_t mem_limit;
     eg_rung *rungs; /* rt.ladder_rungs(pol), read once at load */
@@ -88,6 +92,16 @@ static int protected(eg_vm *vm, lua_CFunction fn, void *arg, char *err, size_t e
     lua_settop(L, top);
     if (rc == LUA_ERRMEM) lua_cpcall(L, cp_collect, NULL);
     return -1;
+}
+
+/* Returns the VM's own copy of s, kept alive in its registry for the VM's
+ * life (LuaJIT's collector does not move objects). LuaJIT interns every
+ * string, so a string of that VM equal to s is this very pointer. */
+static const char *kept_str(lua_State *L, const char *s) {
+    lua_pushstring(L, s);
+    const char *k = lua_tostring(L, -1);
+    luaL_ref(L, LUA_REGISTRYINDEX);
+    return k;
 }
 
 /* Pushes t[k] (t at idx, a table) without metamethods. */
@@ -215,6 +229,8 @@ static int load_decider(eg_policy *p, char *err, size_t errlen) {
         lua_pushstring(L, eg_breaker_state_name((eg_breaker_state)b));
         p->breaker_ref[b] = luaL_ref(L, LUA_REGISTRYINDEX);
     }
+    for (int a = 0; a < EG_ACT_REPUBLISH; a++) p->action_str[a] = kept_str(L, eg_action_name((eg_action)a));
+    for (int r = EG_RSN_OTHER + 1; r < EG_RSN__N; r++) p->reason_str[r] = kept_str(L, eg_reason_name((eg_reason)r));
     return 0;
 }
 
@@ -429,11 +445,37 @@ static void push_breaker(const eg_policy *p, lua_State *L, const char *s) {
     lua_pushstring(L, s);
 }
 
-/* Copies the string at stack index idx into dst; returns 0 if it is one. */
-static int stack_str(lua_State *L, int idx, char *dst, size_t n) {
-    if (lua_type(L, idx) != LUA_TSTRING) return -1;
-    eg_strlcpy(dst, lua_tostring(L, idx), n);
-    return 0;
+/* Copies the string at stack index idx into dst (at most n - 1 bytes, NUL
+ * terminated); returns the VM's string, or NULL (dst untouched) when the
+ * value is no string. */
+static const char *stack_str(lua_State *L, int idx, char *dst, size_t n) {
+    if (lua_type(L, idx) != LUA_TSTRING) return NULL;
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (len >= n) len = n - 1;
+    memcpy(dst, s, len);
+    dst[len] = '\0';
+    return s;
+}
+
+/* The action a decider answered (s: a string of p's VM, or NULL), or -1 when
+ * it names none a policy may take. By pointer: the VM interns its strings
+ * (kept_str), so no text is compared on the decision's path. */
+static int action_of(const eg_policy *p, const char *s) {
+    if (s)
+        for (int a = 0; a < EG_ACT_REPUBLISH; a++)
+            if (p->action_str[a] == s) return a;
+    return -1;
+}
+
+/* The core's value of a decider's reason (s as in action_of):
+ * EG_RSN_NONE for none or "", EG_RSN_OTHER for a text of the policy's own;
+ * what eg_reason_parse answers for the same text. */
+static eg_reason reason_of(const eg_policy *p, const char *s) {
+    if (!s || !*s) return EG_RSN_NONE;
+    for (int r = EG_RSN_OTHER + 1; r < EG_RSN__N; r++)
+        if (p->reason_str[r] == s) return (eg_reason)r;
+    return EG_RSN_OTHER;
 }
 
 #define DECIDE_NARGS 20
@@ -503,7 +545,7 @@ static int decide_protected(lua_State *L) {
      * plain values, read without conversions that could allocate */
     const int base = lua_gettop(L) - DECIDE_NRESULTS;
     memset(out, 0, sizeof *out);
-    int action = lua_type(L, base + 1) == LUA_TSTRING ? eg_action_parse(lua_tostring(L, base + 1)) : -1;
+    int action = action_of(p, lua_type(L, base + 1) == LUA_TSTRING ? lua_tostring(L, base + 1) : NULL);
     if (action < 0) {
         fallback(out, "invalid decision: no valid action");
         return 0;
@@ -511,18 +553,18 @@ static int decide_protected(lua_State *L) {
     out->action = (eg_action)action;
     stack_str(L, base + 2, out->klass, sizeof out->klass);
     stack_str(L, base + 3, out->code, sizeof out->code);
-    stack_str(L, base + 4, out->reason, sizeof out->reason);
-    out->why = eg_reason_parse(out->reason); /* the text is the policy's; the core reads the value */
+    /* the text is the policy's; the core reads the value */
+    out->why = reason_of(p, stack_str(L, base + 4, out->reason, sizeof out->reason));
     stack_str(L, base + 6, out->message, sizeof out->message);
     if (out->action == EG_ACT_LADDER) {
         out->rung_index = lua_type(L, base + 8) == LUA_TNUMBER ? (int)lua_tointeger(L, base + 8) : 0;
-        if (stack_str(L, base + 7, out->rung, sizeof out->rung) != 0 || !out->rung[0] || out->rung_index < 1) {
+        if (!stack_str(L, base + 7, out->rung, sizeof out->rung) || !out->rung[0] || out->rung_index < 1) {
             fallback(out, "invalid decision: ladder without a rung");
             return 0;
         }
     }
     if (out->action == EG_ACT_REPLAY &&
-        (stack_str(L, base + 7, out->replay_to, sizeof out->replay_to) != 0 || !out->replay_to[0])) {
+        (!stack_str(L, base + 7, out->replay_to, sizeof out->replay_to) || !out->replay_to[0])) {
         fallback(out, "invalid decision: replay without a topic");
         return 0;
     }
@@ -544,7 +586,8 @@ void eg_policy_decide_pushed(eg_policy *p, const eg_failure *f, eg_policy_push_f
                              const eg_record *r, const eg_ctx *ctx, eg_decision *out) {
     decide_call c = {.p = p, .f = f, .r = r, .ctx = ctx, .out = out, .push = push, .push_arg = push_arg};
     char err[256], why[320];
-    fallback(out, "policy VM: no decision");
+    /* decide_protected writes out on every return (an answer or a
+     * fallback); only an error raised inside it leaves out unwritten */
     if (protected(p->vm, decide_protected, &c, err, sizeof err) != 0) {
         snprintf(why, sizeof why, "policy VM: %s", err);
         fallback(out, why);

@@ -198,6 +198,9 @@ typedef struct eg_record {
     int holding;                     /* counted in the partition's hold count */
     int lane_failing;                /* counted in the partition's lane-failure count */
     int budget_req;                  /* an attempt counted as a request in the retry budget */
+    int budget_slot;                 /* the budget (budget_keys.h) its request or retry is counted in */
+    int64_t sent_ns;                 /* monotonic ns its attempt went to the target (adaptive limit), 0 none */
+    int sent_inflight;               /* attempts in flight when it went, itself included */
     uint32_t breaker_pass;           /* the breaker's pass for the attempt in the target */
     eg_fail *fail;                   /* owned; NULL until the first failure */
     struct event *timer;             /* retry, hold or lane back-off */

@@ -18,8 +18,10 @@
  *          handler does not seek after an error (setSeekAfterError(false):
  *          the rest of the poll is handed to the listener again from memory);
  *          Spring's default seeks every partition back after each failure and
- *          fetches the rest again, one fetch per dead letter, ~10x slower
- *          here: -Derrgate.bench.seekAfterError=true measures that default;
+ *          fetches the rest again, one fetch per dead letter: 2 to 10 times
+ *          slower on a real broker (bench/README.md), so the peer is measured
+ *          at its better setting; -Derrgate.bench.seekAfterError=true
+ *          measures the default;
  *   http   a record listener POSTing the record's value to URL with the JDK's
  *          java.net.http.HttpClient (HTTP/1.1, keep-alive pool, 5 s timeout)
  *          and throwing on a non-2xx answer (the default error handler
