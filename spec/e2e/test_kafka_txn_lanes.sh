@@ -153,10 +153,10 @@ bench_config() {
 return {
   group = "$2",
   source = { topics = { "$3" }, ordering = "none", max_inflight = 5000 },
-  target = { http = { url = "$HANDLER_URL", timeout_ms = 2000, concurrency = 32 } },
+  target = { http = { url = "$HANDLER_URL", timeout = "2s", concurrency = 32 } },
   policy = "$FIXTURES/ladder_2s_4s_8s.lua",
   lanes = { dlq = "{topic}.dlq" $4 },
-  commit_interval_ms = 1000,
+  commit_interval = "1s",
   log = { decisions = { per_second = 1 } },
   kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
 }
