@@ -2,7 +2,9 @@
  * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
  * consume to commit; gw_admin.c: metrics, admin views, statistics, the
  * summary; gw_reload.c: the reload path; gw_incident.c: flood guard,
- * stop-and-wait, overrides; gw_rungs.c: rung topics). Nothing outside
+ * stop-and-wait, overrides; gw_rungs.c: rung topics; gw_txn.c: the
+ * transactions of lanes.transactional, called by gw_run.c and gateway.c, calling none
+ * of them). Nothing outside
  * those files includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
  * gateway.c -> gw_incident.c -> gw_rungs.c (each may call those after it).
  *
