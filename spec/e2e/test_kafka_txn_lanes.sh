@@ -128,14 +128,20 @@ finished2() { all_committed txn2 s2 $(rung_topics s2 2s 4s 8s) && dlq_decisions 
 if wait_for 180 finished2; then ok "run 2: the gateway finished the storm on the 2 brokers left (after $SECONDS s)"
 else not_ok "run 2: not finished in 180 s: lag $(lag txn2 s2), rungs $(rung_lag txn2 $(rung_topics s2 2s 4s 8s))"; fi
 # a second process with the same lanes.instance fences the first: it stops, exit 1, nothing more committed
+# (gw4's init_transactions fences gw3's producer; gw3 finds out at its next
+# transaction: 40 new records, over every partition, give both work)
 GW3=$GW_PID
 start_gateway gw4 "$T/g2.lua"
+wait_for 60 grep -q '"event":"lanes_transactional"' "$T/gw4.err" || die "gw4 started no transactions: $(tail -3 "$T/gw4.err")"
+gen_records 40 "permanent:1 ok:1" | sed 's/"id":"r/"id":"f/' | produce s2
 gone3() { ! kill -0 "$GW3" 2>/dev/null; }
 if wait_for 90 gone3; then ok "gw3 stopped by itself once gw4 took its transactional.id"
 else not_ok "gw3 still runs 90 s after gw4 took its transactional.id"; kill -TERM "$GW3"; fi
 RC=0; wait "$GW3" || RC=$?
 check "the fenced gw3 exits 1 (exit $RC) naming the fence" \
   exits_with 1 "$RC" 'FENCED' "$(grep -E '"event":"(lane_txn_fatal|lane_producer_fatal|stop)"' "$T/gw3.err")"
+finished4() { all_committed txn2 s2 $(rung_topics s2 2s 4s 8s); }
+wait_for 120 finished4 || diag "gw4: s2 not all committed 120 s after the fence: lag $(lag txn2 s2)"
 newcoord=$(KA txn-coordinator errgate.txn2.b 2>/dev/null)
 check "the transaction coordinator moved (broker $coord -> ${newcoord:-?})" test -n "$newcoord" -a "$newcoord" != "$coord"
 stop_gateway "$GW_PID"

@@ -62,7 +62,7 @@ typedef struct eg_gw_txn {
     int on;              /* the lane producer is transactional */
     int busy;            /* a transaction is running (re-entry from its delivery reports) */
     int fatal;           /* the producer is fenced or broken: nothing is committed any more */
-    char fatal_why[600]; /* why, when fatal */
+    char fatal_why[800]; /* why, when fatal */
     eg_record *wait_head, *wait_tail;
     eg_record **open; /* the records written in the running transaction */
     int nopen, capopen;

@@ -187,7 +187,7 @@ eg_txn_result eg_gw_txn_run(eg_gw *gw, const rd_kafka_topic_partition_list_t *of
         int bad = produce_open(gw, err, sizeof err);
         if (!bad) bad = check_reports(gw, eg_lanes_txn_flush(gw->lanes, TXN_STEP_TIMEOUT_MS), err, sizeof err);
         if (!bad && gw->txn.fatal) {
-            snprintf(err, sizeof err, "%s", gw->txn.fatal_why);
+            snprintf(err, sizeof err, "%.600s", gw->txn.fatal_why);
             bad = 1;
         }
         if (bad) {
