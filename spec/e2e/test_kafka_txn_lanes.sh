@@ -95,7 +95,9 @@ wait_for 60 grep -q '"event":"lanes_transactional"' "$T/gw1.err" || die "gw1 sta
 storm() { [ "$(grep -c '"action":"dlq"' "$T/gw1.err")" -ge 60 ] && [ "$(rung_lag txn1 $(rung_topics s1 2s 4s 8s))" -gt 0 ]; }
 wait_for 60 storm || diag "gw1: the storm did not reach 60 dead letters with records in the rungs"
 kill -9 "$GW_PID"; wait "$GW_PID" 2>/dev/null
-left=$(rung_lag txn1 s1 $(rung_topics s1 2s 4s 8s))
+unfinished() { left=$(rung_lag txn1 s1 $(rung_topics s1 2s 4s 8s)); [ -n "$left" ]; }
+left=""
+wait_for 30 unfinished || diag "errgate offsets did not answer for txn1 in 30 s"
 diag "gw1 killed after $(grep -c '"action":"dlq"' "$T/gw1.err") dlq decisions, $SECONDS s; ${left:-?} records of s1 and its rungs unfinished"
 check "gw1 was killed in the middle of the storm (${left:-?} records unfinished)" test "${left:-0}" -gt 0
 start_gateway gw2 "$T/g1.lua"
