@@ -23,7 +23,7 @@
 # These figures move with load; compare trees run in turn and take medians.
 # BENCH_COST_KAFKA adds librdkafka properties to the gateway's kafka table
 # (Lua: '["fetch.max.bytes"] = 1048576'), to try prefetch settings.
-# BENCH_COST_SOURCE adds keys to its source table (Lua: "fetch_wakeup_ms = 0").
+# BENCH_COST_SOURCE adds keys to its source table (Lua: "fetch_wakeup = 0").
 # BENCH_COST_PROFILE=DIR: each run under `perf record -g` (or
 # BENCH_COST_PERF_ARGS, e.g. "--call-graph dwarf -F 499") instead of perf
 # stat, its data kept as DIR/runN.data (read with perf report -i); the CPU,
@@ -61,7 +61,7 @@ return {
   target = { lua = "$W/reject.lua" },
   policy = "$tree/policies/default.lua",
   lanes = { dlq = "$topic.dlq.$run", quarantine = "$topic.quarantine" },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }
 CFG
   ERRGATE_LUA_DIR="$tree/lua" "$@" "$tree/build/errgate" run -c "$W/c$run.lua" 2>"$W/e$run" &

@@ -57,10 +57,10 @@ return {
   kafka = { ["bootstrap.servers"] = "$BOOTSTRAP" },
   group = "g$run",
   source = { topics = { "$topic" }, ordering = "partition" },
-  target = { http = { url = "$URL", timeout_ms = 5000, concurrency = $CONC, $TLS } },
+  target = { http = { url = "$URL", timeout = "5s", concurrency = $CONC, $TLS } },
   policy = "$tree/policies/default.lua",
   lanes = { dlq = "$topic.dlq", quarantine = "$topic.quarantine" },
-  commit_interval_ms = 200,
+  commit_interval = "200ms",
 }
 CFG
   ERRGATE_LUA_DIR="$tree/lua" "$@" "$tree/build/errgate" run -c "$W/c$run.lua" 2>"$W/e$run" &

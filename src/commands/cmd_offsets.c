@@ -112,7 +112,7 @@ int eg_cmd_offsets(int argc, char **argv) {
         rd_kafka_topic_destroy(rkt);
     }
     if (rc == 0) {
-        rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, 10000);
+        rd_kafka_resp_err_t err = eg_committed(rk, l, 10000);
         if (err) {
             fprintf(stderr, "errgate offsets: committed: %s\n", rd_kafka_err2str(err));
             rc = 1;

@@ -13,8 +13,8 @@
  *
  * So the first time a partition's messages jump from offset N to O > N, the
  * message at O is dropped and the partition is sought back to N (a probe):
- * librdkafka purges what it had fetched past the seek (its queues drop
- * messages of the old fetch version) and fetches from N again. The next
+ * librdkafka drops what it had fetched before the seek (its queues skip
+ * messages below the partition's version barrier) and fetches from N again. The next
  * message of the partition decides: an offset in N..O-1 means the client had
  * skipped records the log holds (logged as source_offset_refetched, counted,
  * and taken in order); an offset at or past O means the log holds nothing
@@ -32,20 +32,21 @@
 
 /* real gaps in a row after which a partition's jumps are believed */
 #define GAP_PROBES_REAL 3
-/* how long a probe's seek may wait for librdkafka's fetcher */
-#define GAP_SEEK_WAIT_MS 2000
 
-/* Seeks p back to `offset`. Returns 0 once librdkafka's fetcher took the new
- * position (no message fetched before it is handed over after), -1 with
- * the error logged. */
+/* Seeks p back to `offset`, without waiting: librdkafka raises the
+ * partition's version barrier in this call (rd_kafka_toppar_op_seek), so no
+ * message fetched before it is handed over after it, and its fetcher starts
+ * again at `offset` when it serves the seek. (A blocking seek waited up to
+ * its timeout with the loop stopped, and on a loaded machine timed out with
+ * the seek still under way.) Returns 0, or -1 with the error logged. */
 static int seek_back(eg_gw *gw, eg_part *p, int64_t offset) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = offset;
-    rd_kafka_error_t *e = rd_kafka_seek_partitions(gw->rk, l, GAP_SEEK_WAIT_MS);
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(gw->rk, l, 0);
     rd_kafka_resp_err_t err = e ? rd_kafka_error_code(e) : l->elems[0].err;
     if (e) rd_kafka_error_destroy(e);
     rd_kafka_topic_partition_list_destroy(l);
-    if (!err) return 0;
+    if (!err || err == RD_KAFKA_RESP_ERR__IN_PROGRESS) return 0;
     eg_log_msg(EG_WARN, "source_offset_probe_failed", "%s[%d]: seek to %lld: %s; the jump is taken as a gap", p->topic,
                (int)p->partition, (long long)offset, rd_kafka_err2str(err));
     return -1;

@@ -80,6 +80,13 @@ typedef struct eg_lread {
  * exist, or -1 with err filled when the cluster cannot be asked. */
 int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
 
+/* rd_kafka_committed for the partitions of l (their offsets filled in),
+ * asked again while the group's coordinator is moving or loading
+ * (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+ * a transport error: seen on a real cluster under load) until timeout_ms
+ * passed. Returns librdkafka's last error. */
+rd_kafka_resp_err_t eg_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l, int timeout_ms);
+
 /* Makes sure topic exists before it is written: when absent, creates it
  * through the Admin API with `partitions` partitions (at least 1), the
  * cluster's default replication factor, and cleanup.policy=compact when

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define META_TIMEOUT_MS 10000
 #define META_STEP_MS 1000
@@ -49,6 +50,18 @@ int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t err
         if (strcmp(md->topics[i].topic, topic) == 0 && !md->topics[i].err) n = md->topics[i].partition_cnt;
     rd_kafka_metadata_destroy(md);
     return n;
+}
+
+rd_kafka_resp_err_t eg_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l, int timeout_ms) {
+    int64_t deadline = eg_now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - eg_now_ms();
+        rd_kafka_resp_err_t x = rd_kafka_committed(rk, l, left > 0 ? (int)left : 1);
+        int moving = x == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || x == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+                     x == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS || x == RD_KAFKA_RESP_ERR__TRANSPORT;
+        if (!moving || deadline - eg_now_ms() < 250) return x;
+        usleep(200 * 1000);
+    }
 }
 
 /* 1 when the cluster names a controller among its brokers (Admin requests
@@ -176,7 +189,7 @@ static rd_kafka_topic_partition_list_t *all_parts(const eg_lread *r) {
 
 int eg_lread_seek_committed(eg_lread *r, char *err, size_t errlen) {
     rd_kafka_topic_partition_list_t *l = all_parts(r);
-    rd_kafka_resp_err_t x = rd_kafka_committed(r->rk, l, META_TIMEOUT_MS);
+    rd_kafka_resp_err_t x = eg_committed(r->rk, l, META_TIMEOUT_MS);
     for (int i = 0; !x && i < l->cnt; i++) {
         int at = eg_lread_index(r, l->elems[i].partition);
         int64_t c = l->elems[i].offset;
