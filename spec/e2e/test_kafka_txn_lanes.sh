@@ -72,7 +72,12 @@ for lane, modes in sorted(lanes.items()):
     got = {i for (t, i) in copies if t == lane}
     dups = sorted((i, n) for (t, i), n in copies.items() if t == lane and n > 1)
     lost = sorted(want - got)
-    extra = sorted(got - want)
+    # a record of another mode whose call timed out (a commit that blocks the loop while the
+    # coordinator moves outlasts a request's timeout) is laddered too: once, like the others
+    timed_out = {r["v"].get("id") for r in recs if r["topic"] == lane and r["headers"].get("error.code") == "timeout"}
+    extra = sorted(got - want - timed_out)
+    if got - want:
+        print("# %s %s: %d records of other modes after a target timeout" % (run, lane, len(got - want)))
     aborted = sum(1 for r in everything if r["topic"] == lane) - sum(n for (t, _), n in copies.items() if t == lane)
     print("# %s %s: %d committed, %d more records read_uncommitted (aborted transactions)"
           % (run, lane, sum(n for (t, _), n in copies.items() if t == lane), aborted))
