@@ -5,6 +5,8 @@ python3-confluent-kafka (librdkafka 2.0.2, as errgate links).
 
   leader BOOTSTRAP TOPIC PARTITION   the node id of the partition's leader
   coordinator BOOTSTRAP GROUP        the node id of the group's coordinator
+  txn-coordinator BOOTSTRAP TXNID    the node id of the transaction coordinator
+                                     of transactional id TXNID
   config BOOTSTRAP TOPIC KEY         the topic's effective value of KEY
   partitions BOOTSTRAP TOPIC         the topic's partition count
 
@@ -15,6 +17,25 @@ import sys
 import time
 
 from confluent_kafka.admin import AdminClient, ConfigResource
+
+
+def java_hash(s):
+    """Java's String.hashCode of s (UTF-16 code units), as a signed int."""
+    h = 0
+    b = s.encode("utf-16-be")
+    for i in range(0, len(b), 2):
+        h = (31 * h + (b[i] << 8 | b[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def txn_partition(txnid, count):
+    """The __transaction_state partition of txnid: Kafka's
+    TransactionStateManager.partitionFor, Utils.abs(hashCode) % count
+    (Utils.abs: Math.abs, and 0 for Integer.MIN_VALUE). The leader of that
+    partition is the transaction coordinator FindCoordinator (key type 1)
+    names."""
+    h = java_hash(txnid)
+    return (0 if h == -(1 << 31) else abs(h)) % count
 
 
 def main(a):
@@ -39,6 +60,14 @@ def main(a):
                         print(g.broker.id)
                         return 0
                 last = "no coordinator answered for group %s" % a[3]
+            elif a[1] == "txn-coordinator" and len(a) == 4:
+                t = admin.list_topics("__transaction_state", timeout=5).topics.get("__transaction_state")
+                if t is not None and t.error is None and t.partitions:
+                    p = t.partitions.get(txn_partition(a[3], len(t.partitions)))
+                    if p is not None and p.leader >= 0:
+                        print(p.leader)
+                        return 0
+                last = "no transaction coordinator for %s" % a[3]
             elif a[1] == "config" and len(a) == 5:
                 r = ConfigResource(ConfigResource.Type.TOPIC, a[3])
                 cfg = admin.describe_configs([r], request_timeout=5)[r].result()

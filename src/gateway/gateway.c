@@ -222,6 +222,7 @@ static void free_record(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     if (r->state == EG_RS_PENDING) q_remove(&p->pend_head, &p->pend_tail, r);
     if (r->state == EG_RS_RUNNABLE) q_remove(&gw->runq_head, &gw->runq_tail, r);
+    if (r->state == EG_RS_LANE_TXN) eg_gw_txn_unlink(gw, r);
     if (is_active(r)) leave_active(gw, r);
     unhold(r);
     if (r->state == EG_RS_WAIT_RETRY && gw->cfg->ordering == EG_ORDER_PARTITION &&
@@ -254,11 +255,12 @@ static void pump(eg_gw *gw, eg_part *p);
 static void dispatch(eg_gw *gw);
 
 /* The record has a durable outcome: mark its offset finished, free it, and
- * let its partition move on. */
+ * let its partition move on. (A record written in a transaction was marked
+ * finished when it began to wait for it: gw_txn.c.) */
 static void finish_record(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     p->refs++; /* keep p across free_record */
-    if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
+    if (!p->revoked && !(r->fail && r->fail->txn)) eg_tracker_finish(&p->trk, r->seq);
     (*p->processed)++;
     gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);
@@ -962,6 +964,10 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
 }
 
 static void lane_write(eg_gw *gw, eg_record *r) {
+    if (gw->txn.on) { /* written by the next commit's transaction */
+        eg_gw_txn_wait(gw, r);
+        return;
+    }
     if (!r->fail->lane_first_ms) r->fail->lane_first_ms = eg_now_ms();
     r->state = EG_RS_LANE_WRITE;
     rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy));
@@ -973,8 +979,17 @@ static void lane_write(eg_gw *gw, eg_record *r) {
     if (spill >= 0) arm_timer(gw, r, spill); /* unacknowledged by then: spill (on_timer) */
 }
 
+static void lane_written(eg_gw *gw, eg_record *r);
+
 void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
     eg_gw *gw = arg;
+    if (r->fail->txn) { /* its outcome is its transaction's */
+        if (eg_gw_txn_on_done(gw, r, err)) {
+            abandon_record(gw, r);
+            dispatch(gw);
+        }
+        return;
+    }
     if (r->fail->spilled) {
         /* its outcome is the journal's; only the record is left to free */
         if (!err)
@@ -992,6 +1007,12 @@ void eg_gw_on_lane_done(eg_record *r, rd_kafka_resp_err_t err, void *arg) {
         lane_failed(gw, r, err, 0);
         return;
     }
+    lane_written(gw, r);
+}
+
+/* r's lane record is durable (acknowledged, or committed in a transaction):
+ * count it, then finish r. */
+static void lane_written(eg_gw *gw, eg_record *r) {
     const eg_decision *d = &r->fail->decision;
     if (r->lane_failing) {
         eg_log_msg(EG_INFO, "lane_recovered", "%s[%d]@%lld written after %d failed attempts", r->topic,
@@ -1134,7 +1155,31 @@ static int64_t commit_point(eg_gw *gw, const eg_part *p) {
     return cp;
 }
 
+/* lanes.transactional: the offsets l and the lane records of the records
+ * below them commit in one transaction (gw_txn.c); on success the records
+ * are settled as a delivery report would; a fatal error stops the gateway. */
+static void commit_txn(eg_gw *gw, const rd_kafka_topic_partition_list_t *l) {
+    eg_txn_result res = eg_gw_txn_run(gw, l);
+    if (res != EG_TXN_OK) {
+        (*gw->m.commit_failures)++;
+        if (res == EG_TXN_FATAL || gw->txn.fatal) eg_gw_begin_stop(gw, EG_EXIT_FAIL, gw->txn.fatal_why);
+        return;
+    }
+    (*gw->m.commits)++;
+    for (int i = 0; i < l->cnt; i++) {
+        eg_part *p = eg_gw_part_find(gw, l->elems[i].topic, l->elems[i].partition);
+        if (p && l->elems[i].offset > p->committed) p->committed = l->elems[i].offset;
+    }
+    int n = gw->txn.nopen;
+    eg_record **open = gw->txn.open;
+    gw->txn.open = NULL; /* settling may decide and queue new records: they go to the waiting list */
+    gw->txn.nopen = gw->txn.capopen = 0;
+    for (int i = 0; i < n; i++) lane_written(gw, open[i]);
+    free(open);
+}
+
 static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *only, int sync) {
+    if (gw->txn.on && (gw->txn.busy || gw->txn.fatal)) return; /* fenced or broken: nothing more is committed */
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
     int64_t now = eg_now_ms();
     for (eg_part *p = gw->parts; p; p = p->next) {
@@ -1155,6 +1200,11 @@ static void commit_offsets(eg_gw *gw, const rd_kafka_topic_partition_list_t *onl
      * buffer first: an ignored record's line is its only durable outcome,
      * and a kill -9 after the commit must not take it along */
     eg_log_flush();
+    if (gw->txn.on) {
+        commit_txn(gw, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        return;
+    }
     rd_kafka_resp_err_t err = rd_kafka_commit(gw->rk, l, !sync);
     if (sync) {
         if (err) {
@@ -1460,7 +1510,15 @@ void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
 /* The lane producer hit a fatal error (idempotence broken: its writes can
  * no longer be trusted to be exactly the acknowledged ones): never
  * recovered; stop, commit only what is finished, exit 1. */
-void eg_gw_on_lane_fatal(const char *reason, void *arg) { eg_gw_begin_stop(arg, EG_EXIT_FAIL, reason); }
+void eg_gw_on_lane_fatal(const char *reason, void *arg) {
+    eg_gw *gw = arg;
+    if (gw->txn.on) { /* a fenced transactional producer: nothing more may be committed */
+        if (!gw->txn.fatal) snprintf(gw->txn.fatal_why, sizeof gw->txn.fatal_why, "%s", reason);
+        gw->txn.fatal = 1;
+        if (gw->txn.busy) return; /* the running transaction aborts, then commit_txn stops the gateway */
+    }
+    eg_gw_begin_stop(gw, EG_EXIT_FAIL, reason);
+}
 
 void eg_gw_on_consumer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     eg_gw *gw = opaque;

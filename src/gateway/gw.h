@@ -2,7 +2,9 @@
  * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
  * consume to commit; gw_admin.c: metrics, admin views, statistics, the
  * summary; gw_reload.c: the reload path; gw_incident.c: flood guard,
- * stop-and-wait, overrides; gw_rungs.c: rung topics). Nothing outside
+ * stop-and-wait, overrides; gw_rungs.c: rung topics; gw_txn.c: the
+ * transactions of lanes.transactional, called by gw_run.c and gateway.c, calling none
+ * of them). Nothing outside
  * those files includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
  * gateway.c -> gw_incident.c -> gw_rungs.c (each may call those after it).
  *
@@ -51,6 +53,25 @@ enum {
     PAUSE_DUE = 1 << 4,      /* a rung partition's head record is not due yet */
     PAUSE_OPERATOR = 1 << 5, /* a pause override is in force */
 };
+
+/* lanes.transactional (gw_txn.c): the records decided to a lane write that
+ * wait for the next transaction (state EG_RS_LANE_TXN, linked through
+ * qnext/qprev), the records written in the open one, and the counts the
+ * summary and the logs give. */
+typedef struct eg_gw_txn {
+    int on;              /* the lane producer is transactional */
+    int busy;            /* a transaction is running (re-entry from its delivery reports) */
+    int fatal;           /* the producer is fenced or broken: nothing is committed any more */
+    char fatal_why[800]; /* why, when fatal */
+    eg_record *wait_head, *wait_tail;
+    eg_record **open; /* the records written in the running transaction */
+    int nopen, capopen;
+    uint64_t commits, aborts, records;
+    int64_t ms_total, ms_max; /* wall time of the commits (begin to commit_transaction's return) */
+} eg_gw_txn;
+
+/* How long one transaction may take (flush, offsets, commit), then it aborts. */
+#define TXN_STEP_TIMEOUT_MS 30000
 
 /* The loop's ticks, budgets and waits. */
 #define POLL_BUDGET 1000         /* messages taken per loop pass, over all partitions */
@@ -208,7 +229,8 @@ typedef struct eg_gw {
         int32_t partition;
         int64_t offset;
         int rearmed;
-    } last_reset; /* the last dlq-guard reset record read: where, and the guards it re-armed here */
+    } last_reset;  /* the last dlq-guard reset record read: where, and the guards it re-armed here */
+    eg_gw_txn txn; /* lanes.transactional (gw_txn.c) */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -454,5 +476,27 @@ void eg_gw_reload_stop(eg_gw *gw);
 void eg_gw_watch_start(eg_gw *gw);
 /* SIGHUP: the shared reload path. */
 void eg_gw_on_sighup(evutil_socket_t sig, short what, void *arg);
+
+/* gw_txn.c: lanes.transactional (the file comment says how). States of a
+ * record's lane write in eg_fail.txn: */
+enum { EG_TXW_NONE = 0, EG_TXW_WAIT, EG_TXW_WRITING, EG_TXW_REPORTED, EG_TXW_ORPHAN };
+/* After the lanes are up: gw->txn.on follows the lane producer. */
+void eg_gw_txn_start(eg_gw *gw);
+/* r (its failure decided to a lane write; no longer active) waits for the
+ * next transaction; its offset is finished in its tracker now. */
+void eg_gw_txn_wait(eg_gw *gw, eg_record *r);
+/* r is being freed: it leaves the waiting list (no-op unless EG_RS_LANE_TXN). */
+void eg_gw_txn_unlink(eg_gw *gw, eg_record *r);
+/* The delivery report of r (r->fail->txn set). Returns 1 when the caller
+ * abandons r (its transaction aborted and its partition was revoked or the
+ * gateway stops), else 0 (r stays with gw_txn.c). */
+int eg_gw_txn_on_done(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err);
+/* One transaction: the waiting records below offsets' entries, then the
+ * offsets, committed. EG_TXN_OK: gw->txn.open[0..nopen) are written and
+ * committed (the caller settles them and sets nopen to 0); otherwise they
+ * wait again (or when reported) and nothing moved. Logged. */
+eg_txn_result eg_gw_txn_run(eg_gw *gw, const rd_kafka_topic_partition_list_t *offsets);
+/* Frees what gw->txn holds (the records are the gateway's). */
+void eg_gw_txn_free(eg_gw *gw);
 
 #endif

@@ -533,6 +533,13 @@ void eg_gw_log_summary(eg_gw *gw) {
     eg_log_int(&l, "lane_failures", (int64_t)eg_family_total(m->lane_failures));
     eg_log_int(&l, "commits", (int64_t)*m->commits);
     eg_log_int(&l, "commit_failures", (int64_t)*m->commit_failures);
+    if (gw->txn.on) { /* lanes.transactional: its transactions, and how long a commit took */
+        eg_log_int(&l, "txn_commits", (int64_t)gw->txn.commits);
+        eg_log_int(&l, "txn_aborts", (int64_t)gw->txn.aborts);
+        eg_log_int(&l, "txn_records", (int64_t)gw->txn.records);
+        eg_log_dbl(&l, "txn_commit_ms_mean", gw->txn.commits ? (double)gw->txn.ms_total / (double)gw->txn.commits : 0);
+        eg_log_int(&l, "txn_commit_ms_max", gw->txn.ms_max);
+    }
     int64_t done = succeeded + dlq + quarantined + (int64_t)*m->ignored;
     double secs =
         gw->last_finish_ms > gw->first_receive_ms ? (double)(gw->last_finish_ms - gw->first_receive_ms) / 1000.0 : 0;

@@ -51,7 +51,8 @@ struct eg_lanes {
     eg_lane_done_fn done;
     eg_lane_fatal_fn fatal;
     void *done_arg;
-    eg_ctlkey ctlkey; /* control_key_file: signs the state records it writes (n == 0: none) */
+    eg_ctlkey ctlkey;  /* control_key_file: signs the state records it writes (n == 0: none) */
+    int transactional; /* lanes.transactional: writes belong to transactions */
 };
 
 int eg_lane_of(eg_action a) {
@@ -131,12 +132,61 @@ static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size
     return p < partition_cnt ? p : p % partition_cnt;
 }
 
+/* Waits this long for a transaction coordinator at start. */
+#define TXN_INIT_TIMEOUT_MS 60000
+
+/* lanes.transactional: the producer's transactional.id, stable across the
+ * instance's restarts (config.c checked lanes.instance's characters). */
+static int txn_conf(const eg_config *cfg, rd_kafka_conf_t *conf, char *err, size_t errlen) {
+    char id[512], e[256];
+    snprintf(id, sizeof id, "errgate.%s.%s", cfg->group, cfg->lanes_instance);
+    if (rd_kafka_conf_set(conf, "transactional.id", id, e, sizeof e) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "transaction.timeout.ms", "60000", e, sizeof e) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "lanes.transactional: %s", e);
+        return -1;
+    }
+    return 0;
+}
+
+/* lanes.transactional at start: refuses the embedded broker (librdkafka's
+ * mock cluster, whose id starts with "mockCluster": it accepts transactions
+ * but keeps no offsets of them and writes no abort markers), then
+ * init_transactions. Returns 0, or -1 with err. */
+static int txn_init(eg_lanes *l, char *err, size_t errlen) {
+    char *cid = rd_kafka_clusterid(l->rk, 10000);
+    int mock = cid && !strncmp(cid, "mockCluster", 11);
+    if (cid) rd_kafka_mem_free(l->rk, cid);
+    if (mock) {
+        snprintf(err, errlen,
+                 "lanes.transactional: the embedded broker (errgate broker, librdkafka's mock cluster) "
+                 "has no real transactions; exactly-once lanes need a Kafka cluster");
+        return -1;
+    }
+    rd_kafka_error_t *e = rd_kafka_init_transactions(l->rk, TXN_INIT_TIMEOUT_MS);
+    if (e) {
+        snprintf(err, errlen,
+                 "lanes.transactional: the lane producer could not start transactions: %s: %s (the cluster must "
+                 "have a transaction coordinator; the principal needs WRITE and DESCRIBE on the transactional id)",
+                 rd_kafka_error_name(e), rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return -1;
+    }
+    l->transactional = 1;
+    eg_log_msg(EG_INFO, "lanes_transactional", "lane records and source offsets commit in transactions");
+    return 0;
+}
+
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_done_fn done, eg_lane_fatal_fn fatal,
                        void *arg, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = eg_lanes_producer_conf(cfg, "errgate-lanes", err, errlen);
     char e[512];
     if (!conf) return NULL;
     eg_lanes *l = eg_xcalloc(1, sizeof *l);
+    if (cfg->lanes_transactional && txn_conf(cfg, conf, err, errlen) != 0) {
+        rd_kafka_conf_destroy(conf);
+        free(l);
+        return NULL;
+    }
     rd_kafka_conf_set_opaque(conf, l);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_producer_error);
@@ -178,6 +228,10 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
      * report queued since rd_kafka_new (a broker refusing the connection)
      * would leave it non-empty and silent for good, so serve it once now */
     event_active(l->ev, EV_READ, 0);
+    if (cfg->lanes_transactional && txn_init(l, err, errlen) != 0) {
+        eg_lanes_free(l);
+        return NULL;
+    }
     return l;
 }
 
@@ -471,4 +525,65 @@ void eg_lanes_free(eg_lanes *l) {
     free(l->group);
     memset(&l->ctlkey, 0, sizeof l->ctlkey);
     free(l);
+}
+
+int eg_lanes_transactional(const eg_lanes *l) { return l->transactional; }
+
+/* Takes e: the result class of a failed transaction step, err its text. */
+static eg_txn_result txn_error(rd_kafka_error_t *e, const char *step, char *err, size_t errlen) {
+    eg_txn_result r = rd_kafka_error_is_fatal(e) ? EG_TXN_FATAL : EG_TXN_ABORTED;
+    snprintf(err, errlen, "%s: %s: %s", step, rd_kafka_error_name(e), rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return r;
+}
+
+eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen) {
+    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->rk);
+    return e ? txn_error(e, "begin_transaction", err, errlen) : EG_TXN_OK;
+}
+
+int eg_lanes_txn_flush(eg_lanes *l, int timeout_ms) {
+    int64_t until = eg_now_ms() + timeout_ms;
+    while (l->outstanding > 0 && eg_now_ms() < until) rd_kafka_poll(l->rk, 10);
+    return l->outstanding;
+}
+
+eg_txn_result eg_lanes_txn_abort(eg_lanes *l, int timeout_ms, char *err, size_t errlen) {
+    rd_kafka_error_t *e = rd_kafka_abort_transaction(l->rk, timeout_ms);
+    if (e && rd_kafka_error_is_retriable(e)) { /* timed out: abort again, as librdkafka asks */
+        rd_kafka_error_destroy(e);
+        e = rd_kafka_abort_transaction(l->rk, timeout_ms);
+    }
+    if (!e) return EG_TXN_ABORTED;
+    /* an abort that cannot finish leaves the producer unusable: fatal */
+    txn_error(e, "abort_transaction", err, errlen);
+    return EG_TXN_FATAL;
+}
+
+eg_txn_result eg_lanes_txn_commit(eg_lanes *l, rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *offsets,
+                                  int timeout_ms, char *err, size_t errlen) {
+    rd_kafka_error_t *e = NULL;
+    const char *step = "send_offsets_to_transaction";
+    if (offsets && offsets->cnt > 0) {
+        rd_kafka_consumer_group_metadata_t *md = rd_kafka_consumer_group_metadata(consumer);
+        e = rd_kafka_send_offsets_to_transaction(l->rk, offsets, md, timeout_ms);
+        rd_kafka_consumer_group_metadata_destroy(md);
+    }
+    if (!e) {
+        step = "commit_transaction";
+        e = rd_kafka_commit_transaction(l->rk, timeout_ms);
+        if (e && rd_kafka_error_is_retriable(e)) { /* its outcome is unknown: committing again is allowed */
+            rd_kafka_error_destroy(e);
+            e = rd_kafka_commit_transaction(l->rk, timeout_ms);
+        }
+    }
+    if (!e) return EG_TXN_OK;
+    if (txn_error(e, step, err, errlen) == EG_TXN_FATAL) return EG_TXN_FATAL;
+    size_t n = strlen(err);
+    char aerr[256];
+    if (eg_lanes_txn_abort(l, timeout_ms, aerr, sizeof aerr) == EG_TXN_FATAL) {
+        snprintf(err + n, errlen - n, "; %s", aerr);
+        return EG_TXN_FATAL;
+    }
+    return EG_TXN_ABORTED;
 }

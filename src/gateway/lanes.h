@@ -103,4 +103,33 @@ void eg_lanes_purge(eg_lanes *l, int timeout_ms);
 
 void eg_lanes_free(eg_lanes *l);
 
+/* Transactions (lanes.transactional; see DESIGN, exactly-once lanes). With
+ * it, eg_lanes_new makes the producer transactional (transactional.id
+ * errgate.GROUP.INSTANCE), refuses librdkafka's mock cluster (the embedded
+ * broker: its transactions are not real) and calls init_transactions, which
+ * fences the instance's previous incarnation and aborts what it left open.
+ * Every eg_lanes_write then belongs to the transaction opened by
+ * eg_lanes_txn_begin, and is durable only when eg_lanes_txn_commit says
+ * EG_TXN_OK, whatever its delivery report said. */
+typedef enum {
+    EG_TXN_OK = 0,  /* committed */
+    EG_TXN_ABORTED, /* aborted (or never begun): nothing of it is visible to read_committed readers */
+    EG_TXN_FATAL    /* the producer is fenced or broken: it never writes again */
+} eg_txn_result;
+
+/* 1 when the producer is transactional. */
+int eg_lanes_transactional(const eg_lanes *l);
+/* Opens a transaction. EG_TXN_ABORTED (with err) when none could be opened. */
+eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen);
+/* Waits up to timeout_ms for every write of the open transaction to be
+ * reported (their done callbacks run from here, on the loop thread).
+ * Returns the number of writes still unreported. */
+int eg_lanes_txn_flush(eg_lanes *l, int timeout_ms);
+/* Adds offsets (next offsets to read, of consumer's group) to the open
+ * transaction and commits it; on any error aborts it (err says why). */
+eg_txn_result eg_lanes_txn_commit(eg_lanes *l, rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *offsets,
+                                  int timeout_ms, char *err, size_t errlen);
+/* Aborts the open transaction (err says why when it could not). */
+eg_txn_result eg_lanes_txn_abort(eg_lanes *l, int timeout_ms, char *err, size_t errlen);
+
 #endif

@@ -244,6 +244,12 @@ const eg_config_key eg_config_keys[] = {
            "true: DLQ items start pending-approval (errgate.approval: required); replay waits for dlq approve"),
     K_BOOL("lanes.quarantine_approval", 0, 0, quarantine_approval,
            "true: quarantine items start pending-approval, as lanes.dlq_approval"),
+    K_BOOL("lanes.transactional", 0, 0, lanes_transactional,
+           "true: each commit writes the lane records of the records it finishes and their source offsets in one "
+           "Kafka transaction (see Exactly-once lanes); needs lanes.instance, refuses lanes.spill"),
+    K_STR("lanes.instance", 0, NULL, lanes_instance,
+          "this instance's name, stable across its restarts and unique in the group: the lane producer's "
+          "transactional.id is errgate.GROUP.INSTANCE"),
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
     K_DUR("lanes.spill.after", "lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, 1, spill_after_ms,
@@ -1384,6 +1390,34 @@ static int load_profiles(loadctx *c) {
     return 0;
 }
 
+/* lanes.transactional: needs a stable instance name (its transactional.id
+ * fences the instance's previous incarnation), refuses the spill journal (a
+ * spilled record would be counted durable, and its offset committed, outside
+ * any transaction, and drained later outside one) and a consumer reading
+ * uncommitted records (aborted lane records would be consumed as rung
+ * records). */
+static int check_transactional(loadctx *c) {
+    eg_config *cfg = c->cfg;
+    if (!cfg->lanes_transactional) return 0;
+    if (!cfg->lanes_instance || !*cfg->lanes_instance)
+        return fail(c, "lanes.transactional needs lanes.instance: a name for this instance, stable across its "
+                       "restarts and unique in the group (the lane producer's transactional.id)");
+    for (const char *s = cfg->lanes_instance; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '.' || *s == '_' || *s == '-') || s - cfg->lanes_instance >= 200)
+            return fail(c, "lanes.instance: \"%s\": use at most 200 letters, digits, '.', '_' or '-'",
+                        cfg->lanes_instance);
+    if (cfg->spill_dir)
+        return fail(c, "lanes.transactional and lanes.spill cannot be combined: a spilled lane record counts as "
+                       "written and its offset is committed outside any transaction; remove lanes.spill");
+    for (int i = 0; i < cfg->nkafka; i++)
+        if (!strcmp(cfg->kafka[i].key, "isolation.level") && strcmp(cfg->kafka[i].val, "read_committed") != 0)
+            return fail(c,
+                        "lanes.transactional: kafka isolation.level = \"%s\": the gateway must read "
+                        "read_committed (aborted rung records would be consumed)",
+                        cfg->kafka[i].val);
+    return 0;
+}
+
 static int load_lanes(loadctx *c) {
     int r = push_table(c, "lanes", "lanes");
     if (r < 0) return r;
@@ -1393,6 +1427,7 @@ static int load_lanes(loadctx *c) {
             return lua_pop(c->L, 1), -1;
         lua_pop(c->L, 1);
     }
+    if (check_transactional(c) < 0) return -1;
     if (check_template(c, "lanes.dlq", c->cfg->lane_dlq, 0) < 0 ||
         check_template(c, "lanes.quarantine", c->cfg->lane_quarantine, 0) < 0 ||
         check_template(c, "lanes.retry", c->cfg->lane_retry, 1) < 0)
@@ -1640,6 +1675,7 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->lane_quarantine);
     free(cfg->lane_retry);
     free(cfg->spill_dir);
+    free(cfg->lanes_instance);
     free(cfg->log_format);
     free(cfg->admin_listen);
     free(cfg->audit_topic);

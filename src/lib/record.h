@@ -145,8 +145,10 @@ typedef enum {
     EG_RS_WAIT_RETRY,   /* retry or hold timer armed */
     EG_RS_LANE_WRITE,   /* produce in flight */
     EG_RS_LANE_BACKOFF, /* lane write failed; re-produce timer armed */
-    EG_RS_STOPPED       /* the policy decided stop on it: not active, never
+    EG_RS_STOPPED,      /* the policy decided stop on it: not active, never
                             finished (consumed again by the next owner) */
+    EG_RS_LANE_TXN      /* lanes.transactional: decided to a lane write that waits for
+                            the next transaction (gw_txn.c) */
 } eg_rstate;
 
 /* One failed attempt, as errgate.history keeps it. */
@@ -171,6 +173,8 @@ typedef struct eg_fail {
     int spilled;           /* in the spill journal: durable, offset finished */
     int lane_stub;         /* the lane refused its size: write the stub (refusal.h) */
     int lane_refused;      /* the last lane error was a permanent refusal: never spill */
+    int txn;               /* lanes.transactional: EG_TXN_* state of its write (gw_txn.c), 0: none */
+    int txn_err;           /* its delivery report's error in the running transaction */
     int virtual_rungs;     /* ladder steps taken in place (ordering = partition) */
     int retrying;          /* counted as an active retry in the target's budget */
     int64_t budget_limit;  /* the budget's limit when the last retry was admitted */
