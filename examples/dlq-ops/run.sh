@@ -24,7 +24,7 @@ trap cleanup EXIT
 fail() { echo "dlq-ops: $*" >&2; echo "dlq-ops: logs kept in $W" >&2; exit 1; }
 wait_line() { for _ in $(seq 100); do grep -q "$1" "$2" && return 0; sleep 0.1; done; return 1; }
 count() { kcat -C -b "$ERRGATE_BOOTSTRAP" -t "$1" -e -q -f 'x\n' 2>/dev/null | wc -l; }
-# stat FILE STATE: the RECORDS column of the row STATE of `dlq stats --by state`
+# stat FILE STATE: the ITEMS column of the row STATE of `dlq stats --by state`
 stat() { awk -v s="$2" '$1==s {print $2}' "$1"; }
 for tool in kcat python3; do command -v $tool >/dev/null || fail "$tool is required (make deps installs it)"; done
 [ -x "$EG" ] && [ -x "$ROOT/$BUILD/flaky-handler" ] || fail "build first: make"

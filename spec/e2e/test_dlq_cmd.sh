@@ -20,7 +20,7 @@ row() { awk -v n="$2" -v c="$3" '$1==n {print $c}' "$1"; }
 # ---- stats -----------------------------------------------------------------
 dlq stats src.dlq -b "$BOOTSTRAP" --by class >"$T/s1.out" 2>"$T/s1.err"; rc=$?
 expect "stats --by class exits 0 (rc $rc)" '[ "$rc" = 0 ]'
-expect "stats: a header row" 'head -1 "$T/s1.out" | grep -qE "^CLASS +RECORDS +OPEN +RESOLVED$"'
+expect "stats: a header row" 'head -1 "$T/s1.out" | grep -qE "^CLASS +ITEMS +OPEN +RESOLVED$"'
 expect "stats: transient = the story's unavailable records ($(row "$T/s1.out" transient 2) = $N_TRANSIENT), all open" \
   '[ "$(row "$T/s1.out" transient 2)" = "$N_TRANSIENT" ] && [ "$(row "$T/s1.out" transient 3)" = "$N_TRANSIENT" ]'
 expect "stats: permanent = the story's permanent records ($(row "$T/s1.out" permanent 2) = $N_PERMANENT)" \
@@ -162,3 +162,27 @@ for bad in "stats src.dlq --by colour" "stats src.dlq --since soon" "tail src.dl
   dlq $bad -b "$BOOTSTRAP" >/dev/null 2>"$T/b2.err"; rc=$?
   expect "bad arguments 'dlq $bad': exit 2 with a reason (rc $rc)" '[ "$rc" = 2 ] && head -1 "$T/b2.err" | grep -q "^errgate dlq: "'
 done
+
+# ---- copies: a lane write repeated (after a crash or a rebalance) is not a second item
+dlq stats src.dlq -b "$BOOTSTRAP" --by class >"$T/before.out"
+$PY - "$BOOTSTRAP" <<'PY' || die "cannot copy lane records"
+import sys
+from confluent_kafka import Consumer, Producer, TopicPartition
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "copier", "enable.auto.commit": False})
+c.assign([TopicPartition("src.dlq", p, 0) for p in c.list_topics("src.dlq", timeout=10).topics["src.dlq"].partitions])
+got = []
+while len(got) < 2:
+    m = c.poll(5)
+    if m is None: break
+    if not m.error(): got.append(m)
+p = Producer({"bootstrap.servers": sys.argv[1]})
+for m in got:  # the same record again, twice: key, value and every header
+    for _ in range(2): p.produce("src.dlq", key=m.key(), value=m.value(), headers=m.headers(), partition=m.partition())
+p.flush(10)
+c.close()
+print(len(got))
+PY
+dlq stats src.dlq -b "$BOOTSTRAP" --by class >"$T/after.out"
+expect "stats counts items: 4 more lane records, the same total ($(row "$T/after.out" total 2) = $(row "$T/before.out" total 2))" \
+  '[ "$(row "$T/after.out" total 2)" = "$(row "$T/before.out" total 2)" ]'
+expect "and says how many copies it folded" 'grep -q "^copies folded: 4 " "$T/after.out"'

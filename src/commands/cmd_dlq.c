@@ -10,10 +10,15 @@
  * timestamp) and prints an aligned table: one row per value of the --by
  * header (default class; "-" when absent; --by header:NAME: any header of the
  * records; --by state: the item's lifecycle
- * state), with RECORDS, OPEN (not resolved: open, pending-approval,
+ * state), with ITEMS, OPEN (not resolved: open, pending-approval,
  * approved) and RESOLVED per row, rows by count then name, a total row, a
  * line of resolved counts per status and a line of unresolved counts per
- * state. States follow the lifecycle rule of dlq.h (latest status per id,
+ * state. It counts items, not lane records: a record with the item id
+ * (errgate.id, else its own coordinates) and the failure (error.timestamp)
+ * of one counted already is a copy (a lane write repeated after a crash or
+ * a rebalance, at-least-once), folded into the first and said in a
+ * `copies folded: N` line; the same item dead-lettered again after a replay
+ * is another failure and counts. States follow the lifecycle rule of dlq.h (latest status per id,
  * not older than the record; errgate.approval: required makes an item
  * without one pending-approval). With --prometheus it prints instead the
  * Prometheus text exposition of the per-state counts and, per unresolved
@@ -212,7 +217,7 @@ static int64_t ts_of(const rd_kafka_message_t *m) {
 
 typedef struct srow {
     char *name;
-    long records, open, resolved;
+    long items, open, resolved;
 } srow;
 
 /* The index of the row named name in *rows (*n of them, looked up by idx),
@@ -227,10 +232,10 @@ static int64_t row_of(srow **rows, size_t *n, eg_strmap *idx, const char *name) 
     return at;
 }
 
-/* qsort order of the stats rows: most records first, then by name. */
+/* qsort order of the stats rows: most items first, then by name. */
 static int cmp_rows(const void *x, const void *y) {
     const srow *a = x, *b = y;
-    if (a->records != b->records) return a->records < b->records ? 1 : -1;
+    if (a->items != b->items) return a->items < b->items ? 1 : -1;
     return strcmp(a->name, b->name);
 }
 
@@ -304,8 +309,10 @@ static int cmd_stats(const args *a) {
     srow *rows = NULL;
     size_t nrows = 0;
     long by_status[EG_DLQ__N] = {0};
+    eg_strmap seen = {0};     /* item ids counted */
+    long folded = 0;          /* records of an item counted already */
     eg_strmap appr_idx = {0}; /* approver -> index into approvers */
-    srow *approvers = NULL;   /* who approved the approved items: name, records */
+    srow *approvers = NULL;   /* who approved the approved items: name, items */
     size_t nappr = 0;
     int64_t oldest[EG_DLQ__N]; /* lane timestamp of the oldest item per state */
     for (int i = 0; i < EG_DLQ__N; i++) oldest[i] = INT64_MAX;
@@ -323,6 +330,19 @@ static int cmd_stats(const args *a) {
         }
         char val[256], id[320];
         eg_dlq_status s = eg_dlq_item_state(&st, m, id, sizeof id);
+        /* a copy: the same item id and the same failure (error.timestamp),
+         * i.e. the same lane write again; the item dead-lettered anew (after
+         * a replay) has a failure of its own and is counted */
+        char copy[400], when[48] = "";
+        eg_header_str(m, EG_H_TIMESTAMP, when, sizeof when);
+        int cn = snprintf(copy, sizeof copy, "%s%c%s", id, 0, when);
+        size_t clen = cn < 0 ? 0 : (size_t)cn < sizeof copy ? (size_t)cn : sizeof copy - 1;
+        if (eg_strmap_get(&seen, copy, clen) >= 0) {
+            folded++;
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        eg_strmap_put(&seen, copy, clen, 1);
         if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
         else {
             eg_dlq_header_text(m, header, val, sizeof val);
@@ -330,7 +350,7 @@ static int cmd_stats(const args *a) {
             eg_dlq_column(val, sizeof val);
         }
         int64_t at = row_of(&rows, &nrows, &idx, val);
-        rows[at].records++;
+        rows[at].items++;
         if (!eg_dlq_resolved(s)) rows[at].open++;
         else rows[at].resolved++;
         by_status[s]++;
@@ -339,7 +359,7 @@ static int cmd_stats(const args *a) {
             char who[400];
             eg_printable(by ? by : "(nobody named)", by ? strlen(by) : 14, who, sizeof who); /* a forged name too */
             int64_t w = row_of(&approvers, &nappr, &appr_idx, who);                          /* may move approvers */
-            approvers[w].records++;
+            approvers[w].items++;
         }
         if (ts >= 0 && ts < oldest[s]) oldest[s] = ts;
         rd_kafka_message_destroy(m);
@@ -355,14 +375,14 @@ static int cmd_stats(const args *a) {
         head[hl] = '\0';
         eg_table t;
         eg_table_init(&t, 4);
-        const char *h[] = {head, "RECORDS", "OPEN", "RESOLVED"};
+        const char *h[] = {head, "ITEMS", "OPEN", "RESOLVED"};
         eg_table_add(&t, h);
         long tot[3] = {0};
         for (size_t i = 0; i <= nrows; i++) {
             char c[3][24];
             long v[3];
             if (i < nrows) {
-                v[0] = rows[i].records, v[1] = rows[i].open, v[2] = rows[i].resolved;
+                v[0] = rows[i].items, v[1] = rows[i].open, v[2] = rows[i].resolved;
                 for (int j = 0; j < 3; j++) tot[j] += v[j];
             } else {
                 memcpy(v, tot, sizeof v);
@@ -379,13 +399,15 @@ static int cmd_stats(const args *a) {
                by_status[EG_DLQ_PENDING], by_status[EG_DLQ_APPROVED]);
         if (nappr) {
             printf("approvers:");
-            for (size_t i = 0; i < nappr; i++) printf(" %s %ld", approvers[i].name, approvers[i].records);
+            for (size_t i = 0; i < nappr; i++) printf(" %s %ld", approvers[i].name, approvers[i].items);
             printf("\n");
         }
+        if (folded) printf("copies folded: %ld (lane records of an item counted already)\n", folded);
     }
     for (size_t i = 0; i < nappr; i++) free(approvers[i].name);
     free(approvers);
     eg_strmap_free(&appr_idx);
+    eg_strmap_free(&seen);
     for (size_t i = 0; i < nrows; i++) free(rows[i].name);
     free(rows);
     eg_strmap_free(&idx);
