@@ -2,7 +2,7 @@
 --
 -- Every duration on errgate's Lua side is an integer number of milliseconds.
 -- Authors may write a plain number (already milliseconds) or a string with
--- units: "250ms", "5s", "1m", "2h", "1.5s", or a compound such as "1m30s".
+-- units: "250ms", "5s", "1m", "2h", "7d", "1.5s", or a compound such as "1m30s".
 -- A string without a unit ("100") is refused: a reader cannot tell whether it
 -- means milliseconds or seconds. parse() never raises; it returns nil and a
 -- message so the caller can name the field that was wrong. format() is the
@@ -11,12 +11,12 @@
 -- next to them, reusing parse() for each element.
 local duration = {}
 
-local UNIT_MS = { ms = 1, s = 1000, m = 60000, h = 3600000 }
+local UNIT_MS = { ms = 1, s = 1000, m = 60000, h = 3600000, d = 86400000 }
 local MAX_TEXT = 64 -- longer duration strings are certainly mistakes
 
 -- parse(v) -> ms | nil, err
 -- v: a non-negative finite number of milliseconds, or a string of one or more
--- <number><unit> parts (units ms, s, m, h; spaces allowed between parts).
+-- <number><unit> parts (units ms, s, m, h, d; spaces allowed between parts).
 -- Returns the total rounded to the nearest integer millisecond.
 function duration.parse(v)
   local t = type(v)
@@ -38,11 +38,11 @@ function duration.parse(v)
       return nil, ("invalid duration %q (want e.g. \"100ms\", \"5s\", \"1m30s\")"):format(v)
     end
     if unit == "" then
-      return nil, ("invalid duration %q: a unit is required (ms, s, m, h)"):format(v)
+      return nil, ("invalid duration %q: a unit is required (ms, s, m, h, d)"):format(v)
     end
     local scale = UNIT_MS[unit]
     if not scale then
-      return nil, ("invalid duration %q: unknown unit %q (ms, s, m, h)"):format(v, unit)
+      return nil, ("invalid duration %q: unknown unit %q (ms, s, m, h, d)"):format(v, unit)
     end
     total = total + tonumber(num) * scale
     parts, pos = parts + 1, nxt

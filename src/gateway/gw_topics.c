@@ -7,7 +7,9 @@
  * (`INBOX.state`, where an ignore is written as accepted loss). A missing
  * one is created through the Admin API with its source's partition count
  * (the largest, when sources share a lane), the cluster's default
- * replication factor, and cleanup.policy=compact for a state topic. So a
+ * replication factor, cleanup.policy=compact for a state topic and, with
+ * lanes.retention, retention.ms for the other lanes (a state topic keeps
+ * its items' states for good). So a
  * cluster that does not auto-create topics, or auto-creates them with one
  * partition (Kafka's default), still has every lane a record may go to, on
  * its source's partition number (DESIGN §4). An existing lane with fewer
@@ -34,7 +36,7 @@
 typedef struct want {
     char *name;
     int partitions; /* the largest of its sources' */
-    int compact;
+    int compact;    /* a state topic: compacted, kept for good */
 } want;
 
 /* Adds name (taken) to w, or raises the partitions of the entry already
@@ -72,12 +74,15 @@ void eg_gw_topics_ensure(eg_gw *gw) {
     }
     for (int i = 0; i < n; i++) {
         int had = 0;
-        int r =
-            eg_topic_ensure(gw->rk, w[i].name, w[i].partitions, w[i].compact, &had, note, sizeof note, err, sizeof err);
+        int64_t retention_ms = w[i].compact ? 0 : (int64_t)cfg->lane_retention_s * 1000;
+        int r = eg_topic_ensure(gw->rk, w[i].name, w[i].partitions, w[i].compact, retention_ms, &had, note, sizeof note,
+                                err, sizeof err);
+        char ret[48] = "";
+        if (retention_ms > 0) snprintf(ret, sizeof ret, ", retention.ms=%lld", (long long)retention_ms);
         if (r < 0) eg_log_msg(EG_WARN, "lane_topic_unknown", "%s: %s", w[i].name, err);
         else if (r == 1)
-            eg_log_msg(EG_INFO, "lane_topic_created", "%s: %d partitions%s", w[i].name, w[i].partitions,
-                       w[i].compact ? ", cleanup.policy=compact" : "");
+            eg_log_msg(EG_INFO, "lane_topic_created", "%s: %d partitions%s%s", w[i].name, w[i].partitions,
+                       w[i].compact ? ", cleanup.policy=compact" : "", ret);
         else if (note[0] && strstr(note, "no reachable controller")) uncontrolled++;
         else if (note[0]) eg_log_msg(EG_WARN, "lane_topic_not_created", "%s", note);
         else if (had < w[i].partitions)

@@ -250,6 +250,9 @@ const eg_config_key eg_config_keys[] = {
     K_STR("lanes.instance", 0, NULL, lanes_instance,
           "this instance's name, stable across its restarts and unique in the group: the lane producer's "
           "transactional.id is errgate.GROUP.INSTANCE"),
+    K_DUR("lanes.retention", NULL, 0, 0, 315360000, 1000, lane_retention_s,
+          "retention (retention.ms) of the DLQ, quarantine and rung topics errgate creates (\"30d\"); 0: the "
+          "cluster's default; existing topics keep theirs (see Lanes)"),
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
     K_DUR("lanes.spill.after", "lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, 1, spill_after_ms,

@@ -167,6 +167,7 @@ typedef struct eg_config {
 
     char *spill_dir;         /* lanes.spill.dir, resolved; NULL: no spill journal */
     int spill_after_ms;      /* spill a lane write not acknowledged after this long */
+    int lane_retention_s;    /* lanes.retention: retention of the lanes it creates, seconds; 0: the cluster's */
     int lanes_transactional; /* lanes.transactional: lane records and source offsets in one Kafka transaction */
     char *lanes_instance;    /* lanes.instance: this instance's stable name (transactional.id), or NULL */
     int breaker_enabled;     /* 1 when target.breaker is present */

@@ -89,16 +89,16 @@ rd_kafka_resp_err_t eg_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t
 
 /* Makes sure topic exists before it is written: when absent, creates it
  * through the Admin API with `partitions` partitions (at least 1), the
- * cluster's default replication factor, and cleanup.policy=compact when
- * compact is set. *existing (may be NULL) receives the partition count the
+ * cluster's default replication factor, cleanup.policy=compact when
+ * compact is set, and retention.ms = retention_ms when it is above 0. *existing (may be NULL) receives the partition count the
  * topic had (0: it was absent). Returns 1 when it created the topic, 0 when
  * it existed or could not be created, -1 with err only when the cluster
  * cannot be asked at all. When it could not be created (no reachable
  * controller, as on librdkafka's mock cluster, or CreateTopics refused: an
  * ACL, a policy) a one-line note says so and what happens instead ("" when
  * nothing is to be said). Blocks up to about 30 s. */
-int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int *existing, char *note,
-                    size_t notelen, char *err, size_t errlen);
+int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int64_t retention_ms, int *existing,
+                    char *note, size_t notelen, char *err, size_t errlen);
 
 /* Creates the consumer (takes conf), checks that topic exists and records
  * its partitions and watermarks. group may be NULL (a throw-away id).

@@ -80,8 +80,8 @@ static int has_controller(rd_kafka_t *rk, char *err, size_t errlen) {
     return found;
 }
 
-int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int *existing, char *note,
-                    size_t notelen, char *err, size_t errlen) {
+int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int64_t retention_ms, int *existing,
+                    char *note, size_t notelen, char *err, size_t errlen) {
     note[0] = '\0';
     int n = eg_topic_partitions(rk, topic, err, errlen);
     if (existing) *existing = n > 0 ? n : 0;
@@ -103,6 +103,11 @@ int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compa
         return -1;
     }
     if (compact) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    if (retention_ms > 0) {
+        char ms[24];
+        snprintf(ms, sizeof ms, "%lld", (long long)retention_ms);
+        rd_kafka_NewTopic_set_config(nt, "retention.ms", ms);
+    }
     rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);
     rd_kafka_AdminOptions_set_operation_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);

@@ -88,5 +88,5 @@ void eg_dlq_item_id(const rd_kafka_message_t *m, char *out, size_t outlen) {
 
 int eg_dlq_state_ensure(rd_kafka_t *rk, const char *topic, int partitions, char *note, size_t notelen, char *err,
                         size_t errlen) {
-    return eg_topic_ensure(rk, topic, partitions, 1, NULL, note, notelen, err, errlen) < 0 ? -1 : 0;
+    return eg_topic_ensure(rk, topic, partitions, 1, 0, NULL, note, notelen, err, errlen) < 0 ? -1 : 0;
 }

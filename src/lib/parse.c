@@ -103,7 +103,7 @@ int eg_parse_duration_text(const char *s, int64_t *ms, const char **why) {
     static const struct {
         const char *unit;
         double mult;
-    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     if (strlen(s) > 64) {
         *why = "text too long";
         return -1;
@@ -127,14 +127,14 @@ int eg_parse_duration_text(const char *s, int64_t *ms, const char **why) {
         while (isalpha((unsigned char)*s)) s++;
         size_t ulen = (size_t)(s - u);
         if (ulen == 0) {
-            *why = "a unit is required (ms, s, m, h)";
+            *why = "a unit is required (ms, s, m, h, d)";
             return -1;
         }
         double mult = 0;
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (strlen(units[i].unit) == ulen && strncmp(u, units[i].unit, ulen) == 0) mult = units[i].mult;
         if (mult == 0) {
-            *why = "unknown unit (ms, s, m, h)";
+            *why = "unknown unit (ms, s, m, h, d)";
             return -1;
         }
         total += v * mult;

@@ -17,7 +17,7 @@ int eg_parse_duration_ms(const char *s, int64_t *ms);
 
 /* Parses a duration as policies and the config write it (the grammar of
  * lua/errgate/duration.lua's parse): one or more <number><unit> parts,
- * the number digits with an optional fraction, the unit ms, s, m or h,
+ * the number digits with an optional fraction, the unit ms, s, m, h or d,
  * spaces around and between parts ("250ms", "1.5s", "1m30s"), at most 64
  * characters; the total rounded to the nearest millisecond. A number
  * without a unit is refused (ms or s? a reader cannot tell). Returns 0
