@@ -48,7 +48,22 @@ kill -9 "$(kafka_broker_pid "$coord")"
 diag "killed broker $coord (the group's coordinator) while gw3 joins; lag $(lag failover src)"
 wait_for 120 grep -q '"event":"assign"' "$T/gw3.err" || die "gw3: no assignment after the coordinator's broker died"
 CL start --broker "$coord" || die "broker $coord did not come back: $(tail -3 "$T/cluster-ops.err")"
-if wait_drained failover src 300; then ok "every record committed after two broker kills and a gateway kill"; else not_ok "lag $(lag failover src)"; fi
+# as the systemd unit does (Restart=on-failure): a gateway that ends with
+# exit 1 is started again. librdkafka 2.0.2's idempotent lane producer can
+# meet a fatal OUT_OF_ORDER_SEQUENCE_NUMBER when the restarted broker's log
+# was truncated under it; the gateway then stops (exit 1), committing only
+# what is durable, and the next one takes over (seen in 1 of 4 runs)
+restarts=0
+settled() { lag_is_zero failover src || ! kill -0 "$GW_PID" 2>/dev/null; }
+while wait_for 300 settled && ! lag_is_zero failover src && ! kill -0 "$GW_PID" 2>/dev/null; do
+  wait "$GW_PID"; rc=$?
+  [ "$rc" = 1 ] && [ "$restarts" -lt 2 ] || break
+  restarts=$((restarts + 1))
+  diag "the gateway ended with exit 1 ($(grep -o '"event":"lane_producer_fatal","error":"[A-Z_]*"' "$T"/gw*.err | tail -1)); started again"
+  start_gateway "gw3r$restarts" "$T/gw.lua"
+done
+if lag_is_zero failover src; then ok "every record committed after two broker kills and a gateway kill ($restarts restart(s) after exit 1)"
+else not_ok "lag $(lag failover src)"; fi
 stop_gateway "$GW_PID"
 check "the last gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
 "$EG" offsets -b "$BOOTSTRAP" -g failover src >"$T/offsets.txt"
