@@ -11,7 +11,8 @@
 # with a key does not log control_unauthenticated. Rotation: with a key ring
 # (the old key signing, the new one accepted) what the old key signed is
 # still restored, a record signed with the new key is applied, and another
-# deployment's key is still refused.
+# deployment's key is still refused. An out-of-range reset of the audit
+# reader re-reads signed records without refusing them as replays.
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:1 --topic src.dlq:1
@@ -86,6 +87,18 @@ sign "$T/new.key" sgd/rot1 "$(rec rot1 "$(date +%s)")" >/dev/null
 wait_for 10 listed rot1
 check "a record an already rotated tool signed with the new key is applied" listed rot1
 check "another deployment's key is still refused ($(refused bad_signature) bad_signature)" [ "$(refused bad_signature)" = 2 ]
+# an out-of-range reset re-reads the topic: a signed record read again is
+# not a copy produced again, an old one not a stale replay (fetch errors go
+# to whichever client fetches next: injected until the audit reader met one)
+nref=$(total)
+for round in 1 2 3 4 5 6; do
+  broker_ctl request-errors Fetch 3 OFFSET_OUT_OF_RANGE >/dev/null || die "request-errors refused"
+  wait_for 8 grep -q '"event":"control_reread"' "$T/gw3.err" && break
+done
+check "an out-of-range reset re-reads the audit topic" grep -q '"event":"control_reread"' "$T/gw3.err"
+wait_for 10 bash -c "[ \"\$(curl -s http://$ADDR/metrics | awk '/^errgate_control_records_reread_total/{print \$2}')\" -ge 10 ]"
+check "no record read again is refused as replayed or counted again ($(total), was $nref)" [ "$(total)" = "$nref" ]
+check "the signed overrides are still in force" bash -c "listed() { $EG ctl --admin http://$ADDR override list | grep -q \"^\$1 \"; }; listed op1 && listed tool1 && listed rot1"
 out=$(ctl override clear op1 2>&1); rc=$?
 check "the operator clears op1 ($rc: $out)" exits_with "$rc" 0 "override op1 cleared" "$out"
 stop_gateway "$GW_PID"

@@ -15,7 +15,12 @@
  * partitions. Partitions added to the topic later are not read (the topic
  * is created with one). An out-of-range position resets to the earliest
  * offset (auto.offset.reset), never to the end: re-reading applies the same
- * state again, skipping would lose changes and clears.
+ * state again, skipping would lose changes and clears. A record at an
+ * offset already read is a re-read (rec.reread): said once per partition
+ * (control_reread), counted, never taken for a copy produced again (its
+ * signature is in the ring because it is the same record), and applied as
+ * at start (rec.live 0): what it holds is the state already in force,
+ * unless the topic was recreated under the reader.
  *
  * A write's delivery report comes back on the loop through the producer's
  * main queue; each write carries its caller's request as the message
@@ -56,7 +61,9 @@ struct eg_audit {
     struct event *pev, *cev;
     char *topic;
     int32_t nparts;
-    int64_t *next; /* per partition: the next offset to read (everything before it applied) */
+    int64_t *next;   /* per partition: the next offset to read (everything before it applied) */
+    char *rereading; /* per partition: 1 while records before next are read again */
+    uint64_t reread; /* records read again after an out-of-range reset */
     int live;
     eg_ctlkey key;             /* key.n == 0: unsigned deployment */
     unsigned char (*seen)[32]; /* EG_AUDIT_SEEN signatures read, a ring */
@@ -74,9 +81,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 }
 
 /* The refusal of m's signature (ctlsign.h's reasons, or "replayed" for
- * one already read), or NULL when it is good or the deployment has no key.
- * A good signature is remembered. */
-static const char *check_sig(eg_audit *a, const rd_kafka_message_t *m) {
+ * one already read, unless m is a re-read of its own offset), or NULL when
+ * it is good or the deployment has no key. A good signature is remembered. */
+static const char *check_sig(eg_audit *a, const rd_kafka_message_t *m, int reread) {
     if (!a->key.n || !m->payload) return NULL; /* a tombstone changes nothing */
     const void *sig = NULL;
     size_t siglen = 0;
@@ -91,7 +98,7 @@ static const char *check_sig(eg_audit *a, const rd_kafka_message_t *m) {
     unsigned char mac[32];
     eg_hmac_sha256(a->key.k, a->key.n, sig, siglen, mac); /* a digest of the signature to remember */
     for (int i = 0; i < a->nseen; i++)
-        if (!memcmp(a->seen[i], mac, 32)) return "replayed";
+        if (!memcmp(a->seen[i], mac, 32)) return reread ? NULL : "replayed";
     memcpy(a->seen[a->seen_at], mac, 32);
     a->seen_at = (a->seen_at + 1) % EG_AUDIT_SEEN;
     if (a->nseen < EG_AUDIT_SEEN) a->nseen++;
@@ -104,17 +111,29 @@ static void consume_one(eg_audit *a, rd_kafka_message_t *m) {
         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             eg_log_msg(EG_WARN, "audit_consumer_error", "%s: %s", a->topic, rd_kafka_message_errstr(m));
     } else if (m->partition >= 0 && m->partition < a->nparts) {
-        if (m->offset + 1 > a->next[m->partition])
-            a->next[m->partition] = m->offset + 1; /* applied once apply returns */
+        int32_t p = m->partition;
+        int reread = m->offset < a->next[p];
+        if (reread) {
+            a->reread++;
+            if (!a->rereading[p])
+                eg_log_msg(EG_WARN, "control_reread",
+                           "%s[%d]: its position was reset to offset %lld, below the %lld already applied: "
+                           "re-reading (the same records change nothing)",
+                           a->topic, (int)p, (long long)m->offset, (long long)a->next[p]);
+        } else {
+            a->next[p] = m->offset + 1; /* applied once apply returns */
+        }
+        a->rereading[p] = (char)(reread && m->offset + 1 < a->next[p]);
         eg_audit_rec r = {.key = m->key,
                           .klen = m->key_len,
                           .val = m->payload,
                           .vlen = m->len,
-                          .partition = m->partition,
+                          .partition = p,
                           .offset = m->offset,
-                          .live = a->live,
+                          .live = a->live && !reread,
+                          .reread = reread,
                           .keyed = a->key.n > 0};
-        r.refusal = check_sig(a, m);
+        r.refusal = check_sig(a, m, reread);
         a->apply(a->arg, &r);
     }
     rd_kafka_message_destroy(m);
@@ -288,6 +307,7 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
     if (n <= 0) goto fail;
     a->nparts = n;
     a->next = eg_xcalloc((size_t)n, sizeof *a->next);
+    a->rereading = eg_xcalloc((size_t)n, 1);
     if (read_to_end(a, deadline, err, errlen) != 0) goto fail;
     a->live = 1;
     a->pq = rd_kafka_queue_get_main(a->prod);
@@ -332,6 +352,8 @@ int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, e
     return 0;
 }
 
+uint64_t eg_audit_reread(const eg_audit *a) { return a ? a->reread : 0; }
+
 int eg_audit_applied(const eg_audit *a, int32_t partition, int64_t offset) {
     return partition >= 0 && partition < a->nparts && a->next[partition] > offset;
 }
@@ -358,6 +380,7 @@ void eg_audit_free(eg_audit *a) {
         if (a->cpipe[i] >= 0) close(a->cpipe[i]);
     }
     free(a->next);
+    free(a->rereading);
     free(a->seen);
     memset(&a->key, 0, sizeof a->key);
     free(a->topic);

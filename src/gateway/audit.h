@@ -26,7 +26,9 @@
 typedef struct eg_audit eg_audit;
 
 /* One record read: key and value bytes (either may be NULL), where it is,
- * live = 0 while the topic is re-read at start, 1 after; keyed = 1 when
+ * live = 0 while the topic is re-read at start, 1 after; reread = 1 for a
+ * record at an offset already read (the position was reset below it: the
+ * state it holds is most likely in force already; live is 0); keyed = 1 when
  * the deployment has a control key, and then refusal is NULL for a record
  * whose signature is good and new, else why it must not be applied
  * ("unsigned", "malformed", "bad_signature", "replayed"). Without a key,
@@ -36,7 +38,7 @@ typedef struct eg_audit_rec {
     size_t klen, vlen;
     int32_t partition;
     int64_t offset;
-    int live, keyed;
+    int live, reread, keyed;
     const char *refusal;
 } eg_audit_rec;
 typedef void (*eg_audit_apply)(void *arg, const eg_audit_rec *r);
@@ -64,6 +66,8 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
  * called). */
 int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, eg_audit_written done, void *req,
                    char *err, size_t errlen);
+/* Records read again after an out-of-range reset, since the start. */
+uint64_t eg_audit_reread(const eg_audit *a);
 /* 1 when the record at partition/offset has been read and applied here. */
 int eg_audit_applied(const eg_audit *a, int32_t partition, int64_t offset);
 /* Serves what the consumer and the producer have (also done on their

@@ -145,6 +145,12 @@ void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out) {
         const char *rv[2] = {gw->cfg->audit_topic, refusals[i]};
         eg_metric_sample(out, "errgate_control_records_refused_total", 2, rl, rv, (double)gw->control_refused[i]);
     }
+    static const char *const tl1[] = {"topic"};
+    const char *tv1[] = {gw->cfg->audit_topic};
+    eg_metric_header(out, "errgate_control_records_reread_total",
+                     "Control records read again after the reader's position was reset below them (out of range).",
+                     "counter");
+    eg_metric_sample(out, "errgate_control_records_reread_total", 1, tl1, tv1, (double)eg_audit_reread(gw->audit));
     eg_metric_header(out, "errgate_waiting_for_operator",
                      "1 while a stop decision waits for errgate ctl resume (on_stop = wait).", "gauge");
     eg_metric_sample(out, "errgate_waiting_for_operator", 0, NULL, NULL, gw->waiting);
@@ -270,7 +276,7 @@ static void on_ov_written(void *req, int32_t partition, int64_t offset, const ch
 
 #define GUARD_RESET_KEY "!dlq-guard-reset" /* after "GROUP/"; no override name starts with '!' */
 
-static void refuse(eg_gw *gw, const char *reason, int32_t partition, int64_t offset, const char *why);
+static void refuse(eg_gw *gw, const eg_audit_rec *r, const char *reason, const char *why);
 
 /* 1 when a live record of a keyed deployment, written at at_ms, is too
  * old to be a fresh change: a signed record produced again later (a
@@ -287,15 +293,15 @@ static void on_guard_reset_record(eg_gw *gw, const eg_audit_rec *r) {
     int64_t at_ms = 0, now = eg_wall_ms();
     if (eg_json_get_str(r->val, r->vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->group) != 0 ||
         eg_json_get_str(r->val, r->vlen, "at", at, sizeof at) != 0 || eg_parse_time_ms(at, &at_ms) != 0) {
-        refuse(gw, "malformed", r->partition, r->offset, "not a dlq-guard reset of this group with its time");
+        refuse(gw, r, "malformed", "not a dlq-guard reset of this group with its time");
         return;
     }
     if (at_ms > now + EG_OVERRIDE_SKEW_MS) {
-        refuse(gw, "future", r->partition, r->offset, "at: more than 5 minutes in the future");
+        refuse(gw, r, "future", "at: more than 5 minutes in the future");
         return;
     }
     if (stale(r, at_ms, now)) {
-        refuse(gw, "replayed", r->partition, r->offset, "a signed reset older than the replay window");
+        refuse(gw, r, "replayed", "a signed reset older than the replay window");
         return;
     }
     eg_json_get_str(r->val, r->vlen, "by", by, sizeof by);
@@ -308,15 +314,17 @@ static void on_guard_reset_record(eg_gw *gw, const eg_audit_rec *r) {
 }
 
 /* An audit record refused: counted under reason (one of refusals[]),
- * logged (the log's per-event rate limit bounds a flood), never applied. */
-static void refuse(eg_gw *gw, const char *reason, int32_t partition, int64_t offset, const char *why) {
+ * logged (the log's per-event rate limit bounds a flood), never applied.
+ * One read again after a reset was refused when first read: not again. */
+static void refuse(eg_gw *gw, const eg_audit_rec *r, const char *reason, const char *why) {
+    if (r->reread) return;
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
         if (!strcmp(refusals[i], reason)) gw->control_refused[i]++;
     eg_logline l;
     if (!eg_log_begin(&l, EG_WARN, "control_record_refused")) return;
     eg_log_str(&l, "topic", gw->cfg->audit_topic);
-    eg_log_int(&l, "partition", partition);
-    eg_log_int(&l, "offset", offset);
+    eg_log_int(&l, "partition", r->partition);
+    eg_log_int(&l, "offset", r->offset);
     eg_log_str(&l, "reason", reason);
     eg_log_str(&l, "msg", why);
     eg_log_end(&l);
@@ -336,7 +344,7 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
     if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/') return;
     if (!r->val) return; /* a tombstone: compaction's, nothing to apply */
     if (r->refusal) {
-        refuse(gw, r->refusal, r->partition, r->offset,
+        refuse(gw, r, r->refusal,
                !strcmp(r->refusal, "unsigned")   ? "no errgate.sig header, and control_key_file is set"
                : !strcmp(r->refusal, "replayed") ? "its signature was already read: a copy produced again"
                                                  : "its errgate.sig does not verify with the deployment's key");
@@ -351,23 +359,23 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
     const char *why;
     int64_t cleared, now = eg_wall_ms();
     if (eg_override_from_audit(r->val, r->vlen, &o, group, sizeof group, &cleared, err, sizeof err) != 0) {
-        refuse(gw, "malformed", r->partition, r->offset, err);
+        refuse(gw, r, "malformed", err);
         return;
     }
     if (strcmp(group, gw->cfg->group) != 0) {
-        refuse(gw, "key_mismatch", r->partition, r->offset, "its group is not the one its key names");
+        refuse(gw, r, "key_mismatch", "its group is not the one its key names");
         return;
     }
     if (klen != gl + 1 + strlen(o.name) || memcmp(key + gl + 1, o.name, klen - gl - 1) != 0) {
-        refuse(gw, "key_mismatch", r->partition, r->offset, "its key is not GROUP/NAME of the override it holds");
+        refuse(gw, r, "key_mismatch", "its key is not GROUP/NAME of the override it holds");
         return;
     }
     if (eg_override_check(&o, cleared, now, gw->cfg->override_max_ttl_ms, &why, err, sizeof err) != 0) {
-        refuse(gw, why, r->partition, r->offset, err);
+        refuse(gw, r, why, err);
         return;
     }
     if (stale(r, cleared ? cleared : o.set_at_ms, now)) {
-        refuse(gw, "replayed", r->partition, r->offset, "a signed change older than the replay window, read live");
+        refuse(gw, r, "replayed", "a signed change older than the replay window, read live");
         return;
     }
     /* a signed change older than the latest one applied to its name (beyond the clocks' skew) is a copy
@@ -375,12 +383,20 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
     int64_t when = cleared ? cleared : o.set_at_ms, latest = -1;
     size_t nl = strlen(o.name);
     if (r->keyed && (latest = eg_strmap_get(&gw->ov_latest, o.name, nl)) >= 0 && when < latest - EG_OVERRIDE_SKEW_MS) {
-        refuse(gw, "replayed", r->partition, r->offset, "a signed change older than the one in force for its name");
+        if (!r->reread) /* read again after a reset, it is only older: no copy, and no change */
+            refuse(gw, r, "replayed", "a signed change older than the one in force for its name");
+        ov_reqs_check(gw);
         return;
     }
     if (r->keyed && when > latest) eg_strmap_put(&gw->ov_latest, o.name, nl, when);
     o.trusted = r->keyed;
     int changed = 0, live = r->live;
+    int same = 0; /* read again after a reset: what is in force already is no change, said nowhere */
+    for (int i = 0; r->reread && !cleared && i < gw->overrides.n; i++) same |= eg_override_same(&gw->overrides.v[i], &o);
+    if (same) {
+        ov_reqs_check(gw);
+        return;
+    }
     if (cleared) {
         eg_override old;
         if (eg_overrides_clear(&gw->overrides, o.name, &old) == 0) {
@@ -397,7 +413,7 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
         if (rc == 2) log_override("override_evicted", &gone);
         changed = rc >= 0;
     }
-    if (changed && live) overrides_changed(gw);
+    if (changed && (live || r->reread)) overrides_changed(gw);
     ov_reqs_check(gw);
 }
 

@@ -336,6 +336,13 @@ int eg_override_from_audit(const char *json, size_t len, eg_override *o, char *g
     return 0;
 }
 
+int eg_override_same(const eg_override *a, const eg_override *b) {
+    return !strcmp(a->name, b->name) && a->match == b->match && !strcmp(a->value, b->value) &&
+           a->partition == b->partition && a->action == b->action && a->delay_ms == b->delay_ms &&
+           !strcmp(a->reason, b->reason) && !strcmp(a->by, b->by) && a->set_at_ms == b->set_at_ms &&
+           a->expires_at_ms == b->expires_at_ms && a->trusted == b->trusted;
+}
+
 /* Removes entry i, keeping the order of the others. */
 static void remove_at(eg_overrides *t, int i) {
     memmove(&t->v[i], &t->v[i + 1], (size_t)(t->n - i - 1) * sizeof *t->v);

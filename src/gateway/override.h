@@ -58,6 +58,9 @@ typedef struct eg_override {
     int trusted;                      /* its record was signed with the deployment's control key */
 } eg_override;
 
+/* 1 when a and b set the same override (every field, trust included). */
+int eg_override_same(const eg_override *a, const eg_override *b);
+
 typedef struct eg_overrides {
     eg_override *v;
     int n;
