@@ -1507,9 +1507,9 @@ void eg_gw_on_consumer_queue(evutil_socket_t fd, short what, void *arg) {
     dispatch(gw);
 }
 
-/* The lane producer hit a fatal error (idempotence broken: its writes can
- * no longer be trusted to be exactly the acknowledged ones): never
- * recovered; stop, commit only what is finished, exit 1. */
+/* The lane producer hit a fatal error lanes.c does not replace it for (a
+ * transactional producer's: fenced; or the replacements' bound reached):
+ * stop, commit only what is finished, exit 1. */
 void eg_gw_on_lane_fatal(const char *reason, void *arg) {
     eg_gw *gw = arg;
     if (gw->txn.on) { /* a fenced transactional producer: nothing more may be committed */

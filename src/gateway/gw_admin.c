@@ -252,6 +252,11 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         const char *lv[1] = {ls.topic};
         eg_metric_sample(out, "errgate_lane_pending_records", 1, ll, lv, lane_pending(gw, ls.topic));
     }
+    eg_metric_header(out, "errgate_lane_producer_replaced_total",
+                     "Lane producers replaced in place after a fatal error (at most 3 in 10 minutes; one more stops "
+                     "the gateway).",
+                     "counter");
+    eg_metric_sample(out, "errgate_lane_producer_replaced_total", 0, NULL, NULL, (double)eg_lanes_replaced(gw->lanes));
     if (gw->spill) {
         eg_spill_stats js;
         eg_spill_drain_stats ds;

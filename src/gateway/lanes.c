@@ -3,7 +3,19 @@
  * The error.message header is redacted here (redact.h): messages that come
  * from C (targets, fallbacks) have not been through the policy runtime's
  * redactor, and a lane topic is read by more people than the logs. Per lane
- * topic counters are kept for /lanes and /metrics. */
+ * topic counters are kept for /lanes and /metrics.
+ *
+ * A fatal error of the (non-transactional) idempotent producer, such as
+ * librdkafka 2.0.2's OUT_OF_ORDER_SEQUENCE_NUMBER after a broker lost the
+ * tail of its log, replaces the producer in place, at most
+ * EG_LANES_REPLACE_MAX times in EG_LANES_REPLACE_WINDOW_MS: the broken one's
+ * queued and in-flight writes are purged (each comes back to the gateway as
+ * a failed write, retried like any other: a write that had reached the
+ * broker is then in its lane twice, never lost), a fresh producer (a new
+ * producer id, sequences from zero) takes the next writes, and the old one
+ * is destroyed once its last report is served. Past the bound, or in
+ * transactional mode (a fatal error there is a fencing), the fatal callback
+ * stops the gateway. */
 #include "lanes.h"
 
 #include "ctlsign.h"
@@ -31,6 +43,7 @@ typedef struct lane_topic {
     char *rung; /* rung name (EG_LANE_RETRY), else NULL */
     char *name; /* lane topic */
     rd_kafka_topic_t *rkt;
+    rd_kafka_topic_t *old_rkt; /* the handle of a replaced producer, while it serves reports */
     uint64_t written, failed;
     int inflight;
 } lane_topic;
@@ -47,6 +60,13 @@ struct eg_lanes {
     int inbox;         /* source.inbox: original.* from the foreign DLQ headers */
     lane_topic *topics;
     int ntopics;
+    rd_kafka_conf_t *conf;     /* the producer's configuration, for a replacement (NULL: transactional) */
+    rd_kafka_t *old;           /* a producer replaced after a fatal error, until its last report is served */
+    rd_kafka_queue_t *oldq;    /* its main queue (wakes the loop through the same pipe) */
+    int replace;               /* a fatal error was reported: replace the producer after this poll */
+    char fatal_msg[700];       /* what it was */
+    int64_t replaced_at[EG_LANES_REPLACE_MAX]; /* monotonic ms of the last replacements, a ring */
+    uint64_t replaced;
     int outstanding;
     eg_lane_done_fn done;
     eg_lane_fatal_fn fatal;
@@ -82,7 +102,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     rd_kafka_resp_err_t err = eg_delivery_err(m); /* delivered without an offset: not confirmed */
     l->outstanding--;
     for (int i = 0; i < l->ntopics; i++)
-        if (l->topics[i].rkt == m->rkt) {
+        if (l->topics[i].rkt == m->rkt || (l->topics[i].old_rkt && l->topics[i].old_rkt == m->rkt)) {
             lane_topic *t = &l->topics[i];
             t->inflight--;
             if (!err) t->written++;
@@ -91,6 +111,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         }
     l->done((eg_record *)m->_private, err, l->done_arg);
 }
+
+static int replaceable(const eg_lanes *l);
+static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size_t keylen, int32_t partition_cnt,
+                              void *rkt_opaque, void *msg_opaque);
 
 /* Served by rd_kafka_poll from on_queue: on the loop thread. */
 static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
@@ -103,12 +127,85 @@ static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void 
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, why, sizeof why);
     snprintf(msg, sizeof msg, "fatal lane producer error %s: %s", rd_kafka_err2name(orig), orig ? why : reason);
     eg_logline ll;
+    int replace = l->conf && rk == l->rk && replaceable(l);
     if (eg_log_begin(&ll, EG_ERROR, "lane_producer_fatal")) {
         eg_log_str(&ll, "error", rd_kafka_err2name(orig));
         eg_log_str(&ll, "reason", orig ? why : reason);
+        eg_log_str(&ll, "next", replace ? "the producer is replaced; its unconfirmed writes are written again"
+                                        : "the gateway stops");
         eg_log_end(&ll);
     }
+    if (rk != l->rk) return; /* a replaced producer: its writes are purged already */
+    if (replace) { /* after the poll that reported it (on_queue): its reports are still being served */
+        l->replace = 1;
+        eg_strlcpy(l->fatal_msg, msg, sizeof l->fatal_msg);
+        return;
+    }
     if (l->fatal) l->fatal(msg, l->done_arg);
+}
+
+/* 1 when a replacement now stays within EG_LANES_REPLACE_MAX in
+ * EG_LANES_REPLACE_WINDOW_MS (the oldest of the ring is out of the window). */
+static int replaceable(const eg_lanes *l) {
+    int64_t oldest = l->replaced_at[l->replaced % EG_LANES_REPLACE_MAX];
+    return l->replaced < EG_LANES_REPLACE_MAX || eg_now_ms() - oldest > EG_LANES_REPLACE_WINDOW_MS;
+}
+
+/* Destroys the replaced producer once nothing of it is left to serve. */
+static void reap_old(eg_lanes *l) {
+    if (!l->old || rd_kafka_outq_len(l->old) > 0) return;
+    for (int i = 0; i < l->ntopics; i++)
+        if (l->topics[i].old_rkt) {
+            rd_kafka_topic_destroy(l->topics[i].old_rkt);
+            l->topics[i].old_rkt = NULL;
+        }
+    rd_kafka_queue_destroy(l->oldq);
+    rd_kafka_destroy(l->old);
+    l->old = NULL;
+    l->oldq = NULL;
+    eg_log_msg(EG_INFO, "lane_producer_reaped", "the replaced lane producer served its last report");
+}
+
+/* A topic handle for name on rk, with the lane partitioner. */
+static rd_kafka_topic_t *topic_handle(rd_kafka_t *rk, const char *name) {
+    rd_kafka_topic_conf_t *tc = rd_kafka_topic_conf_new();
+    rd_kafka_topic_conf_set_partitioner_cb(tc, same_partition);
+    return rd_kafka_topic_new(rk, name, tc);
+}
+
+/* Replaces the producer that raised a fatal error (see the top of the
+ * file). Waits while an earlier replaced one still serves reports. A
+ * producer that cannot be created is fatal. */
+static void replace_producer(eg_lanes *l) {
+    if (l->old) return; /* once it is reaped (on_queue) */
+    char e[512];
+    rd_kafka_conf_t *c = rd_kafka_conf_dup(l->conf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, e, sizeof e);
+    l->replace = 0;
+    if (!rk) {
+        rd_kafka_conf_destroy(c);
+        char msg[1300];
+        snprintf(msg, sizeof msg, "%s; no producer could replace it: %s", l->fatal_msg, e);
+        if (l->fatal) l->fatal(msg, l->done_arg);
+        return;
+    }
+    rd_kafka_purge(l->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING);
+    l->old = l->rk;
+    l->oldq = l->mainq;
+    l->rk = rk;
+    l->mainq = rd_kafka_queue_get_main(rk);
+    rd_kafka_queue_io_event_enable(l->mainq, l->pipefd[1], "1", 1);
+    for (int i = 0; i < l->ntopics; i++) {
+        l->topics[i].old_rkt = l->topics[i].rkt;
+        l->topics[i].rkt = topic_handle(rk, l->topics[i].name);
+    }
+    l->replaced_at[l->replaced % EG_LANES_REPLACE_MAX] = eg_now_ms();
+    l->replaced++;
+    eg_log_msg(EG_WARN, "lane_producer_replaced",
+               "a fresh lane producer replaces the one that failed (%llu in all; at most %d in %d min): %s",
+               (unsigned long long)l->replaced, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000,
+               l->fatal_msg);
+    event_active(l->ev, EV_READ, 0); /* reports queued on the new one before it was wired */
 }
 
 /* Readable pipe: librdkafka has reports for us. Serve them all. */
@@ -117,6 +214,11 @@ static void on_queue(evutil_socket_t fd, short what, void *arg) {
     char buf[64];
     while (read(fd, buf, sizeof buf) > 0) {}
     while (rd_kafka_poll(l->rk, 0) > 0) {}
+    if (l->old) {
+        while (rd_kafka_poll(l->old, 0) > 0) {}
+        reap_old(l);
+    }
+    if (l->replace) replace_producer(l);
 }
 
 /* Partitioner: the source partition number when the lane has it. Runs on
@@ -190,9 +292,11 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     rd_kafka_conf_set_opaque(conf, l);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_producer_error);
+    if (!cfg->lanes_transactional) l->conf = rd_kafka_conf_dup(conf);
     l->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
     if (!l->rk) {
         snprintf(err, errlen, "cannot create the lane producer: %s", e);
+        if (l->conf) rd_kafka_conf_destroy(l->conf);
         free(l);
         rd_kafka_conf_destroy(conf);
         return NULL;
@@ -202,6 +306,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->done_arg = arg;
     if (cfg->control_key_file && eg_ctlsign_load(cfg->control_key_file, &l->ctlkey, err, errlen) != 0) {
         rd_kafka_destroy(l->rk);
+        if (l->conf) rd_kafka_conf_destroy(l->conf);
         free(l);
         return NULL;
     }
@@ -249,9 +354,8 @@ static lane_topic *lookup(eg_lanes *l, eg_lane lane, const char *src, const char
     t->src = eg_xstrdup(src);
     t->rung = rung ? eg_xstrdup(rung) : NULL;
     t->name = eg_lane_topic(l->tmpl[lane], src, rung);
-    rd_kafka_topic_conf_t *tc = rd_kafka_topic_conf_new();
-    rd_kafka_topic_conf_set_partitioner_cb(tc, same_partition);
-    t->rkt = rd_kafka_topic_new(l->rk, t->name, tc);
+    t->rkt = topic_handle(l->rk, t->name);
+    t->old_rkt = NULL;
     t->written = t->failed = 0;
     t->inflight = 0;
     return t;
@@ -504,14 +608,19 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
 void eg_lanes_purge(eg_lanes *l, int timeout_ms) {
     if (!l->outstanding) return;
     rd_kafka_purge(l->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    if (l->old) rd_kafka_purge(l->old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     int64_t until = eg_now_ms() + timeout_ms;
-    while (l->outstanding > 0 && eg_now_ms() < until) rd_kafka_poll(l->rk, 50);
+    while (l->outstanding > 0 && eg_now_ms() < until) {
+        rd_kafka_poll(l->rk, l->old ? 10 : 50);
+        if (l->old) rd_kafka_poll(l->old, 10);
+    }
 }
 
 void eg_lanes_free(eg_lanes *l) {
     if (!l) return;
     for (int i = 0; i < l->ntopics; i++) {
         rd_kafka_topic_destroy(l->topics[i].rkt);
+        if (l->topics[i].old_rkt) rd_kafka_topic_destroy(l->topics[i].old_rkt);
         free(l->topics[i].src);
         free(l->topics[i].rung);
         free(l->topics[i].name);
@@ -520,6 +629,9 @@ void eg_lanes_free(eg_lanes *l) {
     if (l->ev) event_free(l->ev);
     if (l->mainq) rd_kafka_queue_destroy(l->mainq);
     if (l->rk) rd_kafka_destroy(l->rk);
+    if (l->oldq) rd_kafka_queue_destroy(l->oldq);
+    if (l->old) rd_kafka_destroy(l->old);
+    if (l->conf) rd_kafka_conf_destroy(l->conf);
     if (l->pipefd[0] > 0) close(l->pipefd[0]);
     if (l->pipefd[1] > 0) close(l->pipefd[1]);
     free(l->group);
@@ -528,6 +640,8 @@ void eg_lanes_free(eg_lanes *l) {
 }
 
 int eg_lanes_transactional(const eg_lanes *l) { return l->transactional; }
+
+uint64_t eg_lanes_replaced(const eg_lanes *l) { return l->replaced; }
 
 /* Takes e: the result class of a failed transaction step, err its text. */
 static eg_txn_result txn_error(rd_kafka_error_t *e, const char *step, char *err, size_t errlen) {

@@ -38,8 +38,12 @@ int eg_lanes_writes(const eg_lanes *l, eg_action a);
 const char *eg_lane_name(eg_lane lane);
 
 typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);
-/* The producer hit a fatal error (rd_kafka_fatal_error): it will never
- * write again; reason names the underlying error. */
+/* The producer hit a fatal error (rd_kafka_fatal_error) that is not
+ * answered by replacing it (transactional mode, or more than
+ * EG_LANES_REPLACE_MAX replacements in EG_LANES_REPLACE_WINDOW_MS, or no
+ * producer could be created): nothing more will be written; reason names
+ * the underlying error. A replaced producer's unconfirmed writes come back
+ * through done with an error (purged), to be written again. */
 typedef void (*eg_lane_fatal_fn)(const char *reason, void *arg);
 
 /* Creates the producer. done and fatal (both given arg) are called on the
@@ -119,6 +123,10 @@ typedef enum {
 
 /* 1 when the producer is transactional. */
 int eg_lanes_transactional(const eg_lanes *l);
+/* Producers replaced after a fatal error since the start (lanes.c). */
+uint64_t eg_lanes_replaced(const eg_lanes *l);
+#define EG_LANES_REPLACE_MAX 3              /* replacements of the lane producer ... */
+#define EG_LANES_REPLACE_WINDOW_MS 600000   /* ... within this long; one more stops the gateway */
 /* Opens a transaction. EG_TXN_ABORTED (with err) when none could be opened. */
 eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen);
 /* Waits up to timeout_ms for every write of the open transaction to be
