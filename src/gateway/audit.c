@@ -25,6 +25,11 @@
  * A write's delivery report comes back on the loop through the producer's
  * main queue; each write carries its caller's request as the message
  * opaque and its done runs exactly once (purged writes at free included).
+ * A producer that met a fatal error (idempotence broken, as the lane
+ * producer's: lanes.c) is replaced by a fresh one at the next write, at most
+ * EG_LANES_REPLACE_MAX times in EG_LANES_REPLACE_WINDOW_MS; the writes it
+ * still held fail (their requests are answered 503) and past the bound a
+ * write fails saying the gateway needs a restart.
  *
  * Signatures (ctlsign.h): with control_key_file, every write carries the
  * header errgate.sig over (kind "audit", key, value), and every record read
@@ -38,6 +43,7 @@
 
 #include "ctlsign.h"
 #include "lane_state.h"
+#include "lanes.h"
 #include "kconf.h"
 #include "log.h"
 #include "util.h"
@@ -56,6 +62,9 @@ typedef struct wreq {
 
 struct eg_audit {
     rd_kafka_t *prod, *cons;
+    rd_kafka_conf_t *pconf;  /* the producer's configuration, for a replacement */
+    uint64_t replaced;       /* producers replaced after a fatal error */
+    int64_t replaced_at[EG_LANES_REPLACE_MAX]; /* monotonic ms of the last ones, a ring */
     rd_kafka_queue_t *pq, *cq; /* the producer's main queue, the consumer's queue */
     int ppipe[2], cpipe[2];
     struct event *pev, *cev;
@@ -267,6 +276,7 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
     rd_kafka_conf_set(pc, "message.timeout.ms", tmo, e, sizeof e);
     rd_kafka_conf_set(pc, "linger.ms", "0", e, sizeof e);
     rd_kafka_conf_set_dr_msg_cb(pc, on_delivery);
+    a->pconf = rd_kafka_conf_dup(pc);
     if (!(a->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, e, sizeof e))) {
         rd_kafka_conf_destroy(pc);
         snprintf(err, errlen, "audit producer: %s", e);
@@ -329,8 +339,44 @@ fail:
     return NULL;
 }
 
+/* Replaces a producer that met a fatal error (see the top of the file): its
+ * writes are purged (each done with an error), then it is destroyed and a
+ * fresh one wired in its place. Returns 0, or -1 with err when the bound is
+ * reached or no producer can be created. */
+static int replace_producer(eg_audit *a, char *err, size_t errlen) {
+    char why[256], e[512];
+    rd_kafka_fatal_error(a->prod, why, sizeof why);
+    int64_t now = eg_now_ms(), oldest = a->replaced_at[a->replaced % EG_LANES_REPLACE_MAX];
+    if (a->replaced >= EG_LANES_REPLACE_MAX && now - oldest <= EG_LANES_REPLACE_WINDOW_MS) {
+        snprintf(err, errlen, "the audit producer failed fatally (%.200s) after %d replacements in %d min: restart "
+                 "the gateway", why, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000);
+        return -1;
+    }
+    rd_kafka_conf_t *c = rd_kafka_conf_dup(a->pconf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, e, sizeof e);
+    if (!rk) {
+        rd_kafka_conf_destroy(c);
+        snprintf(err, errlen, "the audit producer failed fatally (%.200s) and none could replace it: %.200s", why, e);
+        return -1;
+    }
+    rd_kafka_purge(a->prod, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    for (int i = 0; i < 50 && rd_kafka_outq_len(a->prod) > 0; i++) rd_kafka_poll(a->prod, 20);
+    rd_kafka_queue_io_event_enable(a->pq, -1, NULL, 0);
+    rd_kafka_queue_destroy(a->pq);
+    rd_kafka_destroy(a->prod);
+    a->prod = rk;
+    a->pq = rd_kafka_queue_get_main(rk);
+    rd_kafka_queue_io_event_enable(a->pq, a->ppipe[1], "1", 1);
+    a->replaced_at[a->replaced % EG_LANES_REPLACE_MAX] = now;
+    a->replaced++;
+    eg_log_msg(EG_WARN, "audit_producer_replaced", "a fresh audit producer replaces the one that failed fatally: %s",
+               why);
+    return 0;
+}
+
 int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, eg_audit_written done, void *req,
                    char *err, size_t errlen) {
+    if (rd_kafka_fatal_error(a->prod, NULL, 0) && replace_producer(a, err, errlen) != 0) return -1;
     wreq *w = eg_xcalloc(1, sizeof *w);
     w->done = done;
     w->req = req;
@@ -375,6 +421,7 @@ void eg_audit_free(eg_audit *a) {
         rd_kafka_destroy(a->cons);
     }
     if (a->prod) rd_kafka_destroy(a->prod);
+    if (a->pconf) rd_kafka_conf_destroy(a->pconf);
     for (int i = 0; i < 2; i++) {
         if (a->ppipe[i] >= 0) close(a->ppipe[i]);
         if (a->cpipe[i] >= 0) close(a->cpipe[i]);
