@@ -62,10 +62,10 @@ typedef struct wreq {
 
 struct eg_audit {
     rd_kafka_t *prod, *cons;
-    rd_kafka_conf_t *pconf;  /* the producer's configuration, for a replacement */
-    uint64_t replaced;       /* producers replaced after a fatal error */
+    rd_kafka_conf_t *pconf;                    /* the producer's configuration, for a replacement */
+    uint64_t replaced;                         /* producers replaced after a fatal error */
     int64_t replaced_at[EG_LANES_REPLACE_MAX]; /* monotonic ms of the last ones, a ring */
-    rd_kafka_queue_t *pq, *cq; /* the producer's main queue, the consumer's queue */
+    rd_kafka_queue_t *pq, *cq;                 /* the producer's main queue, the consumer's queue */
     int ppipe[2], cpipe[2];
     struct event *pev, *cev;
     char *topic;
@@ -348,8 +348,10 @@ static int replace_producer(eg_audit *a, char *err, size_t errlen) {
     rd_kafka_fatal_error(a->prod, why, sizeof why);
     int64_t now = eg_now_ms(), oldest = a->replaced_at[a->replaced % EG_LANES_REPLACE_MAX];
     if (a->replaced >= EG_LANES_REPLACE_MAX && now - oldest <= EG_LANES_REPLACE_WINDOW_MS) {
-        snprintf(err, errlen, "the audit producer failed fatally (%.200s) after %d replacements in %d min: restart "
-                 "the gateway", why, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000);
+        snprintf(err, errlen,
+                 "the audit producer failed fatally (%.200s) after %d replacements in %d min: restart "
+                 "the gateway",
+                 why, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000);
         return -1;
     }
     rd_kafka_conf_t *c = rd_kafka_conf_dup(a->pconf);

@@ -392,7 +392,8 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
     o.trusted = r->keyed;
     int changed = 0, live = r->live;
     int same = 0; /* read again after a reset: what is in force already is no change, said nowhere */
-    for (int i = 0; r->reread && !cleared && i < gw->overrides.n; i++) same |= eg_override_same(&gw->overrides.v[i], &o);
+    for (int i = 0; r->reread && !cleared && i < gw->overrides.n; i++)
+        same |= eg_override_same(&gw->overrides.v[i], &o);
     if (same) {
         ov_reqs_check(gw);
         return;

@@ -60,11 +60,11 @@ struct eg_lanes {
     int inbox;         /* source.inbox: original.* from the foreign DLQ headers */
     lane_topic *topics;
     int ntopics;
-    rd_kafka_conf_t *conf;     /* the producer's configuration, for a replacement (NULL: transactional) */
-    rd_kafka_t *old;           /* a producer replaced after a fatal error, until its last report is served */
-    rd_kafka_queue_t *oldq;    /* its main queue (wakes the loop through the same pipe) */
-    int replace;               /* a fatal error was reported: replace the producer after this poll */
-    char fatal_msg[700];       /* what it was */
+    rd_kafka_conf_t *conf;  /* the producer's configuration, for a replacement (NULL: transactional) */
+    rd_kafka_t *old;        /* a producer replaced after a fatal error, until its last report is served */
+    rd_kafka_queue_t *oldq; /* its main queue (wakes the loop through the same pipe) */
+    int replace;            /* a fatal error was reported: replace the producer after this poll */
+    char fatal_msg[700];    /* what it was */
     int64_t replaced_at[EG_LANES_REPLACE_MAX]; /* monotonic ms of the last replacements, a ring */
     uint64_t replaced;
     int outstanding;
@@ -131,12 +131,13 @@ static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void 
     if (eg_log_begin(&ll, EG_ERROR, "lane_producer_fatal")) {
         eg_log_str(&ll, "error", rd_kafka_err2name(orig));
         eg_log_str(&ll, "reason", orig ? why : reason);
-        eg_log_str(&ll, "next", replace ? "the producer is replaced; its unconfirmed writes are written again"
-                                        : "the gateway stops");
+        eg_log_str(&ll, "next",
+                   replace ? "the producer is replaced; its unconfirmed writes are written again"
+                           : "the gateway stops");
         eg_log_end(&ll);
     }
     if (rk != l->rk) return; /* a replaced producer: its writes are purged already */
-    if (replace) { /* after the poll that reported it (on_queue): its reports are still being served */
+    if (replace) {           /* after the poll that reported it (on_queue): its reports are still being served */
         l->replace = 1;
         eg_strlcpy(l->fatal_msg, msg, sizeof l->fatal_msg);
         return;
@@ -203,8 +204,7 @@ static void replace_producer(eg_lanes *l) {
     l->replaced++;
     eg_log_msg(EG_WARN, "lane_producer_replaced",
                "a fresh lane producer replaces the one that failed (%llu in all; at most %d in %d min): %s",
-               (unsigned long long)l->replaced, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000,
-               l->fatal_msg);
+               (unsigned long long)l->replaced, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000, l->fatal_msg);
     event_active(l->ev, EV_READ, 0); /* reports queued on the new one before it was wired */
 }
 

@@ -125,8 +125,8 @@ typedef enum {
 int eg_lanes_transactional(const eg_lanes *l);
 /* Producers replaced after a fatal error since the start (lanes.c). */
 uint64_t eg_lanes_replaced(const eg_lanes *l);
-#define EG_LANES_REPLACE_MAX 3              /* replacements of the lane producer ... */
-#define EG_LANES_REPLACE_WINDOW_MS 600000   /* ... within this long; one more stops the gateway */
+#define EG_LANES_REPLACE_MAX 3            /* replacements of the lane producer ... */
+#define EG_LANES_REPLACE_WINDOW_MS 600000 /* ... within this long; one more stops the gateway */
 /* Opens a transaction. EG_TXN_ABORTED (with err) when none could be opened. */
 eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen);
 /* Waits up to timeout_ms for every write of the open transaction to be
