@@ -125,6 +125,8 @@ typedef struct eg_part {
     int holding;
     int retry_wait; /* in-place retries waiting under partition ordering */
     int lane_failing;
+    int64_t blocked_since_ms; /* monotonic ms it was paused for a blocking reason (not PAUSE_DUE), 0 when not */
+    int64_t blocked_ms;       /* ms paused so, before blocked_since_ms (errgate_partition_blocked_seconds_total) */
     unsigned pause;         /* reasons applied */
     int paused;             /* state applied to the consumer */
     rd_kafka_queue_t *q;    /* the partition's own message queue */
@@ -151,6 +153,7 @@ typedef struct eg_gw_metrics {
     eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *spilled, *lane_failures;
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
     eg_family *lane_refusals, *lane_stubs; /* by lane and error; by lane */
+    eg_family *poison, *recovered, *dead_by_topic; /* by source topic (the seeds' metrics, gateway.c) */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
     uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;
