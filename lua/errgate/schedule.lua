@@ -167,7 +167,8 @@ local function compile_rung(where, i, r)
     end
     name, delay, times = r.name, r.delay, r.times
     if delay == nil then fail(at, "delay missing (a duration such as \"45s\")") end
-    if times ~= nil and (type(times) ~= "number" or times ~= times or times < 1 or times > MAX_STEPS or times % 1 ~= 0) then
+    if times ~= nil
+        and (type(times) ~= "number" or times ~= times or times < 1 or times > MAX_STEPS or times % 1 ~= 0) then
       fail(at, "times must be an integer from 1 to %d (steps on this rung), got %s", MAX_STEPS, tostring(times))
     end
     if name == nil and times ~= nil and type(delay) == "string" then name = delay end

@@ -152,7 +152,7 @@ describe("repeated rungs (seed 003: a fixed-delay schedule of 33 steps, non-bloc
     route = { transient = { ladder = "fixed", exhausted = "dlq" }, default = "dlq" } }
 
   it("one rung topic serves the 33 steps: 33 compiled steps, one rung in the union", function()
-    local s = pol.schedules and pol.schedules.fixed or schedule.compile("fixed", { ladder = { { delay = "30s", times = 33 } } })
+    local s = schedule.compile("fixed", { ladder = { { delay = "30s", times = 33 } } })
     assert.are.equal(33, #s.rungs)
     for i = 1, 33 do assert.are.same({ name = "30s", delay_ms = 30000 }, s.rungs[i]) end
     assert.are.same({ { name = "30s", delay_ms = 30000 } }, pol.rungs)

@@ -125,8 +125,8 @@ typedef struct watch {
     size_t nq;
     long records, alerts, posted, post_failures, dropped;
     long overflow; /* alerts dropped because MAX_QUEUED were waiting */
-    CURLM *multi; /* the POSTs under way (--webhook) */
-    int posting;  /* how many */
+    CURLM *multi;  /* the POSTs under way (--webhook) */
+    int posting;   /* how many */
 } watch;
 
 /* Prints the usage text of `errgate dlq watch` on stdout. */
@@ -392,7 +392,9 @@ static void count_record(watch *w, const rd_kafka_message_t *m, const char *k, i
     char *body = eg_json_take(b);
     if (w->nq >= MAX_QUEUED) {
         if (w->overflow++ % 1000 == 0)
-            fprintf(stderr, "errgate dlq watch: webhook: %zu alerts already wait for their POST: alert %s (%s) dropped (%ld so far)\n",
+            fprintf(stderr,
+                    "errgate dlq watch: webhook: %zu alerts already wait for their POST: alert %s (%s) dropped (%ld so "
+                    "far)\n",
                     w->nq, k, id, w->overflow);
         w->dropped++;
         free(body);

@@ -255,7 +255,8 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
     const char *iv[2] = {gw->cfg->metrics_pipeline ? gw->cfg->metrics_pipeline : gw->cfg->group,
                          gw->cfg->metrics_stage ? gw->cfg->metrics_stage : kinds[gw->cfg->target_kind]};
     eg_metric_header(out, "errgate_pipeline_info",
-                     "The pipeline and stage this gateway serves (metrics.pipeline, metrics.stage; always 1).", "gauge");
+                     "The pipeline and stage this gateway serves (metrics.pipeline, metrics.stage; always 1).",
+                     "gauge");
     eg_metric_sample(out, "errgate_pipeline_info", 2, il, iv, 1);
     eg_metric_header(out, "errgate_dead_letter_ratio_threshold",
                      "Dead letters per consumed record above which ErrgateDeadLetterRatio fires "

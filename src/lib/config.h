@@ -217,8 +217,8 @@ typedef struct eg_config {
     int guard_stop;              /* dlq_guard.action = "stop" (else "hold") */
     int guard_cooldown_s;        /* tripped at least this long before it re-arms */
     /* metrics (gw_admin.c: errgate_pipeline_info, errgate_dead_letter_ratio_threshold) */
-    char *metrics_pipeline;        /* metrics.pipeline, or NULL: the group */
-    char *metrics_stage;           /* metrics.stage, or NULL: the target kind */
+    char *metrics_pipeline;           /* metrics.pipeline, or NULL: the group */
+    char *metrics_stage;              /* metrics.stage, or NULL: the target kind */
     double metrics_dead_letter_ratio; /* metrics.dead_letter_ratio: the ratio alert's threshold */
 } eg_config;
 
