@@ -22,7 +22,8 @@
  * (previous.topic: the source topic, the rung it failed on, or the topic a
  * replay sent it to) and replay_from the lane record a replay took it from
  * (replay.from-dlq, null when it was never replayed); payload_bytes is the
- * lane record's value length. The value itself is never written. The progress moves only over records whose lines were written and
+ * lane record's value length. The value itself is never written. The
+ * progress moves only over records whose lines were written and
  * fdatasync'ed (at least every 500 ms and at the end), so a restart with the
  * same group resumes after the last incident written; after kill -9 the
  * lines of the last half second may be written again. Like every command's
@@ -38,8 +39,8 @@
  * ("any growth"); a zero window with N above 1 is refused. At most
  * MAX_QUEUED alerts wait for their POST: one more is dropped, logged (the
  * first and every 1000th) and counted, so a flood under --every-record
- * costs bounded memory and never holds up the incident lines. An alert is printed on stdout ("alert CLASS: N records in DUR ...")
- * and, with --webhook, POSTed as JSON
+ * costs bounded memory and never holds up the incident lines. An alert is
+ * printed on stdout ("alert CLASS: N records in DUR ...") and, with --webhook, POSTed as JSON
  *   {"alert": "errgate_dlq_threshold", "lane", "class", "count", "window",
  *    "window_ms", "first", "last", "last_id", "incidents", "at"}
  * with libcurl (5 s timeout, http and https only). A POST that fails (no
