@@ -101,7 +101,7 @@ PY
 check "every log line is JSON and none carries the payload marker" json_lines_ok "$T/gw.err" "$MARKER"
 check "decision lines carry the issue's fields" $PY -c '
 import json, sys
-need = {"ts","level","event","topic","partition","offset","key_hash","class","code","action","attempt","lane","policy","latency_ms"}
+need = {"ts","level","event","topic","partition","offset","key_hash","value_bytes","class","code","action","attempt","lane","policy","latency_ms"}
 lines = [json.loads(l) for l in open(sys.argv[1]) if "\"event\":\"decision\"" in l]
 sys.exit(0 if lines and all(need <= set(d) for d in lines) else 1)' "$T/gw.err"
 check "the payloads did carry the marker (DLQ records keep them)" grep -q "$MARKER" "$T/dlq.json"

@@ -6,7 +6,8 @@
 #     topic src.retry.300ms, the source partition never waits (healthy
 #     records finish while the failing ones climb), a record that keeps
 #     failing ends in the DLQ after 12 steps (retry.count=12, previous.topic =
-#     the rung), one that fails 3 times succeeds from the rung;
+#     the rung), one that fails 3 times succeeds from the rung; decision lines
+#     carry value_bytes and, on rung records, previous_topic;
 #   - the seeds' metrics: errgate_records_recovered_total (retries that then
 #     succeeded), errgate_records_poison_total (dead-lettered at the first
 #     failure), errgate_records_dead_lettered_by_topic_total (the ratio's
@@ -62,6 +63,16 @@ u = [h(r) for r in recs if r["key"].startswith("u")]
 print("#", [(x.get("retry.count"), x.get("previous.topic"), x.get("errgate.reason")) for x in u])
 sys.exit(0 if len(u) == 3 and all(x["retry.count"] == "12" and x["previous.topic"] == "src.retry.300ms"
                                   and x["errgate.reason"] == "exhausted" for x in u) else 1)
+PY
+check "decision lines carry value_bytes, and previous_topic on a record that came back from the rung" $PY - "$T/gw.err" <<'PY'
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1]) if '"event":"decision"' in l]
+rung = [x for x in d if x["topic"] == "src.retry.300ms"]
+src = [x for x in d if x["topic"] == "src"]
+prev = sorted(set(x.get("previous_topic") for x in rung))
+print("# %d decisions on the rung, previous topics %s" % (len(rung), prev))
+sys.exit(0 if rung and src and all(x["value_bytes"] > 0 for x in d) and prev == ["src", "src.retry.300ms"]
+         and all("previous_topic" not in x for x in src) else 1)
 PY
 check "errgate_records_recovered_total{topic=src} = 2 (the transient-3 records, from the rung)" \
   grep -q '^errgate_records_recovered_total{topic="src"} 2$' "$T/m1.txt"

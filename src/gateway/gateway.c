@@ -461,6 +461,10 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     } else {
         eg_log_null(&l, "key_hash");
     }
+    eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
+    /* where a record that came back (from a rung, or replayed) was before */
+    char prev[256];
+    if (eg_header_str(r->msg, EG_H_PREVIOUS, prev, sizeof prev) == 0) eg_log_str(&l, "previous_topic", prev);
     eg_log_str(&l, "kind", eg_failure_kind_name(f->kind));
     if (f->status) eg_log_int(&l, "status", f->status);
     eg_log_str(&l, "class", d->klass);
