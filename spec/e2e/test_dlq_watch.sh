@@ -93,6 +93,9 @@ PY
 bg watch3 "$EG" dlq watch src.dlq --incidents "$T/inc3.jsonl" --group w3 --webhook "http://127.0.0.1:9/x" --threshold '*=1/1m'
 W3=$LASTPID
 wait_for 30 grep -q "attempt 1 of 6 failed" "$T/watch3.err" || not_ok "no failed attempt logged: $(tail -2 "$T/watch3.err")"
+# every record read and both alerts raised before the stop (the first failed POST can come before the lane's end)
+wait_for 30 bash -c "[ \$(wc -l <'$T/inc3.jsonl') -ge 13 ] && [ \$(grep -c '^alert ' '$T/watch3.out') -ge 2 ]" ||
+  not_ok "watch3: $(count "$T/inc3.jsonl") lines, $(grep -c '^alert ' "$T/watch3.out") alerts"
 kill -TERM "$W3"; rc=0; wait "$W3" || rc=$?
 expect "receiver down: each class alerted once (* = 1/1m), retried, dropped at SIGTERM, exit 0 (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(grep -c "^alert " "$T/watch3.out")" = 2 ] && grep -q "dropped at shutdown" "$T/watch3.err" &&
