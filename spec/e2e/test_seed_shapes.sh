@@ -15,6 +15,9 @@
 #     behind in-place retries under partition ordering, at least the retries'
 #     delays), errgate_pipeline_info{pipeline,stage} and
 #     errgate_dead_letter_ratio_threshold from the config's metrics table.
+# The rung that feeds itself (consumed and written by the same gateway) runs
+# on a real cluster too.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 start_broker $(ladder_topics src 300ms) --topic blk:1 --topic blk.dlq:1 --topic blk.quarantine:1
