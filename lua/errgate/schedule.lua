@@ -21,6 +21,11 @@
 --                                   -- (default "none" for a list, else "full")
 --     max_elapsed = "10m",          -- give up once this long has passed since
 --                                   -- the record's first failure
+-- attempts is at most 1,000, unless max_elapsed bounds the schedule in time:
+-- then any integer up to 1,000,000,000, or "unlimited" (retry until
+-- max_elapsed). Above 1,000 without max_elapsed the schedule is refused: a
+-- retry that never gives up holds its record (and, in order, its key or
+-- partition) for ever.
 --     honor_retry_after = true,     -- Retry-After is a floor for the delay
 --     retry_after_cap = "1m" }      -- ... but never more than this
 -- (durations are named without a unit, errgate.renamed: base_ms, max_ms,
@@ -38,9 +43,17 @@
 -- an incident. Rung names match ^[A-Za-z0-9._-]+$, are at most 32 bytes and
 -- unique within a ladder; a ladder has 1 to 10 rungs. A rung name used by
 -- two ladders names one topic, so it must have the same delay in both
--- (compile_all refuses otherwise). Compiled: { name, shape = "ladder",
--- rungs = { { name = "30s", delay_ms = 30000 }, ... }, honor_retry_after,
--- retry_after_cap_ms } (compiled fields are milliseconds and say so).
+-- (compile_all refuses otherwise).
+-- A repeated rung, { delay = "30s", times = 33 [, name = "30s"] } (name
+-- defaults to the delay), is `times` steps on one rung topic: each step
+-- waits the delay on that topic again (a rung topic holds records of one
+-- delay, so its head is always the first due). It counts as one of the 10
+-- rungs and as `times` of the at most 1,000 steps a ladder has, so a
+-- fixed-delay schedule of 33 steps is one rung topic, not 33. Compiled: {
+-- name, shape = "ladder", rungs = { { name = "30s", delay_ms = 30000 }, ... }
+-- (one entry per step: a repeated rung is `times` equal entries),
+-- honor_retry_after, retry_after_cap_ms } (compiled fields are milliseconds
+-- and say so).
 --
 -- Errors are raised as "retry.<name>: ..." strings without position; the
 -- policy module adds the file and line of the define call.
@@ -54,8 +67,10 @@ local schedule = {}
 local DEFAULT_MAX_MS = 30000
 local DEFAULT_RETRY_AFTER_CAP_MS = 60000
 local LADDER_RETRY_AFTER_CAP_MS = 3600000
-local MAX_ATTEMPTS = 1000
-local MAX_RUNGS = 10
+local MAX_ATTEMPTS = 1000            -- without max_elapsed
+local MAX_BOUNDED_ATTEMPTS = 1000000000 -- with max_elapsed (the C core counts in int)
+local MAX_RUNGS = 10                 -- rung topics of one ladder
+local MAX_STEPS = 1000               -- steps of one ladder (a repeated rung is `times` steps)
 
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
@@ -68,7 +83,7 @@ local KNOWN = {
   base_ms = true, max_ms = true, retry_after_cap_ms = true, max_elapsed_ms = true, -- old names (errgate.renamed)
 }
 local LADDER_KNOWN = { ladder = true, honor_retry_after = true, retry_after_cap = true, retry_after_cap_ms = true }
-local RUNG_KEYS = { name = true, delay = true }
+local RUNG_KEYS = { name = true, delay = true, times = true }
 local MAX_LIST = 1000
 local MAX_MULTIPLIER = 10
 
@@ -137,21 +152,27 @@ local function retry_after(where, spec, s, cap_default)
   s.retry_after_cap_ms = ms_field(where, spec, "retry_after_cap", cap_default)
 end
 
--- compile_rung(where, i, r) -> { name, delay_ms }
+-- compile_rung(where, i, r) -> { name, delay_ms }, times
 local function compile_rung(where, i, r)
   local at = ("%s: rung %d"):format(where, i)
-  local name, delay
+  local name, delay, times
   if type(r) == "string" then
     name, delay = r, r
   elseif type(r) == "table" then
     for k in pairs(r) do
       if not RUNG_KEYS[k] then
-        fail(at, "unknown key %s (a rung is { name = \"30s\", delay = \"45s\" })", tostring(k))
+        fail(at, "unknown key %s (a rung is { name = \"30s\", delay = \"45s\" } or { delay = \"30s\", times = 33 })",
+          tostring(k))
       end
     end
-    name, delay = r.name, r.delay
-    if type(name) ~= "string" then fail(at, "name missing (a string such as \"30s\")") end
+    name, delay, times = r.name, r.delay, r.times
     if delay == nil then fail(at, "delay missing (a duration such as \"45s\")") end
+    if times ~= nil
+        and (type(times) ~= "number" or times ~= times or times < 1 or times > MAX_STEPS or times % 1 ~= 0) then
+      fail(at, "times must be an integer from 1 to %d (steps on this rung), got %s", MAX_STEPS, tostring(times))
+    end
+    if name == nil and times ~= nil and type(delay) == "string" then name = delay end
+    if type(name) ~= "string" then fail(at, "name missing (a string such as \"30s\")") end
   else
     fail(at, "expected a duration string such as \"30s\" or { name = \"30s\", delay = \"45s\" }, got %s", type(r))
   end
@@ -160,7 +181,7 @@ local function compile_rung(where, i, r)
   end
   local ms, err = duration.parse(delay)
   if not ms then fail(at, "%s", err) end
-  return { name = name, delay_ms = ms }
+  return { name = name, delay_ms = ms }, times or 1
 end
 
 -- compile_ladder(name, where, spec) -> schedule of shape "ladder"
@@ -179,16 +200,20 @@ local function compile_ladder(name, where, spec)
       fail(where, "ladder: rungs are a list; unexpected key %s", tostring(k))
     end
   end
-  if #list < 1 or #list > MAX_RUNGS then fail(where, "ladder: 1 to %d rungs, got %d", MAX_RUNGS, #list) end
+  if #list < 1 or #list > MAX_RUNGS then
+    fail(where, "ladder: 1 to %d rungs, got %d (a rung may repeat: { delay = \"30s\", times = 33 })", MAX_RUNGS, #list)
+  end
   local s = { name = name, shape = "ladder", rungs = {} }
   local seen = {}
   for i, r in ipairs(list) do
-    local rung = compile_rung(where, i, r)
+    local rung, times = compile_rung(where, i, r)
     if seen[rung.name] then
-      fail(where, "rung %d: name %q is already rung %d of this ladder", i, rung.name, seen[rung.name])
+      fail(where, "rung %d: name %q is already rung %d of this ladder (repeat a rung with times = N)", i, rung.name,
+        seen[rung.name])
     end
     seen[rung.name] = i
-    s.rungs[i] = rung
+    if #s.rungs + times > MAX_STEPS then fail(where, "ladder: at most %d steps in all (times included)", MAX_STEPS) end
+    for _ = 1, times do s.rungs[#s.rungs + 1] = { name = rung.name, delay_ms = rung.delay_ms } end
   end
   retry_after(where, spec, s, LADDER_RETRY_AFTER_CAP_MS)
   return s
@@ -211,8 +236,17 @@ function schedule.compile(name, spec)
   local delays = spec.delays ~= nil and parse_delays(where, spec.delays) or nil
   local attempts = spec.attempts
   if attempts == nil and delays then attempts = #delays end
-  if type(attempts) ~= "number" or attempts < 0 or attempts > MAX_ATTEMPTS or attempts % 1 ~= 0 then
-    fail(where, "attempts must be an integer from 0 to %d (additional attempts after the first failure)", MAX_ATTEMPTS)
+  local bounded = spec.max_elapsed ~= nil or spec.max_elapsed_ms ~= nil
+  if attempts == "unlimited" or (type(attempts) == "number" and attempts > MAX_ATTEMPTS and attempts % 1 == 0
+      and attempts <= MAX_BOUNDED_ATTEMPTS) then
+    if not bounded then
+      fail(where, "attempts %s needs max_elapsed (e.g. max_elapsed = \"1h\"): above %d attempts a schedule must be"
+        .. " bounded in time, or it would hold its record for ever", tostring(attempts), MAX_ATTEMPTS)
+    end
+    if attempts == "unlimited" then attempts = MAX_BOUNDED_ATTEMPTS end
+  elseif type(attempts) ~= "number" or attempts < 0 or attempts > MAX_ATTEMPTS or attempts % 1 ~= 0 then
+    fail(where, "attempts must be an integer from 0 to %d (additional attempts after the first failure; up to %d,"
+      .. " or \"unlimited\", with max_elapsed)", MAX_ATTEMPTS, MAX_BOUNDED_ATTEMPTS)
   end
   local kind = choice(where, spec, "backoff", backoff.KINDS, delays and "list" or "exponential")
   if (kind == "list") ~= (delays ~= nil) then fail(where, "backoff \"list\" goes with delays, and delays with it") end

@@ -464,6 +464,17 @@ int main(void) {
     CHECK(rc == 0 && cfg.replay_allow_set && cfg.nreplay_allow == 0, "source.replay_allow = {}: set, allows nothing");
     if (rc == 0) eg_config_free(&cfg);
 
+    /* the metrics table: pipeline and stage (NULL: the group and the target kind), the ratio threshold */
+    rc = load_with(NULL, NULL, &cfg);
+    CHECK(rc == 0 && !cfg.metrics_pipeline && !cfg.metrics_stage && cfg.metrics_dead_letter_ratio == 0.001,
+          "without a metrics table: no pipeline or stage of its own, dead_letter_ratio 0.001");
+    if (rc == 0) eg_config_free(&cfg);
+    rc = load_with("metrics", "{ pipeline = 'checkout', stage = 'enrich', dead_letter_ratio = 0.02 }", &cfg);
+    CHECK(rc == 0 && cfg.metrics_pipeline && !strcmp(cfg.metrics_pipeline, "checkout") && cfg.metrics_stage &&
+              !strcmp(cfg.metrics_stage, "enrich") && cfg.metrics_dead_letter_ratio == 0.02,
+          "metrics.pipeline, metrics.stage and metrics.dead_letter_ratio reach their fields (%s)", err);
+    if (rc == 0) eg_config_free(&cfg);
+
     /* enum values reach their fields */
     rc = load_with("on_stop", "'wait'", &cfg);
     CHECK(rc == 0 && cfg.on_stop_wait == 1 && cfg.guard_enabled && cfg.guard_max_per_second == 5 &&

@@ -4,6 +4,9 @@
 # never the payload), exactly one webhook alert for the class that crossed
 # its threshold within the window (none for a class under it), the POST
 # retried with back-off while the receiver fails, SIGTERM stops it cleanly,
+# incident lines carry the key (bounded to 256 bytes, redacted), the previous
+# topic, the replay source and the payload size; --every-record (and
+# CLASS=1/0s) alert once per dead letter,
 # a restart with the same group resumes after the last incident written,
 # an alert still being retried at SIGTERM is dropped and said so.
 # spec/run.sh: kafka
@@ -90,12 +93,66 @@ PY
 bg watch3 "$EG" dlq watch src.dlq --incidents "$T/inc3.jsonl" --group w3 --webhook "http://127.0.0.1:9/x" --threshold '*=1/1m'
 W3=$LASTPID
 wait_for 30 grep -q "attempt 1 of 6 failed" "$T/watch3.err" || not_ok "no failed attempt logged: $(tail -2 "$T/watch3.err")"
+# every record read and both alerts raised before the stop (the first failed POST can come before the lane's end)
+wait_for 30 bash -c "[ \$(wc -l <'$T/inc3.jsonl') -ge 13 ] && [ \$(grep -c '^alert ' '$T/watch3.out') -ge 2 ]" ||
+  not_ok "watch3: $(count "$T/inc3.jsonl") lines, $(grep -c '^alert ' "$T/watch3.out") alerts"
 kill -TERM "$W3"; rc=0; wait "$W3" || rc=$?
 expect "receiver down: each class alerted once (* = 1/1m), retried, dropped at SIGTERM, exit 0 (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(grep -c "^alert " "$T/watch3.out")" = 2 ] && grep -q "dropped at shutdown" "$T/watch3.err" &&
    [ "$(count "$T/inc3.jsonl")" = 13 ]'
 
-for bad in "src.dlq" "src.dlq --incidents $T/x --threshold permanent" "src.dlq --incidents $T/x --threshold p=0/1m" \
+# seed 004's incident line: key (bounded, redacted), previous topic, replay source, payload size
+LONGKEY=$(printf 'L%.0s' $(seq 600))
+printf 'user-42 password=hunter2\t{"note":"%s"}\n' "$MARKER" | kcat -P -b "$BOOTSTRAP" -t src.dlq -K $'\t' \
+  -H error.class=permanent -H errgate.id=src/0/300 -H original.topic=src -H previous.topic=src.retry.30s \
+  -H replay.from-dlq=src.dlq/1/7 2>/dev/null
+printf '%s\tabc\n' "$LONGKEY" | kcat -P -b "$BOOTSTRAP" -t src.dlq -K $'\t' -H error.class=permanent \
+  -H errgate.id=src/0/301 -H previous.topic=src 2>/dev/null
+printf 'x' | kcat -P -b "$BOOTSTRAP" -t src.dlq -H error.class=transient -H errgate.id=src/0/302 2>/dev/null
+bg watch5 "$EG" dlq watch src.dlq --incidents "$T/inc5.jsonl" --group w5
+W5=$LASTPID
+wait_for 30 bash -c "[ \$(wc -l <'$T/inc5.jsonl' 2>/dev/null || echo 0) -ge 16 ]" || not_ok "watch5 wrote $(count "$T/inc5.jsonl") lines"
+kill -TERM "$W5"; wait "$W5"
+expect "incident lines: the key (redacted, bounded to 256 bytes, its length kept), the previous topic, the replay source, the payload size" \
+  $PY - "$T/inc5.jsonl" "$MARKER" <<'PY'
+import json, sys
+recs = {r["id"]: r for r in map(json.loads, open(sys.argv[1]))}
+a, b, c, old = recs["src/0/300"], recs["src/0/301"], recs["src/0/302"], recs["src/0/3"]
+print("#", a, "\n#", {k: (v[:20] if isinstance(v, str) else v) for k, v in b.items()}, "\n#", c)
+ok = a["key"] == "user-42 password=[REDACTED]" and a["key_bytes"] == 24 and "hunter2" not in open(sys.argv[1]).read() \
+    and a["previous_topic"] == "src.retry.30s" and a["replay_from"] == "src.dlq/1/7" \
+    and a["payload_bytes"] == len('{"note":"%s"}' % sys.argv[2]) \
+    and b["key"] == "L" * 256 and b["key_bytes"] == 600 and b["previous_topic"] == "src" and b["replay_from"] is None \
+    and b["payload_bytes"] == 3 and c["key"] is None and c["key_bytes"] == 0 and c["payload_bytes"] == 1 \
+    and old["key"] == "k3" and old["payload_bytes"] > 0
+sys.exit(0 if ok else 1)
+PY
+
+# any growth: --every-record alerts once per dead letter, CLASS=1/0s once per dead letter of that class
+bg hook6 $PY "$ROOT/spec/e2e/webhook_server.py" "$T/alerts6.jsonl"
+wait_for 10 grep -q '^listening=' "$T/hook6.out" || die "webhook receiver 6 did not start"
+HOOK6="http://$(sed -n 's/^listening=//p' "$T/hook6.out")/alert"
+bg watch6 "$EG" dlq watch src.dlq --incidents "$T/inc6.jsonl" --group w6 --webhook "$HOOK6" --every-record
+W6=$LASTPID
+bg watch7 "$EG" dlq watch src.dlq --incidents "$T/inc7.jsonl" --group w7 --threshold transient=1/0s
+W7=$LASTPID
+wait_for 30 bash -c "[ \$(wc -l <'$T/alerts6.jsonl' 2>/dev/null || echo 0) -ge 16 ]" || not_ok "every-record: $(count "$T/alerts6.jsonl") alerts of 16"
+wait_for 30 bash -c "[ \$(wc -l <'$T/inc7.jsonl' 2>/dev/null || echo 0) -ge 16 ]" || not_ok "watch7 wrote $(count "$T/inc7.jsonl") lines"
+sleep 1
+kill -TERM "$W6" "$W7"; wait "$W6"; wait "$W7"
+expect "--every-record: one alert per dead letter (16 records, 16 alerts, each id once)" \
+  $PY - "$T/alerts6.jsonl" <<'PY'
+import collections, json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+ids = collections.Counter(x["last_id"] for x in a)
+print("# %d alerts, %d ids" % (len(a), len(ids)))
+sys.exit(0 if len(a) == 16 and len(ids) == 16 and all(x["count"] == 1 and x["window"] == "0s" for x in a) else 1)
+PY
+expect "--threshold transient=1/0s: one alert per transient dead letter (4), none for permanent" \
+  '[ "$(grep -c "^alert transient: 1 records in 0s on src.dlq" "$T/watch7.out")" = 4 ] && ! grep -q "^alert permanent" "$T/watch7.out"'
+
+for bad in "src.dlq --incidents $T/x --threshold p=2/0s" "src.dlq --incidents $T/x --every-record --threshold *=1/1m" \
+           "src.dlq" "src.dlq --incidents $T/x --threshold permanent" "src.dlq --incidents $T/x --threshold p=0/1m" \
            "src.dlq --incidents $T/x --webhook $HOOK" "src.dlq --incidents $T/x --webhook ftp://x --threshold a=1/1m" \
            "src.dlq --incidents $T/x --threshold a=1/1m --threshold a=2/1m"; do
   # shellcheck disable=SC2086

@@ -70,6 +70,14 @@ checks = [
     ("retried", total("errgate_records_retried_total"), s["retries"]),
     ("held", total("errgate_records_held_total"), s["holds"]),
     ("dead-lettered = summary", total("errgate_records_dead_lettered_total"), s["dlq"]),
+    ("dead-lettered by source topic = summary", total("errgate_records_dead_lettered_by_topic_total", 'topic="src"'),
+     s["dlq"]),
+    ("recovered = succeeded after a failure (no rungs here)", total("errgate_records_recovered_total", 'topic="src"'),
+     s["succeeded_retry"]),
+    ("poison = DLQ and quarantine records with one attempt", total("errgate_records_poison_total", 'topic="src"'),
+     sum(1 for f in (dlq, q) for l in open(f)
+         if dict(zip(*[iter(json.loads(l).get("headers") or [])] * 2)).get("errgate.attempts") == "1")),
+    ("poison > 0", min(total("errgate_records_poison_total"), 1), 1),
     ("dead-lettered = DLQ topic", total("errgate_records_dead_lettered_total", 'lane="src.dlq"'), ndlq),
     ("quarantined = summary", total("errgate_records_quarantined_total"), s["quarantined"]),
     ("quarantined = topic", total("errgate_records_quarantined_total", 'lane="src.quarantine"'), nq),
@@ -93,7 +101,7 @@ PY
 check "every log line is JSON and none carries the payload marker" json_lines_ok "$T/gw.err" "$MARKER"
 check "decision lines carry the issue's fields" $PY -c '
 import json, sys
-need = {"ts","level","event","topic","partition","offset","key_hash","class","code","action","attempt","lane","policy","latency_ms"}
+need = {"ts","level","event","topic","partition","offset","key_hash","value_bytes","class","code","action","attempt","lane","policy","latency_ms"}
 lines = [json.loads(l) for l in open(sys.argv[1]) if "\"event\":\"decision\"" in l]
 sys.exit(0 if lines and all(need <= set(d) for d in lines) else 1)' "$T/gw.err"
 check "the payloads did carry the marker (DLQ records keep them)" grep -q "$MARKER" "$T/dlq.json"

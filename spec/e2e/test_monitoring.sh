@@ -47,7 +47,7 @@ for m in "$T"/mut-*.yml; do
   sed "s|errgate-alerts.yml|$m|" "$TESTS" >"$T/mut-test.yml"
   promtool test rules "$T/mut-test.yml" >/dev/null 2>&1 || caught=$((caught + 1))
 done
-check "the unit tests fail for each alert that cannot fire ($caught of $silenced)" [ "$silenced" -ge 11 ] && [ "$caught" = "$silenced" ]
+check "the unit tests fail for each alert that cannot fire ($caught of $silenced)" [ "$silenced" -ge 12 ] && [ "$caught" = "$silenced" ]
 
 check "the dashboard is valid JSON" $PY -c 'import json, sys; json.load(open(sys.argv[1]))' "$DASH"
 
@@ -80,6 +80,18 @@ def known(m):
 missing = sorted(m for m in used if not known(m))
 print("# %d queries, %d metrics used, missing: %s" % (len(exprs), len(used), missing))
 sys.exit(0 if len(used) >= 30 and not missing else 1)
+PY
+check "every metric the alert rules read is on /metrics (but dlq stats' own), the ratio's two with a topic label" \
+  $PY - "$RULES" "$T/metrics.txt" <<'PY'
+import re, sys, yaml
+exprs = [r["expr"] for g in yaml.safe_load(open(sys.argv[1]))["groups"] for r in g["rules"]]
+used = set(m for e in exprs for m in re.findall(r"\b(errgate_[a-z_]+)", e)) - {"errgate_dlq_oldest_item_timestamp_seconds"}
+text = open(sys.argv[2]).read()
+missing = sorted(m for m in used if not re.search(r"^# TYPE %s " % m, text, re.M))
+topic = all(re.search(r'^%s\{topic="src"\} ' % m, text, re.M)
+            for m in ("errgate_records_dead_lettered_by_topic_total", "errgate_records_received_total"))
+print("# %d metrics used by the rules, missing: %s" % (len(used), missing))
+sys.exit(0 if not missing and topic and "errgate_dead_letter_ratio_threshold" in used else 1)
 PY
 stop_gateway "$GW_PID"
 

@@ -144,3 +144,79 @@ describe("Spring-style delay lists and the multiplier", function()
     end
   end)
 end)
+
+describe("repeated rungs (seed 003: a fixed-delay schedule of 33 steps, non-blocking)", function()
+  local pol = policy.define { name = "fixed33", version = "1",
+    classify = { { status = 503, class = "transient" }, { class = "unknown" } },
+    retry = { fixed = { ladder = { { delay = "30s", times = 33 } } } },
+    route = { transient = { ladder = "fixed", exhausted = "dlq" }, default = "dlq" } }
+
+  it("one rung topic serves the 33 steps: 33 compiled steps, one rung in the union", function()
+    local s = schedule.compile("fixed", { ladder = { { delay = "30s", times = 33 } } })
+    assert.are.equal(33, #s.rungs)
+    for i = 1, 33 do assert.are.same({ name = "30s", delay_ms = 30000 }, s.rungs[i]) end
+    assert.are.same({ { name = "30s", delay_ms = 30000 } }, pol.rungs)
+  end)
+
+  it("climbs step 1..33 on rung 30s, then the exhausted entry", function()
+    for rc = 0, 32 do
+      local d = pol:decide({ kind = "http", status = 503 }, nil, { retry_count = rc })
+      assert.are.same({ "ladder", "30s", rc + 1, 30000 }, { d.action, d.rung, d.rung_index, d.delay_ms })
+    end
+    local d = pol:decide({ kind = "http", status = 503 }, nil, { retry_count = 33 })
+    assert.are.same({ "dlq", "exhausted" }, { d.action, d.reason })
+  end)
+
+  it("mixes with plain rungs and keeps a given name", function()
+    local s = schedule.compile("m", { ladder = { "5s", { name = "slow", delay = "1m", times = 3 }, "1h" } })
+    local names = {}
+    for i, r in ipairs(s.rungs) do names[i] = r.name .. "=" .. r.delay_ms end
+    assert.are.same({ "5s=5000", "slow=60000", "slow=60000", "slow=60000", "1h=3600000" }, names)
+  end)
+
+  it("refuses a bad times, too many steps, and still 11 distinct rungs", function()
+    for _, t in ipairs({ 0, -1, 1.5, "3", 0 / 0, 1001 }) do
+      assert.has_error(function() schedule.compile("b", { ladder = { { delay = "30s", times = t } } }) end,
+        ("retry.b: rung 1: times must be an integer from 1 to 1000 (steps on this rung), got %s"):format(tostring(t)))
+    end
+    assert.has_error(function()
+      schedule.compile("b", { ladder = { { delay = "1s", times = 600 }, { delay = "2s", times = 401 } } })
+    end, "retry.b: ladder: at most 1000 steps in all (times included)")
+    local eleven = {}
+    for i = 1, 11 do eleven[i] = i .. "s" end
+    assert.has_error(function() schedule.compile("b", { ladder = eleven }) end,
+      "retry.b: ladder: 1 to 10 rungs, got 11 (a rung may repeat: { delay = \"30s\", times = 33 })")
+    assert.has_error(function() schedule.compile("b", { ladder = { "30s", { delay = "30s", times = 2 } } }) end,
+      "retry.b: rung 2: name \"30s\" is already rung 1 of this ladder (repeat a rung with times = N)")
+  end)
+end)
+
+describe("attempts above 1,000 (seed 003: an unlimited exponential retry)", function()
+  it("is refused without max_elapsed, with a reason naming it", function()
+    for _, a in ipairs({ 1001, 5000, "unlimited" }) do
+      assert.has_error(function() schedule.compile("u", { attempts = a, base = "100ms" }) end,
+        ("retry.u: attempts %s needs max_elapsed (e.g. max_elapsed = \"1h\"): above 1000 attempts a schedule must be"
+          .. " bounded in time, or it would hold its record for ever"):format(tostring(a)))
+    end
+    assert.has_error(function() schedule.compile("u", { attempts = 1e12, base = "100ms", max_elapsed = "1h" }) end)
+    assert.has_error(function() schedule.compile("u", { attempts = "lots", base = "100ms", max_elapsed = "1h" }) end)
+  end)
+
+  it("is allowed with max_elapsed, and max_elapsed ends it", function()
+    local s = schedule.compile("u", { attempts = "unlimited", base = "100ms", max = "1m", max_elapsed = "1h" })
+    assert.are.equal(1000000000, s.attempts)
+    assert.are.equal(5000, schedule.compile("v", { attempts = 5000, base = "1s", max_elapsed = "2h" }).attempts)
+    assert.are.equal(60000, backoff.delay(s, 100000, const(0.99999)) )
+    local pol = policy.define { name = "unl", version = "1",
+      classify = { { status = 503, class = "transient" }, { class = "unknown" } },
+      retry = { forever = { attempts = "unlimited", base = "100ms", max = "1m", max_elapsed = "1h", jitter = "none" } },
+      route = { transient = { retry = "forever" }, default = "dlq" } }
+    local t0 = 1700000000000
+    local d = pol:decide({ kind = "http", status = 503 }, nil,
+      { last_class = "transient", class_attempts = 4999, now_ms = t0 + 3599000, first_failure_ms = t0 })
+    assert.are.same({ "retry", 60000 }, { d.action, d.delay_ms })
+    d = pol:decide({ kind = "http", status = 503 }, nil,
+      { last_class = "transient", class_attempts = 5000, now_ms = t0 + 3600000, first_failure_ms = t0 })
+    assert.are.same({ "dlq", "exhausted" }, { d.action, d.reason })
+  end)
+end)

@@ -1,7 +1,7 @@
 /* dlq_watch.c — `errgate dlq watch`: the human loop around a DLQ, built in.
  *
  *   errgate dlq watch LANE (-b|-c) --incidents FILE.jsonl [--webhook URL]
- *       [--threshold CLASS=N/DUR ...] [--group G]
+ *       [--threshold CLASS=N/DUR ... | --every-record] [--group G]
  *
  * Follows the lane from its consumer group's committed progress (default
  * group errgate-dlq-watch.LANE; the start of the lane when it has none) and
@@ -9,13 +9,21 @@
  *   {"time", "lane", "partition", "offset", "original_topic",
  *    "original_partition", "original_offset", "original_timestamp",
  *    "class", "code", "reason", "attempts", "retry_count", "policy", "id",
- *    "message"}
+ *    "message", "key", "key_bytes", "previous_topic", "replay_from",
+ *    "payload_bytes"}
  * time is error.timestamp (else the lane record's timestamp); attempts is
  * errgate.attempts (every attempt, in place and on every rung), else, on a
  * record written before that header existed, the number of attempts
  * errgate.history lists (at most 10); message is
- * error.message, which the gateway redacted; the key and value are never
- * written. The progress moves only over records whose lines were written and
+ * error.message, which the gateway redacted; key is the record key's first
+ * KEY_MAX bytes (invalid UTF-8 as U+FFFD) redacted like every logged value
+ * (redact.h), null when the record has none, and key_bytes its whole
+ * length; previous_topic is where the record was before this lane
+ * (previous.topic: the source topic, the rung it failed on, or the topic a
+ * replay sent it to) and replay_from the lane record a replay took it from
+ * (replay.from-dlq, null when it was never replayed); payload_bytes is the
+ * lane record's value length. The value itself is never written. The
+ * progress moves only over records whose lines were written and
  * fdatasync'ed (at least every 500 ms and at the end), so a restart with the
  * same group resumes after the last incident written; after kill -9 the
  * lines of the last half second may be written again. Like every command's
@@ -26,8 +34,13 @@
  * applies to each class without its own threshold) fires when N records of
  * the class were dead-lettered within DUR, by their lane timestamps. Then
  * that class is quiet for DUR: one alert per class per window, whatever the
- * flood. An alert is printed on stdout ("alert CLASS: N records in DUR ...")
- * and, with --webhook, POSTed as JSON
+ * flood. N=1 with DUR 0s (`--threshold CLASS=1/0s`; `--every-record` is
+ * `*=1/0s`) alerts on every dead letter of the class, one alert per record
+ * ("any growth"); a zero window with N above 1 is refused. At most
+ * MAX_QUEUED alerts wait for their POST: one more is dropped, logged (the
+ * first and every 1000th) and counted, so a flood under --every-record
+ * costs bounded memory and never holds up the incident lines. An alert is
+ * printed on stdout ("alert CLASS: N records in DUR ...") and, with --webhook, POSTed as JSON
  *   {"alert": "errgate_dlq_threshold", "lane", "class", "count", "window",
  *    "window_ms", "first", "last", "last_id", "incidents", "at"}
  * with libcurl (5 s timeout, http and https only). A POST that fails (no
@@ -54,6 +67,7 @@
 #include "kcli.h"
 #include "parse.h"
 #include "record.h"
+#include "redact.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -75,6 +89,8 @@
 #define POST_ATTEMPTS 6
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 8000
+#define MAX_QUEUED 10000 /* alerts waiting for their POST */
+#define KEY_MAX 256      /* key bytes an incident line carries */
 
 /* One threshold: N records of a class within window_ms. */
 typedef struct threshold {
@@ -109,18 +125,21 @@ typedef struct watch {
     alert *q;
     size_t nq;
     long records, alerts, posted, post_failures, dropped;
-    CURLM *multi; /* the POSTs under way (--webhook) */
-    int posting;  /* how many */
+    long overflow; /* alerts dropped because MAX_QUEUED were waiting */
+    CURLM *multi;  /* the POSTs under way (--webhook) */
+    int posting;   /* how many */
 } watch;
 
 /* Prints the usage text of `errgate dlq watch` on stdout. */
 static void usage(void) {
     printf("usage: errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
-           "         [--threshold CLASS=N/DUR ...] [--group G]\n"
+           "         [--threshold CLASS=N/DUR ... | --every-record] [--group G]\n"
            "\n"
            "  --incidents FILE   append one JSON line per lane record (never the payload)\n"
            "  --threshold C=N/D  alert when N records of class C arrive within D (90s, 15m, 1h);\n"
-           "                     C * applies to every class without its own; one alert per class per D\n"
+           "                     C * applies to every class without its own; one alert per class per D;\n"
+           "                     C=1/0s alerts on every dead letter of class C\n"
+           "  --every-record     alert on every dead letter (the same as --threshold '*=1/0s')\n"
            "  --webhook URL      POST each alert as JSON (retried with back-off)\n"
            "  --group G          the consumer group that keeps the progress (default\n"
            "                     errgate-dlq-watch.LANE)\n"
@@ -143,9 +162,13 @@ static int add_threshold(watch *w, const char *arg, char *why, size_t whylen) {
     }
     memcpy(num, eq + 1, nl);
     num[nl] = '\0';
-    if (eg_parse_count(num, &n) < 0 || n < 1 || n > 100000 || eg_parse_duration_ms(slash + 1, &ms) < 0 || ms <= 0) {
+    if (eg_parse_count(num, &n) < 0 || n < 1 || n > 100000 || eg_parse_duration_ms(slash + 1, &ms) < 0 || ms < 0) {
         snprintf(why, whylen, "--threshold '%s': N must be a count from 1 to 100000 and DUR a duration (90s, 15m)",
                  arg);
+        return -1;
+    }
+    if (ms == 0 && n != 1) {
+        snprintf(why, whylen, "--threshold '%s': a 0s window goes with N=1 (every record: CLASS=1/0s)", arg);
         return -1;
     }
     size_t cl = (size_t)(eq - arg);
@@ -178,6 +201,11 @@ static int parse(int argc, char **argv, watch *w) {
             usage();
             return -1;
         }
+        if (!strcmp(o, "--every-record")) {
+            if (add_threshold(w, "*=1/0s", why, sizeof why) < 0)
+                return usage_error("--every-record and --threshold '*=...' given together");
+            continue;
+        }
         const char **slot = !strcmp(o, "--incidents") ? &w->incidents
                             : !strcmp(o, "--webhook") ? &w->webhook
                             : !strcmp(o, "--group")   ? &w->group
@@ -202,7 +230,8 @@ static int parse(int argc, char **argv, watch *w) {
     if (!w->incidents) return usage_error("--incidents FILE.jsonl is required");
     if (w->webhook && strncmp(w->webhook, "http://", 7) && strncmp(w->webhook, "https://", 8))
         return usage_error("--webhook must be an http:// or https:// URL");
-    if (w->webhook && !w->nth) return usage_error("--webhook needs at least one --threshold CLASS=N/DUR");
+    if (w->webhook && !w->nth)
+        return usage_error("--webhook needs at least one --threshold CLASS=N/DUR (or --every-record)");
     return 0;
 }
 
@@ -275,6 +304,18 @@ static void incident_line(struct evbuffer *b, const watch *w, const rd_kafka_mes
     evbuffer_add(b, ",\"id\":", 6);
     eg_json_str(b, id);
     put_header(b, m, "message", EG_H_MESSAGE);
+    if (m->key) {
+        char clean[KEY_MAX + 1];
+        size_t kn = m->key_len < KEY_MAX ? m->key_len : KEY_MAX;
+        evbuffer_add(b, ",\"key\":", 7);
+        eg_json_strn(b, clean, eg_redact(m->key, kn, clean, sizeof clean));
+    } else {
+        evbuffer_add(b, ",\"key\":null", 11);
+    }
+    evbuffer_add_printf(b, ",\"key_bytes\":%zu", m->key ? m->key_len : (size_t)0);
+    put_header(b, m, "previous_topic", EG_H_PREVIOUS);
+    put_header(b, m, "replay_from", EG_H_REPLAY_FROM);
+    evbuffer_add_printf(b, ",\"payload_bytes\":%zu", m->payload ? m->len : (size_t)0);
     evbuffer_add(b, "}\n", 2);
 }
 
@@ -318,7 +359,8 @@ static void count_record(watch *w, const rd_kafka_message_t *m, const char *k, i
     t->head = (t->head + 1) % t->n;
     if (t->filled < t->n) t->filled++;
     int64_t first = t->ring[t->filled < t->n ? 0 : t->head]; /* the oldest of the last n */
-    if (t->filled < t->n || ts - first > t->window_ms || ts < t->quiet_until) return;
+    /* a 0s window (every record) has no quiet time, whatever order the lane timestamps come in */
+    if (t->filled < t->n || ts - first > t->window_ms || (t->window_ms > 0 && ts < t->quiet_until)) return;
     t->quiet_until = ts + t->window_ms;
     w->alerts++;
     char f[64], l[64], at[64], id[320];
@@ -349,6 +391,16 @@ static void count_record(watch *w, const rd_kafka_message_t *m, const char *k, i
     eg_json_str(b, at);
     evbuffer_add(b, "}", 1);
     char *body = eg_json_take(b);
+    if (w->nq >= MAX_QUEUED) {
+        if (w->overflow++ % 1000 == 0)
+            fprintf(stderr,
+                    "errgate dlq watch: webhook: %zu alerts already wait for their POST: alert %s (%s) dropped (%ld so "
+                    "far)\n",
+                    w->nq, k, id, w->overflow);
+        w->dropped++;
+        free(body);
+        return;
+    }
     w->q = eg_xrealloc(w->q, (w->nq + 1) * sizeof *w->q);
     w->q[w->nq++] = (alert){.klass = eg_xstrdup(k), .body = body, .due_ms = eg_now_ms()};
 }

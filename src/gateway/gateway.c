@@ -145,6 +145,14 @@ static void part_update_pause(eg_gw *gw, eg_part *p) {
     int want = m != 0;
     unsigned old = p->pause;
     p->pause = m;
+    /* blocked: paused for anything but a rung's wait for its head record
+     * (that is the rung working) or the shutdown */
+    int blocking = (m & ~(unsigned)(PAUSE_DUE | PAUSE_STOP)) != 0 || gw->waiting;
+    if (blocking && !p->blocked_since_ms) p->blocked_since_ms = eg_now_ms();
+    else if (!blocking && p->blocked_since_ms) {
+        p->blocked_ms += eg_now_ms() - p->blocked_since_ms;
+        p->blocked_since_ms = 0;
+    }
     if (want == p->paused) return;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
@@ -404,6 +412,14 @@ void eg_gw_dispatch(eg_gw *gw) { dispatch(gw); }
 
 /* ------------------------------------------------------------- decisions */
 
+/* True when r is in its first life: consumed from its source, never on a
+ * rung nor in a lane before (no retry.count, no errgate.attempts: a rung or
+ * a replay gives it those). Decides the poison and recovered counters. */
+static int first_life(const eg_record *r) {
+    size_t n = 0;
+    return r->part->rung < 0 && eg_record_retry_count(r) == 0 && !eg_header(r->msg, EG_H_ATTEMPTS, &n);
+}
+
 /* The record's failure state, allocated at its first failure. */
 static eg_fail *fail_of(eg_gw *gw, eg_record *r) {
     if (!r->fail) {
@@ -445,6 +461,10 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     } else {
         eg_log_null(&l, "key_hash");
     }
+    eg_log_int(&l, "value_bytes", (int64_t)r->msg->len);
+    /* where a record that came back (from a rung, or replayed) was before */
+    char prev[256];
+    if (eg_header_str(r->msg, EG_H_PREVIOUS, prev, sizeof prev) == 0) eg_log_str(&l, "previous_topic", prev);
     eg_log_str(&l, "kind", eg_failure_kind_name(f->kind));
     if (f->status) eg_log_int(&l, "status", f->status);
     eg_log_str(&l, "class", d->klass);
@@ -819,6 +839,10 @@ void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg)
     if (!f) {
         if (r->attempt == 1) gw->succeeded_first++;
         (*gw->m.succeeded)++;
+        if (r->attempt > 1 || !first_life(r)) {
+            const char *tv[1] = {r->part->origin};
+            (*eg_counter(gw->m.recovered, tv))++;
+        }
         unhold(r);
         finish_record(gw, r);
         return;
@@ -1034,9 +1058,15 @@ static void lane_written(eg_gw *gw, eg_record *r) {
             eg_log_end(&l);
         }
     }
-    const char *lv[2] = {lane_topic_of(gw, r), d->reason};
+    const char *lv[2] = {lane_topic_of(gw, r), d->reason}, *tv[1] = {r->part->origin};
+    if ((d->action == EG_ACT_DLQ || d->action == EG_ACT_QUARANTINE) && r->attempt <= 1 && first_life(r) &&
+        !r->fail->virtual_rungs)
+        (*eg_counter(gw->m.poison, tv))++;
     switch (d->action) {
-    case EG_ACT_DLQ: (*eg_counter(gw->m.dead, lv))++; break;
+    case EG_ACT_DLQ:
+        (*eg_counter(gw->m.dead, lv))++;
+        (*eg_counter(gw->m.dead_by_topic, tv))++;
+        break;
     case EG_ACT_QUARANTINE: (*eg_counter(gw->m.quarantined, lv))++; break;
     case EG_ACT_REPUBLISH: break; /* not a lane: the decision log says replay, then republish */
     case EG_ACT_IGNORE: break;    /* inbox mode's accepted-loss state record: counted as ignored */

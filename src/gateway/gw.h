@@ -125,15 +125,17 @@ typedef struct eg_part {
     int holding;
     int retry_wait; /* in-place retries waiting under partition ordering */
     int lane_failing;
-    unsigned pause;         /* reasons applied */
-    int paused;             /* state applied to the consumer */
-    rd_kafka_queue_t *q;    /* the partition's own message queue */
-    int blocked;            /* draining stopped at a cap; resume below half of it */
-    int tracker_full;       /* draining stopped at source.max_tracked offsets tracked */
-    int64_t committed;      /* last committed offset, -1 none */
-    int64_t commit_sent_ms; /* monotonic ms this partition's offset was last sent in a commit, 0 never */
-    eg_keyset keys;         /* active keys (ordering = key) */
-    uint64_t *received;     /* metric counters of the topic (registry-owned) */
+    int64_t blocked_since_ms; /* monotonic ms it was paused for a blocking reason (not PAUSE_DUE), 0 when not */
+    int64_t blocked_ms;       /* ms paused so, before blocked_since_ms (errgate_partition_blocked_seconds_total) */
+    unsigned pause;           /* reasons applied */
+    int paused;               /* state applied to the consumer */
+    rd_kafka_queue_t *q;      /* the partition's own message queue */
+    int blocked;              /* draining stopped at a cap; resume below half of it */
+    int tracker_full;         /* draining stopped at source.max_tracked offsets tracked */
+    int64_t committed;        /* last committed offset, -1 none */
+    int64_t commit_sent_ms;   /* monotonic ms this partition's offset was last sent in a commit, 0 never */
+    eg_keyset keys;           /* active keys (ordering = key) */
+    uint64_t *received;       /* metric counters of the topic (registry-owned) */
     uint64_t *processed;
     int64_t consumer_lag; /* from librdkafka statistics, -1 unknown */
     int64_t assigned_ms;  /* monotonic time of the assignment (or the fetch watch's re-assignment) */
@@ -150,7 +152,8 @@ typedef struct eg_part {
 typedef struct eg_gw_metrics {
     eg_family *received, *processed, *failed, *dead, *quarantined, *laddered, *spilled, *lane_failures;
     eg_family *decision_seconds, *target_seconds, *reloads, *breaker_transitions;
-    eg_family *lane_refusals, *lane_stubs; /* by lane and error; by lane */
+    eg_family *lane_refusals, *lane_stubs;         /* by lane and error; by lane */
+    eg_family *poison, *recovered, *dead_by_topic; /* by source topic (the seeds' metrics, gateway.c) */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
     uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;

@@ -137,6 +137,10 @@ static double committed_offset_lag(eg_gw *gw, const eg_part *p) {
 }
 static double tracked_offsets(eg_gw *gw, const eg_part *p) { return (double)eg_tracker_pending(&p->trk); }
 static double consumer_lag(eg_gw *gw, const eg_part *p) { return p->consumer_lag < 0 ? -1 : (double)p->consumer_lag; }
+static double blocked_seconds(eg_gw *gw, const eg_part *p) { /* the block in progress counts too */
+    int64_t since = p->blocked_since_ms;
+    return (double)(p->blocked_ms + (since ? eg_now_ms() - since : 0)) / 1000.0;
+}
 
 static const part_gauge part_gauges[] = {
     {"errgate_committed_offset_lag", "gauge", "High watermark minus the committed offset, per assigned partition.",
@@ -144,6 +148,10 @@ static const part_gauge part_gauges[] = {
     {"errgate_tracked_offsets", "gauge", "Offsets tracked per assigned partition (oldest unfinished to newest read).",
      tracked_offsets},
     {"errgate_consumer_lag", "gauge", "Consumer lag per assigned partition, from librdkafka statistics.", consumer_lag},
+    {"errgate_partition_blocked_seconds_total", "counter",
+     "Time an assigned partition spent paused behind a failing record (hold, in-place retry under partition "
+     "ordering, failing lane write, stop, operator pause; not a rung's wait for its due time), since its assignment.",
+     blocked_seconds},
 };
 
 static double breaker_state(eg_gw *gw) { return eg_breaker_poll(&gw->breaker, eg_now_ms()); }
@@ -241,6 +249,20 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
     const char *pv[2] = {name, ver};
     eg_metric_header(out, "errgate_policy_info", "The policy deciding now (always 1).", "gauge");
     eg_metric_sample(out, "errgate_policy_info", 2, pl, pv, 1);
+    /* pipeline and stage: one info series to join on (job, instance), not two labels on every series */
+    static const char *const il[] = {"pipeline", "stage"};
+    static const char *const kinds[] = {"http", "lua", "inbox"};
+    const char *iv[2] = {gw->cfg->metrics_pipeline ? gw->cfg->metrics_pipeline : gw->cfg->group,
+                         gw->cfg->metrics_stage ? gw->cfg->metrics_stage : kinds[gw->cfg->target_kind]};
+    eg_metric_header(out, "errgate_pipeline_info",
+                     "The pipeline and stage this gateway serves (metrics.pipeline, metrics.stage; always 1).",
+                     "gauge");
+    eg_metric_sample(out, "errgate_pipeline_info", 2, il, iv, 1);
+    eg_metric_header(out, "errgate_dead_letter_ratio_threshold",
+                     "Dead letters per consumed record above which ErrgateDeadLetterRatio fires "
+                     "(metrics.dead_letter_ratio).",
+                     "gauge");
+    eg_metric_sample(out, "errgate_dead_letter_ratio_threshold", 0, NULL, NULL, gw->cfg->metrics_dead_letter_ratio);
     eg_metric_header(out, "errgate_policy_loaded_timestamp_seconds", "When the current policy was loaded.", "gauge");
     eg_metric_sample(out, "errgate_policy_loaded_timestamp_seconds", 0, NULL, NULL,
                      (double)eg_policy_loaded_at(gw->policy) / 1000.0);
@@ -383,6 +405,16 @@ static const family_def families[] = {
     {"errgate_stop_decisions_total", EG_MT_COUNTER, "Stop decisions.", NO_LABELS, NO_BOUNDS, CTR(stops)},
     {"errgate_policy_fallbacks_total", EG_MT_COUNTER, "Decisions where the policy failed and the fallback applied.",
      NO_LABELS, NO_BOUNDS, CTR(fallbacks)},
+    {"errgate_records_poison_total", EG_MT_COUNTER,
+     "Poison records: dead-lettered or quarantined at their first failure, never retried nor laddered, by source "
+     "topic.",
+     LABELS(l_topic), NO_BOUNDS, FAM(poison)},
+    {"errgate_records_recovered_total", EG_MT_COUNTER,
+     "Records the target accepted after failing before (retried in place, from a rung, or replayed), by source topic.",
+     LABELS(l_topic), NO_BOUNDS, FAM(recovered)},
+    {"errgate_records_dead_lettered_by_topic_total", EG_MT_COUNTER,
+     "Records written to a DLQ lane (acknowledged), by source topic: the numerator of the dead-letter ratio.",
+     LABELS(l_topic), NO_BOUNDS, FAM(dead_by_topic)},
     {"errgate_lane_write_failures_total", EG_MT_COUNTER, "Failed lane writes, by lane topic.", LABELS(l_lane),
      NO_BOUNDS, FAM(lane_failures)},
     {"errgate_lane_refusals_total", EG_MT_COUNTER,
@@ -455,6 +487,10 @@ void eg_gw_metrics_new(eg_gw *gw) {
         const char *tv[1] = {gw->cfg->topics[i]};
         eg_counter(m->received, tv);
         eg_counter(m->processed, tv);
+        if (tv[0][0] == '^') continue; /* a pattern is no topic */
+        eg_counter(m->poison, tv);
+        eg_counter(m->recovered, tv);
+        eg_counter(m->dead_by_topic, tv);
     }
     eg_metrics_install_target_latency(m->target_seconds);
 }

@@ -307,6 +307,14 @@ const eg_config_key eg_config_keys[] = {
     K_STR("control_key_file", EG_CK_FILE, NULL, control_key_file,
           "the HMAC key every gateway and operator tool of a deployment holds (see Signed control records); absent: "
           "control topics are unauthenticated (one warn line at start)"),
+    K_TABLE("metrics", 0, "what /metrics says about this gateway beyond its counters (see Metrics)"),
+    K_STR("metrics.pipeline", 0, NULL, metrics_pipeline,
+          "the pipeline (application) this gateway serves, the errgate_pipeline_info label; absent: the group"),
+    K_STR("metrics.stage", 0, NULL, metrics_stage,
+          "the stage (step) of the pipeline it is, the errgate_pipeline_info label; absent: the target kind"),
+    K_NUM("metrics.dead_letter_ratio", EG_DEF_DEAD_LETTER_RATIO, 0, 1, metrics_dead_letter_ratio,
+          "dead letters per consumed record above which the shipped ErrgateDeadLetterRatio alert fires "
+          "(errgate_dead_letter_ratio_threshold)"),
     K_BOOL("replay_four_eyes", 0, 0, replay_four_eyes,
            "true: `errgate replay -c` never replays an approved item as its approver (as --four-eyes)"),
 };
@@ -1519,6 +1527,13 @@ static int load_all(loadctx *c) {
         lua_pop(L, 1);
     }
     if (load_admin(c) < 0 || load_guard(c) < 0) return -1;
+    r = push_table(c, "metrics", "metrics");
+    if (r < 0) return -1;
+    if (r == 1) {
+        if (only_keys(c, "metrics", "metrics") < 0 || load_fields(c, "metrics", "metrics") < 0)
+            return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+    }
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {
         const char *env = getenv("ERRGATE_BOOTSTRAP");
         if (!env || !*env) return fail(c, "kafka.bootstrap.servers is not set and ERRGATE_BOOTSTRAP is empty");
@@ -1659,6 +1674,8 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->topics);
     free(cfg->path);
     free(cfg->group);
+    free(cfg->metrics_pipeline);
+    free(cfg->metrics_stage);
     free(cfg->http_url);
     free(cfg->http_ca_file);
     free(cfg->http_cert_file);

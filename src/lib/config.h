@@ -58,6 +58,7 @@
 #define EG_DEF_GUARD_WINDOW_S 10
 #define EG_DEF_GUARD_ACTION "hold"
 #define EG_DEF_GUARD_COOLDOWN_S 60
+#define EG_DEF_DEAD_LETTER_RATIO 0.001
 #define EG_DEF_OVERRIDE_MAX_TTL_MS 86400000 /* 24 h */
 #define EG_DEF_AUDIT_TOPIC "errgate.audit"
 
@@ -215,6 +216,10 @@ typedef struct eg_config {
     int guard_window_s;          /* the window the rate is taken over */
     int guard_stop;              /* dlq_guard.action = "stop" (else "hold") */
     int guard_cooldown_s;        /* tripped at least this long before it re-arms */
+    /* metrics (gw_admin.c: errgate_pipeline_info, errgate_dead_letter_ratio_threshold) */
+    char *metrics_pipeline;           /* metrics.pipeline, or NULL: the group */
+    char *metrics_stage;              /* metrics.stage, or NULL: the target kind */
+    double metrics_dead_letter_ratio; /* metrics.dead_letter_ratio: the ratio alert's threshold */
 } eg_config;
 
 /* What a config file's Lua may spend while it runs: wall-clock time
