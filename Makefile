@@ -20,11 +20,11 @@
 
 DEB_PKGS := librdkafka-dev libluajit-5.1-dev luajit libevent-dev libmsgpack-dev \
             lua-busted lua-cjson kcat python3 python3-confluent-kafka python3-yaml curl valgrind prometheus wrk time pkg-config gcc make \
-            mandoc libcurl4-openssl-dev openssl lua-check clang-format libjemalloc-dev
+            mandoc libcurl4-openssl-dev libssl-dev openssl lua-check clang-format libjemalloc-dev
 # what `make test` needs besides: the real-cluster suites run Apache Kafka's
 # broker (Java 17), fetched from Maven Central by spec/kafka/cluster.sh
 TEST_DEB_PKGS := openjdk-17-jdk-headless maven
-PC_PKGS  := luajit rdkafka libevent msgpack libcurl
+PC_PKGS  := luajit rdkafka libevent msgpack libcurl libcrypto
 
 # the broker the end-to-end suites run on: both (every suite on the embedded
 # broker, the suites marked for it on a real Apache Kafka cluster too),

@@ -248,6 +248,7 @@ static void free_record(eg_gw *gw, eg_record *r) {
     if (r->fail) {
         if (r->fail->retrying) eg_budgets_retry_end(&gw->budgets, r->budget_slot);
         eg_failure_clear(&r->fail->failure);
+        free(r->fail->prot_value);
         eg_slab_put(&gw->fails, r->fail);
     }
     rd_kafka_message_destroy(r->msg);
@@ -883,7 +884,7 @@ static void lane_ok(eg_gw *gw, eg_record *r) {
 static int spill_record(eg_gw *gw, eg_record *r) {
     const char *topic;
     eg_lane_body b;
-    eg_lanes_body(r, eg_policy_id(gw->policy), &b);
+    eg_lanes_body(gw->lanes, r, eg_policy_id(gw->policy), &b);
     rd_kafka_headers_t *h = eg_lanes_record(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy), &b, &topic);
     eg_spill_rec sr = {.topic = topic,
                        .partition = r->partition,

@@ -26,9 +26,11 @@
 #include "kconf.h"
 #include "lane_profiles.h"
 #include "log.h"
+#include "protect.h"
 #include "redact.h"
 #include "refusal.h"
 #include "replay_headers.h"
+#include "text.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -73,6 +75,13 @@ struct eg_lanes {
     void *done_arg;
     eg_ctlkey ctlkey;  /* control_key_file: signs the state records it writes (n == 0: none) */
     int transactional; /* lanes.transactional: writes belong to transactions */
+    /* lanes.protect (protect.h): the mode of the DLQ and quarantine lanes,
+     * the paths mask replaces (NULL: none configured), the key ring (n == 0:
+     * none) and what a payload mask cannot read becomes */
+    int prot_mode[2];
+    eg_prot_mask *mask;
+    eg_prot_keys keys;
+    int unmaskable;
 };
 
 int eg_lane_of(eg_action a) {
@@ -278,6 +287,30 @@ static int txn_init(eg_lanes *l, char *err, size_t errlen) {
     return 0;
 }
 
+/* lanes.protect: the paths parsed (the config checked them), the key
+ * ring loaded. Returns 0, or -1 with a message in err. */
+static int protect_init(eg_lanes *l, const eg_config *cfg, char *err, size_t errlen) {
+    l->prot_mode[EG_LANE_DLQ] = cfg->protect_mode[0];
+    l->prot_mode[EG_LANE_QUARANTINE] = cfg->protect_mode[1];
+    l->unmaskable = cfg->protect_unmaskable ? cfg->protect_unmaskable : EG_PROT_POINTER;
+    if (cfg->nprotect_paths) {
+        l->mask = eg_xcalloc(1, sizeof *l->mask);
+        eg_strlcpy(l->mask->token, cfg->protect_token ? cfg->protect_token : "[masked]", sizeof l->mask->token);
+        l->mask->hash = cfg->protect_hash;
+        for (int i = 0; i < cfg->nprotect_paths && i < EG_PROT_PATHS; i++) {
+            char e[160];
+            const char *p = cfg->protect_paths[i];
+            if (eg_jpath_parse(p, strlen(p), &l->mask->paths[l->mask->npaths], e, sizeof e) != 0) {
+                snprintf(err, errlen, "lanes.protect.paths[%d]: %s", i + 1, e);
+                return -1;
+            }
+            l->mask->npaths++;
+        }
+    }
+    if (cfg->protect_key_file && eg_prot_keys_load(cfg->protect_key_file, &l->keys, err, errlen) != 0) return -1;
+    return 0;
+}
+
 eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_done_fn done, eg_lane_fatal_fn fatal,
                        void *arg, char *err, size_t errlen) {
     rd_kafka_conf_t *conf = eg_lanes_producer_conf(cfg, "errgate-lanes", err, errlen);
@@ -320,6 +353,10 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->group = eg_xstrdup(cfg->group);
     l->profiles = cfg->lane_profiles;
     l->inbox = cfg->inbox != NULL;
+    if (protect_init(l, cfg, err, errlen) != 0) {
+        eg_lanes_free(l);
+        return NULL;
+    }
     if (pipe2(l->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %m");
         eg_lanes_free(l);
@@ -380,6 +417,7 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
+    if (strcmp(name, EG_H_PROTECT) == 0) return 1; /* said again by this lane's protection, or not at all */
     static const char *const names[] = {
         EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,     EG_H_STATUS,
         EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY,   EG_H_ACTION,
@@ -478,6 +516,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
     if (d->action == EG_ACT_REPLAY) add(h, EG_H_REPLAY_TO, d->replay_to);
     if (d->override[0]) add(h, EG_H_OVERRIDE, d->override);
+    if (fl->prot_hdr[0]) add(h, EG_H_PROTECT, fl->prot_hdr);
     char hist[EG_HISTORY_MAX_BYTES];
     int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;
     int first = fl->nhist < EG_HIST_MAX ? 0 : fl->nhist % EG_HIST_MAX; /* ring: oldest kept */
@@ -542,15 +581,120 @@ rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const cha
     return h;
 }
 
-void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b) {
+/* Logs that rec's payload could not be protected as asked and what it
+ * became instead (the header says it on the record too). */
+static void protect_log(const eg_record *rec, const char *asked, const char *why, const char *became) {
+    eg_logline ll;
+    if (!eg_log_begin(&ll, EG_WARN, "payload_unprotectable")) return;
+    eg_log_str(&ll, "topic", rec->topic);
+    eg_log_int(&ll, "partition", rec->partition);
+    eg_log_int(&ll, "offset", rec->offset);
+    eg_log_str(&ll, "asked", asked);
+    eg_log_str(&ll, "why", why);
+    eg_log_str(&ll, "written_as", became);
+    eg_log_end(&ll);
+}
+
+/* Encrypts rec's payload into its fail state; `extra` is appended to the
+ * header (";unmasked=..."). Returns 0, or -1 (no key, libcrypto failed). */
+static int protect_encrypt(const eg_lanes *l, const eg_record *rec, const char *extra) {
+    eg_fail *fl = rec->fail;
+    size_t len = 0;
+    if (eg_prot_encrypt(&l->keys, rec->msg->payload, rec->msg->len, &fl->prot_value, &len, fl->prot_hdr) != 0)
+        return -1;
+    fl->prot_len = len;
+    fl->prot_mode = EG_PROT_ENCRYPT;
+    size_t hl = strlen(fl->prot_hdr);
+    snprintf(fl->prot_hdr + hl, sizeof fl->prot_hdr - hl, "%s", extra);
+    return 0;
+}
+
+/* Makes rec's protected lane value once per lane (protect.h): the route's
+ * protect, else the lane's. A payload that cannot be protected as asked
+ * (not JSON for mask, no paths, no key, libcrypto failing) never goes out
+ * as it came: it is encrypted when lanes.protect.unmaskable says so and a
+ * key is there, else written as a pointer; the header says which and why. */
+static void protect(const eg_lanes *l, const eg_record *rec) {
+    eg_fail *fl = rec->fail;
+    const eg_decision *d = &fl->decision;
+    int lane = eg_lane_of(d->action);
+    if (lane != EG_LANE_DLQ && lane != EG_LANE_QUARANTINE) {
+        fl->prot_lane = 0;
+        fl->prot_mode = EG_PROT_NONE;
+        fl->prot_hdr[0] = 0;
+        return;
+    }
+    if (fl->prot_lane == lane + 1) return;
+    free(fl->prot_value);
+    fl->prot_value = NULL;
+    fl->prot_len = 0;
+    fl->prot_hdr[0] = 0;
+    fl->prot_lane = lane + 1;
+    /* a lane record read again (inbox mode) is protected already: its
+     * value and its header go on as they are (protected twice, the first
+     * header would be lost and the value unreadable) */
+    const void *pv;
+    size_t pn;
+    const rd_kafka_headers_t *src = eg_record_headers(rec);
+    if (src && rd_kafka_header_get_last(src, EG_H_PROTECT, &pv, &pn) == 0 && pv) {
+        fl->prot_mode = EG_PROT_NONE;
+        eg_printable(pv, pn, fl->prot_hdr, sizeof fl->prot_hdr);
+        return;
+    }
+    int mode = d->protect ? d->protect - 1 : l->prot_mode[lane];
+    fl->prot_mode = mode;
+    if (mode == EG_PROT_NONE) return;
+    const char *why = NULL;
+    if (mode == EG_PROT_MASK) {
+        char *out = NULL;
+        size_t olen = 0;
+        int masked = 0;
+        if (!l->mask) why = "no_paths";
+        else if (l->mask->hash && !l->keys.n) why = "no_key";
+        else if (eg_prot_mask_json(l->mask, &l->keys, rec->msg->payload, rec->msg->len, &out, &olen, &masked,
+                                   &why) == 0) {
+            fl->prot_value = (unsigned char *)out;
+            fl->prot_len = olen;
+            if (l->mask->hash)
+                snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "mask;masked=%d;hash=%s", masked, l->keys.kid[0]);
+            else
+                snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "mask;masked=%d", masked);
+            return;
+        }
+        char extra[48];
+        snprintf(extra, sizeof extra, ";unmasked=%s", why);
+        if (l->unmaskable == EG_PROT_ENCRYPT && l->keys.n && protect_encrypt(l, rec, extra) == 0) {
+            protect_log(rec, "mask", why, "encrypt");
+            return;
+        }
+        fl->prot_mode = EG_PROT_POINTER;
+        snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "pointer%s", extra);
+        protect_log(rec, "mask", why, "pointer");
+        return;
+    }
+    if (mode == EG_PROT_ENCRYPT) {
+        if (protect_encrypt(l, rec, "") == 0) return;
+        why = l->keys.n ? "encrypt_failed" : "no_key";
+        fl->prot_mode = EG_PROT_POINTER;
+        snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "pointer;unencrypted=%s", why);
+        protect_log(rec, "encrypt", why, "pointer");
+        return;
+    }
+    fl->prot_mode = EG_PROT_POINTER;
+    snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "pointer");
+}
+
+void eg_lanes_body(const eg_lanes *l, const eg_record *rec, const char *policy_id, eg_lane_body *b) {
     const rd_kafka_message_t *m = rec->msg;
     const eg_decision *d = &rec->fail->decision;
     b->built = d->action == EG_ACT_IGNORE;
     if (!b->built) {
+        protect(l, rec);
+        const eg_fail *fl = rec->fail;
         b->key = m->key;
         b->key_len = m->key_len;
-        b->value = m->payload;
-        b->value_len = m->len;
+        b->value = fl->prot_mode != EG_PROT_NONE ? fl->prot_value : m->payload;
+        b->value_len = fl->prot_mode != EG_PROT_NONE ? fl->prot_len : m->len;
         return;
     }
     /* the id `dlq stats` and `replay` give the inbox item: its errgate.id, or its coordinates */
@@ -569,10 +713,10 @@ void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b)
 
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id) {
     lane_topic *t;
-    rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     const rd_kafka_message_t *m = rec->msg;
     eg_lane_body b;
-    eg_lanes_body(rec, policy_id, &b);
+    eg_lanes_body(l, rec, policy_id, &b); /* first: the protection it makes goes into the headers */
+    rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     void *value = (void *)b.value;
     const void *key = b.key;
     size_t vlen = b.value_len, klen = b.key_len;
@@ -590,7 +734,8 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
     sign_state(l, &b, h);
     /* No copy flag for the record's own key and value: they stay owned by
      * rec->msg, which outlives the write (the gateway frees the record only
-     * after the delivery report); a built state record's are copied. */
+     * after the delivery report), and a protected value by rec->fail, which
+     * lives as long; a built state record's are copied. */
     rd_kafka_resp_err_t err =
         rd_kafka_producev(l->rk, RD_KAFKA_V_RKT(t->rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
                           RD_KAFKA_V_MSGFLAGS(b.built ? RD_KAFKA_MSG_F_COPY : 0), RD_KAFKA_V_VALUE(value, vlen),
@@ -635,7 +780,9 @@ void eg_lanes_free(eg_lanes *l) {
     if (l->pipefd[0] > 0) close(l->pipefd[0]);
     if (l->pipefd[1] > 0) close(l->pipefd[1]);
     free(l->group);
+    free(l->mask);
     memset(&l->ctlkey, 0, sizeof l->ctlkey);
+    memset(&l->keys, 0, sizeof l->keys);
     free(l);
 }
 

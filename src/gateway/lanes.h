@@ -63,7 +63,9 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id);
 
 /* The key and value of the lane record rec's decision writes: the
- * record's own (borrowed from rec->msg), or, for a STATE write, the item id
+ * record's own (borrowed from rec->msg), its protected value for a DLQ or
+ * quarantine lane with protection (lanes.protect or the route's protect:
+ * made once into rec->fail, borrowed from there; protect.h), or, for a STATE write, the item id
  * and the accepted-loss state JSON, built into the struct's buffers (valid
  * while it lives). */
 typedef struct eg_lane_body {
@@ -72,7 +74,7 @@ typedef struct eg_lane_body {
     int built; /* key and value are the buffers below (a producer must copy them) */
     char kbuf[320], vbuf[1536];
 } eg_lane_body;
-void eg_lanes_body(const eg_record *rec, const char *policy_id, eg_lane_body *b);
+void eg_lanes_body(const eg_lanes *l, const eg_record *rec, const char *policy_id, eg_lane_body *b);
 
 /* The lane record rec's decision would write, without writing it: its
  * topic (*topic, valid while l lives) and its headers (the caller owns them:

@@ -17,6 +17,7 @@
 #include "lane_profiles.h"
 #include "log.h"
 #include "parse.h"
+#include "protect.h"
 #include "luavm.h"
 #include "replay_dest.h"
 #include "util.h"
@@ -60,6 +61,10 @@ static const char *const log_formats[] = {"json", "text", NULL};
 static const char *const on_stops[] = {"exit", "wait", NULL};
 static const int on_stop_values[] = {0, 1};
 static const char *const guard_actions[] = {"hold", "stop", NULL};
+static const char *const prot_modes[] = {"none", "mask", "encrypt", "pointer", NULL};
+static const int prot_mode_values[] = {EG_PROT_NONE, EG_PROT_MASK, EG_PROT_ENCRYPT, EG_PROT_POINTER};
+static const char *const prot_unmaskables[] = {"pointer", "encrypt", NULL};
+static const int prot_unmaskable_values[] = {EG_PROT_POINTER, EG_PROT_ENCRYPT};
 static const int guard_action_values[] = {0, 1};
 
 #define F(field) offsetof(eg_config, field)
@@ -253,6 +258,24 @@ const eg_config_key eg_config_keys[] = {
     K_DUR("lanes.retention", NULL, 0, 0, 315360000, 1000, lane_retention_s,
           "retention (retention.ms) of the DLQ, quarantine and rung topics errgate creates (\"30d\"); 0: the "
           "cluster's default; existing topics keep theirs (see Lanes)"),
+    K_TABLE("lanes.protect", 0, "what DLQ and quarantine records hold instead of the payload as it came; absent: "
+                                "the payload (see Payload protection)"),
+    K_ENUM("lanes.protect.dlq", "none", prot_modes, prot_mode_values, protect_mode[0],
+           "DLQ payloads: none, mask (JSON paths), encrypt (AES-256-GCM) or pointer (no payload)"),
+    K_ENUM("lanes.protect.quarantine", "none", prot_modes, prot_mode_values, protect_mode[1],
+           "quarantine payloads, as lanes.protect.dlq"),
+    {.key = "lanes.protect.paths",
+     .type = EG_CK_LIST,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "JSON paths mask replaces (\"$.card.number\", \"$..cvv\", \"$.items[*].pan\"; see Payload protection)"},
+    K_STR("lanes.protect.token", 0, "[masked]", protect_token, "what a masked value becomes (a JSON string)"),
+    K_BOOL("lanes.protect.hash", 0, 0, protect_hash,
+           "true: a masked value becomes hmac:HEX, a keyed hash (needs key_file), so equal values still group"),
+    K_STR("lanes.protect.key_file", EG_CK_FILE, NULL, protect_key_file,
+          "the protection key or key ring (first key encrypts and hashes, every key decrypts)"),
+    K_ENUM("lanes.protect.unmaskable", "pointer", prot_unmaskables, prot_unmaskable_values, protect_unmaskable,
+           "a payload mask cannot read as JSON is written as a pointer, or encrypted (needs key_file)"),
     K_TABLE("lanes.spill", 0, "a local journal for lane writes not acknowledged in time; absent: none"),
     K_STR("lanes.spill.dir", EG_CK_REQUIRED | EG_CK_DIR, NULL, spill_dir, "the journal's directory"),
     K_DUR("lanes.spill.after", "lanes.spill.after_ms", EG_DEF_SPILL_AFTER_MS, 1, 3600000, 1, spill_after_ms,
@@ -1373,6 +1396,62 @@ static int check_regex_lanes(loadctx *c) {
     return rc;
 }
 
+/* lanes.protect = { dlq = MODE, paths = { ... }, ... }: the paths are
+ * parsed here (eg_jpath_parse), so a bad one is a config error; a mode
+ * needing a key or paths is refused without them. */
+static int load_protect(loadctx *c) {
+    lua_State *L = c->L;
+    eg_config *cfg = c->cfg;
+    int r = push_table(c, "protect", "lanes.protect");
+    if (r < 0) return -1;
+    if (r == 1) {
+        if (only_keys(c, "lanes.protect", "lanes.protect") < 0 ||
+            load_fields(c, "lanes.protect", "lanes.protect") < 0)
+            return lua_pop(L, 1), -1;
+        rawfield(L, "paths");
+        int t = lua_type(L, -1);
+        if (t != LUA_TNIL) {
+            int n = t == LUA_TTABLE ? (int)lua_objlen(L, -1) : -1, bad = n < 0 || n > EG_PROT_PATHS;
+            if (!bad) {
+                lua_pushnil(L);
+                while (lua_next(L, -2)) {
+                    lua_pop(L, 1);
+                    if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 1 || lua_tonumber(L, -1) > n) bad = 1;
+                }
+            }
+            if (bad) return lua_pop(L, 2), fail(c, "lanes.protect.paths: expected a list of at most %d JSON paths", EG_PROT_PATHS);
+            cfg->protect_paths = eg_xcalloc((size_t)n + 1, sizeof(char *));
+            for (int i = 1; i <= n; i++) {
+                lua_rawgeti(L, -1, i);
+                size_t len = 0;
+                const char *p = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+                char perr[160];
+                eg_jpath *jp = malloc(sizeof *jp);
+                int bad_path = !jp || !p || eg_jpath_parse(p, len, jp, perr, sizeof perr) != 0;
+                free(jp);
+                if (bad_path) {
+                    fail(c, "lanes.protect.paths[%d]: %s", i, p ? perr : "expected a string");
+                    return lua_pop(L, 3), -1;
+                }
+                cfg->protect_paths[cfg->nprotect_paths++] = eg_xstrndup(p, len);
+                lua_pop(L, 1);
+            }
+        }
+        lua_pop(L, 2);
+        if (resolve_fields(c, "lanes.protect") < 0) return -1;
+    }
+    int mask = cfg->protect_mode[0] == EG_PROT_MASK || cfg->protect_mode[1] == EG_PROT_MASK;
+    int enc = cfg->protect_mode[0] == EG_PROT_ENCRYPT || cfg->protect_mode[1] == EG_PROT_ENCRYPT;
+    if (mask && !cfg->nprotect_paths) return fail(c, "lanes.protect: mask needs lanes.protect.paths");
+    if (!cfg->protect_key_file) {
+        if (enc) return fail(c, "lanes.protect: encrypt needs lanes.protect.key_file");
+        if (cfg->protect_hash) return fail(c, "lanes.protect.hash needs lanes.protect.key_file");
+        if (cfg->protect_unmaskable == EG_PROT_ENCRYPT)
+            return fail(c, "lanes.protect.unmaskable = \"encrypt\" needs lanes.protect.key_file");
+    }
+    return 0;
+}
+
 /* lanes.profiles = { "spring", ... }: names of lane_profiles.h, into a mask. */
 static int load_profiles(loadctx *c) {
     lua_State *L = c->L;
@@ -1434,7 +1513,7 @@ static int load_lanes(loadctx *c) {
     if (r < 0) return r;
     if (r == 1) {
         if (only_keys(c, "lanes", "lanes") < 0 || load_fields(c, "lanes", "lanes") < 0 || load_spill(c) < 0 ||
-            load_profiles(c) < 0)
+            load_profiles(c) < 0 || load_protect(c) < 0)
             return lua_pop(c->L, 1), -1;
         lua_pop(c->L, 1);
     }
@@ -1700,6 +1779,10 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->admin_listen);
     free(cfg->audit_topic);
     free(cfg->control_key_file);
+    free(cfg->protect_token);
+    free(cfg->protect_key_file);
+    for (int i = 0; i < cfg->nprotect_paths; i++) free(cfg->protect_paths[i]);
+    free(cfg->protect_paths);
     free(cfg->inbox);
     for (int i = 0; i < cfg->nreplay_allow; i++) free(cfg->replay_allow[i]);
     free(cfg->replay_allow);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "protect.h"
 
 /* CIRCUIT_OPEN: the record was not sent because the target's breaker is
  * open; the policy decides what that means (the shipped ones hold).
@@ -118,6 +119,7 @@ typedef struct eg_decision {
                               the original topic, else -1 (the lane rule) */
     int approval;          /* dlq/quarantine: the route entry asks for approval before replay */
     char override[65];     /* the operator override that replaced the policy's action, or "" */
+    int protect;           /* dlq/quarantine: the route entry's protect, eg_prot_mode + 1; 0: the lane's */
 } eg_decision;
 
 /* Sets d's reason to the core's reason r (its text and its value). */
@@ -180,6 +182,13 @@ typedef struct eg_fail {
     int64_t budget_limit;  /* the budget's limit when the last retry was admitted */
     int nhist;             /* attempts so far; the last EG_HIST_MAX are kept */
     eg_attempt hist[EG_HIST_MAX];
+    /* payload protection (protect.h), made once per lane write so that a
+     * retried or spilled write holds the same bytes (lanes.c) */
+    int prot_lane;                    /* the lane + 1 it was made for; 0: not made */
+    int prot_mode;                    /* eg_prot_mode applied; NONE: the payload as it came */
+    unsigned char *prot_value;        /* owned; the lane value (NULL with prot_len 0: none) */
+    size_t prot_len;
+    char prot_hdr[EG_PROT_HDR_MAX];   /* the errgate.protect value, "" for none */
 } eg_fail;
 
 struct eg_part;
