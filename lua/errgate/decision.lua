@@ -79,10 +79,11 @@ end
 -- the real match, held before errgate.sandbox.harden() guards string
 -- methods: RUNG_PATTERN is anchored and ours
 local match = string.match
+local PROTECT_MODES = { none = true, mask = true, encrypt = true, pointer = true }
 
 -- finalize_values(f, redact_patterns, class, class_code, action, reason,
---                 delay_ms, code, message, rung, rung_index, approval)
---   -> action, class, code, reason, delay_ms, message, rung, rung_index, approval
+--                 delay_ms, code, message, rung, rung_index, approval, protect)
+--   -> action, class, code, reason, delay_ms, message, rung, rung_index, approval, protect
 -- The draft's fields given one by one (see finalize): first the
 -- classification (class, and class_code, the code used when the draft has
 -- none), then the route's draft in the order errgate.route's
@@ -90,10 +91,11 @@ local match = string.match
 -- come. f is the normalized failure it answers. Returns the decision's
 -- fields in the order above (rung and rung_index nil unless action is
 -- "ladder"; for "replay", rung is where to: "original" or a topic; approval
--- true or nil, true only for "dlq" and "quarantine"), or
+-- true or nil, true only for "dlq" and "quarantine"; protect "mask",
+-- "encrypt", "pointer" or "none" for those two lanes, else nil), or
 -- raises "invalid decision: ...".
 function decision.finalize_values(f, redact_patterns, class, class_code, action, reason, delay_ms, code, message,
-                                  rung, rung_index, approval)
+                                  rung, rung_index, approval, protect)
   if code == nil then code = class_code end
   if not ACTIONS[action] then
     invalid("unknown action %s (want one of %s)", tostring(action), decision.ACTION_LIST)
@@ -158,18 +160,23 @@ function decision.finalize_values(f, redact_patterns, class, class_code, action,
     invalid("approval must be true or false, got %s", type(approval))
   end
   approval = approval and (action == "dlq" or action == "quarantine") or nil
-  return action, class, code, reason, ms, message, rung, rung_index, approval
+  if protect ~= nil and not PROTECT_MODES[protect] then
+    invalid("protect must be \"mask\", \"encrypt\", \"pointer\" or \"none\", got %s", tostring(protect))
+  end
+  if action ~= "dlq" and action ~= "quarantine" then protect = nil end
+  return action, class, code, reason, ms, message, rung, rung_index, approval, protect
 end
 
 -- pack(action, class, code, reason, delay_ms, message, rung, rung_index,
 --      approval) -> decision
 -- The table form of finalize_values' results: exactly the six fields (eight
 -- for a ladder, seven for a replay; one more with approval).
-function decision.pack(action, class, code, reason, delay_ms, message, rung, rung_index, approval)
+function decision.pack(action, class, code, reason, delay_ms, message, rung, rung_index, approval, protect)
   local d = { action = action, class = class, code = code, reason = reason, delay_ms = delay_ms, message = message }
   if action == "ladder" then d.rung, d.rung_index = rung, rung_index end
   if action == "replay" then d.replay = rung end
   if approval then d.approval = true end
+  if protect then d.protect = protect end
   return d
 end
 
@@ -181,7 +188,7 @@ end
 function decision.finalize(draft, f, redact_patterns)
   if type(draft) ~= "table" then invalid("expected a table, got %s", type(draft)) end
   return decision.pack(decision.finalize_values(f, redact_patterns, draft.class, nil, draft.action, draft.reason,
-    draft.delay_ms, draft.code, draft.message, draft.rung, draft.rung_index, draft.approval))
+    draft.delay_ms, draft.code, draft.message, draft.rung, draft.rung_index, draft.approval, draft.protect))
 end
 
 return decision

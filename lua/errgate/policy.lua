@@ -289,7 +289,7 @@ end
 --                 first_failure_ms, last_delay_ms, retry_count, rung,
 --                 breaker, retry_budget,                       -- the ctx
 --                 record)
---     -> action, class, code, reason, delay_ms, message, rung, rung_index, approval
+--     -> action, class, code, reason, delay_ms, message, rung, rung_index, approval, protect
 -- gives the fields of decide(failure, record, ctx) for the same values (nil
 -- for a field left out; decide goes through the same function), and raises
 -- where decide raises. reads_record is false when the policy never looks at

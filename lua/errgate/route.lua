@@ -76,7 +76,8 @@ local route = {}
 
 local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, stop = true }
 local LONG_KEYS = { action = true, delay = true, delay_ms = true, reason = true, code = true, message = true,
-                    approval = true, dlq = true, quarantine = true, guard = true }
+                    approval = true, dlq = true, quarantine = true, guard = true, protect = true }
+local PROTECT = { none = true, mask = true, encrypt = true, pointer = true }
 local RETRY_KEYS = { retry = true, exhausted = true }
 local LADDER_KEYS = { ladder = true, exhausted = true }
 local REPLAY_KEYS = { replay = true, after = true }
@@ -87,7 +88,7 @@ end
 
 local LONG_FORM = "a route entry's long form is { action = \"dlq\" | \"quarantine\" | \"ignore\" | \"hold\" | "
   .. "\"stop\" | \"retry\", delay = \"5s\", reason = \"...\", code = \"...\", message = \"...\", "
-  .. "approval = true, guard = false }; \"dlq\" is short for { action = \"dlq\" }, and { retry = \"schedule\" }, "
+  .. "approval = true, guard = false, protect = \"mask\" | \"encrypt\" | \"pointer\" | \"none\" }; \"dlq\" is short for { action = \"dlq\" }, and { retry = \"schedule\" }, "
   .. "{ ladder = \"name\" }, { replay = \"original\" } name a schedule, a ladder, a replay"
 
 -- long_form(where, fmt, ...): fail, pointing at the long form
@@ -145,9 +146,14 @@ local function compile_terminal(where, e, allow_retry)
   if e.approval and action ~= "dlq" and action ~= "quarantine" then
     fail(where, "approval applies to dlq and quarantine only")
   end
+  if e.protect ~= nil then
+    if not PROTECT[e.protect] then fail(where, "protect must be \"mask\", \"encrypt\", \"pointer\" or \"none\"") end
+    if action ~= "dlq" and action ~= "quarantine" then fail(where, "protect applies to dlq and quarantine only") end
+  end
   local out = {
     action = action,
     approval = e.approval or nil,
+    protect = e.protect,
     reason = opt_string(where, e, "reason"),
     code = opt_string(where, e, "code"),
     message = opt_string(where, e, "message"),
@@ -264,7 +270,7 @@ end
 
 -- terminal(e, reason) -> draft values of a compiled terminal entry
 local function terminal(e, reason)
-  return e.action, reason, e.delay_ms, e.code, e.message, e.replay_to, nil, e.approval
+  return e.action, reason, e.delay_ms, e.code, e.message, e.replay_to, nil, e.approval, e.protect
 end
 
 -- climb(e, f, rcount, reason) -> draft values for a compiled ladder entry:
@@ -280,7 +286,7 @@ end
 
 -- resolve_values(e, f, random, streak, retry_count, retry_budget, now_ms,
 --                first_failure_ms, last_delay_ms)
---   -> action, reason, delay_ms, code, message, rung, rung_index, approval
+--   -> action, reason, delay_ms, code, message, rung, rung_index, approval, protect
 -- Applies a compiled entry to the failure f given those fields of the ctx
 -- (see errgate.policy; the only ones a route entry reads, passed as values
 -- so that a route table needs no ctx table). streak (a number) and
@@ -334,9 +340,9 @@ end
 -- a table { action, reason, delay_ms, code, message, rung, rung_index }
 -- (absent fields nil), for errgate.decision.finalize.
 function route.resolve(e, f, ctx, random)
-  local action, reason, delay_ms, code, message, rung, rung_index, approval = resolve_ctx(e, f, ctx, random)
+  local action, reason, delay_ms, code, message, rung, rung_index, approval, protect = resolve_ctx(e, f, ctx, random)
   return { action = action, reason = reason, delay_ms = delay_ms, code = code, message = message,
-           rung = rung, rung_index = rung_index, approval = approval }
+           rung = rung, rung_index = rung_index, approval = approval, protect = protect }
 end
 
 -- unguarded_classes(entries) -> sorted list of the class names whose entry

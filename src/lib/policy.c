@@ -479,7 +479,7 @@ static eg_reason reason_of(const eg_policy *p, const char *s) {
 }
 
 #define DECIDE_NARGS 20
-#define DECIDE_NRESULTS 9
+#define DECIDE_NRESULTS 10
 
 /* decide_protected's argument block. */
 typedef struct decide_call {
@@ -541,7 +541,7 @@ static int decide_protected(lua_State *L) {
         return 0;
     }
     /* action, class, code, reason, delay_ms, message, rung, rung_index,
-     * approval:
+     * approval, protect:
      * plain values, read without conversions that could allocate */
     const int base = lua_gettop(L) - DECIDE_NRESULTS;
     memset(out, 0, sizeof *out);
@@ -569,6 +569,11 @@ static int decide_protected(lua_State *L) {
         return 0;
     }
     out->approval = (out->action == EG_ACT_DLQ || out->action == EG_ACT_QUARANTINE) && lua_toboolean(L, base + 9);
+    if (out->action == EG_ACT_DLQ || out->action == EG_ACT_QUARANTINE) {
+        char prot[16];
+        int mode = stack_str(L, base + 10, prot, sizeof prot) ? eg_prot_mode_parse(prot) : -1;
+        out->protect = mode >= 0 ? mode + 1 : 0;
+    }
     lua_Number d = lua_type(L, base + 5) == LUA_TNUMBER ? lua_tonumber(L, base + 5) : 0;
     if (!(d >= 0)) d = 0;
     if (d > 86400000.0) d = 86400000.0;
