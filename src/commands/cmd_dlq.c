@@ -87,7 +87,9 @@ static void usage(void) {
            "\n"
            "  stats         counts per --by value (default class), open versus resolved\n"
            "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value;\n"
-           "                --json prints one JSON object per record\n"
+           "                --json prints one JSON object per record; an encrypted value (errgate.protect) is\n"
+           "                shown decrypted with --protect-key-file F ($ERRGATE_PROTECT_KEY_FILE, the config's\n"
+           "                lanes.protect.key_file), else refused by name (value_refused)\n"
            "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
            "                accepted-loss needs --reason\n"
            "  approve       approves the selected pending-approval items (replay --state approved\n"
@@ -434,6 +436,33 @@ static int cmp_lines(const void *x, const void *y) {
     return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
+/* 1 when m carries errgate.protect. */
+static int h_protected(const rd_kafka_message_t *m) { return eg_header(m, EG_H_PROTECT, NULL) != NULL; }
+
+/* The protection key ring `tail --payload` decrypts with (n == 0: none;
+ * eg_kcli_protkeys), loaded once by cmd_tail. */
+static eg_prot_keys tail_keys;
+
+/* The value `tail --payload` shows of m: its own, or decrypted when its
+ * errgate.protect says encrypt (*freeme then owns it). NULL with why set
+ * when it cannot be shown: a pointer record holds none, a decryption
+ * refused (no key, another key, a changed byte). */
+static const void *tail_value(const rd_kafka_message_t *m, size_t *len, unsigned char **freeme, char *why,
+                              size_t whylen) {
+    size_t hn = 0;
+    const void *h = eg_header(m, EG_H_PROTECT, &hn);
+    *freeme = NULL;
+    *len = m->len;
+    int mode = eg_prot_header_mode(h, hn);
+    if (mode == EG_PROT_POINTER) {
+        snprintf(why, whylen, "pointer: no payload in the lane; replay fetches it from original.topic/partition/offset");
+        return NULL;
+    }
+    if (mode != EG_PROT_ENCRYPT) return m->payload;
+    if (eg_prot_decrypt(&tail_keys, h, hn, m->payload, m->len, freeme, len, why, whylen) != 0) return NULL;
+    return *freeme;
+}
+
 /* The tail line of m (malloc'ed). */
 static char *tail_line(const rd_kafka_message_t *m, int payload) {
     char time[64], ot[300], op[32], oo[32], klass[200], code[200], reason[200], rc[32], at[32], msg[1200];
@@ -461,20 +490,33 @@ static char *tail_line(const rd_kafka_message_t *m, int payload) {
     } cols[] = {{time, sizeof time}, {ot, sizeof ot},         {op, sizeof op}, {oo, sizeof oo}, {klass, sizeof klass},
                 {code, sizeof code}, {reason, sizeof reason}, {rc, sizeof rc}, {at, sizeof at}};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) eg_dlq_column(cols[i].s, cols[i].cap);
-    size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 64 : 0);
+    char prot[EG_PROT_HDR_MAX + 16] = "";
+    if (eg_header(m, EG_H_PROTECT, NULL)) {
+        char p[EG_PROT_HDR_MAX];
+        eg_dlq_header_text(m, EG_H_PROTECT, p, sizeof p);
+        eg_dlq_column(p, sizeof p);
+        snprintf(prot, sizeof prot, " protect=%s", p);
+    }
+    size_t cap = 2560 + (payload ? 4 * (m->len + m->key_len) + 600 : 0);
     char *line = eg_xmalloc(cap);
-    int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s attempts=%s message=\"%s\"",
-                     time, ot, op, oo, klass, code, reason, rc, at, msg);
+    int n = snprintf(line, cap, "%s %s/%s/%s class=%s code=%s reason=%s retry.count=%s attempts=%s%s message=\"%s\"",
+                     time, ot, op, oo, klass, code, reason, rc, at, prot, msg);
     if (payload && n > 0 && (size_t)n < cap) {
-        size_t kcap = 4 * m->key_len + 8, vcap = 4 * m->len + 8;
+        size_t vlen = 0;
+        unsigned char *plain = NULL;
+        char why[512];
+        const void *val = tail_value(m, &vlen, &plain, why, sizeof why);
+        size_t kcap = 4 * m->key_len + 8, vcap = 4 * (val ? vlen : 0) + 8;
         char *k = eg_xmalloc(kcap), *v = eg_xmalloc(vcap);
         eg_strlcpy(k, "-", kcap);
         eg_strlcpy(v, "-", vcap);
         if (m->key) k[0] = '"', eg_printable(m->key, m->key_len, k + 1, kcap - 2), strcat(k, "\"");
-        if (m->payload) v[0] = '"', eg_printable(m->payload, m->len, v + 1, vcap - 2), strcat(v, "\"");
-        snprintf(line + n, cap - (size_t)n, " key=%s value=%s", k, v);
+        if (val) v[0] = '"', eg_printable(val, vlen, v + 1, vcap - 2), strcat(v, "\"");
+        if (val || !h_protected(m)) snprintf(line + n, cap - (size_t)n, " key=%s value=%s", k, v);
+        else snprintf(line + n, cap - (size_t)n, " key=%s value=- value_refused=\"%s\"", k, why);
         free(k);
         free(v);
+        free(plain);
     }
     return line;
 }
@@ -542,13 +584,23 @@ static char *tail_json(const rd_kafka_message_t *m, int payload) {
     json_hdr(b, m, "message", EG_H_MESSAGE, 1);
     json_hdr(b, m, "policy", EG_H_POLICY, 0);
     json_hdr(b, m, "action", EG_H_ACTION, 0);
+    json_hdr(b, m, "protect", EG_H_PROTECT, 0);
     if (payload) {
         evbuffer_add_printf(b, ",\"key\":");
         if (m->key) eg_json_strn(b, m->key, m->key_len);
         else evbuffer_add_printf(b, "null");
+        size_t vlen = 0;
+        unsigned char *plain = NULL;
+        char why[512];
+        const void *val = tail_value(m, &vlen, &plain, why, sizeof why);
         evbuffer_add_printf(b, ",\"value\":");
-        if (m->payload) eg_json_strn(b, m->payload, m->len);
+        if (val) eg_json_strn(b, val, vlen);
         else evbuffer_add_printf(b, "null");
+        if (!val && h_protected(m)) {
+            evbuffer_add_printf(b, ",\"value_refused\":");
+            eg_json_str(b, why);
+        }
+        free(plain);
     }
     evbuffer_add_printf(b, "}");
     return eg_json_take(b);
@@ -560,6 +612,11 @@ static char *tail_json(const rd_kafka_message_t *m, int payload) {
  * code. */
 static int cmd_tail(const args *a) {
     eg_lread r;
+    char kerr[512];
+    if (a->payload && eg_kcli_protkeys(&a->k, &tail_keys, kerr, sizeof kerr) < 0) {
+        fprintf(stderr, "errgate dlq tail: protection key: %s\n", kerr);
+        return 2;
+    }
     int rc = open_lane(a, &r, "tail");
     if (rc) return rc;
     for (int i = 0; i < r.n; i++) r.start[i] = r.hi[i] - a->n > r.lo[i] ? r.hi[i] - a->n : r.lo[i];

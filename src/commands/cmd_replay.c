@@ -105,6 +105,7 @@
 #include "dlq_origin.h"
 #include "headers.h"
 #include "kcli.h"
+#include "protect.h"
 #include "parse.h"
 #include "record.h"
 #include "refusal.h"
@@ -172,7 +173,8 @@ typedef struct replay {
     char by[300];
     long four_eyes_refused; /* --four-eyes: approved items left for someone else */
     long read, matched, replayed, refused, failed, state_failed, commit_failed, unroutable, dest_refused, stub_refused,
-        stubs_fetched;
+        stubs_fetched, protected_refused, decrypted;
+    eg_prot_keys keys; /* decrypts encrypted lane values (n == 0: no key) */
     rd_kafka_t *fetch; /* fetches the originals of stubs (made on first use) */
     long inflight, state_inflight;
     int abort;   /* a delivery failed: read no further */
@@ -217,6 +219,10 @@ static void usage(void) {
            "                     --include-resolved). Default: open and approved items; replayed,\n"
            "                     accepted-loss, closed and pending-approval ones are skipped\n"
            "  --include-resolved replay items whatever their state\n"
+           "  --protect-key-file F  decrypts encrypted lane values (errgate.protect: encrypt); default\n"
+           "                     $ERRGATE_PROTECT_KEY_FILE, then the config's lanes.protect.key_file. A value\n"
+           "                     it cannot decrypt, and a pointer or masked one whose original the source\n"
+           "                     no longer holds, is refused by name and left in the lane\n"
            "  --four-eyes        an approved item is not replayed by its approver (its approval's by,\n"
            "                     against user@host; also the config's replay_four_eyes): left for another\n"
            "                     person, counted (four-eyes-refused), exit 1\n"
@@ -853,9 +859,45 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
         if (o->dry) dry_row(rp, m, lane, nrep, "", -1, p == -2 ? "unroutable" : "refused destination");
         return 0;
     }
-    /* a stub: its original, fetched by its coordinates, or refused (see the file comment) */
+    /* a protected value (protect.h): decrypted with the key ring; a pointer
+     * or a masked value is replaced by its original, fetched by its
+     * coordinates like a stub's; refused by name otherwise, not finished */
+    size_t phn = 0;
+    const void *ph = eg_header(m, EG_H_PROTECT, &phn);
+    int pmode = eg_prot_header_mode(ph, phn);
+    unsigned char *plain = NULL;
+    size_t plain_len = 0;
     rd_kafka_message_t *orig = NULL;
-    if (!refuse && eg_header(m, EG_H_VALUE_OMITTED, &rlen)) {
+    if (!refuse && pmode != EG_PROT_NONE) {
+        char pshown[EG_PROT_HDR_MAX];
+        eg_printable(ph, phn, pshown, sizeof pshown);
+        int ok = 0;
+        if (pmode == EG_PROT_ENCRYPT)
+            ok = eg_prot_decrypt(&rp->keys, ph, phn, m->payload, m->len, &plain, &plain_len, why, sizeof why) == 0;
+        else if (pmode == EG_PROT_MASK || pmode == EG_PROT_POINTER)
+            ok = (orig = fetch_original(rp, m, id, why, sizeof why)) != NULL;
+        else
+            snprintf(why, sizeof why, "the value is protected in a way this errgate does not know");
+        if (!ok) {
+            rp->protected_refused++;
+            char ot[300], op[32], oo[32];
+            eg_dlq_header_text(m, EG_H_ORIG_TOPIC, ot, sizeof ot);
+            eg_dlq_header_text(m, EG_H_ORIG_PARTITION, op, sizeof op);
+            eg_dlq_header_text(m, EG_H_ORIG_OFFSET, oo, sizeof oo);
+            fprintf(stderr,
+                    "errgate replay: refused protected %s (errgate.id %s, source %s/%s/%s, %s: %s): %s; not replayed, "
+                    "left in the lane\n",
+                    lane, shown, ot, op, oo, EG_H_PROTECT, pshown,
+                    why);
+            if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "refused protected");
+            free(plain);
+            return 0;
+        }
+        if (plain) rp->decrypted++;
+        else rp->stubs_fetched++;
+    }
+    /* a stub: its original, fetched by its coordinates, or refused (see the file comment) */
+    if (!refuse && !orig && eg_header(m, EG_H_VALUE_OMITTED, &rlen)) {
         if (!(orig = fetch_original(rp, m, id, why, sizeof why))) {
             rp->stub_refused++;
             fprintf(stderr,
@@ -869,12 +911,13 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     if (o->dry) {
         dry_row(rp, m, lane, nrep, to, p, refuse ? "refused" : NULL);
         if (orig) rd_kafka_message_destroy(orig);
+        free(plain);
         if (refuse) return 0;
         rp->replayed++; /* would be */
         eg_tracker_finish(&rp->trk[i], seq);
         return 1;
     }
-    if (refuse) return 0;
+    if (refuse) return 0; /* nothing fetched or decrypted for a refused one */
     pace(rp);
     size_t idlen = strlen(id);
     pending *pd = eg_xmalloc(sizeof *pd + idlen + 1);
@@ -887,11 +930,17 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     rd_kafka_headers_t *h = eg_replay_headers(src, lane, eg_wall_ms(), (replays < 0 ? 0 : replays) + 1);
     if (merged) rd_kafka_headers_destroy(merged);
     const rd_kafka_message_t *body = orig ? orig : m; /* a stub's key and value are its original's */
+    const void *value = plain ? plain : body->payload;
+    size_t vlen = plain ? plain_len : body->len;
     rd_kafka_resp_err_t e = rd_kafka_producev(
         rp->prod, RD_KAFKA_V_TOPIC(pd->to), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE(body->payload, body->len), RD_KAFKA_V_KEY(body->key, body->key_len), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_VALUE((void *)value, vlen), RD_KAFKA_V_KEY(body->key, body->key_len), RD_KAFKA_V_HEADERS(h),
         RD_KAFKA_V_OPAQUE(pd), RD_KAFKA_V_END);
     if (orig) rd_kafka_message_destroy(orig);
+    if (plain) {
+        memset(plain, 0, plain_len);
+        free(plain);
+    }
     if (e) {
         fprintf(stderr, "errgate replay: %s -> %s: cannot produce: %s\n", lane, pd->to, rd_kafka_err2str(e));
         rd_kafka_headers_destroy(h);
@@ -928,6 +977,8 @@ static void print_summary(const replay *rp, int interrupted) {
     if (rp->unroutable) printf("  unroutable %ld", rp->unroutable);
     if (rp->dest_refused) printf("  refused-destination %ld", rp->dest_refused);
     if (rp->stub_refused) printf("  stubs-refused %ld", rp->stub_refused);
+    if (rp->protected_refused) printf("  protected-refused %ld", rp->protected_refused);
+    if (rp->decrypted) printf("  decrypted %ld", rp->decrypted);
     if (rp->four_eyes_refused) printf("  four-eyes-refused %ld", rp->four_eyes_refused);
     if (rp->stubs_fetched) printf("  stubs-fetched %ld", rp->stubs_fetched);
     printf("  skipped %ld", skipped);
@@ -999,6 +1050,10 @@ static int run(replay *rp, const opts *o) {
     }
     eg_dlq_whoami(rp->by, sizeof rp->by);
     eg_dlq_state_topic(o->from, rp->state_topic, sizeof rp->state_topic);
+    if (eg_kcli_protkeys(&o->k, &rp->keys, err, sizeof err) < 0) {
+        fprintf(stderr, "errgate replay: protection key: %s\n", err);
+        return 2;
+    }
     if (eg_dlq_states_load(&o->k, o->from, &rp->states, err, sizeof err) < 0) {
         fprintf(stderr, "errgate replay: %s: %s\n", rp->state_topic, err);
         return 1;
@@ -1076,7 +1131,7 @@ static int run(replay *rp, const opts *o) {
     }
     print_summary(rp, interrupted);
     return rp->failed || rp->state_failed || rp->commit_failed || rp->unroutable || rp->dest_refused ||
-                   rp->stub_refused || rp->four_eyes_refused || fatal || interrupted
+                   rp->stub_refused || rp->protected_refused || rp->four_eyes_refused || fatal || interrupted
                ? 1
                : 0;
 }

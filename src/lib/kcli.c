@@ -6,6 +6,7 @@
  * since it holds passwords, no message about it quotes a value: a value
  * librdkafka refuses is named by its file, line and key. */
 #include "kcli.h"
+#include "protect.h"
 
 #include "ctlsign.h"
 #include "kconf.h"
@@ -25,11 +26,27 @@ int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i) {
     if (!strcmp(a, "-b") || !strcmp(a, "--bootstrap")) slot = &k->bootstrap;
     else if (!strcmp(a, "-c") || !strcmp(a, "--config")) slot = &k->config;
     else if (!strcmp(a, "--key-file")) slot = &k->key_file;
+    else if (!strcmp(a, "--protect-key-file")) slot = &k->protect_key;
     else if (!strcmp(a, "--kafka-config")) slot = &k->kafka_config;
     else return 0;
     if (*i + 1 >= argc) return -1;
     *slot = argv[++*i];
     return 1;
+}
+
+int eg_kcli_protkeys(const eg_kcli *k, eg_prot_keys *keys, char *err, size_t errlen) {
+    memset(keys, 0, sizeof *keys);
+    const char *env = getenv("ERRGATE_PROTECT_KEY_FILE");
+    const char *path = k->protect_key ? k->protect_key : env && *env ? env : NULL;
+    if (path) return eg_prot_keys_load(path, keys, err, errlen) == 0 ? 1 : -1;
+    if (!k->config) return 0;
+    eg_config cfg = {0};
+    if (k->bootstrap) setenv("ERRGATE_BOOTSTRAP", k->bootstrap, 1);
+    if (eg_config_load(k->config, &cfg, err, errlen) != 0) return -1;
+    int rc = 0;
+    if (cfg.protect_key_file) rc = eg_prot_keys_load(cfg.protect_key_file, keys, err, errlen) == 0 ? 1 : -1;
+    eg_config_free(&cfg);
+    return rc;
 }
 
 int eg_kcli_ctlkey(const eg_kcli *k, eg_ctlkey *key, char *err, size_t errlen) {

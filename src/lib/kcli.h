@@ -25,10 +25,11 @@ typedef struct eg_kcli {
     const char *config;       /* path borrowed from argv, or NULL */
     const char *key_file;     /* --key-file, borrowed from argv, or NULL */
     const char *kafka_config; /* --kafka-config, borrowed from argv, or NULL */
+    const char *protect_key;  /* --protect-key-file, borrowed from argv, or NULL */
 } eg_kcli;
 
 /* Consumes a connection option at argv[*i] (-b/--bootstrap B, -c/--config F,
- * --key-file F, --kafka-config F). Returns 1 when it was one (and advances *i past its
+ * --key-file F, --kafka-config F, --protect-key-file F). Returns 1 when it was one (and advances *i past its
  * value), 0 when argv[*i] is something else, -1 when the option lacks its
  * value. */
 int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i);
@@ -40,6 +41,14 @@ struct eg_ctlkey;
  * configured (key->n == 0), -1 with err when the file named cannot be
  * used. */
 int eg_kcli_ctlkey(const eg_kcli *k, struct eg_ctlkey *key, char *err, size_t errlen);
+
+struct eg_prot_keys;
+/* The payload protection key ring (protect.h) that decrypts lane values:
+ * the file of --protect-key-file, else of $ERRGATE_PROTECT_KEY_FILE, else
+ * the config's lanes.protect.key_file (with -c). Returns 1 with *keys
+ * loaded, 0 when none is configured (keys->n == 0), -1 with err when the
+ * file named cannot be used. */
+int eg_kcli_protkeys(const eg_kcli *k, struct eg_prot_keys *keys, char *err, size_t errlen);
 
 /* A fresh client configuration: the config file's kafka properties (when -c),
  * then those of the --kafka-config file (or $ERRGATE_KAFKA_CONFIG), then

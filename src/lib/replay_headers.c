@@ -2,6 +2,7 @@
  * it was replayed already (see replay_headers.h). Pure: no Kafka client, no
  * state; unit-tested in spec/c/test_dlq.c. */
 #include "replay_headers.h"
+#include "protect.h"
 #include "headers.h"
 #include "parse.h"
 #include "record.h"
@@ -22,9 +23,10 @@ long eg_replays_parse(const void *val, size_t len) {
     return eg_parse_count(buf, &n) == 0 ? n : -1;
 }
 
-/* True for the headers a replay sets afresh. */
+/* True for the headers a replay sets afresh, and errgate.protect: a
+ * replayed record holds its payload as it came (decrypted, or fetched). */
 static int rewritten(const char *name) {
-    return !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) || !strcmp(name, EG_H_REPLAY_TS) ||
+    return !strcmp(name, EG_H_PROTECT) || !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) || !strcmp(name, EG_H_REPLAY_TS) ||
            !strcmp(name, EG_H_REPLAYS) || !strcmp(name, EG_H_ATTEMPTS);
 }
 

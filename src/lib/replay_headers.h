@@ -18,7 +18,8 @@
 long eg_replays_parse(const void *val, size_t len);
 
 /* The headers of a replayed record: every header of src (may be NULL) in
- * order, except retry.count, replay.from-dlq, replay.timestamp and
+ * order, except errgate.protect (dropped: a replayed record holds its
+ * payload as it came) and retry.count, replay.from-dlq, replay.timestamp and
  * errgate.replays, which are then set to "0", from ("lane/partition/offset"),
  * the RFC 3339 form of now_ms, and replays, and errgate.attempts, which is
  * written once, as the largest well-formed count (0 to 2^31-2) of its
