@@ -107,9 +107,8 @@ static int read_string(const char *s, size_t n, size_t *i, char *out, size_t cap
             w = k;
             p += k;
         }
-        if (out)
-            for (size_t k = 0; k < w; k++, o++)
-                if (o < cap) out[o] = tmp[k];
+        for (size_t k = 0; k < w; k++, o++)
+            if (out && o < cap) out[o] = tmp[k];
     }
     if (olen) *olen = o;
     *i = p + 1;
