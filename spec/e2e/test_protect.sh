@@ -17,7 +17,12 @@
 #            value in the lane, replay fetches each original from the
 #            source; a pointer whose source offset holds nothing (or
 #            another record) is refused by name with its offset, left in
-#            the lane, and the replay exits 1.
+#            the lane, and the replay exits 1;
+#   inbox    a gateway triaging the encrypted DLQ (source.inbox) replays
+#            its records through its replay rung (still encrypted there,
+#            header carried) and republishes them decrypted with
+#            lanes.protect.key_file; without the key each is dead-lettered
+#            (reason replay_protected), still encrypted, never out.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/dlq_story.sh"
 
@@ -148,4 +153,41 @@ expect "the refusal names the item, its source offset and why" \
 "$EG" replay --from ptr.dlq --to ptr.replay >"$T/r5.out" 2>"$T/r5.err"; rc=$?
 expect "the refused pointer was not finished: the same replay meets it again, loses nothing (rc $rc)" \
   '[ "$rc" = 1 ] && [ "$(field protected-refused "$T/r5.out")" = 1 ] && [ "$(field replayed "$T/r5.out")" = 0 ]'
+# ---- inbox mode ---------------------------------------------------------------------
+cat >"$T/replay_all.lua" <<'POL'
+local policy = require "errgate.policy"
+return policy.define { name = "replay-all", version = "1", classify = { { class = "any" } },
+  route = { default = { replay = "pay-fixed" } } }
+POL
+inbox_cfg() { # inbox_cfg FILE GROUP TAG PROTECT
+  cat >"$1" <<CFG
+return {
+  group = "$2",
+  source = { topics = { "pay.dlq" }, inbox = "auto", replay_allow = { "pay-fixed" } },
+  policy = "$T/replay_all.lua",
+  commit_interval = 200, shutdown_timeout = 5000,
+  kafka = { ["session.timeout.ms"] = 6000, ["heartbeat.interval.ms"] = 500 },
+  lanes = { dlq = "{topic}.$3dlq", retry = "{topic}.$3.{rung}", protect = $4 },
+}
+CFG
+}
+create_topic pay-fixed 2
+inbox_cfg "$T/in0.lua" gin0 n0 "{ }"
+start_gateway in0 "$T/in0.lua"
+in0_done() { [ "$(count_topic pay.dlq.n0dlq)" = 6 ]; }
+wait_for 60 in0_done; stop_gateway "$GW_PID"
+hdr_dump pay.dlq.n0dlq "$T/in0.jsonl"
+expect "inbox without the key: all six dead-lettered (replay_protected), still encrypted, none out" \
+  '[ "$(grep -c "\"errgate.reason\": \"replay_protected\"" "$T/in0.jsonl")" = 6 ] && [ "$(digits pay.dlq.n0dlq)" = 0 ] &&
+   [ "$(grep -c "\"errgate.protect\": \"encrypt;v1;kid=" "$T/in0.jsonl")" = 6 ] && [ "$(count_topic pay-fixed)" = 0 ]'
+expect "inbox: the replay rung held them encrypted, header carried" \
+  '[ "$(digits pay.dlq.n0.replay)" = 0 ] && [ "$(count_topic pay.dlq.n0.replay)" = 6 ]'
+inbox_cfg "$T/in1.lua" gin1 k1 "{ key_file = \"$T/ring.key\" }"
+start_gateway in1 "$T/in1.lua"
+in1_done() { [ "$(count_topic pay-fixed)" = 6 ]; }
+wait_for 60 in1_done; stop_gateway "$GW_PID"
+hdr_dump pay-fixed "$T/fixed.jsonl"
+expect "inbox with lanes.protect.key_file: six republished decrypted, no errgate.protect" \
+  '[ "$(count_topic pay-fixed)" = 6 ] && [ "$(grep -c "$CARD" "$T/fixed.jsonl")" = 5 ] && ! grep -q "errgate.protect" "$T/fixed.jsonl" &&
+   [ "$(count_topic pay.dlq.k1dlq)" = 0 ]'
 exit $FAILED

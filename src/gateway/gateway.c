@@ -742,8 +742,10 @@ static void decide(eg_gw *gw, eg_record *r) {
  * go to, is dead-lettered instead (reason loop_guard / replay_no_topic).
  * So is one whose topic is internal or not allowed (replay_dest.h: reason
  * replay_refused; the rung record's bytes may come from anyone who can
- * produce), and a stub, whose value was omitted (refusal.h: reason
- * replay_stub; republished, it would be an empty record). */
+ * produce), a stub, whose value was omitted (refusal.h: reason
+ * replay_stub; republished, it would be an empty record), and a protected
+ * value that cannot go out as it came (reason replay_protected: a pointer,
+ * a masked value, an encrypted one without its key; eg_lanes_unprotect). */
 static void republish(eg_gw *gw, eg_record *r) {
     eg_fail *fl = fail_of(gw, r);
     eg_failure_clear(&fl->failure);
@@ -762,7 +764,7 @@ static void republish(eg_gw *gw, eg_record *r) {
     long replays = eg_replays_parse(eg_header(r->msg, EG_H_REPLAYS, &n), n);
     eg_header_str(r->msg, EG_H_CLASS, d.klass, sizeof d.klass);
     eg_header_str(r->msg, EG_H_CODE, d.code, sizeof d.code);
-    char why[200], allow[300];
+    char why[200], allow[300], pwhy[300];
     int stub = eg_header(r->msg, EG_H_VALUE_OMITTED, &n) != NULL;
     int internal = to[0] && eg_replay_internal(gw->cfg, to, why, sizeof why);
     if (!to[0] || replays < 0 || replays >= EG_REPLAY_MAX_REPLAYS) {
@@ -778,6 +780,10 @@ static void republish(eg_gw *gw, eg_record *r) {
                  "a stub (errgate.value-omitted: its value was too large for the rung) is not republished to %s as "
                  "an empty record; dead-lettered",
                  to);
+    } else if (eg_lanes_unprotect(gw->lanes, r, pwhy, sizeof pwhy) != 0) {
+        d.action = EG_ACT_DLQ;
+        eg_decision_set_reason(&d, EG_RSN_REPLAY_PROTECTED);
+        snprintf(d.message, sizeof d.message, "not republished to %.249s: %.200s; dead-lettered", to, pwhy);
     } else if (internal || !eg_replay_allowed(gw->cfg, to)) {
         d.action = EG_ACT_DLQ;
         eg_decision_set_reason(&d, EG_RSN_REPLAY_REFUSED);

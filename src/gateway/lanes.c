@@ -618,12 +618,7 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
     eg_fail *fl = rec->fail;
     const eg_decision *d = &fl->decision;
     int lane = eg_lane_of(d->action);
-    if (lane != EG_LANE_DLQ && lane != EG_LANE_QUARANTINE) {
-        fl->prot_lane = 0;
-        fl->prot_mode = EG_PROT_NONE;
-        fl->prot_hdr[0] = 0;
-        return;
-    }
+    if (lane == EG_LANE_OUT || lane == EG_LANE_STATE || lane < 0) return; /* OUT: eg_lanes_unprotect made it */
     if (fl->prot_lane == lane + 1) return;
     free(fl->prot_value);
     fl->prot_value = NULL;
@@ -641,6 +636,7 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
         eg_printable(pv, pn, fl->prot_hdr, sizeof fl->prot_hdr);
         return;
     }
+    if (lane != EG_LANE_DLQ && lane != EG_LANE_QUARANTINE) return; /* a rung holds the payload */
     int mode = d->protect ? d->protect - 1 : l->prot_mode[lane];
     fl->prot_mode = mode;
     if (mode == EG_PROT_NONE) return;
@@ -682,6 +678,32 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
     }
     fl->prot_mode = EG_PROT_POINTER;
     snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "pointer");
+}
+
+int eg_lanes_unprotect(const eg_lanes *l, eg_record *rec, char *why, size_t whylen) {
+    eg_fail *fl = rec->fail;
+    free(fl->prot_value);
+    fl->prot_value = NULL;
+    fl->prot_len = 0;
+    fl->prot_hdr[0] = 0;
+    fl->prot_mode = EG_PROT_NONE;
+    fl->prot_lane = EG_LANE_OUT + 1;
+    size_t hn = 0;
+    const void *h = eg_header(rec->msg, EG_H_PROTECT, &hn);
+    int mode = eg_prot_header_mode(h, hn);
+    if (mode == EG_PROT_NONE) return 0;
+    if (mode == EG_PROT_ENCRYPT) {
+        if (eg_prot_decrypt(&l->keys, h, hn, rec->msg->payload, rec->msg->len, &fl->prot_value, &fl->prot_len, why,
+                            whylen) != 0)
+            return -1;
+        fl->prot_mode = EG_PROT_ENCRYPT; /* the value written is the plaintext (eg_lanes_body) */
+        return 0;
+    }
+    char shown[EG_PROT_HDR_MAX];
+    eg_printable(h, hn, shown, sizeof shown);
+    snprintf(why, whylen, "%s is %s: the lane holds no payload as it came (errgate replay fetches it from the source)",
+             EG_H_PROTECT, shown);
+    return -1;
 }
 
 void eg_lanes_body(const eg_lanes *l, const eg_record *rec, const char *policy_id, eg_lane_body *b) {

@@ -62,6 +62,14 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
  * it at once (done is not called). */
 rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *origin, const char *policy_id);
 
+/* Inbox mode's republish of rec (a due replay-rung record), which may hold
+ * a protected value (errgate.protect, protect.h): an encrypted one is
+ * decrypted with lanes.protect.key_file into rec->fail, and eg_lanes_body
+ * then writes the plaintext. Returns 0 (nothing protected, or decrypted),
+ * or -1 with why when it cannot go out as it came: a pointer or a masked
+ * value, no key, another key, a changed byte. */
+int eg_lanes_unprotect(const eg_lanes *l, eg_record *rec, char *why, size_t whylen);
+
 /* The key and value of the lane record rec's decision writes: the
  * record's own (borrowed from rec->msg), its protected value for a DLQ or
  * quarantine lane with protection (lanes.protect or the route's protect:

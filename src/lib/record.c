@@ -34,6 +34,7 @@ static const char *const reason_names[EG_RSN__N] = {
     [EG_RSN_REPLAY_STUB] = "replay_stub",
     [EG_RSN_REPLAY_REFUSED] = "replay_refused",
     [EG_RSN_REPLAY] = "replay",
+    [EG_RSN_REPLAY_PROTECTED] = "replay_protected",
 };
 
 const char *eg_reason_name(eg_reason r) { return (unsigned)r < EG_RSN__N ? reason_names[r] : NULL; }

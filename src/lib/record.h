@@ -90,6 +90,7 @@ typedef enum {
     EG_RSN_REPLAY_STUB,     /* "replay_stub": a stub is not republished */
     EG_RSN_REPLAY_REFUSED,  /* "replay_refused": a destination internal or not allowed */
     EG_RSN_REPLAY,          /* "replay": a due replay-rung record republished */
+    EG_RSN_REPLAY_PROTECTED, /* "replay_protected": a protected value it cannot republish as it came */
     EG_RSN__N
 } eg_reason;
 
