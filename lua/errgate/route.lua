@@ -88,7 +88,8 @@ end
 
 local LONG_FORM = "a route entry's long form is { action = \"dlq\" | \"quarantine\" | \"ignore\" | \"hold\" | "
   .. "\"stop\" | \"retry\", delay = \"5s\", reason = \"...\", code = \"...\", message = \"...\", "
-  .. "approval = true, guard = false, protect = \"mask\" | \"encrypt\" | \"pointer\" | \"none\" }; \"dlq\" is short for { action = \"dlq\" }, and { retry = \"schedule\" }, "
+  .. "approval = true, guard = false, protect = \"mask\" | \"encrypt\" | \"pointer\" | \"none\" }; "
+  .. "\"dlq\" is short for { action = \"dlq\" }, and { retry = \"schedule\" }, "
   .. "{ ladder = \"name\" }, { replay = \"original\" } name a schedule, a ladder, a replay"
 
 -- long_form(where, fmt, ...): fail, pointing at the long form

@@ -23,12 +23,26 @@ static int parse_ok(const char *p) {
 }
 
 static void test_paths(void) {
-    const char *good[] = {"$.card", "$.card.number", "$..cvv", "$.items[*].pan", "$.a[0]", "$[\"we.ird\"]",
-                          "$.a.*", "$[\"ca\\u0072d\"]", "$.x-y_z9"};
+    const char *good[] = {"$.card", "$.card.number",     "$..cvv",  "$.items[*].pan", "$.a[0]", "$[\"we.ird\"]",
+                          "$.a.*",  "$[\"ca\\u0072d\"]", "$.x-y_z9"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) CHECK(parse_ok(good[i]), "path %s is accepted", good[i]);
-    const char *bad[] = {"",        "$",       "card",     "$.",        "$..",   "$[",        "$[01]",
-                         "$[1",     "$.a b",   "$[\"\"]",  "$..a..b",   "$[-1]", "$.a[9999999999]",
-                         "$.a.\xc3", "$[\"x]", "$.a[*", "$.a]"};
+    const char *bad[] = {"",
+                         "$",
+                         "card",
+                         "$.",
+                         "$..",
+                         "$[",
+                         "$[01]",
+                         "$[1",
+                         "$.a b",
+                         "$[\"\"]",
+                         "$..a..b",
+                         "$[-1]",
+                         "$.a[9999999999]",
+                         "$.a.\xc3",
+                         "$[\"x]",
+                         "$.a[*",
+                         "$.a]"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) CHECK(!parse_ok(bad[i]), "path '%s' is refused", bad[i]);
     eg_jpath jp;
     char err[160] = "";
@@ -187,10 +201,10 @@ static void test_encrypt(void) {
     char h1[EG_PROT_HDR_MAX], h2[EG_PROT_HDR_MAX], err[256];
     CHECK(eg_prot_encrypt(&old, secret, sn, &c1, &c1n, h1) == 0 && c1n == sn + 28, "encrypted: nonce + tag added");
     CHECK(!memmem(c1, c1n, "4111", 4), "the ciphertext holds no digit run of the card");
-    CHECK(eg_prot_encrypt(&old, secret, sn, &c2, &c2n, h2) == 0 && memcmp(c1, c2, 12) != 0,
-          "a fresh nonce per record");
+    CHECK(eg_prot_encrypt(&old, secret, sn, &c2, &c2n, h2) == 0 && memcmp(c1, c2, 12) != 0, "a fresh nonce per record");
     CHECK(!strncmp(h1, "encrypt;v1;kid=", 15) && !strcmp(h1 + 15, old.kid[0]), "header %s", h1);
-    CHECK(eg_prot_header_mode(h1, strlen(h1)) == EG_PROT_ENCRYPT && eg_prot_header_mode("pointer", 7) == EG_PROT_POINTER &&
+    CHECK(eg_prot_header_mode(h1, strlen(h1)) == EG_PROT_ENCRYPT &&
+              eg_prot_header_mode("pointer", 7) == EG_PROT_POINTER &&
               eg_prot_header_mode("mask;masked=1", 13) == EG_PROT_MASK && eg_prot_header_mode("maskx", 5) < 0 &&
               eg_prot_header_mode(NULL, 0) == EG_PROT_NONE,
           "header modes");
@@ -211,7 +225,8 @@ static void test_encrypt(void) {
     CHECK(eg_prot_decrypt(&old, h3, strlen(h3), c3, c3n, &pl, &pn, err, sizeof err) < 0 &&
               strstr(err, "not in the protection key file") && !pl,
           "a key not in the ring is refused by id: %s", err);
-    CHECK(eg_prot_decrypt(&none, h1, strlen(h1), c1, c1n, &pl, &pn, err, sizeof err) < 0 && strstr(err, "no protection key"),
+    CHECK(eg_prot_decrypt(&none, h1, strlen(h1), c1, c1n, &pl, &pn, err, sizeof err) < 0 &&
+              strstr(err, "no protection key"),
           "no key: refused by name: %s", err);
     /* a forged header naming the right kid over another key's ciphertext */
     char forged[EG_PROT_HDR_MAX];
@@ -225,8 +240,12 @@ static void test_encrypt(void) {
     CHECK(eg_prot_decrypt(&old, h1, strlen(h1), c1, 27, &pl, &pn, err, sizeof err) < 0 && strstr(err, "too short"),
           "a value cut below nonce and tag: %s", err);
     CHECK(eg_prot_decrypt(&old, h1, strlen(h1), c1, c1n - 1, &pl, &pn, err, sizeof err) < 0, "a cut value is refused");
-    const char *badh[] = {"encrypt;v2;kid=12345678", "encrypt;v1;kid=1234567", "encrypt;v1;kid=1234567z",
-                          "encrypt;v1;kid=12345678x", "pointer", ""};
+    const char *badh[] = {"encrypt;v2;kid=12345678",
+                          "encrypt;v1;kid=1234567",
+                          "encrypt;v1;kid=1234567z",
+                          "encrypt;v1;kid=12345678x",
+                          "pointer",
+                          ""};
     for (size_t i = 0; i < sizeof badh / sizeof *badh; i++)
         CHECK(eg_prot_decrypt(&old, badh[i], strlen(badh[i]), c1, c1n, &pl, &pn, err, sizeof err) < 0 &&
                   strstr(err, "malformed"),

@@ -455,7 +455,8 @@ static const void *tail_value(const rd_kafka_message_t *m, size_t *len, unsigned
     *len = m->len;
     int mode = eg_prot_header_mode(h, hn);
     if (mode == EG_PROT_POINTER) {
-        snprintf(why, whylen, "pointer: no payload in the lane; replay fetches it from original.topic/partition/offset");
+        snprintf(why, whylen,
+                 "pointer: no payload in the lane; replay fetches it from original.topic/partition/offset");
         return NULL;
     }
     if (mode != EG_PROT_ENCRYPT) return m->payload;

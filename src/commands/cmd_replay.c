@@ -876,8 +876,7 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
             ok = eg_prot_decrypt(&rp->keys, ph, phn, m->payload, m->len, &plain, &plain_len, why, sizeof why) == 0;
         else if (pmode == EG_PROT_MASK || pmode == EG_PROT_POINTER)
             ok = (orig = fetch_original(rp, m, id, why, sizeof why)) != NULL;
-        else
-            snprintf(why, sizeof why, "the value is protected in a way this errgate does not know");
+        else snprintf(why, sizeof why, "the value is protected in a way this errgate does not know");
         if (!ok) {
             rp->protected_refused++;
             char ot[300], op[32], oo[32];
@@ -887,8 +886,7 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
             fprintf(stderr,
                     "errgate replay: refused protected %s (errgate.id %s, source %s/%s/%s, %s: %s): %s; not replayed, "
                     "left in the lane\n",
-                    lane, shown, ot, op, oo, EG_H_PROTECT, pshown,
-                    why);
+                    lane, shown, ot, op, oo, EG_H_PROTECT, pshown, why);
             if (o->dry) dry_row(rp, m, lane, nrep, "", -1, "refused protected");
             free(plain);
             return 0;

@@ -647,14 +647,13 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
         int masked = 0;
         if (!l->mask) why = "no_paths";
         else if (l->mask->hash && !l->keys.n) why = "no_key";
-        else if (eg_prot_mask_json(l->mask, &l->keys, rec->msg->payload, rec->msg->len, &out, &olen, &masked,
-                                   &why) == 0) {
+        else if (eg_prot_mask_json(l->mask, &l->keys, rec->msg->payload, rec->msg->len, &out, &olen, &masked, &why) ==
+                 0) {
             fl->prot_value = (unsigned char *)out;
             fl->prot_len = olen;
             if (l->mask->hash)
                 snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "mask;masked=%d;hash=%s", masked, l->keys.kid[0]);
-            else
-                snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "mask;masked=%d", masked);
+            else snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "mask;masked=%d", masked);
             return;
         }
         char extra[48];

@@ -258,8 +258,9 @@ const eg_config_key eg_config_keys[] = {
     K_DUR("lanes.retention", NULL, 0, 0, 315360000, 1000, lane_retention_s,
           "retention (retention.ms) of the DLQ, quarantine and rung topics errgate creates (\"30d\"); 0: the "
           "cluster's default; existing topics keep theirs (see Lanes)"),
-    K_TABLE("lanes.protect", 0, "what DLQ and quarantine records hold instead of the payload as it came; absent: "
-                                "the payload (see Payload protection)"),
+    K_TABLE("lanes.protect", 0,
+            "what DLQ and quarantine records hold instead of the payload as it came; absent: "
+            "the payload (see Payload protection)"),
     K_ENUM("lanes.protect.dlq", "none", prot_modes, prot_mode_values, protect_mode[0],
            "DLQ payloads: none, mask (JSON paths), encrypt (AES-256-GCM) or pointer (no payload)"),
     K_ENUM("lanes.protect.quarantine", "none", prot_modes, prot_mode_values, protect_mode[1],
@@ -1405,8 +1406,7 @@ static int load_protect(loadctx *c) {
     int r = push_table(c, "protect", "lanes.protect");
     if (r < 0) return -1;
     if (r == 1) {
-        if (only_keys(c, "lanes.protect", "lanes.protect") < 0 ||
-            load_fields(c, "lanes.protect", "lanes.protect") < 0)
+        if (only_keys(c, "lanes.protect", "lanes.protect") < 0 || load_fields(c, "lanes.protect", "lanes.protect") < 0)
             return lua_pop(L, 1), -1;
         rawfield(L, "paths");
         int t = lua_type(L, -1);
@@ -1419,7 +1419,9 @@ static int load_protect(loadctx *c) {
                     if (lua_type(L, -1) != LUA_TNUMBER || lua_tonumber(L, -1) < 1 || lua_tonumber(L, -1) > n) bad = 1;
                 }
             }
-            if (bad) return lua_pop(L, 2), fail(c, "lanes.protect.paths: expected a list of at most %d JSON paths", EG_PROT_PATHS);
+            if (bad)
+                return lua_pop(L, 2),
+                       fail(c, "lanes.protect.paths: expected a list of at most %d JSON paths", EG_PROT_PATHS);
             cfg->protect_paths = eg_xcalloc((size_t)n + 1, sizeof(char *));
             for (int i = 1; i <= n; i++) {
                 lua_rawgeti(L, -1, i);

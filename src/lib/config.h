@@ -163,13 +163,13 @@ typedef struct eg_config {
     char *lane_retry;       /* rung topics: {topic} and {rung} (alias {delay}) */
     unsigned lane_profiles; /* lanes.profiles: EG_PROFILE_* bits (lane_profiles.h) */
 
-    int protect_mode[2];      /* lanes.protect.dlq, .quarantine: eg_prot_mode (protect.h) */
-    char **protect_paths;     /* lanes.protect.paths, checked by eg_jpath_parse */
+    int protect_mode[2];  /* lanes.protect.dlq, .quarantine: eg_prot_mode (protect.h) */
+    char **protect_paths; /* lanes.protect.paths, checked by eg_jpath_parse */
     int nprotect_paths;
-    char *protect_token;      /* lanes.protect.token: what a masked value becomes */
-    int protect_hash;         /* 1: a masked value becomes a keyed hash */
-    char *protect_key_file;   /* lanes.protect.key_file, resolved, or NULL */
-    int protect_unmaskable;   /* EG_PROT_POINTER or EG_PROT_ENCRYPT: a non-JSON payload under mask */
+    char *protect_token;     /* lanes.protect.token: what a masked value becomes */
+    int protect_hash;        /* 1: a masked value becomes a keyed hash */
+    char *protect_key_file;  /* lanes.protect.key_file, resolved, or NULL */
+    int protect_unmaskable;  /* EG_PROT_POINTER or EG_PROT_ENCRYPT: a non-JSON payload under mask */
     int dlq_approval;        /* 1: DLQ records carry errgate.approval: required */
     int quarantine_approval; /* the same for quarantine records */
 

@@ -76,11 +76,12 @@ int eg_prot_encrypt(const eg_prot_keys *keys, const void *in, size_t n, unsigned
     unsigned char *o = malloc(n + EG_PROT_NONCE + EG_PROT_TAG);
     if (!o) return -1;
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
-    int len = 0, fin = 0, ok = x && RAND_bytes(o, EG_PROT_NONCE) == 1 &&
-                                EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
-                                EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, EG_PROT_NONCE, NULL) == 1 &&
-                                EVP_EncryptInit_ex(x, NULL, NULL, keys->enc[0], o) == 1 &&
-                                EVP_EncryptUpdate(x, NULL, &len, (const unsigned char *)AAD, sizeof AAD - 1) == 1;
+    int len = 0, fin = 0,
+        ok = x && RAND_bytes(o, EG_PROT_NONCE) == 1 &&
+             EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+             EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, EG_PROT_NONCE, NULL) == 1 &&
+             EVP_EncryptInit_ex(x, NULL, NULL, keys->enc[0], o) == 1 &&
+             EVP_EncryptUpdate(x, NULL, &len, (const unsigned char *)AAD, sizeof AAD - 1) == 1;
     if (ok && n) ok = EVP_EncryptUpdate(x, o + EG_PROT_NONCE, &len, in, (int)n) == 1;
     else len = 0;
     ok = ok && EVP_EncryptFinal_ex(x, o + EG_PROT_NONCE + len, &fin) == 1 &&
@@ -155,10 +156,11 @@ int eg_prot_decrypt(const eg_prot_keys *keys, const void *hdr, size_t hlen, cons
     unsigned char tag[EG_PROT_TAG];
     memcpy(tag, v + EG_PROT_NONCE + clen, EG_PROT_TAG);
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
-    int len = 0, fin = 0, ok = x && EVP_DecryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
-                                EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, EG_PROT_NONCE, NULL) == 1 &&
-                                EVP_DecryptInit_ex(x, NULL, NULL, keys->enc[k], v) == 1 &&
-                                EVP_DecryptUpdate(x, NULL, &len, (const unsigned char *)AAD, sizeof AAD - 1) == 1;
+    int len = 0, fin = 0,
+        ok = x && EVP_DecryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+             EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, EG_PROT_NONCE, NULL) == 1 &&
+             EVP_DecryptInit_ex(x, NULL, NULL, keys->enc[k], v) == 1 &&
+             EVP_DecryptUpdate(x, NULL, &len, (const unsigned char *)AAD, sizeof AAD - 1) == 1;
     if (ok && clen) ok = EVP_DecryptUpdate(x, o, &len, v + EG_PROT_NONCE, (int)clen) == 1;
     else len = 0;
     ok = ok && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_TAG, EG_PROT_TAG, tag) == 1 &&

@@ -33,7 +33,10 @@ static int name_char(char c) {
 }
 
 static int hexval(int c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* Reads 4 hex digits at s. Returns the value or -1. */
@@ -98,8 +101,7 @@ static int read_string(const char *s, size_t n, size_t *i, char *out, size_t cap
                 }
                 if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd; /* a lone surrogate */
                 w = put_utf8((unsigned long)cp, tmp);
-            } else
-                return -1;
+            } else return -1;
         } else {
             size_t k = eg_utf8_seq((const unsigned char *)s + p, n - p);
             if (!k) return -1;
@@ -168,11 +170,11 @@ int eg_jpath_parse(const char *s, size_t n, eg_jpath *p, char *err, size_t errle
             }
             if (i >= n || s[i] != ']') return perr(err, errlen, i, "expected ]");
             i++;
-        } else
-            return perr(err, errlen, i, "expected . or [");
+        } else return perr(err, errlen, i, "expected . or [");
         p->n++;
     }
-    if (p->n == 0) return perr(err, errlen, 1, "the path has no step ($ alone would mask the whole payload: use encrypt)");
+    if (p->n == 0)
+        return perr(err, errlen, 1, "the path has no step ($ alone would mask the whole payload: use encrypt)");
     return 0;
 }
 
@@ -221,7 +223,9 @@ static int match(const eg_jpath *p, int si, const frame *fr, int fi, int nf) {
 
 static int matched(const mctx *c) {
     for (int k = 0; k < c->m->npaths; k++)
-        if (step_matches(&c->m->paths[k].step[c->m->paths[k].n - 1], &c->fr[c->depth]) && match(&c->m->paths[k], 0, c->fr + 1, 0, c->depth)) return 1;
+        if (step_matches(&c->m->paths[k].step[c->m->paths[k].n - 1], &c->fr[c->depth]) &&
+            match(&c->m->paths[k], 0, c->fr + 1, 0, c->depth))
+            return 1;
     return 0;
 }
 
@@ -243,8 +247,7 @@ static void emit(mctx *c, const void *b, size_t len) {
 }
 
 static void ws(mctx *c) {
-    while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' || c->s[c->i] == '\r'))
-        c->i++;
+    while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' || c->s[c->i] == '\r')) c->i++;
 }
 
 static int lit(mctx *c, const char *w) {
@@ -262,8 +265,7 @@ static int number(mctx *c) {
     if (s[i] == '0') i++;
     else if (s[i] >= '1' && s[i] <= '9')
         while (i < n && s[i] >= '0' && s[i] <= '9') i++;
-    else
-        return -1;
+    else return -1;
     if (i < n && s[i] == '.') {
         size_t b = ++i;
         while (i < n && s[i] >= '0' && s[i] <= '9') i++;
@@ -308,8 +310,7 @@ static void replace(mctx *c, size_t b, size_t e) {
         read_string(c->s, c->n, &i, u, olen, &olen);
         eg_hmac_sha256(c->keys->mac[0], 32, u, olen, mac);
         free(u);
-    } else
-        eg_hmac_sha256(c->keys->mac[0], 32, c->s + b, e - b, mac);
+    } else eg_hmac_sha256(c->keys->mac[0], 32, c->s + b, e - b, mac);
     char h[48] = "\"hmac:";
     for (int k = 0; k < 16; k++) snprintf(h + 6 + 2 * k, 3, "%02x", mac[k]);
     h[38] = '"';
@@ -375,8 +376,7 @@ static int value(mctx *c, int masking) {
         if (lit(c, "false")) return -1;
     } else if (ch == 'n') {
         if (lit(c, "null")) return -1;
-    } else if (number(c) != 0)
-        return -1;
+    } else if (number(c) != 0) return -1;
     if (hit) replace(c, b, c->i);
     return 0;
 }

@@ -79,17 +79,17 @@ int eg_action_parse(const char *s);
 typedef enum {
     EG_RSN_NONE = 0,
     EG_RSN_OTHER,
-    EG_RSN_EXHAUSTED,       /* "exhausted": a retry schedule or ladder used up */
-    EG_RSN_RETRY_BUDGET,    /* "retry_budget": escalated or held for the target's retry budget */
-    EG_RSN_DLQ_GUARD,       /* "dlq_guard": a dead letter the flood guard held */
-    EG_RSN_OVERRIDE,        /* "override": an operator override replaced the action */
-    EG_RSN_POLICY_ERROR,    /* "policy_error": the fallback hold */
-    EG_RSN_UNKNOWN_RUNG,    /* "unknown_rung": a ladder or replay rung the gateway does not consume */
-    EG_RSN_LOOP_GUARD,      /* "loop_guard": replayed too often */
-    EG_RSN_REPLAY_NO_TOPIC, /* "replay_no_topic": a replay-rung record without a destination */
-    EG_RSN_REPLAY_STUB,     /* "replay_stub": a stub is not republished */
-    EG_RSN_REPLAY_REFUSED,  /* "replay_refused": a destination internal or not allowed */
-    EG_RSN_REPLAY,          /* "replay": a due replay-rung record republished */
+    EG_RSN_EXHAUSTED,        /* "exhausted": a retry schedule or ladder used up */
+    EG_RSN_RETRY_BUDGET,     /* "retry_budget": escalated or held for the target's retry budget */
+    EG_RSN_DLQ_GUARD,        /* "dlq_guard": a dead letter the flood guard held */
+    EG_RSN_OVERRIDE,         /* "override": an operator override replaced the action */
+    EG_RSN_POLICY_ERROR,     /* "policy_error": the fallback hold */
+    EG_RSN_UNKNOWN_RUNG,     /* "unknown_rung": a ladder or replay rung the gateway does not consume */
+    EG_RSN_LOOP_GUARD,       /* "loop_guard": replayed too often */
+    EG_RSN_REPLAY_NO_TOPIC,  /* "replay_no_topic": a replay-rung record without a destination */
+    EG_RSN_REPLAY_STUB,      /* "replay_stub": a stub is not republished */
+    EG_RSN_REPLAY_REFUSED,   /* "replay_refused": a destination internal or not allowed */
+    EG_RSN_REPLAY,           /* "replay": a due replay-rung record republished */
     EG_RSN_REPLAY_PROTECTED, /* "replay_protected": a protected value it cannot republish as it came */
     EG_RSN__N
 } eg_reason;
@@ -185,11 +185,11 @@ typedef struct eg_fail {
     eg_attempt hist[EG_HIST_MAX];
     /* payload protection (protect.h), made once per lane write so that a
      * retried or spilled write holds the same bytes (lanes.c) */
-    int prot_lane;                    /* the lane + 1 it was made for; 0: not made */
-    int prot_mode;                    /* eg_prot_mode applied; NONE: the payload as it came */
-    unsigned char *prot_value;        /* owned; the lane value (NULL with prot_len 0: none) */
+    int prot_lane;             /* the lane + 1 it was made for; 0: not made */
+    int prot_mode;             /* eg_prot_mode applied; NONE: the payload as it came */
+    unsigned char *prot_value; /* owned; the lane value (NULL with prot_len 0: none) */
     size_t prot_len;
-    char prot_hdr[EG_PROT_HDR_MAX];   /* the errgate.protect value, "" for none */
+    char prot_hdr[EG_PROT_HDR_MAX]; /* the errgate.protect value, "" for none */
 } eg_fail;
 
 struct eg_part;

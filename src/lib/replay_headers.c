@@ -26,8 +26,8 @@ long eg_replays_parse(const void *val, size_t len) {
 /* True for the headers a replay sets afresh, and errgate.protect: a
  * replayed record holds its payload as it came (decrypted, or fetched). */
 static int rewritten(const char *name) {
-    return !strcmp(name, EG_H_PROTECT) || !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) || !strcmp(name, EG_H_REPLAY_TS) ||
-           !strcmp(name, EG_H_REPLAYS) || !strcmp(name, EG_H_ATTEMPTS);
+    return !strcmp(name, EG_H_PROTECT) || !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) ||
+           !strcmp(name, EG_H_REPLAY_TS) || !strcmp(name, EG_H_REPLAYS) || !strcmp(name, EG_H_ATTEMPTS);
 }
 
 rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays) {
