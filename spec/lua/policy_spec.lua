@@ -225,6 +225,23 @@ describe("route entries", function()
       define_error({ route = { default = { action = "dlq", quarantine = true } } }))
   end)
 
+  it("name a lane's payload protection with protect (dlq and quarantine only)", function()
+    local pol = policy.define(spec({ route = {
+      transient = { retry = "fast", exhausted = { quarantine = true, protect = "mask" } },
+      default = { action = "dlq", protect = "pointer", approval = true } } }))
+    local d = t.decide(pol, t.http(400))
+    assert.are.same({ "dlq", "pointer", true }, { d.action, d.protect, d.approval })
+    local ds = t.sequence(pol, t.http(503), 3)
+    assert.are.same({ "quarantine", "mask" }, { ds[3].action, ds[3].protect })
+    assert.is_nil(ds[1].protect) -- a retry never carries it
+    assert.is_nil(t.decide(policy.define(spec({ route = { default = "dlq" } })), t.http(400)).protect)
+    assert.matches("protect applies to dlq and quarantine only",
+      define_error({ route = { default = { action = "hold", protect = "encrypt" } } }))
+    assert.matches("protect must be \"mask\", \"encrypt\", \"pointer\" or \"none\"",
+      define_error({ route = { default = { dlq = true, protect = "rot13" } } }))
+    assert.matches("protect must be", define_error({ route = { default = { dlq = true, protect = true } } }))
+  end)
+
   it("give a hold its own delay", function()
     local pol = policy.define(spec({ route = { default = { action = "hold", delay = "30s" } } }))
     assert.are.same({ "hold", 30000 }, { t.decide(pol, t.http(500)).action, t.decide(pol, t.http(500)).delay_ms })
