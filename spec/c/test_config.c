@@ -404,6 +404,32 @@ int main(void) {
     CHECK(refused("lanes.spill.dir", "nil", "missing required key 'lanes.spill.dir'"),
           "a missing required key of an optional table is named");
     CHECK(refused("policy", "'nope.lua'", "policy: cannot read file"), "a path key names its unreadable file");
+    /* payload protection (lanes.protect): a bad path names its index and byte, a mode needing paths or a
+     * key is refused without them */
+    CHECK(refused("lanes.protect", "{ dlq = 'mask' }", "lanes.protect: mask needs lanes.protect.paths"),
+          "lanes.protect: mask without paths is refused");
+    CHECK(refused("lanes.protect", "{ dlq = 'mask', paths = { '$.a', 'card' } }",
+                  "lanes.protect.paths[2]: at byte 1: a path starts with $"),
+          "lanes.protect.paths: a bad path is refused by index and byte");
+    CHECK(refused("lanes.protect", "{ quarantine = 'encrypt' }", "encrypt needs lanes.protect.key_file"),
+          "lanes.protect: encrypt without a key file is refused");
+    CHECK(refused("lanes.protect", "{ dlq = 'mask', paths = { '$.a' }, hash = true }", "hash needs"),
+          "lanes.protect.hash without a key file is refused");
+    CHECK(refused("lanes.protect", "{ unmaskable = 'encrypt' }", "unmaskable = \"encrypt\" needs"),
+          "lanes.protect.unmaskable = encrypt without a key file is refused");
+    CHECK(refused("lanes.protect", "{ dlq = 'rot13' }", "lanes.protect.dlq"), "an unknown mode is refused");
+    CHECK(refused("lanes.protect", "{ dlq = 'pointer', paths = 'x' }", "lanes.protect.paths: expected a list"),
+          "lanes.protect.paths must be a list");
+    CHECK(refused("lanes.protect", "{ dlq = 'pointer', key_file = 'nope.key' }", "cannot read file"),
+          "lanes.protect.key_file names an unreadable file");
+    {
+        eg_config pc;
+        int prc = load_with("lanes.protect", "{ dlq = 'pointer', quarantine = 'mask', paths = { '$..cvv' } }", &pc);
+        CHECK(prc == 0 && pc.protect_mode[0] == 3 && pc.protect_mode[1] == 1 && pc.nprotect_paths == 1 &&
+                  !strcmp(pc.protect_paths[0], "$..cvv") && !strcmp(pc.protect_token, "[masked]"),
+              "lanes.protect loads its modes, paths and the default token (%s)", err);
+        if (prc == 0) eg_config_free(&pc);
+    }
     CHECK(refused("target.breaker.min_calls", "60", "target.breaker.min_calls: 60 is larger than the window"),
           "cross-key checks stay: breaker min_calls above the window");
 
