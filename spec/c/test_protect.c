@@ -256,7 +256,8 @@ static void test_encrypt(void) {
     CHECK(eg_prot_encrypt(&old, NULL, 0, &e0, &e0n, h0) == 0 && e0n == 28 &&
               eg_prot_decrypt(&old, h0, strlen(h0), e0, e0n, &pl, &pn, err, sizeof err) == 0 && pn == 0,
           "an empty payload round-trips");
-    CHECK(eg_prot_encrypt(&none, secret, sn, &c2, &c2n, h2) < 0, "no key: encrypt refuses");
+    free(c2);
+    CHECK(eg_prot_encrypt(&none, secret, sn, &c2, &c2n, h2) < 0 && !c2, "no key: encrypt refuses, nothing allocated");
     free(pl);
     free(e0);
     free(c1);

@@ -99,7 +99,7 @@ typedef struct eg_prot_mask {
  * replaced whole (an object or array too) by the token, or by the keyed
  * hash of the value (a string's unescaped content, any other value's text
  * as written) with keys->mac[0]. Returns 0 with *out (malloc'd, the caller
- * frees; *outlen bytes) and *masked the number of values replaced (0: the
+ * frees; *outlen bytes and a NUL after them) and *masked the number of values replaced (0: the
  * payload is copied as it was); or -1 when in is not strict JSON (RFC 8259,
  * UTF-8) or nests deeper than EG_PROT_DEPTH, with *why a fixed word
  * ("not_json", "too_deep") and nothing allocated. */

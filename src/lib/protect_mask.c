@@ -403,8 +403,8 @@ int eg_prot_mask_json(const eg_prot_mask *m, const eg_prot_keys *keys, const voi
     }
     if (rc == 0) {
         emit(c, c->s + c->copied, c->n - c->copied);
-        emit(c, "", 0);
-        if (!c->out) emit(c, " ", 1), c->olen = 0; /* an empty output still gets a buffer */
+        emit(c, "", 1); /* a NUL after the output, not counted: a buffer even for an empty one */
+        c->olen--;
     }
     if (rc == 0 && c->oom) {
         rc = -1;
