@@ -15,7 +15,8 @@
 #            value) and says so in the log; replay fetches the originals;
 #   pointer  a route entry's protect = "pointer" beats lanes.protect: no
 #            value in the lane, replay fetches each original from the
-#            source; a pointer whose source offset holds nothing (or
+#            source (a stub of an encrypting lane too: fetched, not
+#            decrypted); a pointer whose source offset holds nothing (or
 #            another record) is refused by name with its offset, left in
 #            the lane, and the replay exits 1;
 #   inbox    a gateway triaging the encrypted DLQ (source.inbox) replays
@@ -145,9 +146,14 @@ expect "tail --payload of a pointer says where the payload is" 'grep -q "value_r
 # a forged pointer whose source offset holds nothing
 kcat -P -b "$BOOTSTRAP" -t ptr.dlq -p 0 -H "errgate.id=ptr/0/999999" -H "original.topic=ptr" -H "original.partition=0" \
   -H "original.offset=999999" -H "errgate.protect=pointer" -H "error.class=permanent" 2>"$T/kcat.err" <<<"forged"
+# a stub (its value too large for the lane) of an encrypting lane: fetched like any stub, not decrypted
+read -r SP SO < <(kcat -C -b "$BOOTSTRAP" -t ptr -e -q -f '%p %o %s\n' | awk '/"ptr7"/ {print $1, $2}')
+kcat -P -b "$BOOTSTRAP" -t ptr.dlq -p 1 -H "errgate.id=ptr/$SP/$SO" -H "original.topic=ptr" -H "original.partition=$SP" \
+  -H "original.offset=$SO" -H "errgate.protect=encrypt;v1;kid=0badc0de" -H "errgate.value-omitted=999" \
+  -H "error.class=permanent" 2>>"$T/kcat.err" <<<"x"
 "$EG" replay --from ptr.dlq --to ptr.replay >"$T/r4.out" 2>"$T/r4.err"; rc=$?
-expect "pointer: replay fetches the six originals, refuses the one whose source is gone (rc $rc)" \
-  '[ "$rc" = 1 ] && [ "$(field replayed "$T/r4.out")" = 6 ] && [ "$(field protected-refused "$T/r4.out")" = 1 ] && [ "$(digits ptr.replay)" = 6 ]'
+expect "pointer: replay fetches the six originals and the stub's, refuses the one whose source is gone (rc $rc)" \
+  '[ "$rc" = 1 ] && [ "$(field replayed "$T/r4.out")" = 7 ] && [ "$(field protected-refused "$T/r4.out")" = 1 ] && [ "$(digits ptr.replay)" = 6 ]'
 expect "the refusal names the item, its source offset and why" \
   'grep -q "refused protected ptr.dlq/0/[0-9]* (errgate.id ptr/0/999999, source ptr/0/999999, errgate.protect: pointer): .*999999" "$T/r4.err"'
 "$EG" replay --from ptr.dlq --to ptr.replay >"$T/r5.out" 2>"$T/r5.err"; rc=$?

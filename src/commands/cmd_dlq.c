@@ -59,6 +59,7 @@
 #include "kcli.h"
 #include "parse.h"
 #include "record.h"
+#include "refusal.h"
 #include "text.h"
 #include "util.h"
 
@@ -459,7 +460,7 @@ static const void *tail_value(const rd_kafka_message_t *m, size_t *len, unsigned
                  "pointer: no payload in the lane; replay fetches it from original.topic/partition/offset");
         return NULL;
     }
-    if (mode != EG_PROT_ENCRYPT) return m->payload;
+    if (mode != EG_PROT_ENCRYPT || eg_header(m, EG_H_VALUE_OMITTED, NULL)) return m->payload; /* a stub: none */
     if (eg_prot_decrypt(&tail_keys, h, hn, m->payload, m->len, freeme, len, why, whylen) != 0) return NULL;
     return *freeme;
 }
