@@ -54,6 +54,7 @@ records() {
 cfg() { # cfg FILE TOPIC GROUP PROTECT [POLICY]
   cat >"$1" <<CFG
 return {
+  admin = { listen = "127.0.0.1:0" },
   group = "$3",
   source = { topics = { "$2" }, ordering = "none" },
   target = { http = { url = "$HANDLER_URL", timeout = 3000, concurrency = 8 } },
@@ -64,9 +65,11 @@ return {
 }
 CFG
 }
-run_gw() { # run_gw NAME TOPIC GROUP
+run_gw() { # run_gw NAME TOPIC GROUP: also sets UNPROTECTABLE (the gateway's errgate_payload_unprotectable_total)
   start_gateway "$1" "$T/$1.lua"
   wait_drained "$3" "$2" 60 || not_ok "$1: the gateway did not drain $2: lag $(lag "$3" "$2"); $(tail -3 "$T/$1.err")"
+  ADDR=$(admin_addr "$1")
+  UNPROTECTABLE=$(metric "$ADDR" errgate_payload_unprotectable_total)
   stop_gateway "$GW_PID"
 }
 # digits TOPIC: how many times a card's digits (plain, or the 12 ones of the
@@ -124,8 +127,9 @@ sys.exit(0 if ok else 1)
 PY
 expect "mask: the header counts what was masked and names the hash key" \
   'grep -qE "\"errgate.protect\": \"mask;masked=2;hash=[0-9a-f]{8}\"" "$T/shop.jsonl"'
-expect "mask: the broken-UTF-8 payload is a pointer, said in its header and the log" \
-  '[ "$(grep -c "\"errgate.protect\": \"pointer;unmasked=not_json\"" "$T/shop.jsonl")" = 1 ] && grep -q "payload_unprotectable" "$T/mask.err"'
+expect "mask: the broken-UTF-8 payload is a pointer, said in its header, the log and the metric ($UNPROTECTABLE)" \
+  '[ "$(grep -c "\"errgate.protect\": \"pointer;unmasked=not_json\"" "$T/shop.jsonl")" = 1 ] && grep -q "payload_unprotectable" "$T/mask.err" &&
+   [ "$UNPROTECTABLE" = 1 ]'
 "$EG" replay --from shop.dlq --to shop.replay >"$T/r3.out" 2>"$T/r3.err"; rc=$?
 expect "mask: replay fetches the originals from the source (rc $rc)" \
   '[ "$rc" = 0 ] && [ "$(field replayed "$T/r3.out")" = 6 ] && [ "$(count_topic shop.replay)" = 6 ] && [ "$(digits shop.replay)" = 6 ]'

@@ -156,6 +156,7 @@ typedef struct eg_gw_metrics {
     eg_family *poison, *recovered, *dead_by_topic; /* by source topic (the seeds' metrics, gateway.c) */
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
+    uint64_t *payload_unprotectable; /* protection asked for and not applicable: written otherwise (lanes.c) */
     uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;
     uint64_t *offset_gaps, *offset_behind;      /* source messages past a jump in offsets, or below the last taken */
     uint64_t *offset_probes, *offset_refetched; /* jumps fetched again; of those, skipped records found */

@@ -426,6 +426,10 @@ static const family_def families[] = {
     {"errgate_commits_total", EG_MT_COUNTER, "Successful offset commits.", NO_LABELS, NO_BOUNDS, CTR(commits)},
     {"errgate_commit_failures_total", EG_MT_COUNTER, "Failed offset commits.", NO_LABELS, NO_BOUNDS,
      CTR(commit_failures)},
+    {"errgate_payload_unprotectable_total", EG_MT_COUNTER,
+     "DLQ or quarantine payloads that could not be protected as asked (not JSON for mask, no paths, no key) and "
+     "were written as a pointer or encrypted instead (errgate.protect says which).",
+     NO_LABELS, NO_BOUNDS, CTR(payload_unprotectable)},
     {"errgate_bad_ids_total", EG_MT_COUNTER, "Source records whose errgate.id header was malformed (ignored).",
      NO_LABELS, NO_BOUNDS, CTR(bad_ids)},
     {"errgate_tracker_full_total", EG_MT_COUNTER, "Times a partition stopped being read at source.max_tracked.",

@@ -216,6 +216,7 @@ int eg_gw_open(eg_gw *gw, eg_config *cfg, eg_target *target, char *err, size_t e
         spill_start(gw, err, errlen) != 0 || eg_gw_incident_start(gw, err, errlen) != 0 ||
         eg_gw_admin_start(gw, err, errlen) != 0 || consumer_new(gw, err, errlen) != 0)
         return -1;
+    eg_lanes_count_unprotectable(gw->lanes, gw->m.payload_unprotectable);
     eg_gw_txn_start(gw);
     if (cfg->shadow_policy) {
         eg_shadow_cfg sc = {cfg->shadow_policy, cfg->shadow_timeout_ms, (size_t)cfg->policy_memory_mb << 20,

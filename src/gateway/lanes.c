@@ -82,6 +82,7 @@ struct eg_lanes {
     eg_prot_mask *mask;
     eg_prot_keys keys;
     int unmaskable;
+    uint64_t *unprotectable; /* the gateway's counter, or NULL */
 };
 
 int eg_lane_of(eg_action a) {
@@ -581,9 +582,13 @@ rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const cha
     return h;
 }
 
-/* Logs that rec's payload could not be protected as asked and what it
- * became instead (the header says it on the record too). */
-static void protect_log(const eg_record *rec, const char *asked, const char *why, const char *became) {
+void eg_lanes_count_unprotectable(eg_lanes *l, uint64_t *ctr) { l->unprotectable = ctr; }
+
+/* Counts and logs that rec's payload could not be protected as asked and
+ * what it became instead (the header says it on the record too). */
+static void protect_log(const eg_lanes *l, const eg_record *rec, const char *asked, const char *why,
+                        const char *became) {
+    if (l->unprotectable) (*l->unprotectable)++;
     eg_logline ll;
     if (!eg_log_begin(&ll, EG_WARN, "payload_unprotectable")) return;
     eg_log_str(&ll, "topic", rec->topic);
@@ -659,12 +664,12 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
         char extra[48];
         snprintf(extra, sizeof extra, ";unmasked=%s", why);
         if (l->unmaskable == EG_PROT_ENCRYPT && l->keys.n && protect_encrypt(l, rec, extra) == 0) {
-            protect_log(rec, "mask", why, "encrypt");
+            protect_log(l, rec, "mask", why, "encrypt");
             return;
         }
         fl->prot_mode = EG_PROT_POINTER;
         snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "pointer%s", extra);
-        protect_log(rec, "mask", why, "pointer");
+        protect_log(l, rec, "mask", why, "pointer");
         return;
     }
     if (mode == EG_PROT_ENCRYPT) {
@@ -672,7 +677,7 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
         why = l->keys.n ? "encrypt_failed" : "no_key";
         fl->prot_mode = EG_PROT_POINTER;
         snprintf(fl->prot_hdr, sizeof fl->prot_hdr, "pointer;unencrypted=%s", why);
-        protect_log(rec, "encrypt", why, "pointer");
+        protect_log(l, rec, "encrypt", why, "pointer");
         return;
     }
     fl->prot_mode = EG_PROT_POINTER;

@@ -70,6 +70,10 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
  * value, no key, another key, a changed byte. */
 int eg_lanes_unprotect(const eg_lanes *l, eg_record *rec, char *why, size_t whylen);
 
+/* Counts in *ctr (the gateway's errgate_payload_unprotectable_total; NULL:
+ * not counted) each payload that could not be protected as asked. */
+void eg_lanes_count_unprotectable(eg_lanes *l, uint64_t *ctr);
+
 /* The key and value of the lane record rec's decision writes: the
  * record's own (borrowed from rec->msg), its protected value for a DLQ or
  * quarantine lane with protection (lanes.protect or the route's protect:
