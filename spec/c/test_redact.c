@@ -38,6 +38,18 @@ int main(void) {
     SAME("eyJonly.one", "eyJonly.one");
     SAME("tokens are counted", "tokens are counted");
     SAME("mytoken=abc", "mytoken=abc");
+    /* nested, escaped (JSON quoted inside a string, as a body quoted in an error message) and binary forms */
+    SAME("{\"user\":{\"card\":{\"password\":\"hunter2\"}}}", "{\"user\":{\"card\":{\"password\":\"[REDACTED]\"}}}");
+    SAME("body: {\\\"password\\\":\\\"hunter2\\\",\\\"a\\\":1}",
+         "body: {\\\"password\\\":\\\"[REDACTED]\\\",\\\"a\\\":1}");
+    SAME("{\\\"api_key\\\": \\\"k-123\\\"}", "{\\\"api_key\\\": \\\"[REDACTED]\\\"}");
+    SAME("\"secret=s3\\\"x\"", "\"secret=[REDACTED]\\\"x\"");
+    {
+        const char b[] = "\xff\x01token=abc\x00password: hunter2\xfe";
+        size_t bn = eg_redact(b, sizeof b - 1, out, sizeof out);
+        CHECK(bn > 0 && !memmem(out, bn, "abc", 3) && !memmem(out, bn, "hunter2", 7),
+              "secrets around binary bytes and a NUL are redacted");
+    }
     CHECK(strcmp(R("password=[REDACTED] and Bearer [REDACTED]"), "password=[REDACTED] and Bearer [REDACTED]") == 0,
           "idempotent (got %s)", out);
     char small[8];

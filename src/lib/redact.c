@@ -46,16 +46,17 @@ static int starts_ci(const char *s, size_t n, const char *word, size_t w) {
     return 1;
 }
 
-/* End of a credential value starting at s: stops at whitespace, quotes,
+/* End of a credential value starting at s: stops at whitespace, control
+ * bytes (a NUL of a binary message), quotes (an escaped one too),
  * separators of query strings, JSON and lists. */
 static size_t value_len(const char *s, size_t n) {
     size_t m = strlen(EG_REDACTED), i = 0;
     if (n >= m && memcmp(s, EG_REDACTED, m) == 0) return m; /* already redacted */
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        if (isspace(c) || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' || c == '}' || c == ')' ||
-            c == ']' || c == '<' || c == '>')
-            break;
+        if (isspace(c) || c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' ||
+            c == '}' || c == ')' || c == ']' || c == '<' || c == '>' || (c == '\\' && i + 1 < n && s[i + 1] == '"'))
+            break; /* \" ends a value quoted inside quoted JSON */
         i++;
     }
     return i;
@@ -85,12 +86,15 @@ static size_t try_key(const char *s, size_t n, out_buf *o) {
         size_t w = keys[k].n;
         if (!starts_ci(s, n, keys[k].w, w)) continue;
         size_t i = w;
-        /* allow a closing quote of a JSON key, then spaces, then = or : */
+        /* allow a closing quote of a JSON key (escaped too: JSON quoted inside a
+         * string, {\"password\":\"x\"}), then spaces, then = or : */
+        if (i + 1 < n && s[i] == '\\' && s[i + 1] == '"') i++;
         if (i < n && (s[i] == '"' || s[i] == '\'')) i++;
         while (i < n && s[i] == ' ') i++;
         if (i >= n || (s[i] != '=' && s[i] != ':')) continue;
         i++;
-        while (i < n && (s[i] == ' ' || s[i] == '"' || s[i] == '\'')) i++;
+        while (i < n && (s[i] == ' ' || s[i] == '"' || s[i] == '\'' || (s[i] == '\\' && i + 1 < n && s[i + 1] == '"')))
+            i++;
         emit(o, s, i);
         size_t sch = try_scheme(s + i, n - i, o);
         if (sch) return i + sch;
