@@ -19,7 +19,8 @@ local redact = {}
 
 -- the real gsub, held before errgate.sandbox.harden() guards string methods:
 -- these patterns are ours, bounded by SCAN_MAX and literal prefixes
-local gsub, find, lower, sub, concat = string.gsub, string.find, string.lower, string.sub, table.concat
+local gsub, find, lower, sub, byte = string.gsub, string.find, string.lower, string.sub, string.byte
+local concat = table.concat
 local affordable = require("errgate.pattern").affordable
 
 local MARK = "[REDACTED]"
@@ -57,12 +58,13 @@ do
         g = { stem }
         group_of[stem], STEMS[#STEMS + 1] = g, g
       end
-      g[#g + 1] = { w, nocase(w) .. "[\"']?%s*[=:]%s*[\"']?" }
+      -- a closing quote may be escaped (JSON quoted inside a string: {\"password\":\"x\"})
+      g[#g + 1] = { w, nocase(w) .. "\\?[\"']?%s*[=:]%s*\\?[\"']?" }
     end
   end
 end
 for _, w in ipairs(WORDS.schemes) do SCHEMES[w] = true end
-local VALUE = "^[^%s&;,\"']+"
+local VALUE = "^[^%s%c&;,\"']+" -- a control byte (a NUL of binary text) ends a value too
 local CREDENTIAL = "^( +)[^%s&;,\"']+"
 
 -- redact_values(s, key) -> s with the value after each match of the key
@@ -74,6 +76,8 @@ local function redact_values(s, key)
     local _, e = find(s, key, init)
     if not e then break end
     local _, ve = find(s, VALUE, e + 1)
+    -- a value quoted inside quoted JSON ends before the backslash of its \"
+    if ve and ve > e + 1 and byte(s, ve) == 92 and byte(s, ve + 1) == 34 then ve = ve - 1 end
     if ve then
       local kept = e -- the text up to here stays
       if SCHEMES[lower(sub(s, e + 1, ve))] then

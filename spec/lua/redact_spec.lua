@@ -12,6 +12,19 @@ describe("errgate.redact.message", function()
     assert.are.equal("{\"Token\": \"[REDACTED]\"}", redact.message("{\"Token\": \"abc123\"}", 512))
   end)
 
+  it("redacts secrets nested, in JSON quoted inside a string, and next to binary bytes", function()
+    for _, case in ipairs {
+      { '{"user":{"card":{"password":"hunter2"}}}', '{"user":{"card":{"password":"[REDACTED]"}}}' },
+      { 'body: {\\"password\\":\\"hunter2\\",\\"a\\":1}', 'body: {\\"password\\":\\"[REDACTED]\\",\\"a\\":1}' },
+      { '{\\"api_key\\": \\"k-123\\"}', '{\\"api_key\\": \\"[REDACTED]\\"}' },
+    } do
+      assert.are.equal(case[2], redact.message(case[1], 512))
+    end
+    local m = redact.message("\255\1token=abc\0password: hunter2\254", 512)
+    assert.is_nil(m:find("abc", 1, true))
+    assert.is_nil(m:find("hunter2", 1, true))
+  end)
+
   it("redacts the secret words that only the C redactor knew before the shared list", function()
     for _, case in ipairs {
       { "Authorization: Basic dXNlcjpwYXNz rejected", "Authorization: Basic [REDACTED] rejected" },
