@@ -60,7 +60,9 @@ trap cleanup EXIT
 export ERRGATE_LUA_DIR="$ROOT/lua"
 
 # ---- tools compiled here: same flags as the Makefile -----------------------
-PCP="luajit rdkafka libevent msgpack libcurl"
+# the libraries the gateway links, from the Makefile (one list)
+PCP=$(sed -n 's/^PC_PKGS *:= *//p' "$ROOT/Makefile")
+[ -n "$PCP" ] || die "bench: no PC_PKGS line in the Makefile"
 CFLAGS_B="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -fno-strict-aliasing -O2 -g"
 # the objects of today's src/**/*.c only (a build dir may keep objects of
 # files since renamed, which would be linked twice)
