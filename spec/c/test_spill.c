@@ -1314,6 +1314,65 @@ static void test_attach(const char *bootstrap) {
     rm_rf(dir);
 }
 
+/* A fatal error of the drainer's idempotent producer (the mock answers a
+ * Produce with OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka raises as a
+ * fatal idempotence error) replaces the producer in place and the frames it
+ * had not confirmed go out through the fresh one: every record arrives.
+ * Four in a row exceed kconf.h's bound: the drainer stops with an error
+ * that says a restart is needed, every undelivered frame stays in the
+ * journal, and a new drainer delivers them. */
+static int count_missing(const char *bootstrap, const char *topic, int n) {
+    seen *s = eg_xcalloc(1, sizeof *s);
+    read_back(bootstrap, topic, s);
+    int missing = s->bad;
+    for (int i = 0; i < n; i++) missing += s->count[i] == 0;
+    free(s);
+    return missing;
+}
+
+static void test_drain_fatal(const char *bootstrap, rd_kafka_mock_cluster_t *mc) {
+    char dir[64], err[256];
+    tmpdir(dir, sizeof dir);
+    rd_kafka_mock_topic_create(mc, "fatal", 4, 1);
+    rd_kafka_mock_topic_create(mc, "fatal4", 1, 1); /* one request at a time: each error meets a fresh producer */
+    eg_spill *j = eg_spill_open(dir, &(eg_spill_opts){.segment_bytes = 2000}, err, sizeof err);
+    append_n(j, "fatal", 40, 30, 1000);
+    eg_spill_seal(j, err, sizeof err);
+    rd_kafka_mock_push_request_errors(mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    eg_spill_drain *d = eg_spill_drain_new(j, client_conf(bootstrap, "5000"), NULL, err, sizeof err);
+    int done = drain_until_done(d, 20000);
+    eg_spill_drain_stats ds;
+    eg_spill_drain_stats_get(d, &ds);
+    CHECK(done && ds.producers_replaced == 1, "one fatal error: the producer is replaced and the drain finishes (%s)",
+          done ? "done" : eg_spill_drain_error(d));
+    eg_spill_drain_free(d, 1000);
+    CHECK(count_missing(bootstrap, "fatal", 40) == 0, "every record arrived");
+
+    append_n(j, "fatal4", 40, 30, 1000);
+    eg_spill_seal(j, err, sizeof err);
+    rd_kafka_mock_push_request_errors(mc, 0 /* Produce */, 4, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                      RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                      RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                      RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    d = eg_spill_drain_new(j, client_conf(bootstrap, "5000"), NULL, err, sizeof err);
+    done = drain_until_done(d, 20000);
+    eg_spill_drain_stats_get(d, &ds);
+    CHECK(!done && ds.producers_replaced == 3 && strstr(eg_spill_drain_error(d), "restart") != NULL,
+          "a fourth fatal error stops the drainer after 3 replacements (%llu): %s",
+          (unsigned long long)ds.producers_replaced, eg_spill_drain_error(d));
+    CHECK(eg_spill_drain_step(d, 10) == -1, "and it stays stopped");
+    eg_spill_drain_free(d, 1000);
+    CHECK(count_files(dir, ".eg") > 0, "the undelivered frames stay in the journal");
+    rd_kafka_mock_clear_request_errors(mc, 0);
+    d = eg_spill_drain_new(j, client_conf(bootstrap, "5000"), NULL, err, sizeof err);
+    done = drain_until_done(d, 20000);
+    eg_spill_drain_free(d, 1000);
+    CHECK(done && count_missing(bootstrap, "fatal4", 40) == 0 && count_files(dir, ".eg") == 0,
+          "a new drainer delivers every record and retires the journal");
+    eg_spill_close(j);
+    rm_rf(dir);
+}
+
 int main(void) {
     test_crc();
     test_round_trip();
@@ -1342,6 +1401,7 @@ int main(void) {
         rd_kafka_mock_topic_create(mc, "live", 4, 1);
         test_drain(bootstrap, mc);
         test_drain_refused(bootstrap, mc);
+        test_drain_fatal(bootstrap, mc);
         test_attach(bootstrap);
         free(bootstrap);
         rd_kafka_mock_cluster_destroy(mc);

@@ -27,7 +27,7 @@
  * opaque and its done runs exactly once (purged writes at free included).
  * A producer that met a fatal error (idempotence broken, as the lane
  * producer's: lanes.c) is replaced by a fresh one at the next write, at most
- * EG_LANES_REPLACE_MAX times in EG_LANES_REPLACE_WINDOW_MS; the writes it
+ * EG_PRODUCER_REPLACE_MAX times in EG_PRODUCER_REPLACE_WINDOW_MS (kconf.h); the writes it
  * still held fail (their requests are answered 503) and past the bound a
  * write fails saying the gateway needs a restart.
  *
@@ -62,10 +62,9 @@ typedef struct wreq {
 
 struct eg_audit {
     rd_kafka_t *prod, *cons;
-    rd_kafka_conf_t *pconf;                    /* the producer's configuration, for a replacement */
-    uint64_t replaced;                         /* producers replaced after a fatal error */
-    int64_t replaced_at[EG_LANES_REPLACE_MAX]; /* monotonic ms of the last ones, a ring */
-    rd_kafka_queue_t *pq, *cq;                 /* the producer's main queue, the consumer's queue */
+    rd_kafka_conf_t *pconf;    /* the producer's configuration, for a replacement */
+    eg_replace_bound replaced; /* replacements of the producer (kconf.h) */
+    rd_kafka_queue_t *pq, *cq; /* the producer's main queue, the consumer's queue */
     int ppipe[2], cpipe[2];
     struct event *pev, *cev;
     char *topic;
@@ -346,12 +345,12 @@ fail:
 static int replace_producer(eg_audit *a, char *err, size_t errlen) {
     char why[256], e[512];
     rd_kafka_fatal_error(a->prod, why, sizeof why);
-    int64_t now = eg_now_ms(), oldest = a->replaced_at[a->replaced % EG_LANES_REPLACE_MAX];
-    if (a->replaced >= EG_LANES_REPLACE_MAX && now - oldest <= EG_LANES_REPLACE_WINDOW_MS) {
+    int64_t now = eg_now_ms();
+    if (!eg_replace_allowed(&a->replaced, now)) {
         snprintf(err, errlen,
                  "the audit producer failed fatally (%.200s) after %d replacements in %d min: restart "
                  "the gateway",
-                 why, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000);
+                 why, EG_PRODUCER_REPLACE_MAX, EG_PRODUCER_REPLACE_WINDOW_MS / 60000);
         return -1;
     }
     rd_kafka_conf_t *c = rd_kafka_conf_dup(a->pconf);
@@ -369,8 +368,7 @@ static int replace_producer(eg_audit *a, char *err, size_t errlen) {
     a->prod = rk;
     a->pq = rd_kafka_queue_get_main(rk);
     rd_kafka_queue_io_event_enable(a->pq, a->ppipe[1], "1", 1);
-    a->replaced_at[a->replaced % EG_LANES_REPLACE_MAX] = now;
-    a->replaced++;
+    eg_replace_record(&a->replaced, now);
     eg_log_msg(EG_WARN, "audit_producer_replaced", "a fresh audit producer replaces the one that failed fatally: %s",
                why);
     return 0;

@@ -213,6 +213,9 @@ static const spill_gauge spill_gauges[] = {
      DRAINER(frames_refused)},
     {"errgate_spill_frames_set_aside_total", "counter",
      "Journal records whose stub was refused too, kept in *.eg.refused files.", DRAINER(frames_set_aside)},
+    {"errgate_spill_drain_producer_replaced_total", "counter",
+     "Spill drain producers replaced after a fatal error (at most 3 in 10 minutes; then the drainer stops).",
+     DRAINER(producers_replaced)},
 };
 
 /* GET /metrics: the registry, then the scrape-time series. */

@@ -8,7 +8,7 @@
  * A fatal error of the (non-transactional) idempotent producer, such as
  * librdkafka 2.0.2's OUT_OF_ORDER_SEQUENCE_NUMBER after a broker lost the
  * tail of its log, replaces the producer in place, at most
- * EG_LANES_REPLACE_MAX times in EG_LANES_REPLACE_WINDOW_MS: the broken one's
+ * EG_PRODUCER_REPLACE_MAX times in EG_PRODUCER_REPLACE_WINDOW_MS: the broken one's
  * queued and in-flight writes are purged (each comes back to the gateway as
  * a failed write, retried like any other: a write that had reached the
  * broker is then in its lane twice, never lost), a fresh producer (a new
@@ -62,13 +62,12 @@ struct eg_lanes {
     int inbox;         /* source.inbox: original.* from the foreign DLQ headers */
     lane_topic *topics;
     int ntopics;
-    rd_kafka_conf_t *conf;  /* the producer's configuration, for a replacement (NULL: transactional) */
-    rd_kafka_t *old;        /* a producer replaced after a fatal error, until its last report is served */
-    rd_kafka_queue_t *oldq; /* its main queue (wakes the loop through the same pipe) */
-    int replace;            /* a fatal error was reported: replace the producer after this poll */
-    char fatal_msg[700];    /* what it was */
-    int64_t replaced_at[EG_LANES_REPLACE_MAX]; /* monotonic ms of the last replacements, a ring */
-    uint64_t replaced;
+    rd_kafka_conf_t *conf;     /* the producer's configuration, for a replacement (NULL: transactional) */
+    rd_kafka_t *old;           /* a producer replaced after a fatal error, until its last report is served */
+    rd_kafka_queue_t *oldq;    /* its main queue (wakes the loop through the same pipe) */
+    int replace;               /* a fatal error was reported: replace the producer after this poll */
+    char fatal_msg[700];       /* what it was */
+    eg_replace_bound replaced; /* replacements of the producer (kconf.h) */
     int outstanding;
     eg_lane_done_fn done;
     eg_lane_fatal_fn fatal;
@@ -122,7 +121,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     l->done((eg_record *)m->_private, err, l->done_arg);
 }
 
-static int replaceable(const eg_lanes *l);
 static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size_t keylen, int32_t partition_cnt,
                               void *rkt_opaque, void *msg_opaque);
 
@@ -137,7 +135,7 @@ static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void 
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, why, sizeof why);
     snprintf(msg, sizeof msg, "fatal lane producer error %s: %s", rd_kafka_err2name(orig), orig ? why : reason);
     eg_logline ll;
-    int replace = l->conf && rk == l->rk && replaceable(l);
+    int replace = l->conf && rk == l->rk && eg_replace_allowed(&l->replaced, eg_now_ms());
     if (eg_log_begin(&ll, EG_ERROR, "lane_producer_fatal")) {
         eg_log_str(&ll, "error", rd_kafka_err2name(orig));
         eg_log_str(&ll, "reason", orig ? why : reason);
@@ -153,13 +151,6 @@ static void on_producer_error(rd_kafka_t *rk, int err, const char *reason, void 
         return;
     }
     if (l->fatal) l->fatal(msg, l->done_arg);
-}
-
-/* 1 when a replacement now stays within EG_LANES_REPLACE_MAX in
- * EG_LANES_REPLACE_WINDOW_MS (the oldest of the ring is out of the window). */
-static int replaceable(const eg_lanes *l) {
-    int64_t oldest = l->replaced_at[l->replaced % EG_LANES_REPLACE_MAX];
-    return l->replaced < EG_LANES_REPLACE_MAX || eg_now_ms() - oldest > EG_LANES_REPLACE_WINDOW_MS;
 }
 
 /* Destroys the replaced producer once nothing of it is left to serve. */
@@ -210,11 +201,11 @@ static void replace_producer(eg_lanes *l) {
         l->topics[i].old_rkt = l->topics[i].rkt;
         l->topics[i].rkt = topic_handle(rk, l->topics[i].name);
     }
-    l->replaced_at[l->replaced % EG_LANES_REPLACE_MAX] = eg_now_ms();
-    l->replaced++;
+    eg_replace_record(&l->replaced, eg_now_ms());
     eg_log_msg(EG_WARN, "lane_producer_replaced",
                "a fresh lane producer replaces the one that failed (%llu in all; at most %d in %d min): %s",
-               (unsigned long long)l->replaced, EG_LANES_REPLACE_MAX, EG_LANES_REPLACE_WINDOW_MS / 60000, l->fatal_msg);
+               (unsigned long long)l->replaced.n, EG_PRODUCER_REPLACE_MAX, EG_PRODUCER_REPLACE_WINDOW_MS / 60000,
+               l->fatal_msg);
     event_active(l->ev, EV_READ, 0); /* reports queued on the new one before it was wired */
 }
 
@@ -814,7 +805,7 @@ void eg_lanes_free(eg_lanes *l) {
 
 int eg_lanes_transactional(const eg_lanes *l) { return l->transactional; }
 
-uint64_t eg_lanes_replaced(const eg_lanes *l) { return l->replaced; }
+uint64_t eg_lanes_replaced(const eg_lanes *l) { return l->replaced.n; }
 
 /* Takes e: the result class of a failed transaction step, err its text. */
 static eg_txn_result txn_error(rd_kafka_error_t *e, const char *step, char *err, size_t errlen) {

@@ -40,7 +40,7 @@ const char *eg_lane_name(eg_lane lane);
 typedef void (*eg_lane_done_fn)(eg_record *rec, rd_kafka_resp_err_t err, void *arg);
 /* The producer hit a fatal error (rd_kafka_fatal_error) that is not
  * answered by replacing it (transactional mode, or more than
- * EG_LANES_REPLACE_MAX replacements in EG_LANES_REPLACE_WINDOW_MS, or no
+ * EG_PRODUCER_REPLACE_MAX replacements in EG_PRODUCER_REPLACE_WINDOW_MS (kconf.h), or no
  * producer could be created): nothing more will be written; reason names
  * the underlying error. A replaced producer's unconfirmed writes come back
  * through done with an error (purged), to be written again. */
@@ -139,8 +139,6 @@ typedef enum {
 int eg_lanes_transactional(const eg_lanes *l);
 /* Producers replaced after a fatal error since the start (lanes.c). */
 uint64_t eg_lanes_replaced(const eg_lanes *l);
-#define EG_LANES_REPLACE_MAX 3            /* replacements of the lane producer ... */
-#define EG_LANES_REPLACE_WINDOW_MS 600000 /* ... within this long; one more stops the gateway */
 /* Opens a transaction. EG_TXN_ABORTED (with err) when none could be opened. */
 eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen);
 /* Waits up to timeout_ms for every write of the open transaction to be

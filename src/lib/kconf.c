@@ -89,3 +89,13 @@ rd_kafka_resp_err_t eg_delivery_err(const rd_kafka_message_t *m) {
                m->rkt ? rd_kafka_topic_name(m->rkt) : "?", (int)m->partition);
     return RD_KAFKA_RESP_ERR__INCONSISTENT;
 }
+
+int eg_replace_allowed(const eg_replace_bound *b, int64_t now_ms) {
+    return b->n < EG_PRODUCER_REPLACE_MAX ||
+           now_ms - b->at[b->n % EG_PRODUCER_REPLACE_MAX] > EG_PRODUCER_REPLACE_WINDOW_MS;
+}
+
+void eg_replace_record(eg_replace_bound *b, int64_t now_ms) {
+    b->at[b->n % EG_PRODUCER_REPLACE_MAX] = now_ms;
+    b->n++;
+}

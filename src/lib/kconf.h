@@ -14,6 +14,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -59,5 +60,23 @@ int eg_kafka_auth_failure(char *buf, size_t buflen);
  * the client name and facility); set on every client's configuration. May
  * be called on librdkafka's threads. */
 void eg_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+
+/* The bound on replacing a producer in place after a fatal error (the lane
+ * producer, lanes.c; the audit producer, audit.c; the spill drain's,
+ * spill_drain.c): at most EG_PRODUCER_REPLACE_MAX replacements within
+ * EG_PRODUCER_REPLACE_WINDOW_MS; one more means the fault is not passing
+ * (the owner stops and says a restart is needed). The ring holds the
+ * monotonic times of the last replacements; zero-initialise it. */
+#define EG_PRODUCER_REPLACE_MAX 3
+#define EG_PRODUCER_REPLACE_WINDOW_MS 600000
+typedef struct eg_replace_bound {
+    int64_t at[EG_PRODUCER_REPLACE_MAX];
+    uint64_t n; /* replacements since the start */
+} eg_replace_bound;
+
+/* 1 when a replacement at now_ms stays within the bound, else 0. */
+int eg_replace_allowed(const eg_replace_bound *b, int64_t now_ms);
+/* Records a replacement made at now_ms. */
+void eg_replace_record(eg_replace_bound *b, int64_t now_ms);
 
 #endif

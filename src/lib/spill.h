@@ -353,9 +353,12 @@ eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_
  * (no value, no source headers, no timestamp), and a refused stub is set
  * aside (eg_spill_set_aside). Returns the number of
  * frames produced plus reports served (> 0: call again soon), 0 when there
- * was nothing to do now, -1 when the drainer cannot go on (the producer hit
- * a fatal error, or a segment cannot be read or retired: see
- * eg_spill_drain_error; nothing was deleted that was not delivered). */
+ * was nothing to do now, -1 when the drainer cannot go on (a segment cannot
+ * be read or retired, or the producer hit a fatal error one time too many:
+ * see eg_spill_drain_error; nothing was deleted that was not delivered). A
+ * producer's fatal error (librdkafka's idempotence state) is met by
+ * replacing it in place, within kconf.h's EG_PRODUCER_REPLACE_MAX in
+ * EG_PRODUCER_REPLACE_WINDOW_MS (spill_drain_producer_replaced). */
 int eg_spill_drain_step(eg_spill_drain *d, int max_frames);
 
 /* Serves delivery reports, blocking up to timeout_ms (commands only; the
@@ -385,18 +388,19 @@ const char *eg_spill_drain_error(const eg_spill_drain *d);
 
 /* Drainer counters, for /metrics and the command's summary. */
 typedef struct eg_spill_drain_stats {
-    uint64_t frames_produced;  /* produce calls accepted, retries included */
-    uint64_t frames_drained;   /* successful delivery reports */
-    uint64_t frames_failed;    /* failed reports and refused produces (each retried) */
-    uint64_t segments_drained; /* deleted after full delivery */
-    uint64_t segments_corrupt; /* renamed *.corrupt after all their intact frames */
-    uint64_t corrupt_frames;   /* damaged regions skipped (each may span several frames) */
-    uint64_t inflight;         /* produced, not yet reported */
-    int64_t backoff_ms;        /* the current back-off, 0 when none */
-    uint64_t damaged_bytes;    /* bytes of the damaged regions skipped */
-    uint64_t frames_refused;   /* permanent refusals met (refusal.h), stubs included */
-    uint64_t frames_stubbed;   /* frames delivered as stubs (errgate.value-omitted) */
-    uint64_t frames_set_aside; /* frames whose stub was refused too: in *.eg.refused */
+    uint64_t frames_produced;    /* produce calls accepted, retries included */
+    uint64_t frames_drained;     /* successful delivery reports */
+    uint64_t frames_failed;      /* failed reports and refused produces (each retried) */
+    uint64_t segments_drained;   /* deleted after full delivery */
+    uint64_t segments_corrupt;   /* renamed *.corrupt after all their intact frames */
+    uint64_t corrupt_frames;     /* damaged regions skipped (each may span several frames) */
+    uint64_t inflight;           /* produced, not yet reported */
+    int64_t backoff_ms;          /* the current back-off, 0 when none */
+    uint64_t damaged_bytes;      /* bytes of the damaged regions skipped */
+    uint64_t frames_refused;     /* permanent refusals met (refusal.h), stubs included */
+    uint64_t frames_stubbed;     /* frames delivered as stubs (errgate.value-omitted) */
+    uint64_t frames_set_aside;   /* frames whose stub was refused too: in *.eg.refused */
+    uint64_t producers_replaced; /* producers replaced after a fatal error */
 } eg_spill_drain_stats;
 
 void eg_spill_drain_stats_get(const eg_spill_drain *d, eg_spill_drain_stats *out);

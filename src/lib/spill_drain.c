@@ -98,6 +98,9 @@ typedef struct dtopic {
 struct eg_spill_drain {
     eg_spill *j;
     rd_kafka_t *rk;
+    rd_kafka_conf_t *conf;                    /* a copy of the producer's, to build a replacement from */
+    rd_kafka_t *old[EG_PRODUCER_REPLACE_MAX]; /* replaced producers still serving reports */
+    eg_replace_bound replaced;
     eg_spill_drain_opts o;
     dseg *segs, *tail; /* open segments, in sequence order */
     int nsegs;
@@ -111,6 +114,7 @@ struct eg_spill_drain {
     size_t inflight, inflight_bytes;
     int64_t backoff_ms, backoff_until;
     int fatal;
+    int prod_fatal; /* fatal is the producer's (a replacement may cure it) */
     int done;
     char err[256];
     eg_spill_drain_stats st;
@@ -213,6 +217,16 @@ static void refused(eg_spill_drain *d, dseg *s, size_t idx, const char *topic, i
     else f->stub = 1;
 }
 
+/* The current producer raised a fatal error (librdkafka's idempotence
+ * state is broken: rd_kafka_fatal_error): the drainer stops until a step
+ * replaces the producer (replace_producer). */
+static void producer_fatal(eg_spill_drain *d) {
+    char e[200];
+    rd_kafka_fatal_error(d->rk, e, sizeof e);
+    snprintf(d->err, sizeof d->err, "spill drain producer: fatal error: %s", e);
+    d->fatal = d->prod_fatal = 1;
+}
+
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     eg_spill_drain *d = opaque;
     token *t = m->_private;
@@ -254,12 +268,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         frame_wait(s, t->idx);
         int purged = err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
         if (!purged) drain_failed(d, s, rd_kafka_topic_name(m->rkt), t->partition, err, 0);
-        if (err == RD_KAFKA_RESP_ERR__FATAL) {
-            char e[200];
-            rd_kafka_fatal_error(rk, e, sizeof e);
-            snprintf(d->err, sizeof d->err, "spill drain producer: fatal error: %s", e);
-            d->fatal = 1;
-        }
+        if (err == RD_KAFKA_RESP_ERR__FATAL && rk == d->rk) producer_fatal(d);
     }
     free(t);
 }
@@ -288,10 +297,12 @@ eg_spill_drain *eg_spill_drain_new(eg_spill *j, rd_kafka_conf_t *conf, const eg_
     if (!d->o.max_inflight_bytes) d->o.max_inflight_bytes = (size_t)32 << 20;
     rd_kafka_conf_set_opaque(conf, d);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    d->conf = rd_kafka_conf_dup(conf);
     d->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
     if (!d->rk) {
         snprintf(err, errlen, "spill drain: cannot create the producer: %s", e);
         rd_kafka_conf_destroy(conf);
+        rd_kafka_conf_destroy(d->conf);
         free(d);
         return NULL;
     }
@@ -404,14 +415,18 @@ static int retire_finished(eg_spill_drain *d) {
 /* ----------------------------------------------------------------- produce */
 
 static rd_kafka_topic_t *topic_get(eg_spill_drain *d, const char *name) {
-    for (size_t i = 0; i < d->ntopics; i++)
-        if (strcmp(d->topics[i].name, name) == 0) return d->topics[i].rkt;
+    size_t i = 0;
+    while (i < d->ntopics && strcmp(d->topics[i].name, name) != 0) i++;
+    if (i < d->ntopics && d->topics[i].rkt) return d->topics[i].rkt;
     rd_kafka_topic_conf_t *tc = rd_kafka_default_topic_conf_dup(d->rk);
     rd_kafka_topic_conf_set_partitioner_cb(tc, partitioner);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(d->rk, name, tc);
     if (!rkt) return NULL; /* tc is destroyed by rd_kafka_topic_new on failure too */
-    d->topics = eg_xrealloc(d->topics, (d->ntopics + 1) * sizeof *d->topics);
-    d->topics[d->ntopics++] = (dtopic){.name = eg_xstrdup(name), .rkt = rkt};
+    if (i == d->ntopics) { /* else a handle of a replaced producer was dropped: a fresh one */
+        d->topics = eg_xrealloc(d->topics, (d->ntopics + 1) * sizeof *d->topics);
+        d->topics[d->ntopics++] = (dtopic){.name = eg_xstrdup(name)};
+    }
+    d->topics[i].rkt = rkt;
     return rkt;
 }
 
@@ -514,10 +529,7 @@ static int produce(eg_spill_drain *d, dseg *s, size_t idx, const eg_spill_rec *r
             return produce(d, s, idx, rec);
         }
         if (err == RD_KAFKA_RESP_ERR__FATAL) {
-            char e[200];
-            rd_kafka_fatal_error(d->rk, e, sizeof e);
-            snprintf(d->err, sizeof d->err, "spill drain producer: fatal error: %s", e);
-            d->fatal = 1;
+            producer_fatal(d);
             return -1;
         }
         drain_failed(d, s, rec->topic, rec->partition, err, 1);
@@ -633,8 +645,87 @@ static void update_done(eg_spill_drain *d) {
               d->inflight == 0 && eg_spill_active_frames(d->j) == 0;
 }
 
+/* Serves the reports of replaced producers and destroys each once it has
+ * none left (its frames are then back to waiting, or delivered). Returns
+ * the reports served. */
+static int reap_old(eg_spill_drain *d) {
+    int work = 0;
+    for (int i = 0; i < EG_PRODUCER_REPLACE_MAX; i++) {
+        if (!d->old[i]) continue;
+        work += rd_kafka_poll(d->old[i], 0);
+        if (rd_kafka_outq_len(d->old[i]) > 0) continue;
+        rd_kafka_destroy(d->old[i]);
+        d->old[i] = NULL;
+        eg_log_msg(EG_INFO, "spill_drain_producer_reaped", "the replaced spill drain producer served its last report");
+    }
+    return work;
+}
+
+/* Replaces a producer that raised a fatal error, within the bound of
+ * kconf.h: its queued and in-flight frames are purged (their reports put
+ * them back to waiting, and the fresh producer sends them again: a
+ * duplicate lane record at worst, never a loss), it is kept until it has
+ * served its last report (reap_old), and a fresh one from the saved
+ * configuration takes its place. Returns 0, or -1 with d->err when the
+ * bound is reached or no producer can be created (the drainer stops for
+ * good: prod_fatal is cleared so nothing tries again). */
+static int replace_producer(eg_spill_drain *d) {
+    char why[256], e[512];
+    eg_strlcpy(why, d->err, sizeof why);
+    int slot = 0;
+    while (slot < EG_PRODUCER_REPLACE_MAX && d->old[slot]) slot++;
+    d->prod_fatal = 0; /* from here on, a failure is for good */
+    if (!eg_replace_allowed(&d->replaced, eg_now_ms()) || slot == EG_PRODUCER_REPLACE_MAX) {
+        snprintf(d->err, sizeof d->err,
+                 "%.150s; after %d replacements in %d min the drainer stops: restart the gateway", why,
+                 EG_PRODUCER_REPLACE_MAX, EG_PRODUCER_REPLACE_WINDOW_MS / 60000);
+        return -1;
+    }
+    rd_kafka_conf_t *c = rd_kafka_conf_dup(d->conf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, e, sizeof e);
+    if (!rk) {
+        rd_kafka_conf_destroy(c);
+        snprintf(d->err, sizeof d->err, "%.120s; no producer could replace it: %.100s", why, e);
+        return -1;
+    }
+    rd_kafka_purge(d->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING);
+    for (size_t i = 0; i < d->ntopics; i++) { /* the messages hold their own references */
+        rd_kafka_topic_destroy(d->topics[i].rkt);
+        d->topics[i].rkt = NULL;
+    }
+    d->old[slot] = d->rk;
+    d->rk = rk;
+    if (d->mainq) {
+        rd_kafka_queue_io_event_enable(d->mainq, -1, NULL, 0);
+        rd_kafka_queue_destroy(d->mainq);
+        d->mainq = rd_kafka_queue_get_main(rk);
+        rd_kafka_queue_io_event_enable(d->mainq, d->pipefd[1], "1", 1);
+    }
+    eg_replace_record(&d->replaced, eg_now_ms());
+    d->st.producers_replaced++;
+    d->fatal = 0;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_WARN, "spill_drain_producer_replaced")) {
+        eg_log_str(&l, "cause", why);
+        eg_log_int(&l, "replaced", (int64_t)d->replaced.n);
+        eg_log_str(&l, "msg", "a fresh producer sends the frames the failed one had not confirmed");
+        eg_log_end(&l);
+    }
+    return 0;
+}
+
+static int step_once(eg_spill_drain *d, int max_frames);
+
 int eg_spill_drain_step(eg_spill_drain *d, int max_frames) {
-    if (d->fatal) return -1;
+    int work = reap_old(d);
+    if (d->fatal && !(d->prod_fatal && replace_producer(d) == 0)) return -1;
+    int rc = step_once(d, max_frames);
+    if (rc < 0 && d->prod_fatal && replace_producer(d) == 0) return work + 1; /* call again soon */
+    return rc < 0 ? rc : rc + work;
+}
+
+/* eg_spill_drain_step without the producer's replacement. */
+static int step_once(eg_spill_drain *d, int max_frames) {
     int work = rd_kafka_poll(d->rk, 0);
     if (d->fatal || retire_finished(d) != 0) {
         d->fatal = 1;
@@ -666,7 +757,10 @@ int eg_spill_drain_step(eg_spill_drain *d, int max_frames) {
     return produced + work;
 }
 
-void eg_spill_drain_poll(eg_spill_drain *d, int timeout_ms) { rd_kafka_poll(d->rk, timeout_ms); }
+void eg_spill_drain_poll(eg_spill_drain *d, int timeout_ms) {
+    reap_old(d);
+    rd_kafka_poll(d->rk, timeout_ms);
+}
 
 int eg_spill_drain_next_ms(const eg_spill_drain *d) {
     if (d->fatal) return -1;
@@ -688,7 +782,7 @@ int eg_spill_drain_next_ms(const eg_spill_drain *d) {
 /* ------------------------------------------------------------------ attach */
 
 static void run_attached(eg_spill_drain *d) {
-    if (d->fatal) return;
+    if (d->fatal && !d->prod_fatal) return; /* stopped (logged once) */
     int rc = eg_spill_drain_step(d, 1000);
     if (rc < 0) {
         eg_log_msg(EG_ERROR, "spill_drain_stopped", "%s", d->err);
@@ -758,11 +852,16 @@ void eg_spill_drain_free(eg_spill_drain *d, int timeout_ms) {
         eg_log_msg(EG_WARN, "spill_drain_abandoned", "%zu frames still in flight at close (they stay in the journal)",
                    d->inflight);
     for (size_t i = 0; i < d->ntopics; i++) {
-        rd_kafka_topic_destroy(d->topics[i].rkt);
+        if (d->topics[i].rkt) rd_kafka_topic_destroy(d->topics[i].rkt);
         free(d->topics[i].name);
     }
     free(d->topics);
     rd_kafka_destroy(d->rk);
+    for (int i = 0; i < EG_PRODUCER_REPLACE_MAX; i++) /* their frames were purged: reports due at once */
+        for (int k = 0; d->old[i] && k < 200 && rd_kafka_outq_len(d->old[i]) > 0; k++) rd_kafka_poll(d->old[i], 50);
+    for (int i = 0; i < EG_PRODUCER_REPLACE_MAX; i++)
+        if (d->old[i]) rd_kafka_destroy(d->old[i]);
+    rd_kafka_conf_destroy(d->conf);
     while (d->segs) {
         dseg *s = d->segs;
         d->segs = s->next;
