@@ -47,7 +47,10 @@ const char *const fz_header_names[] = {"retry.count",
                                        "__connect.errors.class.name",
                                        "__connect.errors.exception.stacktrace",
                                        "x-tenant",
-                                       "traceparent"};
+                                       "traceparent",
+                                       "original.consumer.group",
+                                       "errgate.provenance",
+                                       "errgate.claims-refused"};
 const size_t fz_nheader_names = sizeof fz_header_names / sizeof fz_header_names[0];
 
 rd_kafka_headers_t *fz_headers(const uint8_t *data, size_t size) {

@@ -105,6 +105,7 @@
 #include "dlq_origin.h"
 #include "headers.h"
 #include "kcli.h"
+#include "provenance.h"
 #include "protect.h"
 #include "parse.h"
 #include "record.h"
@@ -930,6 +931,8 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     const rd_kafka_message_t *body = orig ? orig : m; /* a stub's key and value are its original's */
     const void *value = plain ? plain : body->payload;
     size_t vlen = plain ? plain_len : body->len;
+    /* its id and birth place hold at its source only signed (provenance.h) */
+    eg_prov_sign(&rp->states.key, h, body->key, body->key_len, value, vlen);
     rd_kafka_resp_err_t e = rd_kafka_producev(
         rp->prod, RD_KAFKA_V_TOPIC(pd->to), RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_VALUE((void *)value, vlen), RD_KAFKA_V_KEY(body->key, body->key_len), RD_KAFKA_V_HEADERS(h),

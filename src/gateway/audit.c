@@ -265,7 +265,8 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
     } else {
         eg_log_msg(EG_WARN, "control_unauthenticated",
                    "no control_key_file: the control topics (%s, LANE.state) are unauthenticated; anyone who can "
-                   "produce to them steers this gateway",
+                   "produce to them steers this gateway, and a source record's errgate.id and original.* headers "
+                   "are taken as they come (provenance.h)",
                    a->topic);
     }
     rd_kafka_conf_t *pc = eg_lanes_producer_conf(cfg, "errgate-audit", err, errlen);

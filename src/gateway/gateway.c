@@ -1469,6 +1469,7 @@ static void on_message(eg_gw *gw, eg_part *p, rd_kafka_message_t *m) {
     r->offset = m->offset;
     r->seq = seq;
     eg_record_read_headers(r);
+    eg_gw_check_claims(gw, p, r);
     if (eg_record_has_bad_id(r)) {
         (*gw->m.bad_ids)++;
         eg_log_msg(EG_WARN, "bad_id",

@@ -157,6 +157,7 @@ typedef struct eg_gw_metrics {
     uint64_t *succeeded, *retried, *exhausted, *ignored, *held, *fallbacks, *stops;
     uint64_t *commits, *commit_failures;
     uint64_t *payload_unprotectable; /* protection asked for and not applicable: written otherwise (lanes.c) */
+    uint64_t *claims_refused;        /* source records whose errgate.id/original.* were not signed (gw_claims.c) */
     uint64_t *bad_ids, *tracker_full, *excluded_topics, *rejoins, *fetch_restarts, *fetch_wakeups;
     uint64_t *offset_gaps, *offset_behind;      /* source messages past a jump in offsets, or below the last taken */
     uint64_t *offset_probes, *offset_refetched; /* jumps fetched again; of those, skipped records found */
@@ -398,6 +399,11 @@ int eg_gw_guard_reset(eg_gw *gw, const char *body, size_t len, struct evbuffer *
 int eg_gw_incident_ready(eg_gw *gw, char *why, size_t whylen);
 /* The scrape-time series of the incident controls. */
 void eg_gw_incident_metrics(eg_gw *gw, struct evbuffer *out);
+
+/* gw_claims.c: with a control key, takes errgate.id and original.* away
+ * from r, read from p, when they are not signed by an errgate replay
+ * (provenance.h); r's headers are read (eg_record_read_headers) before. */
+void eg_gw_check_claims(eg_gw *gw, const eg_part *p, eg_record *r);
 
 /* gw_topics.c */
 

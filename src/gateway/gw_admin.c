@@ -433,6 +433,9 @@ static const family_def families[] = {
      "DLQ or quarantine payloads that could not be protected as asked (not JSON for mask, no paths, no key) and "
      "were written as a pointer or encrypted instead (errgate.protect says which).",
      NO_LABELS, NO_BOUNDS, CTR(payload_unprotectable)},
+    {"errgate_source_claims_refused_total", EG_MT_COUNTER,
+     "Source records whose errgate.id or original.* headers were not signed by an errgate replay (taken away).",
+     NO_LABELS, NO_BOUNDS, CTR(claims_refused)},
     {"errgate_bad_ids_total", EG_MT_COUNTER, "Source records whose errgate.id header was malformed (ignored).",
      NO_LABELS, NO_BOUNDS, CTR(bad_ids)},
     {"errgate_tracker_full_total", EG_MT_COUNTER, "Times a partition stopped being read at source.max_tracked.",

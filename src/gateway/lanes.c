@@ -27,6 +27,7 @@
 #include "lane_profiles.h"
 #include "log.h"
 #include "protect.h"
+#include "provenance.h"
 #include "redact.h"
 #include "refusal.h"
 #include "replay_headers.h"
@@ -569,6 +570,8 @@ rd_kafka_headers_t *eg_lanes_record(eg_lanes *l, const eg_record *rec, const cha
     lane_topic *t;
     rd_kafka_headers_t *h = build(l, rec, origin, policy_id, &t);
     sign_state(l, b, h);
+    if (rec->fail->decision.action == EG_ACT_REPUBLISH)
+        eg_prov_sign(&l->ctlkey, h, b->key, b->key_len, b->value, b->value_len);
     *topic = t->name;
     return h;
 }
@@ -623,11 +626,14 @@ static void protect(const eg_lanes *l, const eg_record *rec) {
     fl->prot_lane = lane + 1;
     /* a lane record read again (inbox mode) is protected already: its
      * value and its header go on as they are (protected twice, the first
-     * header would be lost and the value unreadable) */
+     * header would be lost and the value unreadable). Only there: on a
+     * source record the header is its producer's claim (a plain payload
+     * saying "encrypt" would reach the lane as it came), and a rung record
+     * holds the payload as it came, never one */
     const void *pv;
     size_t pn;
     const rd_kafka_headers_t *src = eg_record_headers(rec);
-    if (src && rd_kafka_header_get_last(src, EG_H_PROTECT, &pv, &pn) == 0 && pv) {
+    if (l->inbox && src && rd_kafka_header_get_last(src, EG_H_PROTECT, &pv, &pn) == 0 && pv) {
         fl->prot_mode = EG_PROT_NONE;
         eg_printable(pv, pn, fl->prot_hdr, sizeof fl->prot_hdr);
         return;
@@ -749,6 +755,8 @@ rd_kafka_resp_err_t eg_lanes_write(eg_lanes *l, eg_record *rec, const char *orig
         }
     }
     sign_state(l, &b, h);
+    /* a republished record's id and birth place hold at its source only signed (provenance.h) */
+    if (rec->fail->decision.action == EG_ACT_REPUBLISH) eg_prov_sign(&l->ctlkey, h, key, klen, value, vlen);
     /* No copy flag for the record's own key and value: they stay owned by
      * rec->msg, which outlives the write (the gateway frees the record only
      * after the delivery report), and a protected value by rec->fail, which
@@ -806,6 +814,7 @@ void eg_lanes_free(eg_lanes *l) {
 int eg_lanes_transactional(const eg_lanes *l) { return l->transactional; }
 
 uint64_t eg_lanes_replaced(const eg_lanes *l) { return l->replaced.n; }
+const eg_ctlkey *eg_lanes_ctlkey(const eg_lanes *l) { return &l->ctlkey; }
 
 /* Takes e: the result class of a failed transaction step, err its text. */
 static eg_txn_result txn_error(rd_kafka_error_t *e, const char *step, char *err, size_t errlen) {

@@ -18,6 +18,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "config.h"
+#include "ctlsign.h"
 #include "record.h"
 
 typedef struct eg_lanes eg_lanes;
@@ -139,6 +140,8 @@ typedef enum {
 int eg_lanes_transactional(const eg_lanes *l);
 /* Producers replaced after a fatal error since the start (lanes.c). */
 uint64_t eg_lanes_replaced(const eg_lanes *l);
+/* The deployment's control key (control_key_file; n == 0: none), for the gateway's checks. */
+const eg_ctlkey *eg_lanes_ctlkey(const eg_lanes *l);
 /* Opens a transaction. EG_TXN_ABORTED (with err) when none could be opened. */
 eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen);
 /* Waits up to timeout_ms for every write of the open transaction to be

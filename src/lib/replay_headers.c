@@ -3,6 +3,7 @@
  * state; unit-tested in spec/c/test_dlq.c. */
 #include "replay_headers.h"
 #include "protect.h"
+#include "provenance.h"
 #include "headers.h"
 #include "parse.h"
 #include "record.h"
@@ -23,11 +24,14 @@ long eg_replays_parse(const void *val, size_t len) {
     return eg_parse_count(buf, &n) == 0 ? n : -1;
 }
 
-/* True for the headers a replay sets afresh, and errgate.protect: a
- * replayed record holds its payload as it came (decrypted, or fetched). */
+/* True for the headers a replay sets afresh, errgate.protect (a replayed
+ * record holds its payload as it came: decrypted, or fetched) and
+ * errgate.claims-refused (the claims it carries now are a replay's own,
+ * signed: provenance.h). */
 static int rewritten(const char *name) {
-    return !strcmp(name, EG_H_PROTECT) || !strcmp(name, EG_H_RETRY_COUNT) || !strcmp(name, EG_H_REPLAY_FROM) ||
-           !strcmp(name, EG_H_REPLAY_TS) || !strcmp(name, EG_H_REPLAYS) || !strcmp(name, EG_H_ATTEMPTS);
+    return !strcmp(name, EG_H_PROTECT) || !strcmp(name, EG_PROV_REFUSED_HEADER) || !strcmp(name, EG_H_RETRY_COUNT) ||
+           !strcmp(name, EG_H_REPLAY_FROM) || !strcmp(name, EG_H_REPLAY_TS) || !strcmp(name, EG_H_REPLAYS) ||
+           !strcmp(name, EG_H_ATTEMPTS);
 }
 
 rd_kafka_headers_t *eg_replay_headers(const rd_kafka_headers_t *src, const char *from, int64_t now_ms, long replays) {
