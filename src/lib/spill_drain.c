@@ -837,6 +837,7 @@ void eg_spill_drain_free(eg_spill_drain *d, int timeout_ms) {
     }
     int64_t until = eg_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     while (d->inflight > 0 && eg_now_ms() < until) {
+        reap_old(d); /* a replaced producer's frames count as in flight too */
         rd_kafka_poll(d->rk, 50);
         if (retire_finished(d) != 0) break;
     }
@@ -845,8 +846,13 @@ void eg_spill_drain_free(eg_spill_drain *d, int timeout_ms) {
         /* purged reports come back at once; in-flight ones when their
          * requests end: bounded all the same */
         until = eg_now_ms() + 10000;
-        while (d->inflight > 0 && eg_now_ms() < until) rd_kafka_poll(d->rk, 50);
+        while (d->inflight > 0 && eg_now_ms() < until) {
+            reap_old(d);
+            rd_kafka_poll(d->rk, 50);
+        }
     }
+    for (int i = 0; i < EG_PRODUCER_REPLACE_MAX; i++) /* their frames were purged: reports due at once */
+        for (int k = 0; d->old[i] && k < 200 && rd_kafka_outq_len(d->old[i]) > 0; k++) rd_kafka_poll(d->old[i], 50);
     if (!d->fatal) retire_finished(d);
     if (d->inflight > 0)
         eg_log_msg(EG_WARN, "spill_drain_abandoned", "%zu frames still in flight at close (they stay in the journal)",
@@ -857,8 +863,6 @@ void eg_spill_drain_free(eg_spill_drain *d, int timeout_ms) {
     }
     free(d->topics);
     rd_kafka_destroy(d->rk);
-    for (int i = 0; i < EG_PRODUCER_REPLACE_MAX; i++) /* their frames were purged: reports due at once */
-        for (int k = 0; d->old[i] && k < 200 && rd_kafka_outq_len(d->old[i]) > 0; k++) rd_kafka_poll(d->old[i], 50);
     for (int i = 0; i < EG_PRODUCER_REPLACE_MAX; i++)
         if (d->old[i]) rd_kafka_destroy(d->old[i]);
     rd_kafka_conf_destroy(d->conf);
