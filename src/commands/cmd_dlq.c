@@ -1,7 +1,8 @@
 /* cmd_dlq.c — `errgate dlq stats|tail|resolve|approve`: look into a lane and
  * record what became of its items (`dlq watch` is dlq_watch.c's).
  *
- *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state|header:NAME] [--since DUR]
+ *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state|fingerprint|stage|app|
+ *                                        schema|retryable|header:NAME] [--since DUR]
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [--json] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
  *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
@@ -72,7 +73,8 @@
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
     printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
-           "[--by class|code|reason|original.topic|policy|state|header:NAME] [--since DUR]\n"
+           "[--by class|code|reason|original.topic|policy|state|fingerprint|stage|app|schema|retryable|\n"
+           "               header:NAME] [--since DUR]\n"
            "               [--prometheus]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [--json] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
@@ -265,9 +267,17 @@ static void print_prometheus(const char *lane, const long count[EG_DLQ__N], cons
 static int cmd_stats(const args *a) {
     static const struct {
         const char *by, *header;
-    } fields[] = {{"class", EG_H_CLASS},   {"code", EG_H_CODE},
-                  {"reason", EG_H_REASON}, {"original.topic", EG_H_ORIG_TOPIC},
-                  {"policy", EG_H_POLICY}, {"state", NULL}}; /* the lifecycle state, not a header */
+    } fields[] = {{"class", EG_H_CLASS},
+                  {"code", EG_H_CODE},
+                  {"reason", EG_H_REASON},
+                  {"original.topic", EG_H_ORIG_TOPIC},
+                  {"policy", EG_H_POLICY},
+                  {"state", NULL}, /* the lifecycle state, not a header */
+                  {"fingerprint", EG_H_FINGERPRINT},
+                  {"stage", EG_H_STAGE},
+                  {"app", EG_H_APP},
+                  {"schema", EG_H_SCHEMA},
+                  {"retryable", EG_H_RETRYABLE}};
     const char *by = a->by ? a->by : "class", *header = NULL;
     int known = 0, any_header = !strncmp(by, "header:", 7); /* header:NAME: any header of the records */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
@@ -281,7 +291,8 @@ static int cmd_stats(const args *a) {
         char why[400];
         snprintf(why, sizeof why,
                  "stats: --by '%.200s' is not one of class, code, reason, original.topic, policy, state, "
-                 "header:NAME (a header name: 1 to 255 printable characters)",
+                 "fingerprint, stage, app, schema, retryable, header:NAME (a header name: 1 to 255 printable "
+                 "characters)",
                  by);
         return usage_error(why);
     }
@@ -556,8 +567,32 @@ static void json_num(struct evbuffer *b, const rd_kafka_message_t *m, const char
     else evbuffer_add_printf(b, ",\"%s\":null", name);
 }
 
+/* Appends the envelope headers of m (headers.h; null when absent):
+ * retryable as a JSON boolean (null when neither "true" nor "false"),
+ * schema id, times and max attempts as numbers. */
+static void json_envelope(struct evbuffer *b, const rd_kafka_message_t *m) {
+    json_hdr(b, m, "app", EG_H_APP, 0);
+    json_hdr(b, m, "app_version", EG_H_APP_VERSION, 0);
+    json_hdr(b, m, "stage", EG_H_STAGE, 0);
+    json_hdr(b, m, "schema", EG_H_SCHEMA, 0);
+    json_num(b, m, "schema_id", EG_H_SCHEMA_ID, 0);
+    json_hdr(b, m, "fingerprint", EG_H_FINGERPRINT, 0);
+    size_t n = 0;
+    const char *r = eg_header(m, EG_H_RETRYABLE, &n);
+    evbuffer_add_printf(b, ",\"retryable\":%s",
+                        r && n == 4 && !memcmp(r, "true", 4)    ? "true"
+                        : r && n == 5 && !memcmp(r, "false", 5) ? "false"
+                                                                : "null");
+    json_hdr(b, m, "hint", EG_H_HINT, 0);
+    json_num(b, m, "first_failure", EG_H_FIRST_FAILURE, 0);
+    json_num(b, m, "last_failure", EG_H_LAST_FAILURE, 0);
+    json_num(b, m, "max_attempts", EG_H_MAX_ATTEMPTS, 0);
+    json_num(b, m, "due", EG_H_DUE, 0);
+}
+
 /* The --json line of m (malloc'ed): one JSON object, the fields of
- * tail_line plus the lane coordinates, id, policy and action. */
+ * tail_line plus the lane coordinates, id, policy, action and the
+ * envelope (json_envelope). */
 static char *tail_json(const rd_kafka_message_t *m, int payload) {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -587,6 +622,7 @@ static char *tail_json(const rd_kafka_message_t *m, int payload) {
     json_hdr(b, m, "policy", EG_H_POLICY, 0);
     json_hdr(b, m, "action", EG_H_ACTION, 0);
     json_hdr(b, m, "protect", EG_H_PROTECT, 0);
+    json_envelope(b, m);
     if (payload) {
         evbuffer_add_printf(b, ",\"key\":");
         if (m->key) eg_json_strn(b, m->key, m->key_len);

@@ -125,6 +125,9 @@ const eg_config_key eg_config_keys[] = {
     K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,
            "the source topics are DLQs in this format; each record is a recorded failure the policy triages, "
            "no target is called (see Inbox mode)"),
+    K_STR("source.schema", 0, NULL, source_schema,
+          "the schema of the source records, errgate.schema on lane records (a Confluent wire-format payload's "
+          "schema id goes in errgate.schema-id whatever this says)"),
     {.key = "source.replay_allow",
      .type = EG_CK_LIST,
      .flags = EG_CK_CUSTOM,
@@ -331,6 +334,9 @@ const eg_config_key eg_config_keys[] = {
     K_STR("control_key_file", EG_CK_FILE, NULL, control_key_file,
           "the HMAC key every gateway and operator tool of a deployment holds (see Signed control records); absent: "
           "control topics are unauthenticated (one warn line at start)"),
+    K_TABLE("app", 0, "the application whose pipeline this gateway serves, named on every lane record"),
+    K_STR("app.name", 0, NULL, app_name, "errgate.app on lane records; absent: metrics.pipeline, else the group"),
+    K_STR("app.version", 0, NULL, app_version, "errgate.app-version on lane records; absent: not written"),
     K_TABLE("metrics", 0, "what /metrics says about this gateway beyond its counters (see Metrics)"),
     K_STR("metrics.pipeline", 0, NULL, metrics_pipeline,
           "the pipeline (application) this gateway serves, the errgate_pipeline_info label; absent: the group"),
@@ -1615,6 +1621,12 @@ static int load_all(loadctx *c) {
             return lua_pop(L, 1), -1;
         lua_pop(L, 1);
     }
+    r = push_table(c, "app", "app");
+    if (r < 0) return -1;
+    if (r == 1) {
+        if (only_keys(c, "app", "app") < 0 || load_fields(c, "app", "app") < 0) return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+    }
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {
         const char *env = getenv("ERRGATE_BOOTSTRAP");
         if (!env || !*env) return fail(c, "kafka.bootstrap.servers is not set and ERRGATE_BOOTSTRAP is empty");
@@ -1757,6 +1769,9 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->group);
     free(cfg->metrics_pipeline);
     free(cfg->metrics_stage);
+    free(cfg->app_name);
+    free(cfg->app_version);
+    free(cfg->source_schema);
     free(cfg->http_url);
     free(cfg->http_ca_file);
     free(cfg->http_cert_file);

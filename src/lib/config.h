@@ -226,6 +226,9 @@ typedef struct eg_config {
     /* metrics (gw_admin.c: errgate_pipeline_info, errgate_dead_letter_ratio_threshold) */
     char *metrics_pipeline;           /* metrics.pipeline, or NULL: the group */
     char *metrics_stage;              /* metrics.stage, or NULL: the target kind */
+    char *app_name;                   /* app.name, or NULL: metrics.pipeline, else the group */
+    char *app_version;                /* app.version, or NULL */
+    char *source_schema;              /* source.schema, or NULL */
     double metrics_dead_letter_ratio; /* metrics.dead_letter_ratio: the ratio alert's threshold */
 } eg_config;
 
