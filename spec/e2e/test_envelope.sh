@@ -202,5 +202,51 @@ out=$(stats_by fingerprint)
 check "duplicates counted once: still 14 items, 3 copies folded" \
   bash -c 'grep -qE "^total +14 " <<<"$1" && grep -q "^copies folded: 3 " <<<"$1"' _ "$out"
 
+# governance: owner, severity and a note on an item (dlq annotate), signed
+# with the deployment's control key like the approvals
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctl.key"
+ID=$($PY -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["reason"] == "exhausted": print(r["id"]); break' "$T/tail.jsonl")
+ann() { "$EG" dlq annotate src.dlq -b "$BOOTSTRAP" --key-file "$T/ctl.key" "$@" 2>&1; }
+out=$(ann --id "$ID" --owner team-payments --severity high --note "provider outage, INC-42" --by alice); rc=$?
+check "dlq annotate writes owner, severity and note (rc $rc)" \
+  bash -c '[ "$1" = 0 ] && grep -q "^annotated $2 in src.dlq.state: .*\"owner\":\"team-payments\",\"severity\":\"high\"" <<<"$3"' _ "$rc" "$ID" "$out"
+out=$(ann --id "$ID" --note "replay after 18:00" --by bob); rc=$?
+check "a second annotation with a note alone keeps owner and severity (rc $rc)" \
+  bash -c '[ "$1" = 0 ] && grep -q "\"owner\":\"team-payments\",\"severity\":\"high\",\"note\":\"replay after 18:00\".*\"by\":\"bob\"" <<<"$2"' _ "$rc" "$out"
+out=$(ann --id src/9/999 --owner x); rc=$?
+check "an id no record carries is refused (exit 2)" exits_with "$rc" 2 "no record of src.dlq carries that id" "$out"
+out=$(ann --id "$ID" --severity urgent); rc=$?
+check "an unknown severity is a usage error" exits_with "$rc" 2 "not one of critical, high, medium, low, info" "$out"
+out=$(ann --id "$ID" --note $'two\nlines'); rc=$?
+check "a note with control characters is a usage error" exits_with "$rc" 2 "without control characters" "$out"
+# a forged annotation: produced by anyone, not signed with the key
+other=$(printf '%s/0/0' src)
+[ "$other" != "$ID" ] || other=src/1/0
+$PY "$ROOT/spec/e2e/ctl_sign.py" "$BOOTSTRAP" src.dlq.state state "$T/ctl.key" "annotation:$other" \
+  '{"annotation":true,"owner":"mallory","severity":"low"}' none >/dev/null || die "cannot produce the forged annotation"
+"$EG" dlq tail src.dlq -b "$BOOTSTRAP" --json -n 100 --key-file "$T/ctl.key" >"$T/tail2.jsonl" 2>"$T/tail2.err"
+check "dlq tail --json shows the signed annotation on its item only, the forged one ignored with the key" \
+  $PY - "$T/tail2.jsonl" "$ID" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+mine = [r for r in rows if r["id"] == sys.argv[2]]
+others = [r for r in rows if r["id"] != sys.argv[2]]
+ok = len(mine) == 1 and (mine[0]["owner"], mine[0]["severity"], mine[0]["note"]) == ("team-payments", "high", "replay after 18:00")
+ok = ok and all(r["owner"] is None and r["severity"] is None and r["note"] is None for r in others)
+sys.exit(0 if ok else 1)
+PY
+out=$("$EG" dlq stats src.dlq -b "$BOOTSTRAP" --by owner --key-file "$T/ctl.key" 2>&1)
+check "dlq stats --by owner: team-payments 1, unowned 13" \
+  bash -c 'grep -qE "^team-payments +1 " <<<"$1" && grep -qE "^- +13 " <<<"$1" && ! grep -q mallory <<<"$1"' _ "$out"
+out=$("$EG" dlq stats src.dlq -b "$BOOTSTRAP" --by owner 2>&1)
+check "without the key the unsigned annotation counts (unauthenticated): mallory 1" grep -qE '^mallory +1 ' <<<"$out"
+out=$("$EG" dlq stats src.dlq -b "$BOOTSTRAP" --by severity --key-file "$T/ctl.key" 2>&1)
+check "dlq stats --by severity: high 1" grep -qE '^high +1 ' <<<"$out"
+"$EG" dlq stats src.dlq -b "$BOOTSTRAP" --by state --key-file "$T/ctl.key" >"$T/state.out" 2>&1
+check "annotations change no item's state: 14 open" grep -qE '^open +14 ' "$T/state.out"
+
 echo "1..$TESTNO"
 exit $FAILED

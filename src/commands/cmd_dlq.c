@@ -6,6 +6,7 @@
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [--json] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
  *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
+ *   (`dlq watch` is dlq_watch.c's, `dlq annotate` dlq_annotate.c's)
  *
  * stats reads the whole lane (or the records of the last DUR, by lane
  * timestamp) and prints an aligned table: one row per value of the --by
@@ -34,7 +35,9 @@
  * one line. The key and value are printed (key="..." value="...") only with
  * --payload. -f keeps printing new records until SIGINT or SIGTERM (exit 0).
  * --json prints one JSON object per record instead (tail_json: the same
- * fields, plus lane coordinates, id, policy and action; absent ones null;
+ * fields, plus lane coordinates, id, policy, action, the envelope and the
+ * item's annotation (owner, severity, note: as LANE.state held them at
+ * the start); absent ones null;
  * key and value only with --payload, as strings, invalid UTF-8 replaced).
  *
  * resolve checks that a record of the lane carries the id, then writes the
@@ -72,38 +75,41 @@
 
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
-    printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
-           "[--by class|code|reason|original.topic|policy|state|fingerprint|stage|app|schema|retryable|\n"
-           "               header:NAME] [--since DUR]\n"
-           "               [--prometheus]\n"
-           "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [--json] [-n N]\n"
-           "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
-           "[--reason TEXT]\n"
-           "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
-           "               [--reason TEXT] [--dry-run]\n"
-           "       errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
-           "               [--threshold CLASS=N/DUR ...] [--group G]\n"
-           "  every command: [--key-file F] the deployment's control key (else $ERRGATE_CONTROL_KEY_FILE, else\n"
-           "               -c CONFIG's control_key_file): resolve and approve sign their state records, and\n"
-           "               state records not signed with it are ignored\n"
+    printf(
+        "usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
+        "[--by class|code|reason|original.topic|policy|state|fingerprint|stage|app|schema|retryable|owner|severity|\n"
+        "               header:NAME] [--since DUR]\n"
+        "               [--prometheus]\n"
+        "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [--json] [-n N]\n"
+        "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
+        "[--reason TEXT]\n"
+        "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
+        "               [--reason TEXT] [--dry-run]\n"
+        "       errgate dlq annotate LANE (-b BOOTSTRAP | -c CONFIG) --id ID [--owner O] [--severity S] [--note T]\n"
+        "       errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
+        "               [--threshold CLASS=N/DUR ...] [--group G]\n"
+        "  every command: [--key-file F] the deployment's control key (else $ERRGATE_CONTROL_KEY_FILE, else\n"
+        "               -c CONFIG's control_key_file): resolve and approve sign their state records, and\n"
+        "               state records not signed with it are ignored\n"
 
-           "\n"
-           "  stats         counts per --by value (default class), open versus resolved\n"
-           "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value;\n"
-           "                --json prints one JSON object per record; an encrypted value (errgate.protect) is\n"
-           "                shown decrypted with --protect-key-file F ($ERRGATE_PROTECT_KEY_FILE, the config's\n"
-           "                lanes.protect.key_file), else refused by name (value_refused)\n"
-           "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
-           "                accepted-loss needs --reason\n"
-           "  approve       approves the selected pending-approval items (replay --state approved\n"
-           "                replays them); --by names the approver; --dry-run writes nothing\n"
-           "  watch         follows the lane in its own group: one incident line per record, a\n"
-           "                webhook alert when a class crosses its threshold (dlq watch --help)\n"
+        "\n"
+        "  stats         counts per --by value (default class), open versus resolved\n"
+        "  tail          the last -n (10) records, one line each; -f follows; --payload adds the value;\n"
+        "                --json prints one JSON object per record; an encrypted value (errgate.protect) is\n"
+        "                shown decrypted with --protect-key-file F ($ERRGATE_PROTECT_KEY_FILE, the config's\n"
+        "                lanes.protect.key_file), else refused by name (value_refused)\n"
+        "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
+        "                accepted-loss needs --reason\n"
+        "  approve       approves the selected pending-approval items (replay --state approved\n"
+        "                replays them); --by names the approver; --dry-run writes nothing\n"
+        "  annotate      records owner, severity and a note of item --id in LANE.state (dlq annotate --help)\n"
+        "  watch         follows the lane in its own group: one incident line per record, a\n"
+        "                webhook alert when a class crosses its threshold (dlq watch --help)\n"
 
-           "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
-           "                (else $ERRGATE_BOOTSTRAP)\n"
-           "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n"
-           "  --prometheus  stats: items per state and the oldest unresolved ones, as Prometheus text\n");
+        "  -b, -c        broker address, or a gateway config to take the kafka settings from\n"
+        "                (else $ERRGATE_BOOTSTRAP)\n"
+        "  --since DUR   only records written in the last DUR (90s, 15m, 2h, 7d)\n"
+        "  --prometheus  stats: items per state and the oldest unresolved ones, as Prometheus text\n");
 }
 
 /* One line naming what is wrong on stderr; returns the exit code 2. */
@@ -277,22 +283,25 @@ static int cmd_stats(const args *a) {
                   {"stage", EG_H_STAGE},
                   {"app", EG_H_APP},
                   {"schema", EG_H_SCHEMA},
-                  {"retryable", EG_H_RETRYABLE}};
+                  {"retryable", EG_H_RETRYABLE},
+                  {"owner", NULL},
+                  {"severity", NULL}}; /* owner, severity: the item's annotation (dlq annotate) */
     const char *by = a->by ? a->by : "class", *header = NULL;
     int known = 0, any_header = !strncmp(by, "header:", 7); /* header:NAME: any header of the records */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (!strcmp(by, fields[i].by)) header = fields[i].header, known = 1;
+    int annotation = !strcmp(by, "owner") || !strcmp(by, "severity");
     if (any_header) {
         header = by + 7;
         known = *header && strlen(header) <= 255;
         for (const char *p = header; known && *p; p++) known = *p > 0x20 && *p < 0x7f;
     }
     if (!known) {
-        char why[400];
+        char why[512];
         snprintf(why, sizeof why,
                  "stats: --by '%.200s' is not one of class, code, reason, original.topic, policy, state, "
-                 "fingerprint, stage, app, schema, retryable, header:NAME (a header name: 1 to 255 printable "
-                 "characters)",
+                 "fingerprint, stage, app, schema, retryable, owner, severity, header:NAME (a header name: 1 to "
+                 "255 printable characters)",
                  by);
         return usage_error(why);
     }
@@ -357,7 +366,12 @@ static int cmd_stats(const args *a) {
             continue;
         }
         eg_strmap_put(&seen, copy, clen, 1);
-        if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
+        if (annotation) {
+            char an[256];
+            if (eg_dlq_states_annotation(&st, id, by, an, sizeof an) < 0) eg_strlcpy(an, "", sizeof an);
+            eg_printable(an, strlen(an), val, sizeof val);
+            eg_dlq_column(val, sizeof val);
+        } else if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
         else {
             eg_dlq_header_text(m, header, val, sizeof val);
             if (!any_header) eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
@@ -570,6 +584,8 @@ static void json_num(struct evbuffer *b, const rd_kafka_message_t *m, const char
 /* Appends the envelope headers of m (headers.h; null when absent):
  * retryable as a JSON boolean (null when neither "true" nor "false"),
  * schema id, times and max attempts as numbers. */
+static eg_dlq_states tail_states; /* tail --json: the lane's annotations, read at start */
+
 static void json_envelope(struct evbuffer *b, const rd_kafka_message_t *m) {
     json_hdr(b, m, "app", EG_H_APP, 0);
     json_hdr(b, m, "app_version", EG_H_APP_VERSION, 0);
@@ -588,6 +604,14 @@ static void json_envelope(struct evbuffer *b, const rd_kafka_message_t *m) {
     json_num(b, m, "last_failure", EG_H_LAST_FAILURE, 0);
     json_num(b, m, "max_attempts", EG_H_MAX_ATTEMPTS, 0);
     json_num(b, m, "due", EG_H_DUE, 0);
+    char id[320], v[1200];
+    eg_dlq_item_id(m, id, sizeof id);
+    static const char *const ann[] = {"owner", "severity", "note", NULL};
+    for (const char *const *f = ann; *f; f++) {
+        evbuffer_add_printf(b, ",\"%s\":", *f);
+        if (eg_dlq_states_annotation(&tail_states, id, *f, v, sizeof v) == 0) eg_json_str(b, v);
+        else evbuffer_add(b, "null", 4);
+    }
 }
 
 /* The --json line of m (malloc'ed): one JSON object, the fields of
@@ -657,6 +681,8 @@ static int cmd_tail(const args *a) {
     }
     int rc = open_lane(a, &r, "tail");
     if (rc) return rc;
+    if (a->json && eg_dlq_states_load(&a->k, a->lane, &tail_states, kerr, sizeof kerr) < 0)
+        fprintf(stderr, "errgate dlq tail: note: annotations not shown: %s\n", kerr);
     for (int i = 0; i < r.n; i++) r.start[i] = r.hi[i] - a->n > r.lo[i] ? r.hi[i] - a->n : r.lo[i];
     char err[1024];
     if (eg_lread_start(&r, a->follow, err, sizeof err) < 0) {
@@ -705,6 +731,7 @@ static int cmd_tail(const args *a) {
     free(back);
     eg_lread_close(&r);
     eg_dlq_foreign_done();
+    eg_dlq_states_free(&tail_states);
     return rc;
 }
 
@@ -928,13 +955,14 @@ static int cmd_approve(const args *a) {
 }
 
 int eg_cmd_dlq(int argc, char **argv) {
-    if (argc < 2) return usage_error("missing subcommand (stats, tail, resolve, approve or watch)");
+    if (argc < 2) return usage_error("missing subcommand (stats, tail, resolve, approve, annotate or watch)");
     const char *sub = argv[1];
     if (eg_is_help(sub) || !strcmp(sub, "help")) {
         usage();
         return EG_EXIT_OK;
     }
     if (!strcmp(sub, "watch")) return eg_cmd_dlq_watch(argc, argv);
+    if (!strcmp(sub, "annotate")) return eg_cmd_dlq_annotate(argc, argv);
     if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve") && strcmp(sub, "approve")) {
         char why[300];
         snprintf(why, sizeof why, "unknown subcommand '%s'%s", sub, eg_dash_hint(sub));
