@@ -16,6 +16,7 @@
 # and selected with `replay --where` on the fingerprint; copies of lane
 # records (a crash's duplicates) are counted once. The Connect profile
 # names the application as its connector.
+# spec/run.sh: kafka
 source "$(dirname "$0")/lib.sh"
 
 start_broker --topic src:2 --topic src.dlq:2 --topic src.quarantine:2 --topic src.retry.1s:2 --topic src.retry.2s:2
@@ -70,6 +71,7 @@ wait_for 40 dlq_count || die "the DLQ did not reach 14 items: $("$EG" dlq stats 
 wait_drained env src 30 && ok "all source records committed" || not_ok "lag $(lag env src)"
 T1=$(date +%s%3N)
 stop_gateway "$GW_PID"
+check "the gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
 $PY "$ROOT/spec/e2e/ladder_lanes.py" "$BOOTSTRAP" "$T/lanes.jsonl" src.dlq src.quarantine src.retry.1s src.retry.2s ||
   die "cannot read the lanes"
 

@@ -55,11 +55,12 @@ static int64_t header_ms(const rd_kafka_headers_t *src, const char *name) {
     return eg_env_ms_parse(v, n);
 }
 
-/* The record's first failure: a carried errgate.first-failure, else the
+/* The record's first failure: a carried errgate.first-failure (at most 5
+ * min ahead of this clock: anyone may produce the header), else the
  * earliest of its previous history and this stage's attempts, else now. */
 static int64_t first_failure(const eg_fail *fl, const rd_kafka_headers_t *src, const void *hist, size_t hlen) {
     int64_t t = header_ms(src, EG_H_FIRST_FAILURE);
-    if (t > 0) return t;
+    if (t > 0 && t <= eg_wall_ms() + 300000) return t; /* a time from the future is not carried */
     t = eg_env_history_first(hist, hlen);
     int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;
     for (int i = 0; i < n; i++)
