@@ -45,13 +45,10 @@ return policy.define {
     },
   },
 
-  -- a hint is what a person reading the dead letter sees (errgate.hint)
   route = {
-    transient = { retry = "transient", exhausted = "dlq",
-                  hint = "the service kept failing or timing out: replay once it is healthy" },
-    permanent = { dlq = true, hint = "the service refused the record (400 404 413 415): fix the record or the "
-                  .. "service, then replay" },
-    semantic = { quarantine = true, hint = "the record broke a business rule (422): correct it at its source" },
+    transient = { retry = "transient", exhausted = "dlq" },
+    permanent = "dlq",
+    semantic = "quarantine",
     duplicate = "ignore",
     unavailable = "hold",
     systemic = "stop",

@@ -94,7 +94,7 @@ echo "==> the on-call engineer reads an item's envelope and takes it (dlq annota
 python3 -c 'import json, sys
 r = json.loads(open(sys.argv[1]).readline())
 print("    id %s  class %s  fingerprint %s  retryable %s  first failure %s ms\n    hint: %s" % (
-    r["id"], r["class"], r["fingerprint"], r["retryable"], r["first_failure"], r["hint"]))' "$W/env.json" ||
+    r["id"], r["class"], r["fingerprint"], r["retryable"], r["first_failure"], r["hint"] or "(the policy gives none)"))' "$W/env.json" ||
   fail "the envelope is not in dlq tail --json"
 ID=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["id"])' "$W/env.json")
 "$EG" dlq annotate payments.dlq -b "$ERRGATE_BOOTSTRAP" --id "$ID" --owner team-cards --severity high \
