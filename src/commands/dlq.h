@@ -112,12 +112,13 @@ typedef struct eg_dlq_states {
     char **aby;         /* who wrote the latest approval (its "by"; NULL: none), owned */
     size_t n, cap;
     size_t refused; /* state records ignored by eg_dlq_states_load: unsigned or badly signed, with a key */
+    eg_ctlkey key;  /* the control key they were checked with (n == 0: none); signs what the reader writes */
+
     /* annotations (`dlq annotate`): state records keyed EG_DLQ_ANNOTATION_PREFIX + id,
      * the latest value per id (a JSON object, owned; NULL: removed by a tombstone) */
     eg_strmap anns;
     char **annv;
     size_t nann, capann;
-    eg_ctlkey key; /* the control key they were checked with (n == 0: none); signs what the reader writes */
 } eg_dlq_states;
 
 /* Applies one state record (in the order they were written): value NULL is

@@ -63,9 +63,8 @@ static void add(want **w, int *n, char *name, int partitions, int compact, int d
  * (the embedded broker has no Admin API). */
 static void check_retention(eg_gw *gw, const char *name) {
     const eg_config *cfg = gw->cfg;
-    int64_t window = (int64_t)(cfg->lane_approval_window_s > cfg->lane_replay_window_s ? cfg->lane_approval_window_s
-                                                                                       : cfg->lane_replay_window_s) *
-                     1000;
+    int64_t window =
+        (int64_t)(cfg->lane_appr_win_s > cfg->lane_replay_win_s ? cfg->lane_appr_win_s : cfg->lane_replay_win_s) * 1000;
     if (window <= 0) return;
     char v[32], err[512];
     if (eg_topic_config(gw->rk, name, "retention.ms", v, sizeof v, err, sizeof err) != 0) {
@@ -76,12 +75,11 @@ static void check_retention(eg_gw *gw, const char *name) {
     long long ms = strtoll(v, &end, 10);
     if (end == v || *end || ms < 0) return; /* -1: kept for good */
     if (ms < window)
-        eg_log_msg(
-            EG_WARN, "lane_retention_short",
-            "%s keeps records for %lld ms (retention.ms), less than lanes.%s (%lld ms): a dead letter may be "
-            "deleted before it is %s; raise the topic's retention.ms",
-            name, ms, cfg->lane_approval_window_s >= cfg->lane_replay_window_s ? "approval_window" : "replay_window",
-            (long long)window, cfg->lane_approval_window_s >= cfg->lane_replay_window_s ? "approved" : "replayed");
+        eg_log_msg(EG_WARN, "lane_retention_short",
+                   "%s keeps records for %lld ms (retention.ms), less than lanes.%s (%lld ms): a dead letter may be "
+                   "deleted before it is %s; raise the topic's retention.ms",
+                   name, ms, cfg->lane_appr_win_s >= cfg->lane_replay_win_s ? "approval_window" : "replay_window",
+                   (long long)window, cfg->lane_appr_win_s >= cfg->lane_replay_win_s ? "approved" : "replayed");
 }
 
 void eg_gw_topics_ensure(eg_gw *gw) {

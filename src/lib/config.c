@@ -261,10 +261,10 @@ const eg_config_key eg_config_keys[] = {
     K_DUR("lanes.retention", NULL, 0, 0, 315360000, 1000, lane_retention_s,
           "retention (retention.ms) of the DLQ, quarantine and rung topics errgate creates (\"30d\"); 0: the "
           "cluster's default; existing topics keep theirs (see Lanes)"),
-    K_DUR("lanes.approval_window", NULL, 0, 0, 315360000, 1000, lane_approval_window_s,
+    K_DUR("lanes.approval_window", NULL, 0, 0, 315360000, 1000, lane_appr_win_s,
           "how long a dead letter may wait for its approval: lanes.retention must outlast it, and an existing DLQ "
           "or quarantine lane keeping records for less is warned about (lane_retention_short); 0: none"),
-    K_DUR("lanes.replay_window", NULL, 0, 0, 315360000, 1000, lane_replay_window_s,
+    K_DUR("lanes.replay_window", NULL, 0, 0, 315360000, 1000, lane_replay_win_s,
           "how long after its failure a dead letter may still be replayed: as lanes.approval_window"),
     K_TABLE("lanes.protect", 0,
             "what DLQ and quarantine records hold instead of the payload as it came; absent: "
@@ -1532,14 +1532,13 @@ static int load_lanes(loadctx *c) {
     }
     if (check_transactional(c) < 0) return -1;
     const eg_config *cf = c->cfg;
-    int window =
-        cf->lane_approval_window_s > cf->lane_replay_window_s ? cf->lane_approval_window_s : cf->lane_replay_window_s;
+    int window = cf->lane_appr_win_s > cf->lane_replay_win_s ? cf->lane_appr_win_s : cf->lane_replay_win_s;
     if (cf->lane_retention_s > 0 && cf->lane_retention_s < window)
         return fail(c,
                     "lanes.retention (%d s) is shorter than lanes.%s (%d s): a dead letter would be deleted "
                     "before it can be %s",
-                    cf->lane_retention_s, window == cf->lane_approval_window_s ? "approval_window" : "replay_window",
-                    window, window == cf->lane_approval_window_s ? "approved" : "replayed");
+                    cf->lane_retention_s, window == cf->lane_appr_win_s ? "approval_window" : "replay_window", window,
+                    window == cf->lane_appr_win_s ? "approved" : "replayed");
     if (check_template(c, "lanes.dlq", c->cfg->lane_dlq, 0) < 0 ||
         check_template(c, "lanes.quarantine", c->cfg->lane_quarantine, 0) < 0 ||
         check_template(c, "lanes.retry", c->cfg->lane_retry, 1) < 0)

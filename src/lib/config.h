@@ -173,15 +173,15 @@ typedef struct eg_config {
     int dlq_approval;        /* 1: DLQ records carry errgate.approval: required */
     int quarantine_approval; /* the same for quarantine records */
 
-    char *spill_dir;            /* lanes.spill.dir, resolved; NULL: no spill journal */
-    int spill_after_ms;         /* spill a lane write not acknowledged after this long */
-    int lane_retention_s;       /* lanes.retention: retention of the lanes it creates, seconds; 0: the cluster's */
-    int lane_approval_window_s; /* lanes.approval_window: the lanes' retention must outlast it, seconds; 0: none */
-    int lane_replay_window_s;   /* lanes.replay_window: the same for replays */
-    int lanes_transactional;    /* lanes.transactional: lane records and source offsets in one Kafka transaction */
-    char *lanes_instance;       /* lanes.instance: this instance's stable name (transactional.id), or NULL */
-    int breaker_enabled;        /* 1 when target.breaker is present */
-    int breaker_window;         /* outcomes in the sliding window */
+    char *spill_dir;         /* lanes.spill.dir, resolved; NULL: no spill journal */
+    int spill_after_ms;      /* spill a lane write not acknowledged after this long */
+    int lane_retention_s;    /* lanes.retention: retention of the lanes it creates, seconds; 0: the cluster's */
+    int lane_appr_win_s;     /* lanes.approval_window, seconds: the lanes' retention must outlast it; 0: none */
+    int lane_replay_win_s;   /* lanes.replay_window, seconds: the same for replays; 0: none */
+    int lanes_transactional; /* lanes.transactional: lane records and source offsets in one Kafka transaction */
+    char *lanes_instance;    /* lanes.instance: this instance's stable name (transactional.id), or NULL */
+    int breaker_enabled;     /* 1 when target.breaker is present */
+    int breaker_window;      /* outcomes in the sliding window */
     int breaker_min_calls;
     double breaker_failure_ratio;
     int breaker_open_ms;
