@@ -38,7 +38,7 @@ static const struct {
      "policy check FILE [--ordering O] | policy test FILE (CASES.jsonl | --from-topic LANE)  check or replay a policy"},
     {"replay", eg_cmd_replay,
      "replay --from LANE --to TOPIC (-b BOOTSTRAP | -c CONFIG) [filters] [--dry-run]  lane records back to a topic"},
-    {"dlq", eg_cmd_dlq, "dlq stats|tail|resolve|approve|watch LANE (-b|-c) ...  inspect, approve, watch a lane"},
+    {"dlq", eg_cmd_dlq, "dlq stats|tail|resolve|approve|annotate|watch LANE (-b|-c) ...  a lane and its items"},
     {"spill", eg_cmd_spill,
      "spill ls DIR | spill drain DIR (-b BOOTSTRAP | -c CONFIG) [--timeout-ms N]  the spill journal"},
     {"ctl", eg_cmd_ctl,

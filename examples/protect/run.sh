@@ -4,7 +4,9 @@
 # and their quarantine masked (config.lua: lanes.protect), so no card number
 # is readable in either lane's bytes; an operator triages the DLQ with
 # `errgate dlq tail --payload` (refused by name without the key, readable
-# with it), approves the permanent failures, and replays them decrypted to
+# with it), reads one item's envelope (fingerprint, hint, first failure),
+# takes it (`errgate dlq annotate`: owner, severity, a note), approves the
+# permanent failures, and replays them decrypted to
 # payments.fixed; a replay without the key is refused and loses nothing.
 # Each step is checked: the script exits non-zero, naming the step, when one
 # does not hold. Environment: BUILD (build). Logs are kept in a temporary
@@ -86,6 +88,20 @@ echo "==> triage with the key (--protect-key-file): the payments as they came"
   fail "dlq tail: $(cat "$W/tail1.out")"
 sed 's/^/    /' "$W/tail1.out" | cut -c1-260
 [ "$(grep -c "$CARD" "$W/tail1.out")" = 4 ] || fail "tail with the key did not decrypt every value"
+
+echo "==> the on-call engineer reads an item's envelope and takes it (dlq annotate)"
+"$EG" dlq tail payments.dlq -b "$ERRGATE_BOOTSTRAP" --json -n 1 >"$W/env.json" 2>&1 || fail "tail --json: $(cat "$W/env.json")"
+python3 -c 'import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+print("    id %s  class %s  fingerprint %s  retryable %s  first failure %s ms\n    hint: %s" % (
+    r["id"], r["class"], r["fingerprint"], r["retryable"], r["first_failure"], r["hint"] or "(the policy gives none)"))' "$W/env.json" ||
+  fail "the envelope is not in dlq tail --json"
+ID=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["id"])' "$W/env.json")
+"$EG" dlq annotate payments.dlq -b "$ERRGATE_BOOTSTRAP" --id "$ID" --owner team-cards --severity high \
+  --note "card processor outage, INC-7" --by ops-oncall >"$W/annotate.out" 2>&1 || fail "annotate: $(cat "$W/annotate.out")"
+cut -c1-200 "$W/annotate.out" | sed 's/^/    /'
+"$EG" dlq stats payments.dlq -b "$ERRGATE_BOOTSTRAP" --by owner >"$W/owner.out" 2>&1 || fail "stats: $(cat "$W/owner.out")"
+grep -qE '^team-cards +1 ' "$W/owner.out" || fail "dlq stats --by owner does not count the annotated item"
 
 echo "==> replay before approval: nothing (every DLQ item is pending-approval)"
 "$EG" replay --from payments.dlq --to payments.fixed -b "$ERRGATE_BOOTSTRAP" --protect-key-file "$W/protect.key" \

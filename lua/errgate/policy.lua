@@ -154,6 +154,7 @@ local function build(spec)
   pol._reads_record = classify_reads or type(spec.route) == "function"
   pol.shape = shape(spec, entries, schedules)
   pol.unguarded = route.unguarded_classes(route_entries)
+  pol.envelope = route.class_envelope(route_entries)
   pol.examples = examples.compile(spec.examples)
   local ok, err = examples.run(pol, pol.examples)
   if not ok then error(err, 0) end

@@ -28,6 +28,12 @@
 --        guard (dlq_guard) holds other classes' dead letters; also as the
 --        exhausted entry of a retry or ladder. In a route table only, under
 --        a class's own name (not `default`); see route.unguarded_classes
+--   any entry (terminal, retry, ladder, replay) may also say what a person
+--        reading the dead letter needs: hint = "..." (a remediation hint, 1
+--        to 255 bytes, the lane record's errgate.hint) and retryable = true
+--        or false (errgate.retryable; default: true for an entry that
+--        retries, climbs, replays or holds, false otherwise); in a route
+--        table they belong to the class (route.class_envelope)
 -- The bare action "ladder" is refused: a ladder needs a schedule, so write
 -- { ladder = "name" }.
 -- One long form, and shorthands of it: a terminal entry is
@@ -76,11 +82,12 @@ local route = {}
 
 local TERMINAL = { dlq = true, quarantine = true, ignore = true, hold = true, stop = true }
 local LONG_KEYS = { action = true, delay = true, delay_ms = true, reason = true, code = true, message = true,
-                    approval = true, dlq = true, quarantine = true, guard = true, protect = true }
+                    approval = true, dlq = true, quarantine = true, guard = true, protect = true, hint = true,
+                    retryable = true }
 local PROTECT = { none = true, mask = true, encrypt = true, pointer = true }
-local RETRY_KEYS = { retry = true, exhausted = true }
-local LADDER_KEYS = { ladder = true, exhausted = true }
-local REPLAY_KEYS = { replay = true, after = true }
+local RETRY_KEYS = { retry = true, exhausted = true, hint = true, retryable = true }
+local LADDER_KEYS = { ladder = true, exhausted = true, hint = true, retryable = true }
+local REPLAY_KEYS = { replay = true, after = true, hint = true, retryable = true }
 
 local function fail(where, fmt, ...)
   error(where .. ": " .. fmt:format(...), 0)
@@ -88,7 +95,8 @@ end
 
 local LONG_FORM = "a route entry's long form is { action = \"dlq\" | \"quarantine\" | \"ignore\" | \"hold\" | "
   .. "\"stop\" | \"retry\", delay = \"5s\", reason = \"...\", code = \"...\", message = \"...\", "
-  .. "approval = true, guard = false, protect = \"mask\" | \"encrypt\" | \"pointer\" | \"none\" }; "
+  .. "approval = true, guard = false, protect = \"mask\" | \"encrypt\" | \"pointer\" | \"none\", "
+  .. "hint = \"...\", retryable = true }; "
   .. "\"dlq\" is short for { action = \"dlq\" }, and { retry = \"schedule\" }, "
   .. "{ ladder = \"name\" }, { replay = \"original\" } name a schedule, a ladder, a replay"
 
@@ -118,6 +126,17 @@ local function opt_string(where, t, key)
   local v = t[key]
   if v ~= nil and (type(v) ~= "string" or v == "") then fail(where, "%s must be a non-empty string", key) end
   return v
+end
+
+-- envelope(where, e, out) -> out with e's hint and retryable checked and
+-- copied (what the lane record's errgate.hint and errgate.retryable say)
+local function envelope(where, e, out)
+  if e.hint ~= nil and (type(e.hint) ~= "string" or e.hint == "" or #e.hint > 255) then
+    fail(where, "hint must be a string of 1 to 255 bytes")
+  end
+  if e.retryable ~= nil and type(e.retryable) ~= "boolean" then fail(where, "retryable must be true or false") end
+  out.hint, out.retryable = e.hint, e.retryable
+  return out
 end
 
 -- compile_terminal(where, e, allow_retry) -> entry; fixed is set on every
@@ -160,6 +179,7 @@ local function compile_terminal(where, e, allow_retry)
     message = opt_string(where, e, "message"),
     fixed = action ~= "retry",
   }
+  envelope(where, e, out)
   if e.guard ~= nil then
     if type(e.guard) ~= "boolean" then fail(where, "guard must be a boolean") end
     if e.action ~= "dlq" and e.action ~= "quarantine" then fail(where, "guard only applies to dlq and quarantine") end
@@ -200,7 +220,8 @@ local function compile_ladder(where, e, schedules)
     fail(where .. ".exhausted",
       "after a ladder comes a terminal entry (dlq, quarantine, ignore, hold, stop), not another ladder")
   end
-  return { action = "ladder", ladder = s, exhausted = compile_terminal(where .. ".exhausted", ex, false) }
+  return envelope(where, e,
+    { action = "ladder", ladder = s, exhausted = compile_terminal(where .. ".exhausted", ex, false) })
 end
 
 -- compile_entry(where, e, schedules) -> entry
@@ -223,7 +244,7 @@ function route.compile_entry(where, e, schedules)
     else
       exhausted = compile_terminal(where .. ".exhausted", ex, false)
     end
-    return { action = "retry", schedule = s, exhausted = exhausted }
+    return envelope(where, e, { action = "retry", schedule = s, exhausted = exhausted })
   end
   if type(e) == "table" and e.ladder ~= nil then return compile_ladder(where, e, schedules) end
   if type(e) == "table" and e.replay ~= nil then
@@ -235,7 +256,7 @@ function route.compile_entry(where, e, schedules)
     local ms, err = 0, nil
     if e.after ~= nil then ms, err = duration.parse(e.after) end
     if not ms then fail(where, "after: %s", err) end
-    return { action = "replay", replay_to = e.replay, delay_ms = ms, fixed = true }
+    return envelope(where, e, { action = "replay", replay_to = e.replay, delay_ms = ms, fixed = true })
   end
   if type(e) ~= "string" and type(e) ~= "table" then
     fail(where, "expected an action string or table, got %s", type(e))
@@ -364,6 +385,32 @@ function route.unguarded_classes(entries)
     if free then out[#out + 1] = class end
   end
   table.sort(out)
+  return out
+end
+
+-- class_envelope(entries) -> array of { class, hint, retryable, steps }, one per
+-- class of a route table (default included), sorted by class: hint is the
+-- entry's own, else its exhausted entry's (at any depth), or nil;
+-- retryable the entry's own, else true for an entry that retries, climbs,
+-- replays or holds and false for one that dead-letters, quarantines,
+-- ignores or stops; steps the steps of the ladder the entry climbs (a
+-- repeated rung counts its times), or nil. nil entries (a route function):
+-- an empty array.
+local RETRYING = { retry = true, ladder = true, replay = true, hold = true }
+function route.class_envelope(entries)
+  local out = {}
+  for class, e in pairs(entries or {}) do
+    local hint, x = nil, e
+    while x and not hint do
+      hint = x.hint
+      x = x.exhausted
+    end
+    local retryable = e.retryable
+    if retryable == nil then retryable = RETRYING[e.action] == true end
+    local ladder = route.ladder_of(e)
+    out[#out + 1] = { class = class, hint = hint, retryable = retryable, steps = ladder and #ladder.rungs or nil }
+  end
+  table.sort(out, function(a, b) return a.class < b.class end)
   return out
 end
 

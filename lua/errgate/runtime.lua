@@ -19,6 +19,9 @@
 --                                                 classes the dlq_guard lets pass
 --   rt.known_classes(pol) -> { class, ... }     after every (re)load: the
 --                                                 classes it can decide (empty: any)
+--   rt.class_envelope(pol) -> { {class, hint, retryable, steps}, ... }  after
+--                                                 every (re)load: errgate.hint,
+--                                                 .retryable, .max-attempts
 -- Loading never raises: errors come back as one line naming the file (and
 -- line), ready for a log or the admin endpoint. decide raises on anything
 -- invalid; the C core then applies its fallback (`hold` by default). Files
@@ -128,6 +131,19 @@ function rt.unguarded_classes(pol)
   if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
   local out = {}
   for i, c in ipairs(pol.unguarded) do out[i] = c end
+  return out
+end
+
+-- class_envelope(pol) -> array of { class, hint, retryable, steps } per class of
+-- the route table (default included; errgate.route.class_envelope): what
+-- the lane writer puts in errgate.hint and errgate.retryable. Empty for a
+-- route function. A fresh table.
+function rt.class_envelope(pol)
+  if not policy.is(pol) then error("invalid policy object (use rt.load_policy)", 0) end
+  local out = {}
+  for i, e in ipairs(pol.envelope or {}) do
+    out[i] = { class = e.class, hint = e.hint, retryable = e.retryable, steps = e.steps }
+  end
   return out
 end
 

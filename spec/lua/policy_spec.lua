@@ -258,6 +258,40 @@ describe("route entries", function()
     assert.are.same({}, policy.define(spec()).unguarded)
   end)
 
+  it("carry each class's hint, retryable and ladder steps (the lane record's envelope)", function()
+    local pol = policy.define(spec({
+      retry = { fast = { attempts = 2, base = 10, jitter = "none" },
+                slow = { ladder = { "1s", { delay = "2s", times = 3 } } } },
+      route = {
+        transient = { retry = "fast", hint = "wait", exhausted = { ladder = "slow" } },
+        laddered = { ladder = "slow", exhausted = { dlq = true, hint = "from the exhausted entry" } },
+        permanent = { dlq = true, hint = "fix it", retryable = false },
+        flaky = { action = "dlq", retryable = true },
+        default = "hold",
+      } }))
+    assert.are.same({
+      { class = "default", retryable = true },
+      { class = "flaky", retryable = true },
+      { class = "laddered", hint = "from the exhausted entry", retryable = true, steps = 4 },
+      { class = "permanent", hint = "fix it", retryable = false },
+      { class = "transient", hint = "wait", retryable = true, steps = 4 },
+    }, pol.envelope)
+    assert.are.same({ { class = "default", retryable = false } },
+      policy.define(spec({ route = { default = "dlq" } })).envelope)
+    assert.are.same({}, policy.define(spec({ route = function() return "dlq" end })).envelope)
+  end)
+
+  it("refuse a hint that is not a short string and a retryable that is not a boolean", function()
+    assert.matches("hint must be a string of 1 to 255 bytes",
+      define_error({ route = { default = { action = "dlq", hint = "" } } }))
+    assert.matches("hint must be a string of 1 to 255 bytes",
+      define_error({ route = { default = { action = "dlq", hint = ("x"):rep(256) } } }))
+    assert.matches("route.x: hint must be a string",
+      define_error({ route = { default = "dlq", x = { retry = "fast", hint = 5 } } }))
+    assert.matches("retryable must be true or false",
+      define_error({ route = { default = { action = "dlq", retryable = "yes" } } }))
+  end)
+
   it("refuse guard on other actions, of another type, or on the default entry", function()
     assert.matches("guard only applies to dlq and quarantine",
       define_error({ route = { default = "dlq", x = { action = "hold", guard = false } } }))

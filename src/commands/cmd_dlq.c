@@ -1,10 +1,12 @@
 /* cmd_dlq.c — `errgate dlq stats|tail|resolve|approve`: look into a lane and
  * record what became of its items (`dlq watch` is dlq_watch.c's).
  *
- *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state|header:NAME] [--since DUR]
+ *   errgate dlq stats LANE (-b|-c) [--by class|code|reason|original.topic|policy|state|fingerprint|stage|app|
+ *                                        schema|retryable|header:NAME] [--since DUR]
  *   errgate dlq tail LANE (-b|-c) [-f] [--payload] [--json] [-n N]
  *   errgate dlq resolve LANE (-b|-c) --id ID --status replayed|accepted-loss|closed [--reason TEXT]
  *   errgate dlq approve LANE (-b|-c) (--id ID | --where EXPR | --class C) --by NAME [--reason TEXT] [--dry-run]
+ *   (`dlq watch` is dlq_watch.c's, `dlq annotate` dlq_annotate.c's)
  *
  * stats reads the whole lane (or the records of the last DUR, by lane
  * timestamp) and prints an aligned table: one row per value of the --by
@@ -33,7 +35,9 @@
  * one line. The key and value are printed (key="..." value="...") only with
  * --payload. -f keeps printing new records until SIGINT or SIGTERM (exit 0).
  * --json prints one JSON object per record instead (tail_json: the same
- * fields, plus lane coordinates, id, policy and action; absent ones null;
+ * fields, plus lane coordinates, id, policy, action, the envelope and the
+ * item's annotation (owner, severity, note: as LANE.state held them at
+ * the start); absent ones null;
  * key and value only with --payload, as strings, invalid UTF-8 replaced).
  *
  * resolve checks that a record of the lane carries the id, then writes the
@@ -72,13 +76,15 @@
 /* Prints the usage text of `errgate dlq` on stdout. */
 static void usage(void) {
     printf("usage: errgate dlq stats LANE (-b BOOTSTRAP | -c CONFIG) "
-           "[--by class|code|reason|original.topic|policy|state|header:NAME] [--since DUR]\n"
+           "[--by class|code|reason|original.topic|policy|state|fingerprint|stage|app|schema|\n"
+           "               retryable|owner|severity|header:NAME] [--since DUR]\n"
            "               [--prometheus]\n"
            "       errgate dlq tail LANE (-b BOOTSTRAP | -c CONFIG) [-f] [--payload] [--json] [-n N]\n"
            "       errgate dlq resolve LANE (-b BOOTSTRAP | -c CONFIG) --id ID --status replayed|accepted-loss|closed "
            "[--reason TEXT]\n"
            "       errgate dlq approve LANE (-b BOOTSTRAP | -c CONFIG) (--id ID | --where EXPR | --class C) --by NAME\n"
            "               [--reason TEXT] [--dry-run]\n"
+           "       errgate dlq annotate LANE (-b BOOTSTRAP | -c CONFIG) --id ID [--owner O] [--severity S] [--note T]\n"
            "       errgate dlq watch LANE (-b BOOTSTRAP | -c CONFIG) --incidents FILE.jsonl [--webhook URL]\n"
            "               [--threshold CLASS=N/DUR ...] [--group G]\n"
            "  every command: [--key-file F] the deployment's control key (else $ERRGATE_CONTROL_KEY_FILE, else\n"
@@ -95,6 +101,7 @@ static void usage(void) {
            "                accepted-loss needs --reason\n"
            "  approve       approves the selected pending-approval items (replay --state approved\n"
            "                replays them); --by names the approver; --dry-run writes nothing\n"
+           "  annotate      records owner, severity and a note of item --id in LANE.state (dlq annotate --help)\n"
            "  watch         follows the lane in its own group: one incident line per record, a\n"
            "                webhook alert when a class crosses its threshold (dlq watch --help)\n"
 
@@ -265,23 +272,35 @@ static void print_prometheus(const char *lane, const long count[EG_DLQ__N], cons
 static int cmd_stats(const args *a) {
     static const struct {
         const char *by, *header;
-    } fields[] = {{"class", EG_H_CLASS},   {"code", EG_H_CODE},
-                  {"reason", EG_H_REASON}, {"original.topic", EG_H_ORIG_TOPIC},
-                  {"policy", EG_H_POLICY}, {"state", NULL}}; /* the lifecycle state, not a header */
+    } fields[] = {{"class", EG_H_CLASS},
+                  {"code", EG_H_CODE},
+                  {"reason", EG_H_REASON},
+                  {"original.topic", EG_H_ORIG_TOPIC},
+                  {"policy", EG_H_POLICY},
+                  {"state", NULL}, /* the lifecycle state, not a header */
+                  {"fingerprint", EG_H_FINGERPRINT},
+                  {"stage", EG_H_STAGE},
+                  {"app", EG_H_APP},
+                  {"schema", EG_H_SCHEMA},
+                  {"retryable", EG_H_RETRYABLE},
+                  {"owner", NULL},
+                  {"severity", NULL}}; /* owner, severity: the item's annotation (dlq annotate) */
     const char *by = a->by ? a->by : "class", *header = NULL;
     int known = 0, any_header = !strncmp(by, "header:", 7); /* header:NAME: any header of the records */
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (!strcmp(by, fields[i].by)) header = fields[i].header, known = 1;
+    int annotation = !strcmp(by, "owner") || !strcmp(by, "severity");
     if (any_header) {
         header = by + 7;
         known = *header && strlen(header) <= 255;
         for (const char *p = header; known && *p; p++) known = *p > 0x20 && *p < 0x7f;
     }
     if (!known) {
-        char why[400];
+        char why[512];
         snprintf(why, sizeof why,
                  "stats: --by '%.200s' is not one of class, code, reason, original.topic, policy, state, "
-                 "header:NAME (a header name: 1 to 255 printable characters)",
+                 "fingerprint, stage, app, schema, retryable, owner, severity, header:NAME (a header name: 1 to "
+                 "255 printable characters)",
                  by);
         return usage_error(why);
     }
@@ -346,7 +365,12 @@ static int cmd_stats(const args *a) {
             continue;
         }
         eg_strmap_put(&seen, copy, clen, 1);
-        if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
+        if (annotation) {
+            char an[256];
+            if (eg_dlq_states_annotation(&st, id, by, an, sizeof an) < 0) eg_strlcpy(an, "", sizeof an);
+            eg_printable(an, strlen(an), val, sizeof val);
+            eg_dlq_column(val, sizeof val);
+        } else if (!header) eg_strlcpy(val, eg_dlq_status_name(s), sizeof val);
         else {
             eg_dlq_header_text(m, header, val, sizeof val);
             if (!any_header) eg_dlq_foreign_fill(m, header, val, sizeof val); /* a foreign DLQ's code, original.topic */
@@ -556,8 +580,42 @@ static void json_num(struct evbuffer *b, const rd_kafka_message_t *m, const char
     else evbuffer_add_printf(b, ",\"%s\":null", name);
 }
 
+/* Appends the envelope headers of m (headers.h; null when absent):
+ * retryable as a JSON boolean (null when neither "true" nor "false"),
+ * schema id, times and max attempts as numbers. */
+static eg_dlq_states tail_states; /* tail --json: the lane's annotations, read at start */
+
+static void json_envelope(struct evbuffer *b, const rd_kafka_message_t *m) {
+    json_hdr(b, m, "app", EG_H_APP, 0);
+    json_hdr(b, m, "app_version", EG_H_APP_VERSION, 0);
+    json_hdr(b, m, "stage", EG_H_STAGE, 0);
+    json_hdr(b, m, "schema", EG_H_SCHEMA, 0);
+    json_num(b, m, "schema_id", EG_H_SCHEMA_ID, 0);
+    json_hdr(b, m, "fingerprint", EG_H_FINGERPRINT, 0);
+    size_t n = 0;
+    const char *r = eg_header(m, EG_H_RETRYABLE, &n);
+    evbuffer_add_printf(b, ",\"retryable\":%s",
+                        r && n == 4 && !memcmp(r, "true", 4)    ? "true"
+                        : r && n == 5 && !memcmp(r, "false", 5) ? "false"
+                                                                : "null");
+    json_hdr(b, m, "hint", EG_H_HINT, 0);
+    json_num(b, m, "first_failure", EG_H_FIRST_FAILURE, 0);
+    json_num(b, m, "last_failure", EG_H_LAST_FAILURE, 0);
+    json_num(b, m, "max_attempts", EG_H_MAX_ATTEMPTS, 0);
+    json_num(b, m, "due", EG_H_DUE, 0);
+    char id[320], v[1200];
+    eg_dlq_item_id(m, id, sizeof id);
+    static const char *const ann[] = {"owner", "severity", "note", NULL};
+    for (const char *const *f = ann; *f; f++) {
+        evbuffer_add_printf(b, ",\"%s\":", *f);
+        if (eg_dlq_states_annotation(&tail_states, id, *f, v, sizeof v) == 0) eg_json_str(b, v);
+        else evbuffer_add(b, "null", 4);
+    }
+}
+
 /* The --json line of m (malloc'ed): one JSON object, the fields of
- * tail_line plus the lane coordinates, id, policy and action. */
+ * tail_line plus the lane coordinates, id, policy, action and the
+ * envelope (json_envelope). */
 static char *tail_json(const rd_kafka_message_t *m, int payload) {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -587,6 +645,7 @@ static char *tail_json(const rd_kafka_message_t *m, int payload) {
     json_hdr(b, m, "policy", EG_H_POLICY, 0);
     json_hdr(b, m, "action", EG_H_ACTION, 0);
     json_hdr(b, m, "protect", EG_H_PROTECT, 0);
+    json_envelope(b, m);
     if (payload) {
         evbuffer_add_printf(b, ",\"key\":");
         if (m->key) eg_json_strn(b, m->key, m->key_len);
@@ -621,6 +680,8 @@ static int cmd_tail(const args *a) {
     }
     int rc = open_lane(a, &r, "tail");
     if (rc) return rc;
+    if (a->json && eg_dlq_states_load(&a->k, a->lane, &tail_states, kerr, sizeof kerr) < 0)
+        fprintf(stderr, "errgate dlq tail: note: annotations not shown: %s\n", kerr);
     for (int i = 0; i < r.n; i++) r.start[i] = r.hi[i] - a->n > r.lo[i] ? r.hi[i] - a->n : r.lo[i];
     char err[1024];
     if (eg_lread_start(&r, a->follow, err, sizeof err) < 0) {
@@ -669,6 +730,7 @@ static int cmd_tail(const args *a) {
     free(back);
     eg_lread_close(&r);
     eg_dlq_foreign_done();
+    eg_dlq_states_free(&tail_states);
     return rc;
 }
 
@@ -892,13 +954,14 @@ static int cmd_approve(const args *a) {
 }
 
 int eg_cmd_dlq(int argc, char **argv) {
-    if (argc < 2) return usage_error("missing subcommand (stats, tail, resolve, approve or watch)");
+    if (argc < 2) return usage_error("missing subcommand (stats, tail, resolve, approve, annotate or watch)");
     const char *sub = argv[1];
     if (eg_is_help(sub) || !strcmp(sub, "help")) {
         usage();
         return EG_EXIT_OK;
     }
     if (!strcmp(sub, "watch")) return eg_cmd_dlq_watch(argc, argv);
+    if (!strcmp(sub, "annotate")) return eg_cmd_dlq_annotate(argc, argv);
     if (strcmp(sub, "stats") && strcmp(sub, "tail") && strcmp(sub, "resolve") && strcmp(sub, "approve")) {
         char why[300];
         snprintf(why, sizeof why, "unknown subcommand '%s'%s", sub, eg_dash_hint(sub));

@@ -113,6 +113,12 @@ typedef struct eg_dlq_states {
     size_t n, cap;
     size_t refused; /* state records ignored by eg_dlq_states_load: unsigned or badly signed, with a key */
     eg_ctlkey key;  /* the control key they were checked with (n == 0: none); signs what the reader writes */
+
+    /* annotations (`dlq annotate`): state records keyed EG_DLQ_ANNOTATION_PREFIX + id,
+     * the latest value per id (a JSON object, owned; NULL: removed by a tombstone) */
+    eg_strmap anns;
+    char **annv;
+    size_t nann, capann;
 } eg_dlq_states;
 
 /* Applies one state record (in the order they were written): value NULL is
@@ -137,6 +143,25 @@ eg_dlq_status eg_dlq_states_status(const eg_dlq_states *s, const char *id, int64
 eg_dlq_status eg_dlq_item_state(const eg_dlq_states *s, const rd_kafka_message_t *m, char *id, size_t idlen);
 
 void eg_dlq_states_free(eg_dlq_states *s);
+
+/* The key prefix of an item's annotation in LANE.state: "annotation:ID". */
+#define EG_DLQ_ANNOTATION_PREFIX "annotation:"
+/* At most this many bytes of an annotation's value are kept. */
+#define EG_DLQ_ANNOTATION_MAX 4096
+
+/* Applies one annotation record of item id (the key without its prefix):
+ * val NULL (a tombstone) removes it; a value that is not a JSON object of
+ * at most EG_DLQ_ANNOTATION_MAX bytes is ignored. */
+void eg_dlq_states_annotate(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen);
+
+/* The string member `field` ("owner", "severity", "note", "by", "at") of
+ * item id's annotation into out (eg_json_get_str). Returns 0, or -1 when
+ * the item has no annotation or it has no such string. */
+int eg_dlq_states_annotation(const eg_dlq_states *s, const char *id, const char *field, char *out, size_t outlen);
+
+/* `errgate dlq annotate` (dlq_annotate.c), dispatched by `errgate dlq`:
+ * argv[0] is "dlq", argv[1] "annotate". Returns the exit code. */
+int eg_cmd_dlq_annotate(int argc, char **argv);
 
 /* Who approved the item id (the "by" of its latest approval), or NULL. */
 const char *eg_dlq_states_approver(const eg_dlq_states *s, const char *id);

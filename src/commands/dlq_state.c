@@ -103,7 +103,10 @@ int eg_dlq_states_load(const eg_kcli *k, const char *lane, eg_dlq_states *s, cha
     while ((rc = eg_lread_next(&r, 200, &m, err, errlen)) >= 0 && rc != 2) {
         if (rc != 1) continue;
         rd_kafka_timestamp_type_t tt;
+        size_t pl = sizeof EG_DLQ_ANNOTATION_PREFIX - 1;
         if (m->key && !signed_ok(key, m)) s->refused++;
+        else if (m->key && m->key_len > pl && !memcmp(m->key, EG_DLQ_ANNOTATION_PREFIX, pl))
+            eg_dlq_states_annotate(s, (const char *)m->key + pl, m->key_len - pl, m->payload, m->len);
         else if (m->key)
             eg_dlq_states_apply(s, m->key, m->key_len, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
         rd_kafka_message_destroy(m);
@@ -152,7 +155,43 @@ int eg_dlq_same_person(const char *a, const char *b) {
     return na > 0 && na == nb && !strncasecmp(a, b, na);
 }
 
+void eg_dlq_states_annotate(eg_dlq_states *s, const char *id, size_t idlen, const void *val, size_t vallen) {
+    const char *v = val;
+    size_t a = 0, b = vallen;
+    while (v && a < b && (v[a] == ' ' || v[a] == '\n' || v[a] == '\t' || v[a] == '\r')) a++;
+    while (v && b > a && (v[b - 1] == ' ' || v[b - 1] == '\n' || v[b - 1] == '\t' || v[b - 1] == '\r')) b--;
+    if (v && (vallen > EG_DLQ_ANNOTATION_MAX || b - a < 2 || v[a] != '{' || v[b - 1] != '}' || memchr(v, 0, vallen)))
+        return; /* not an annotation: ignored, the previous one stands */
+    int64_t i = eg_strmap_get(&s->anns, id, idlen);
+    if (i < 0) {
+        if (!v) return;
+        if (s->nann == s->capann) {
+            s->capann = s->capann ? s->capann * 2 : 16;
+            s->annv = eg_xrealloc(s->annv, s->capann * sizeof *s->annv);
+        }
+        i = (int64_t)s->nann++;
+        s->annv[i] = NULL;
+        eg_strmap_put(&s->anns, id, idlen, i);
+    }
+    free(s->annv[i]);
+    s->annv[i] = NULL;
+    if (v) {
+        s->annv[i] = eg_xmalloc(vallen + 1);
+        memcpy(s->annv[i], v, vallen);
+        s->annv[i][vallen] = 0;
+    }
+}
+
+int eg_dlq_states_annotation(const eg_dlq_states *s, const char *id, const char *field, char *out, size_t outlen) {
+    int64_t i = eg_strmap_get(&s->anns, id, strlen(id));
+    if (i < 0 || !s->annv[i]) return -1;
+    return eg_json_get_str(s->annv[i], strlen(s->annv[i]), field, out, outlen) == 0 ? 0 : -1;
+}
+
 void eg_dlq_states_free(eg_dlq_states *s) {
+    for (size_t i = 0; i < s->nann; i++) free(s->annv[i]);
+    free(s->annv);
+    eg_strmap_free(&s->anns);
     for (size_t i = 0; i < s->n; i++) free(s->aby[i]);
     free(s->aby);
     eg_strmap_free(&s->ids);

@@ -9,7 +9,10 @@
  * (the largest, when sources share a lane), the cluster's default
  * replication factor, cleanup.policy=compact for a state topic and, with
  * lanes.retention, retention.ms for the other lanes (a state topic keeps
- * its items' states for good). So a
+ * its items' states for good). With lanes.approval_window or
+ * lanes.replay_window, each DLQ and quarantine lane's retention.ms is read
+ * back and a lane that keeps records for less than the window is warned
+ * about (lane_retention_short). So a
  * cluster that does not auto-create topics, or auto-creates them with one
  * partition (Kafka's default), still has every lane a record may go to, on
  * its source's partition number (DESIGN §4). An existing lane with fewer
@@ -37,11 +40,12 @@ typedef struct want {
     char *name;
     int partitions; /* the largest of its sources' */
     int compact;    /* a state topic: compacted, kept for good */
+    int dead;       /* a DLQ or quarantine lane: its retention must outlast the windows */
 } want;
 
 /* Adds name (taken) to w, or raises the partitions of the entry already
  * there. */
-static void add(want **w, int *n, char *name, int partitions, int compact) {
+static void add(want **w, int *n, char *name, int partitions, int compact, int dead) {
     for (int i = 0; i < *n; i++)
         if (strcmp((*w)[i].name, name) == 0) {
             if (partitions > (*w)[i].partitions) (*w)[i].partitions = partitions;
@@ -49,7 +53,33 @@ static void add(want **w, int *n, char *name, int partitions, int compact) {
             return;
         }
     *w = eg_xrealloc(*w, (size_t)(*n + 1) * sizeof **w);
-    (*w)[(*n)++] = (want){name, partitions, compact};
+    (*w)[(*n)++] = (want){name, partitions, compact, dead};
+}
+
+/* lanes.approval_window, lanes.replay_window: warns lane_retention_short
+ * when the DLQ or quarantine lane `name` keeps records for less than the
+ * longer window (its retention.ms as the cluster describes it; -1 is
+ * "for good"). Said at debug level only when the cluster cannot be asked
+ * (the embedded broker has no Admin API). */
+static void check_retention(eg_gw *gw, const char *name) {
+    const eg_config *cfg = gw->cfg;
+    int64_t window =
+        (int64_t)(cfg->lane_appr_win_s > cfg->lane_replay_win_s ? cfg->lane_appr_win_s : cfg->lane_replay_win_s) * 1000;
+    if (window <= 0) return;
+    char v[32], err[512];
+    if (eg_topic_config(gw->rk, name, "retention.ms", v, sizeof v, err, sizeof err) != 0) {
+        eg_log_msg(EG_DEBUG, "lane_retention_unknown", "%s", err);
+        return;
+    }
+    char *end = NULL;
+    long long ms = strtoll(v, &end, 10);
+    if (end == v || *end || ms < 0) return; /* -1: kept for good */
+    if (ms < window)
+        eg_log_msg(EG_WARN, "lane_retention_short",
+                   "%s keeps records for %lld ms (retention.ms), less than lanes.%s (%lld ms): a dead letter may be "
+                   "deleted before it is %s; raise the topic's retention.ms",
+                   name, ms, cfg->lane_appr_win_s >= cfg->lane_replay_win_s ? "approval_window" : "replay_window",
+                   (long long)window, cfg->lane_appr_win_s >= cfg->lane_replay_win_s ? "approved" : "replayed");
 }
 
 void eg_gw_topics_ensure(eg_gw *gw) {
@@ -62,14 +92,14 @@ void eg_gw_topics_ensure(eg_gw *gw) {
         if (eg_topic_is_regex(src)) continue;
         int parts = eg_topic_partitions(gw->rk, src, err, sizeof err);
         if (parts <= 0) continue; /* missing or not asked: the source's own checks say so */
-        add(&w, &n, eg_lane_topic(cfg->lane_dlq, src, NULL), parts, 0);
-        add(&w, &n, eg_lane_topic(cfg->lane_quarantine, src, NULL), parts, 0);
+        add(&w, &n, eg_lane_topic(cfg->lane_dlq, src, NULL), parts, 0, 1);
+        add(&w, &n, eg_lane_topic(cfg->lane_quarantine, src, NULL), parts, 0, 1);
         for (int k = 0; k < gw->nrts; k++)
-            if (strcmp(gw->rts[k].origin, src) == 0) add(&w, &n, eg_xstrdup(gw->rts[k].topic), parts, 0);
+            if (strcmp(gw->rts[k].origin, src) == 0) add(&w, &n, eg_xstrdup(gw->rts[k].topic), parts, 0, 0);
         if (cfg->inbox) {
             char st[512];
             eg_dlq_state_topic(src, st, sizeof st);
-            add(&w, &n, eg_xstrdup(st), parts, 1);
+            add(&w, &n, eg_xstrdup(st), parts, 1, 0);
         }
     }
     for (int i = 0; i < n; i++) {
@@ -90,6 +120,7 @@ void eg_gw_topics_ensure(eg_gw *gw) {
                        "%s has %d partitions, its source %d: records of a source partition >= %d go to "
                        "that number %% %d",
                        w[i].name, had, w[i].partitions, had, had);
+        if (w[i].dead && r >= 0) check_retention(gw, w[i].name);
         free(w[i].name);
     }
     if (uncontrolled)

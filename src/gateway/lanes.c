@@ -24,6 +24,7 @@
 #include "lane_state.h"
 #include "dlq_origin.h"
 #include "kconf.h"
+#include "lane_envelope.h"
 #include "lane_profiles.h"
 #include "log.h"
 #include "protect.h"
@@ -83,6 +84,7 @@ struct eg_lanes {
     eg_prot_keys keys;
     int unmaskable;
     uint64_t *unprotectable; /* the gateway's counter, or NULL */
+    eg_lane_env env;         /* app, stage, schema: the envelope's names (lane_envelope.h) */
 };
 
 int eg_lane_of(eg_action a) {
@@ -346,6 +348,7 @@ eg_lanes *eg_lanes_new(const eg_config *cfg, struct event_base *base, eg_lane_do
     l->group = eg_xstrdup(cfg->group);
     l->profiles = cfg->lane_profiles;
     l->inbox = cfg->inbox != NULL;
+    eg_lane_env_init(&l->env, cfg);
     if (protect_init(l, cfg, err, errlen) != 0) {
         eg_lanes_free(l);
         return NULL;
@@ -411,6 +414,7 @@ int eg_lanes_outstanding(const eg_lanes *l) { return l->outstanding; }
 /* True for the headers that each lane write sets afresh. */
 static int replaced_header(const char *name) {
     if (strcmp(name, EG_H_PROTECT) == 0) return 1; /* said again by this lane's protection, or not at all */
+    if (eg_lane_env_header(name)) return 1;        /* the envelope: said again by every lane write */
     static const char *const names[] = {
         EG_H_CLASS,      EG_H_CODE,        EG_H_MESSAGE,     EG_H_TIMESTAMP, EG_H_KIND,     EG_H_STATUS,
         EG_H_CLASS_HINT, EG_H_RETRY_AFTER, EG_H_RETRY_COUNT, EG_H_PREVIOUS,  EG_H_POLICY,   EG_H_ACTION,
@@ -521,6 +525,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         eg_log_msg(EG_WARN, "history_unreadable", "%s[%d]@%lld: previous errgate.history dropped", rec->topic,
                    (int)rec->partition, (long long)rec->offset);
     if (hl) rd_kafka_header_add(h, EG_H_HISTORY, -1, hist, (ssize_t)hl);
+    eg_lane_env_add(&l->env, rec, src, bad ? NULL : prev_hist, bad ? 0 : prev_hist_len, h);
     eg_profiles_add(h, l->profiles, rec->msg); /* lanes.profiles, from the headers above */
     return h;
 }

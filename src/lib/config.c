@@ -125,6 +125,9 @@ const eg_config_key eg_config_keys[] = {
     K_ENUM("source.inbox", NULL, inbox_formats, NULL, inbox,
            "the source topics are DLQs in this format; each record is a recorded failure the policy triages, "
            "no target is called (see Inbox mode)"),
+    K_STR("source.schema", 0, NULL, source_schema,
+          "the schema of the source records, errgate.schema on lane records (a Confluent wire-format payload's "
+          "schema id goes in errgate.schema-id whatever this says)"),
     {.key = "source.replay_allow",
      .type = EG_CK_LIST,
      .flags = EG_CK_CUSTOM,
@@ -258,6 +261,11 @@ const eg_config_key eg_config_keys[] = {
     K_DUR("lanes.retention", NULL, 0, 0, 315360000, 1000, lane_retention_s,
           "retention (retention.ms) of the DLQ, quarantine and rung topics errgate creates (\"30d\"); 0: the "
           "cluster's default; existing topics keep theirs (see Lanes)"),
+    K_DUR("lanes.approval_window", NULL, 0, 0, 315360000, 1000, lane_appr_win_s,
+          "how long a dead letter may wait for its approval: lanes.retention must outlast it, and an existing DLQ "
+          "or quarantine lane keeping records for less is warned about (lane_retention_short); 0: none"),
+    K_DUR("lanes.replay_window", NULL, 0, 0, 315360000, 1000, lane_replay_win_s,
+          "how long after its failure a dead letter may still be replayed: as lanes.approval_window"),
     K_TABLE("lanes.protect", 0,
             "what DLQ and quarantine records hold instead of the payload as it came; absent: "
             "the payload (see Payload protection)"),
@@ -331,6 +339,9 @@ const eg_config_key eg_config_keys[] = {
     K_STR("control_key_file", EG_CK_FILE, NULL, control_key_file,
           "the HMAC key every gateway and operator tool of a deployment holds (see Signed control records); absent: "
           "control topics are unauthenticated (one warn line at start)"),
+    K_TABLE("app", 0, "the application whose pipeline this gateway serves, named on every lane record"),
+    K_STR("app.name", 0, NULL, app_name, "errgate.app on lane records; absent: metrics.pipeline, else the group"),
+    K_STR("app.version", 0, NULL, app_version, "errgate.app-version on lane records; absent: not written"),
     K_TABLE("metrics", 0, "what /metrics says about this gateway beyond its counters (see Metrics)"),
     K_STR("metrics.pipeline", 0, NULL, metrics_pipeline,
           "the pipeline (application) this gateway serves, the errgate_pipeline_info label; absent: the group"),
@@ -1520,6 +1531,14 @@ static int load_lanes(loadctx *c) {
         lua_pop(c->L, 1);
     }
     if (check_transactional(c) < 0) return -1;
+    const eg_config *cf = c->cfg;
+    int window = cf->lane_appr_win_s > cf->lane_replay_win_s ? cf->lane_appr_win_s : cf->lane_replay_win_s;
+    if (cf->lane_retention_s > 0 && cf->lane_retention_s < window)
+        return fail(c,
+                    "lanes.retention (%d s) is shorter than lanes.%s (%d s): a dead letter would be deleted "
+                    "before it can be %s",
+                    cf->lane_retention_s, window == cf->lane_appr_win_s ? "approval_window" : "replay_window", window,
+                    window == cf->lane_appr_win_s ? "approved" : "replayed");
     if (check_template(c, "lanes.dlq", c->cfg->lane_dlq, 0) < 0 ||
         check_template(c, "lanes.quarantine", c->cfg->lane_quarantine, 0) < 0 ||
         check_template(c, "lanes.retry", c->cfg->lane_retry, 1) < 0)
@@ -1613,6 +1632,12 @@ static int load_all(loadctx *c) {
     if (r == 1) {
         if (only_keys(c, "metrics", "metrics") < 0 || load_fields(c, "metrics", "metrics") < 0)
             return lua_pop(L, 1), -1;
+        lua_pop(L, 1);
+    }
+    r = push_table(c, "app", "app");
+    if (r < 0) return -1;
+    if (r == 1) {
+        if (only_keys(c, "app", "app") < 0 || load_fields(c, "app", "app") < 0) return lua_pop(L, 1), -1;
         lua_pop(L, 1);
     }
     if (!eg_config_kafka(cfg, "bootstrap.servers")) {
@@ -1757,6 +1782,9 @@ void eg_config_free(eg_config *cfg) {
     free(cfg->group);
     free(cfg->metrics_pipeline);
     free(cfg->metrics_stage);
+    free(cfg->app_name);
+    free(cfg->app_version);
+    free(cfg->source_schema);
     free(cfg->http_url);
     free(cfg->http_ca_file);
     free(cfg->http_cert_file);

@@ -176,6 +176,8 @@ typedef struct eg_config {
     char *spill_dir;         /* lanes.spill.dir, resolved; NULL: no spill journal */
     int spill_after_ms;      /* spill a lane write not acknowledged after this long */
     int lane_retention_s;    /* lanes.retention: retention of the lanes it creates, seconds; 0: the cluster's */
+    int lane_appr_win_s;     /* lanes.approval_window, seconds: the lanes' retention must outlast it; 0: none */
+    int lane_replay_win_s;   /* lanes.replay_window, seconds: the same for replays; 0: none */
     int lanes_transactional; /* lanes.transactional: lane records and source offsets in one Kafka transaction */
     char *lanes_instance;    /* lanes.instance: this instance's stable name (transactional.id), or NULL */
     int breaker_enabled;     /* 1 when target.breaker is present */
@@ -226,6 +228,9 @@ typedef struct eg_config {
     /* metrics (gw_admin.c: errgate_pipeline_info, errgate_dead_letter_ratio_threshold) */
     char *metrics_pipeline;           /* metrics.pipeline, or NULL: the group */
     char *metrics_stage;              /* metrics.stage, or NULL: the target kind */
+    char *app_name;                   /* app.name, or NULL: metrics.pipeline, else the group */
+    char *app_version;                /* app.version, or NULL */
+    char *source_schema;              /* source.schema, or NULL */
     double metrics_dead_letter_ratio; /* metrics.dead_letter_ratio: the ratio alert's threshold */
 } eg_config;
 

@@ -37,6 +37,23 @@
 #define EG_H_REPLAY_TO "errgate.replay-to" /* replay-rung records: "original" or the topic to republish to */
 #define EG_H_OVERRIDE "errgate.override"   /* the operator override that changed the decision, when one did */
 
+/* The envelope (envelope.h, lane_envelope.c): what a person triaging a
+ * dead letter needs besides the error. All are replaced at each stage;
+ * errgate.first-failure carries its first value on. Times are decimal ms
+ * since the epoch. */
+#define EG_H_APP "errgate.app"                     /* app.name (else metrics.pipeline, else the group) */
+#define EG_H_APP_VERSION "errgate.app-version"     /* app.version, when set */
+#define EG_H_STAGE "errgate.stage"                 /* the step that failed: metrics.stage, else the target kind */
+#define EG_H_SCHEMA "errgate.schema"               /* source.schema, when set */
+#define EG_H_SCHEMA_ID "errgate.schema-id"         /* a Confluent wire-format payload's schema id */
+#define EG_H_FINGERPRINT "errgate.fingerprint"     /* 16 hex digits: code + normalised message */
+#define EG_H_RETRYABLE "errgate.retryable"         /* "true" or "false" */
+#define EG_H_HINT "errgate.hint"                   /* the class's remediation hint in the policy */
+#define EG_H_FIRST_FAILURE "errgate.first-failure" /* the record's first failure, written once */
+#define EG_H_LAST_FAILURE "errgate.last-failure"   /* this stage's last failure */
+#define EG_H_MAX_ATTEMPTS "errgate.max-attempts"   /* rung records: the ladder's steps */
+#define EG_H_DUE "errgate.due"                     /* rung records: when the next attempt is due */
+
 /* "required" on a DLQ or quarantine record whose item starts
  * pending-approval (lanes.*_approval, route { dlq = true, approval = true }) */
 #define EG_H_APPROVAL "errgate.approval"

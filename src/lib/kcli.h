@@ -109,6 +109,14 @@ rd_kafka_resp_err_t eg_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t
 int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compact, int64_t retention_ms, int *existing,
                     char *note, size_t notelen, char *err, size_t errlen);
 
+/* The value of topic config `name` (e.g. "retention.ms") of topic, as the
+ * cluster describes it (DescribeConfigs: the topic's own or the broker's
+ * default), into out. Returns 0, or -1 with err (no controller, as on
+ * librdkafka's mock cluster; the request refused; no such config).
+ * Blocks up to about 20 s. */
+int eg_topic_config(rd_kafka_t *rk, const char *topic, const char *name, char *out, size_t outlen, char *err,
+                    size_t errlen);
+
 /* Creates the consumer (takes conf), checks that topic exists and records
  * its partitions and watermarks. group may be NULL (a throw-away id).
  * Returns 0; -2 when the topic does not exist, -1 on other errors, both

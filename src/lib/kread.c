@@ -138,6 +138,49 @@ int eg_topic_ensure(rd_kafka_t *rk, const char *topic, int partitions, int compa
     return created;
 }
 
+int eg_topic_config(rd_kafka_t *rk, const char *topic, const char *name, char *out, size_t outlen, char *err,
+                    size_t errlen) {
+    out[0] = '\0';
+    int ctl = has_controller(rk, err, errlen);
+    if (ctl <= 0) {
+        if (!ctl) snprintf(err, errlen, "the cluster names no reachable controller for Admin requests");
+        return -1;
+    }
+    char e[256];
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, e, sizeof e);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &res, 1, o, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS * 2);
+    rd_kafka_resp_err_t x = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+    int found = 0;
+    if (ev && !x) {
+        size_t nres = 0, nc = 0;
+        const rd_kafka_DescribeConfigs_result_t *r = rd_kafka_event_DescribeConfigs_result(ev);
+        const rd_kafka_ConfigResource_t **rs = r ? rd_kafka_DescribeConfigs_result_resources(r, &nres) : NULL;
+        if (nres == 1 && (x = rd_kafka_ConfigResource_error(rs[0])) == 0) {
+            const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nc);
+            for (size_t i = 0; i < nc && !found; i++)
+                if (!strcmp(rd_kafka_ConfigEntry_name(ce[i]), name)) {
+                    const char *v = rd_kafka_ConfigEntry_value(ce[i]);
+                    eg_strlcpy(out, v ? v : "", outlen);
+                    found = 1;
+                }
+        }
+    }
+    if (!found)
+        snprintf(err, errlen, "%s: %s", topic,
+                 x    ? rd_kafka_err2str(x)
+                 : ev ? "the answer does not name that config"
+                      : "no answer");
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_ConfigResource_destroy(res);
+    return found ? 0 : -1;
+}
+
 int eg_lread_open(eg_lread *r, rd_kafka_conf_t *conf, const char *group, const char *topic, char *err, size_t errlen) {
     char e[512];
     memset(r, 0, sizeof *r);

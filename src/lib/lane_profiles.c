@@ -37,7 +37,8 @@
  * writes the policy's error.code (the most specific name it has, e.g.
  * http_503 or NullPointerException after an inbox triage), and the stack
  * trace is the one line Throwable.printStackTrace starts with
- * ("CODE: MESSAGE"). Connect's connector.name is the consumer group, its
+ * ("CODE: MESSAGE"). Connect's connector.name is errgate.app (the
+ * application: app.name, else metrics.pipeline, else the group), its
  * task.id "0", its stage "TASK_PUT" (the sink step that calls downstream),
  * its class.name "errgate". */
 #include "lane_profiles.h"
@@ -160,7 +161,7 @@ static void be64(int64_t v, unsigned char out[8]) {
 /* The facts every profile is written from. */
 typedef struct facts {
     char code[256], message[1024];
-    char topic[256], partition[16], offset[32], group[256];
+    char topic[256], partition[16], offset[32], group[256], app[256];
     int64_t timestamp; /* ms since the epoch, -1 when unknown */
     char trace[1300];  /* "CODE: MESSAGE" (Throwable.toString) */
 } facts;
@@ -173,6 +174,7 @@ static void read_facts(const rd_kafka_headers_t *h, facts *f) {
     get(h, EG_H_ORIG_PARTITION, f->partition, sizeof f->partition);
     get(h, EG_H_ORIG_OFFSET, f->offset, sizeof f->offset);
     get(h, EG_H_ORIG_GROUP, f->group, sizeof f->group);
+    if (!*get(h, EG_H_APP, f->app, sizeof f->app)) memcpy(f->app, f->group, sizeof f->app);
     if (eg_parse_time_ms(get(h, EG_H_ORIG_TIMESTAMP, ts, sizeof ts), &f->timestamp) != 0) f->timestamp = -1;
     if (f->message[0]) snprintf(f->trace, sizeof f->trace, "%s: %s", f->code, f->message);
     else snprintf(f->trace, sizeof f->trace, "%s", f->code);
@@ -208,7 +210,7 @@ static void add_connect(rd_kafka_headers_t *h, const facts *f) {
     add_once(h, CN_TOPIC, f->topic, -1);
     add_once(h, CN_PARTITION, f->partition, -1);
     add_once(h, CN_OFFSET, f->offset, -1);
-    add(h, CN_CONNECTOR, f->group);
+    add(h, CN_CONNECTOR, f->app); /* errgate.app: the application, the group by default */
     add(h, CN_TASK, "0");
     add(h, CN_STAGE, "TASK_PUT");
     add(h, CN_CLASS, "errgate");

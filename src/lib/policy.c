@@ -44,6 +44,14 @@
 #define N_KINDS (EG_FK_RECORDED + 1)
 #define N_ORDERINGS (EG_ORDER_NONE + 1)
 
+/* A class's envelope: its hint, retryable flag and ladder steps. */
+typedef struct class_env {
+    char klass[64];
+    char hint[256];
+    int retryable;
+    int steps;
+} class_env;
+
 struct eg_policy {
     eg_vm *vm;
     int pol_ref;
@@ -64,6 +72,8 @@ struct eg_policy {
     int nunguarded;
     char (*classes)[64]; /* rt.known_classes(pol), read once at load (none: any class) */
     int nclasses;
+    class_env *env; /* rt.class_envelope(pol), read once at load (none: a route function) */
+    int nenv;
     char *path;
     int64_t loaded_at;
     char sha256[65];
@@ -187,11 +197,42 @@ static void log_deprecations(eg_policy *p) {
     lua_pop(L, 2);
 }
 
+/* Reads rt.class_envelope(pol) into p->env: entries whose class is not a
+ * string are skipped, a hint that is not a string is none, steps outside
+ * 1..1000 are none. Runs protected. */
+static void load_env(eg_policy *p) {
+    lua_State *L = p->vm->L;
+    int n = push_runtime_list(p, "class_envelope");
+    if (n < 0) return;
+    p->env = n ? eg_xcalloc((size_t)n, sizeof *p->env) : NULL;
+    for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_type(L, -1) == LUA_TTABLE) {
+            raw_field(L, -1, "class");
+            raw_field(L, -2, "hint");
+            raw_field(L, -3, "retryable");
+            raw_field(L, -4, "steps");
+            if (lua_type(L, -4) == LUA_TSTRING) {
+                class_env *e = &p->env[p->nenv++];
+                eg_strlcpy(e->klass, lua_tostring(L, -4), sizeof e->klass);
+                if (lua_type(L, -3) == LUA_TSTRING) eg_strlcpy(e->hint, lua_tostring(L, -3), sizeof e->hint);
+                e->retryable = lua_toboolean(L, -2);
+                lua_Number st = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : 0;
+                e->steps = st >= 1 && st <= 1000 ? (int)st : 0;
+            }
+            lua_pop(L, 4);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 /* Reads rt.unguarded_classes(pol) into p (none: the guard then covers every
- * class) and rt.known_classes(pol) (none: any class). */
+ * class), rt.known_classes(pol) (none: any class) and rt.class_envelope. */
 static void load_unguarded(eg_policy *p) {
     load_names(p, "unguarded_classes", &p->unguarded, &p->nunguarded);
     load_names(p, "known_classes", &p->classes, &p->nclasses);
+    load_env(p);
 }
 
 /* Stores rt.decider(pol) in p->decide_ref and p->reads_record, and interns
@@ -339,6 +380,7 @@ void eg_policy_free(eg_policy *p) {
     free(p->rungs);
     free(p->unguarded);
     free(p->classes);
+    free(p->env);
     free(p->path);
     free(p);
 }
@@ -365,6 +407,18 @@ int eg_policy_knows_class(const eg_policy *p, const char *klass) {
     for (int i = 0; i < p->nclasses; i++)
         if (strcmp(p->classes[i], klass) == 0) return 1;
     return p->nclasses == 0;
+}
+
+void eg_policy_class_env(const eg_policy *p, const char *klass, eg_decision *d) {
+    const class_env *e = NULL, *def = NULL;
+    for (int i = 0; i < p->nenv && !e; i++) {
+        if (strcmp(p->env[i].klass, klass) == 0) e = &p->env[i];
+        if (strcmp(p->env[i].klass, "default") == 0) def = &p->env[i];
+    }
+    if (!e) e = def;
+    eg_strlcpy(d->hint, e ? e->hint : "", sizeof d->hint);
+    d->retryable = e ? e->retryable : -1;
+    d->ladder_steps = e ? e->steps : 0;
 }
 
 void eg_policy_classes(const eg_policy *p, char *out, size_t outlen) {
@@ -597,4 +651,5 @@ void eg_policy_decide_pushed(eg_policy *p, const eg_failure *f, eg_policy_push_f
         snprintf(why, sizeof why, "policy VM: %s", err);
         fallback(out, why);
     }
+    eg_policy_class_env(p, out->klass, out); /* read at load: no call into the state */
 }

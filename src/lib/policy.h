@@ -48,6 +48,12 @@ int eg_policy_guarded(const eg_policy *p, const char *klass);
 /* 1 when the policy can give a failure class klass (rt.known_classes; any
  * class when it cannot tell), else 0. */
 int eg_policy_knows_class(const eg_policy *p, const char *klass);
+/* The envelope of class klass (rt.class_envelope, read once at load; the
+ * route table's `default` entry for a class it does not name): into d,
+ * d->hint (its remediation hint, "" when none), d->retryable (1 or 0; -1
+ * when the policy cannot tell: a route function) and d->ladder_steps (the
+ * steps of the ladder it climbs, 0 when none). */
+void eg_policy_class_env(const eg_policy *p, const char *klass, eg_decision *d);
 /* The classes it can give, ", "-separated, truncated to outlen ("" when any). */
 void eg_policy_classes(const eg_policy *p, char *out, size_t outlen);
 void eg_policy_free(eg_policy *p);

@@ -121,6 +121,13 @@ typedef struct eg_decision {
     int approval;          /* dlq/quarantine: the route entry asks for approval before replay */
     char override[65];     /* the operator override that replaced the policy's action, or "" */
     int protect;           /* dlq/quarantine: the route entry's protect, eg_prot_mode + 1; 0: the lane's */
+    /* the class's envelope in the policy (eg_policy_class_env), filled after
+     * every decision: its route entry's remediation hint ("" none), whether
+     * it is retryable (1, 0; -1: the policy cannot tell, a route function)
+     * and the steps of the ladder it climbs (0: none or unknown) */
+    char hint[256];
+    int retryable;
+    int ladder_steps;
 } eg_decision;
 
 /* Sets d's reason to the core's reason r (its text and its value). */
