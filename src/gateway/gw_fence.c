@@ -1,0 +1,345 @@
+/* gw_fence.c — per-key fencing of parked records (source.fence, under
+ * ordering = "key"): the gateway's side of fence.h.
+ *
+ * Each source partition has a fence table, made at its first fence. The
+ * record path (gateway.c) asks here at three points:
+ *   - before a keyed record goes to the target (from its source or a rung):
+ *     when its key is fenced and it is not the fence's head, it follows:
+ *     written where the head is (the head's rung, or the DLQ under
+ *     "ladder+dlq") with errgate.fenced-by: <the head's id> and reason
+ *     `fenced`, no target call, no policy call, no rung climbed, and queued
+ *     behind the head in the order it first followed;
+ *   - after the policy's decision on a keyed record: a ladder parks its key
+ *     (a new fence, or its own fence moves to the new rung); a dead letter
+ *     parks it under "ladder+dlq" and resolves it under "ladder"; an ignore
+ *     resolves it; a fence the table has no room for (source.fence_max_keys,
+ *     or 100 queued followers per key on average) turns the decision into a
+ *     hold with reason `fence_cap`, logged `fence_cap` and counted: the
+ *     partition pauses rather than let a later record of the key pass;
+ *   - after a success: the head resolves; its first follower becomes the
+ *     released head, which passes when it comes due on its rung, and the
+ *     others follow again behind it until their turn.
+ * A record without a key is never fenced. A rung record belongs to the
+ * table of its source partition (a rung record goes to the source's
+ * partition number).
+ *
+ * Not durable (DESIGN §8): the tables live in this process. A source
+ * partition's table is dropped when the partition is revoked (logged
+ * `fences_dropped`): a new owner starts without fences, and a stale table
+ * could keep a key fenced for a head resolved elsewhere. An operator lifts
+ * a key's fence with POST /fences/release (key=K): its followers then pass
+ * as they come back, and those in the DLQ are replayed by the operator.
+ *
+ * Locality: the event loop's, like everything of gw.h. */
+#include "fence.h"
+#include "gw.h"
+#include "json.h"
+#include "log.h"
+#include "override.h"
+#include "util.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Followers queued per partition: this many per fenced key on average. */
+#define FOLLOWERS_PER_KEY 100
+/* /fences: ids listed per fence, key bytes shown. */
+#define LIST_FOLLOWERS_MAX 100
+#define LIST_KEY_MAX 256
+
+typedef struct fpart {
+    char *topic; /* the source topic */
+    int32_t partition;
+    eg_fences t;
+    struct fpart *next;
+} fpart;
+
+struct eg_gw_fencing {
+    fpart *parts;
+    uint64_t fenced_total; /* records that followed a parked one */
+    uint64_t cap_holds;    /* decisions held at the cap */
+    uint64_t released;     /* fences lifted by an operator */
+};
+
+int eg_gw_fence_on(const eg_gw *gw) { return gw->cfg->fence != EG_FENCE_OFF && gw->cfg->ordering == EG_ORDER_KEY; }
+
+/* The table of source partition topic[partition]; made when create. */
+static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int create) {
+    if (!gw->fencing) {
+        if (!create) return NULL;
+        gw->fencing = eg_xcalloc(1, sizeof *gw->fencing);
+    }
+    for (fpart *f = gw->fencing->parts; f; f = f->next)
+        if (f->partition == partition && strcmp(f->topic, topic) == 0) return &f->t;
+    if (!create) return NULL;
+    fpart *f = eg_xcalloc(1, sizeof *f);
+    f->topic = eg_xstrdup(topic);
+    f->partition = partition;
+    int mk = gw->cfg->fence_max_keys;
+    eg_fences_init(&f->t, mk, mk > INT32_MAX / FOLLOWERS_PER_KEY ? INT32_MAX : mk * FOLLOWERS_PER_KEY);
+    f->next = gw->fencing->parts;
+    gw->fencing->parts = f;
+    return &f->t;
+}
+
+/* The table r's key is fenced in (its source partition's), or NULL. */
+static eg_fences *table_for(eg_gw *gw, const eg_record *r, int create) {
+    if (!eg_gw_fence_on(gw) || !r->msg->key) return NULL;
+    return table_of(gw, r->part->origin, r->partition, create);
+}
+
+int eg_gw_fence_must_follow(eg_gw *gw, const eg_record *r) {
+    eg_fences *t = table_for(gw, r, 0);
+    if (!t || !t->nkeys) return 0;
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    return eg_fences_must_follow(t, r->msg->key, r->msg->key_len, id, NULL);
+}
+
+/* A hold the C core decided in place of d: the table is full. */
+static void cap_hold(eg_gw *gw, const eg_record *r, eg_decision *d, const char *what) {
+    int64_t delay = d->delay_ms > 0 ? d->delay_ms : DEFAULT_HOLD_MS;
+    char klass[sizeof d->klass];
+    eg_strlcpy(klass, d->klass[0] ? d->klass : "fenced", sizeof klass);
+    memset(d, 0, sizeof *d);
+    d->action = EG_ACT_HOLD;
+    d->delay_ms = delay;
+    eg_strlcpy(d->klass, klass, sizeof d->klass);
+    eg_strlcpy(d->code, "fence_cap", sizeof d->code);
+    eg_decision_set_reason(d, EG_RSN_FENCE_CAP);
+    snprintf(d->message, sizeof d->message,
+             "%s: the fence table of %s[%d] is full (source.fence_max_keys = %d); holding", what, r->part->origin,
+             (int)r->partition, gw->cfg->fence_max_keys);
+    gw->fencing->cap_holds++;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_WARN, "fence_cap")) {
+        eg_log_str(&l, "topic", r->topic);
+        eg_log_int(&l, "partition", r->partition);
+        eg_log_int(&l, "offset", r->offset);
+        eg_log_int(&l, "fence_max_keys", gw->cfg->fence_max_keys);
+        eg_log_str(&l, "msg", d->message);
+        eg_log_end(&l);
+    }
+}
+
+void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
+    eg_fences *t = table_for(gw, r, 0);
+    eg_decision *d = &fl->decision;
+    memset(d, 0, sizeof *d);
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    eg_fence *f = NULL;
+    if (!t || !eg_fences_must_follow(t, r->msg->key, r->msg->key_len, id, &f)) return; /* caller's contract */
+    if (eg_fences_follow(t, f, id) != EG_FENCE_OK) {
+        cap_hold(gw, r, d, "a record of a fenced key cannot be queued");
+        return;
+    }
+    int k = -1;
+    for (int i = 0; f->action == EG_ACT_LADDER && i < gw->nrts && k < 0; i++)
+        if (strcmp(gw->rts[i].rung, f->rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
+    d->action = f->action == EG_ACT_LADDER && k < 0 ? EG_ACT_DLQ : f->action; /* a rung not consumed: cannot be */
+    eg_strlcpy(d->klass, "fenced", sizeof d->klass);
+    eg_strlcpy(d->code, "fenced", sizeof d->code);
+    eg_decision_set_reason(d, EG_RSN_FENCED);
+    if (k >= 0) {
+        eg_strlcpy(d->rung, f->rung, sizeof d->rung);
+        d->rung_index = f->rung_index;
+        d->delay_ms = gw->rts[k].delay_ms;
+    }
+    snprintf(d->message, sizeof d->message, "key fenced by %.300s (%s); follows it", f->head,
+             f->parked ? "parked" : "released, not back yet");
+    eg_strlcpy(fl->fenced_by, f->head, sizeof fl->fenced_by);
+    gw->fencing->fenced_total++;
+}
+
+/* Logs a change of key fence f's head (event, with the key's hash). */
+static void log_fence(const char *event, const eg_record *r, const char *id, const eg_fence *f) {
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_INFO, event)) return;
+    char kh[17];
+    eg_fmt_hex64(eg_hash64(r->msg->key, r->msg->key_len), kh);
+    eg_log_str(&l, "topic", r->part->origin);
+    eg_log_int(&l, "partition", r->partition);
+    eg_log_str(&l, "key_hash", kh);
+    eg_log_str(&l, "id", id);
+    if (f) {
+        eg_log_str(&l, "head", f->head);
+        eg_log_int(&l, "followers", f->nq);
+    }
+    eg_log_end(&l);
+}
+
+int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d) {
+    if (!eg_gw_fence_on(gw) || !r->msg->key || d->why == EG_RSN_FENCED) return 0;
+    const void *key = r->msg->key;
+    size_t len = r->msg->key_len;
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    int lane_dlq = d->action == EG_ACT_DLQ || d->action == EG_ACT_QUARANTINE;
+    if (d->action == EG_ACT_LADDER || (lane_dlq && gw->cfg->fence == EG_FENCE_LADDER_DLQ)) {
+        eg_fences *t = table_for(gw, r, 1);
+        int isnew = !eg_fences_get(t, key, len);
+        int rc = eg_fences_park(t, key, len, id, lane_dlq ? EG_FENCE_WHY_DLQ : EG_FENCE_WHY_LADDER, d->action, d->rung,
+                                d->rung_index, eg_wall_ms());
+        if (rc == EG_FENCE_FULL) {
+            cap_hold(gw, r, d, isnew ? "a new key cannot be fenced" : "a record cannot join its key's fence");
+            return 1;
+        }
+        if (isnew) log_fence("fenced", r, id, NULL);
+        return 0;
+    }
+    if (lane_dlq || d->action == EG_ACT_IGNORE) {
+        /* "ladder": a dead letter ends the fence as a success does */
+        eg_gw_fence_resolved(gw, r);
+    }
+    return 0;
+}
+
+void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r) {
+    eg_fences *t = table_for(gw, r, 0);
+    if (!t || !t->nkeys) return;
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    if (!eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)) return;
+    log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
+}
+
+void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition) {
+    if (!gw->fencing) return;
+    for (fpart **pp = &gw->fencing->parts; *pp; pp = &(*pp)->next) {
+        fpart *f = *pp;
+        if (f->partition != partition || strcmp(f->topic, topic) != 0) continue;
+        if (f->t.nkeys)
+            eg_log_msg(EG_WARN, "fences_dropped",
+                       "%s[%d]: %d fenced keys (%d followers queued) dropped with the partition (fences are not "
+                       "durable yet)",
+                       topic, (int)partition, f->t.nkeys, f->t.nfollowers);
+        *pp = f->next;
+        eg_fences_free(&f->t);
+        free(f->topic);
+        free(f);
+        return;
+    }
+}
+
+void eg_gw_fence_free(eg_gw *gw) {
+    if (!gw->fencing) return;
+    fpart *f = gw->fencing->parts;
+    while (f) {
+        fpart *n = f->next;
+        eg_fences_free(&f->t);
+        free(f->topic);
+        free(f);
+        f = n;
+    }
+    free(gw->fencing);
+    gw->fencing = NULL;
+}
+
+void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
+    if (!eg_gw_fence_on(gw)) return;
+    static const char *const pl[] = {"topic", "partition"};
+    eg_metric_header(out, "errgate_fenced_keys", "Keys fenced behind a parked record, by source partition.", "gauge");
+    for (fpart *f = gw->fencing ? gw->fencing->parts : NULL; f; f = f->next) {
+        char pn[16];
+        snprintf(pn, sizeof pn, "%d", (int)f->partition);
+        const char *pv[2] = {f->topic, pn};
+        eg_metric_sample(out, "errgate_fenced_keys", 2, pl, pv, f->t.nkeys);
+    }
+    eg_metric_header(out, "errgate_fence_followers", "Records queued behind fenced keys, by source partition.",
+                     "gauge");
+    for (fpart *f = gw->fencing ? gw->fencing->parts : NULL; f; f = f->next) {
+        char pn[16];
+        snprintf(pn, sizeof pn, "%d", (int)f->partition);
+        const char *pv[2] = {f->topic, pn};
+        eg_metric_sample(out, "errgate_fence_followers", 2, pl, pv, f->t.nfollowers);
+    }
+    uint64_t ft = gw->fencing ? gw->fencing->fenced_total : 0, ch = gw->fencing ? gw->fencing->cap_holds : 0,
+             rl = gw->fencing ? gw->fencing->released : 0;
+    eg_metric_header(out, "errgate_records_fenced_total",
+                     "Records that followed a parked record of their key (errgate.fenced-by).", "counter");
+    eg_metric_sample(out, "errgate_records_fenced_total", 0, NULL, NULL, (double)ft);
+    eg_metric_header(out, "errgate_fence_cap_holds_total",
+                     "Decisions held because a partition's fence table was full (fence_cap).", "counter");
+    eg_metric_sample(out, "errgate_fence_cap_holds_total", 0, NULL, NULL, (double)ch);
+    eg_metric_header(out, "errgate_fence_releases_total", "Fences lifted by an operator (POST /fences/release).",
+                     "counter");
+    eg_metric_sample(out, "errgate_fence_releases_total", 0, NULL, NULL, (double)rl);
+}
+
+/* Appends fence f of partition fp as a JSON object. */
+static void fence_json(struct evbuffer *out, const fpart *fp, const eg_fence *f, int64_t now) {
+    char kh[17];
+    eg_fmt_hex64(f->hash, kh);
+    evbuffer_add_printf(out, "{\"topic\":");
+    eg_json_str(out, fp->topic);
+    evbuffer_add_printf(out, ",\"partition\":%d,\"key\":", (int)fp->partition);
+    eg_json_strn(out, (const char *)f->key, f->key_len < LIST_KEY_MAX ? f->key_len : LIST_KEY_MAX);
+    evbuffer_add_printf(out, ",\"key_bytes\":%zu,\"key_hash\":\"%s\",\"head\":", f->key_len, kh);
+    eg_json_str(out, f->head);
+    evbuffer_add_printf(out, ",\"parked\":%s,\"why\":\"%s\",\"lane\":\"%s\",\"rung\":", f->parked ? "true" : "false",
+                        f->why == EG_FENCE_WHY_DLQ ? "dlq" : "ladder", eg_action_name(f->action));
+    eg_json_str(out, f->rung);
+    evbuffer_add_printf(out, ",\"age_ms\":%lld,\"followers\":%d,\"queue\":[", (long long)(now - f->since_ms), f->nq);
+    for (int i = 0; i < f->nq && i < LIST_FOLLOWERS_MAX; i++) {
+        if (i) evbuffer_add(out, ",", 1);
+        eg_json_str(out, f->q[f->qoff + i]);
+    }
+    evbuffer_add(out, "]}", 2);
+}
+
+int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out) {
+    int release = strcmp(path, "/fences/release") == 0;
+    if (!release && method != EG_ADMIN_GET && method != EG_ADMIN_HEAD) {
+        evbuffer_add_printf(out, "{\"error\":\"use GET\"}");
+        return 405;
+    }
+    if (release && method != EG_ADMIN_POST) {
+        evbuffer_add_printf(out, "{\"error\":\"use POST\"}");
+        return 405;
+    }
+    if (!eg_gw_fence_on(gw)) {
+        evbuffer_add_printf(out, "{\"error\":\"fencing is off (source.fence, with ordering = \\\"key\\\")\"}");
+        return 404;
+    }
+    if (!release) {
+        static const char *const modes[] = {"off", "ladder", "ladder+dlq"};
+        int64_t now = eg_wall_ms();
+        evbuffer_add_printf(out, "{\"mode\":\"%s\",\"max_keys\":%d,\"fences\":[", modes[gw->cfg->fence],
+                            gw->cfg->fence_max_keys);
+        int n = 0;
+        for (fpart *fp = gw->fencing ? gw->fencing->parts : NULL; fp; fp = fp->next) {
+            size_t cur = 0;
+            for (eg_fence *f; (f = eg_fences_next(&fp->t, &cur));) {
+                if (n++) evbuffer_add(out, ",", 1);
+                fence_json(out, fp, f, now);
+            }
+        }
+        evbuffer_add(out, "]}", 2);
+        return 200;
+    }
+    char key[1024], by[128] = "";
+    if (eg_override_form_field(body, len, "key", key, sizeof key) != 0) {
+        evbuffer_add_printf(out, "{\"error\":\"a form body with key=KEY (at most %d bytes) is needed\"}",
+                            (int)sizeof key - 1);
+        return 400;
+    }
+    eg_override_form_field(body, len, "by", by, sizeof by);
+    int n = 0;
+    for (fpart *fp = gw->fencing ? gw->fencing->parts : NULL; fp; fp = fp->next)
+        n += eg_fences_release(&fp->t, key, strlen(key));
+    if (gw->fencing) gw->fencing->released += (uint64_t)n;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_WARN, "fence_release")) {
+        char kh[17];
+        eg_fmt_hex64(eg_hash64(key, strlen(key)), kh);
+        eg_log_str(&l, "key_hash", kh);
+        eg_log_str(&l, "by", by[0] ? by : "unknown");
+        eg_log_int(&l, "released", n);
+        eg_log_end(&l);
+    }
+    evbuffer_add_printf(out, "{\"released\":%d}", n);
+    return n ? 200 : 404;
+}
