@@ -1,8 +1,10 @@
 /* test_fence.c — the fence table (fence.h): a key's head and followers in
  * order, release of the next follower when the head resolves, the caps on
- * keys and followers, the operator's release, keys compared by bytes, and a
- * random run against a brute-force model. */
+ * keys and followers, the operator's release, keys compared by bytes, a
+ * random run against a brute-force model; and the fence topic's records
+ * (fence_rec.h): a round trip, and refusals of what anyone could produce. */
 #include "fence.h"
+#include "fence_rec.h"
 #include "tap.h"
 
 #include <stdio.h>
@@ -161,6 +163,52 @@ int main(void) {
     CHECK(bad == 0, "%d operations agree with the model (%d mismatches)", OPS, bad);
     CHECK(t.nkeys == nf && t.nfollowers == nq, "counts agree: %d keys, %d followers", t.nkeys, t.nfollowers);
     CHECK(seen == nf && iter_bad == 0, "iteration visits every fence once (%d of %d)", seen, nf);
+    eg_fences_free(&t);
+
+    /* the fence topic's records */
+    eg_fences_init(&t, 10, 100);
+    eg_fences_park(&t, "acct\n7", 6, "pay/3/41", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 1000);
+    f = eg_fences_get(&t, "acct\n7", 6);
+    eg_fences_follow(&t, f, "pay/3/42");
+    eg_fences_follow(&t, f, "pay/3/57");
+    char rk[EG_FENCE_REC_KEY_MAX];
+    size_t rkl = eg_fence_rec_key("pay", 3, "acct\n7", 6, rk), vl = 0;
+    char *v = eg_fence_rec_format("pay", 3, f, 2000, &vl);
+    eg_fence_rec rec;
+    const char *why = NULL;
+    CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1, "a fence written is read back");
+    CHECK(rec.key_len == 6 && !memcmp(rec.key, "acct\n7", 6) && !strcmp(rec.head, "pay/3/41") && rec.parked &&
+              rec.action == EG_ACT_LADDER && !strcmp(rec.rung, "30s") && rec.since_ms == 1000 && rec.at_ms == 2000 &&
+              rec.nq == 2 && !strcmp(rec.q[1], "pay/3/57") && !strcmp(rec.topic, "pay") && rec.partition == 3,
+          "with every field");
+    eg_fence_rec_clear(&rec);
+    char rk2[EG_FENCE_REC_KEY_MAX];
+    size_t rkl2 = eg_fence_rec_key("pay", 2, "acct\n7", 6, rk2);
+    CHECK(eg_fence_rec_parse(rk2, rkl2, v, vl, &rec, &why) == -1 && !strcmp(why, "key_mismatch"),
+          "a value under another partition's record key is refused (key_mismatch)");
+    CHECK(eg_fence_rec_parse(rk, rkl, v, vl - 1, &rec, &why) == -1 && !strcmp(why, "malformed"),
+          "a torn value is refused");
+    char *dup = malloc(vl + 40);
+    memcpy(dup, v, vl);
+    int dl = (int)vl;
+    /* the count line says 2: make it 3 followers with one twice */
+    char *cnt = strstr(dup, "\n2\npay/3/42");
+    CHECK(cnt != NULL, "the count line is where the format says");
+    if (cnt) {
+        cnt[1] = '3';
+        dl += sprintf(dup + vl, "pay/3/42\n");
+        CHECK(eg_fence_rec_parse(rk, rkl, dup, (size_t)dl, &rec, &why) == -1, "a follower listed twice is refused");
+    }
+    free(dup);
+    CHECK(eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END, strlen(EG_FENCE_REC_END), &rec, &why) == 0 &&
+              !strcmp(rec.topic, "pay") && rec.partition == 3,
+          "an end record names its partition");
+    CHECK(eg_fence_rec_parse(rk, rkl, NULL, 0, &rec, &why) == 0, "so does a tombstone (the caller decides on it)");
+    CHECK(eg_fence_rec_parse("pay/3/xyz", 9, v, vl, &rec, &why) == -1 && !strcmp(why, "bad_record_key"),
+          "a record key that is not TOPIC/PARTITION/SHA-256 is refused");
+    CHECK(eg_fence_rec_parse(rk, rkl, v, EG_FENCE_REC_MAX_VALUE + 1, &rec, &why) == -1 && !strcmp(why, "too_large"),
+          "a value over the bound is refused before it is read");
+    free(v);
     eg_fences_free(&t);
     return TAP_DONE();
 }

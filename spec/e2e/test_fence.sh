@@ -13,7 +13,9 @@
 #      its key);
 #   4. source.fence = "ladder+dlq": a dead-lettered record's followers go to
 #      the DLQ marked errgate.fenced-by; GET /fences shows the key and its
-#      queue; POST /fences/release key=K lifts it and K's next record passes.
+#      queue; after a kill -9 the next gateway rebuilds the fence from the
+#      fence topic (gheld.fences) and K's next record still follows;
+#      POST /fences/release key=K lifts it and K's next record passes.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
@@ -93,6 +95,10 @@ n=$(metric "$ADDR" errgate_records_fenced_total)
 check "errgate_records_fenced_total counts the followers ($n)" [ "${n:-0}" != "?" ] && [ "${n%.*}" -gt 0 ]
 n=$(metric "$ADDR" errgate_fenced_keys)
 check "nothing is fenced at the end: errgate_fenced_keys $n" [ "$n" = 0 ]
+n=$(metric "$ADDR" errgate_fence_writes_total)
+w=$(kcat -C -b "$BOOTSTRAP" -t gfenced.fences -e -q 2>/dev/null | grep -c '^errgate-fence')
+check "every fence change was written to gfenced.fences (errgate_fence_writes_total $n, $w records read)" \
+  [ "${n%.*}" -gt 0 ] && [ "$w" -gt 0 ]
 body=$(admin_get "$ADDR" /fences)
 check "GET /fences: 200, mode ladder, no fence left ($(http_code): $body)" \
   [ "$(http_code)" = 200 ] && grep -q '"mode":"ladder".*"fences":\[\]' <<<"$body"
@@ -134,13 +140,27 @@ check "z1 dead-lettered, z2 and z3 followed it to the DLQ in order with errgate.
 body=$(admin_get "$ADDR" /fences)
 check "GET /fences shows z parked in the DLQ with 2 followers ($body)" \
   grep -q '"key":"z".*"parked":true,"why":"dlq","lane":"dlq".*"followers":2' <<<"$body"
+# kill -9: the next gateway rebuilds z's fence from gheld.fences before it takes records
+kill -9 "$GW_PID"; wait "$GW_PID" 2>/dev/null
+start_gateway gheld2 "$T/gheld.lua"
+ADDR=$(admin_addr gheld2) || die "no admin endpoint after the restart"
+wait_for 40 grep -q '"event":"assign".*held\[' "$T/gheld2.err" || die "no assignment after the restart"
+check "after a kill -9 the new gateway rebuilt z's fence from gheld.fences" \
+  grep -q '"event":"fences_rebuilt".*held\[3\]: 1 fences rebuilt from gheld.fences' "$T/gheld2.err"
+body=$(admin_get "$ADDR" /fences)
+check "GET /fences shows z with the same head and queue after the restart ($body)" \
+  grep -q '"key":"z".*"head":"held/3/0","parked":true,"why":"dlq".*"queue":\["held/3/1","held/3/2"\]' <<<"$body"
+printf 'z\t{"id":"z5","mode":"ok"}\n' | produce held
+wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t held.dlq -e -q 2>/dev/null | wc -l) -ge 4 ]" &&
+  ok "z's next record follows to the DLQ under the rebuilt fence" || not_ok "z5 did not follow: $(cat "$T/h3.log")"
+check "z5 did not reach the target" bash -c "! grep -q '^ok z5 ' '$T/h3.log'"
 code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -d 'key=z&by=test' "http://$ADDR/fences/release")
 check "POST /fences/release without the token: 401 ($code)" [ "$code" = 401 ]
 code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -H "Authorization: Bearer fence-token" -d 'key=z&by=test' \
   "http://$ADDR/fences/release")
 check "POST /fences/release key=z: 200, released 1 ($code: $(cat "$T/rel"))" \
   [ "$code" = 200 ] && grep -q '"released":1' "$T/rel"
-check "the release is logged with its author" grep -q '"event":"fence_release".*"by":"test","released":1' "$T/gheld.err"
+check "the release is logged with its author" grep -q '"event":"fence_release".*"by":"test","released":1' "$T/gheld2.err"
 printf 'z\t{"id":"z4","mode":"ok"}\n' | produce held
 wait_for 20 grep -q '^ok z4 ' "$T/h3.log" && ok "z's next record passes after the release" ||
   not_ok "z4 did not pass: $(cat "$T/h3.log")"

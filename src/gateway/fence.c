@@ -66,7 +66,7 @@ static int queued(const eg_fence *f, const char *id) {
 
 int eg_fences_follow(eg_fences *t, eg_fence *f, const char *id) {
     if (strcmp(f->head, id) == 0 || queued(f, id)) return EG_FENCE_OK;
-    if (t->nfollowers >= t->max_followers) return EG_FENCE_FULL;
+    if (t->nfollowers >= t->max_followers || f->nq >= EG_FENCE_MAX_QUEUE) return EG_FENCE_FULL;
     if (f->qoff + f->nq == f->capq) {
         if (f->qoff > f->capq / 2) { /* mostly taken from the front: move down */
             memmove(f->q, f->q + f->qoff, (size_t)f->nq * sizeof *f->q);

@@ -12,7 +12,7 @@
  * released head; when the queue is empty the key is unfenced.
  *
  * Bounded: at most max_keys fenced keys and max_followers queued ids over
- * the table; past either the caller is told (EG_FENCE_FULL) and must not
+ * the table, EG_FENCE_MAX_QUEUE behind one key; past either the caller is told (EG_FENCE_FULL) and must not
  * let the record pass (the gateway holds it: the partition pauses). Keys
  * are compared by their bytes (a key of 0 bytes is a key; a record without
  * a key is never fenced, which is the caller's rule). Owns every byte it
@@ -24,6 +24,10 @@
 #include <stdint.h>
 
 #include "record.h"
+
+/* Followers queued behind one key at most (the fence topic's records hold
+ * them all: fence_rec.h). */
+#define EG_FENCE_MAX_QUEUE 2000
 
 /* Why a key is fenced: its head went down the ladder, or to the DLQ (or
  * quarantine) under source.fence = "ladder+dlq". */
@@ -75,7 +79,8 @@ eg_fence *eg_fences_get(const eg_fences *t, const void *key, size_t len);
 int eg_fences_must_follow(const eg_fences *t, const void *key, size_t len, const char *id, eg_fence **out);
 
 /* Appends id to f's queue unless it is queued already. Returns EG_FENCE_OK
- * (also when already queued) or EG_FENCE_FULL at max_followers. */
+ * (also when already queued) or EG_FENCE_FULL at max_followers or
+ * EG_FENCE_MAX_QUEUE. */
 int eg_fences_follow(eg_fences *t, eg_fence *f, const char *id);
 
 /* The record `id` of key[0..len) is parked: written to a rung (action

@@ -1321,6 +1321,10 @@ static int excluded_topic(const eg_gw *gw, const char *topic, const char **lane)
         *lane = "audit";
         return 1;
     }
+    if (eg_gw_fence_topic_is(gw, topic)) { /* fences, read by gw_fence.c */
+        *lane = "fence";
+        return 1;
+    }
     return eg_gw_rung_of(gw, topic) < 0 && eg_config_own_lane(gw->cfg, topic, lane);
 }
 
@@ -1367,6 +1371,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
         gw->parts = p;
         eg_log_msg(EG_INFO, "assign", "%s[%d]", p->topic, (int)p->partition);
     }
+    eg_gw_fence_rebuild(gw); /* the new source partitions' fences, before any of their records is taken */
     rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
     if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
     else gw->assigned_once = 1;

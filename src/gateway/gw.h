@@ -381,7 +381,17 @@ void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition);
 int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
 /* The scrape-time series of fencing (nothing when it is off). */
 void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out);
-/* Frees the tables (teardown). */
+/* Opens the fence topic GROUP.fences and reads it to its end (when
+ * fencing is on). Returns 0 or -1 with err: the gateway must not start
+ * without the fences in force. */
+int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen);
+/* 1 when topic is the group's fence topic (never consumed as a source). */
+int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic);
+/* An assignment: reads the fence topic to its end, then rebuilds the table
+ * of every assigned source partition that has none. */
+void eg_gw_fence_rebuild(eg_gw *gw);
+/* Waits for the fence writes in flight (bounded), frees the tables and
+ * the topic's clients (teardown). */
 void eg_gw_fence_free(eg_gw *gw);
 
 /* gw_incident.c: the operator's incident controls. */
