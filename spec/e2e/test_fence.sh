@@ -15,7 +15,8 @@
 #      the DLQ marked errgate.fenced-by; GET /fences shows the key and its
 #      queue; after a kill -9 the next gateway rebuilds the fence from the
 #      fence topic (gheld.fences) and K's next record still follows;
-#      POST /fences/release key=K lifts it and K's next record passes.
+#      errgate ctl fence list shows it, errgate ctl fence release K
+#      (POST /fences/release) lifts it and K's next record passes.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
@@ -156,17 +157,27 @@ wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t held.dlq -e -q 2>/dev/null | 
 check "z5 did not reach the target" bash -c "! grep -q '^ok z5 ' '$T/h3.log'"
 code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -d 'key=z&by=test' "http://$ADDR/fences/release")
 check "POST /fences/release without the token: 401 ($code)" [ "$code" = 401 ]
-code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -H "Authorization: Bearer fence-token" -d 'key=z&by=test' \
-  "http://$ADDR/fences/release")
-check "POST /fences/release key=z: 200, released 1 ($code: $(cat "$T/rel"))" \
-  [ "$code" = 200 ] && grep -q '"released":1' "$T/rel"
-check "the release is logged with its author" grep -q '"event":"fence_release".*"by":"test","released":1' "$T/gheld2.err"
+ctl() { USER=fence-op "$EG" ctl --admin "http://$ADDR" --token-file "$T/token" "$@"; }
+out=$(ctl fence list 2>&1); rc=$?
+check "errgate ctl fence list shows z ($rc: $out)" \
+  exits_with "$rc" 0 "held\[3\]  key z  head held/3/0 (parked, dlq)  3 followers" "$out"
+out=$(ctl fence release z 2>&1); rc=$?
+check "errgate ctl fence release z: POST /fences/release, 1 lifted ($rc: $out)" \
+  exits_with "$rc" 0 "fence release: 1 fence(s) lifted" "$out"
+check "the release is logged with its author" \
+  grep -q '"event":"fence_release".*"by":"fence-op","released":1' "$T/gheld2.err"
+out=$(ctl fence list 2>&1)
+check "and z is no longer listed ($out)" [ "$out" = "no keys fenced" ]
 printf 'z\t{"id":"z4","mode":"ok"}\n' | produce held
 wait_for 20 grep -q '^ok z4 ' "$T/h3.log" && ok "z's next record passes after the release" ||
   not_ok "z4 did not pass: $(cat "$T/h3.log")"
 code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -H "Authorization: Bearer fence-token" -d 'key=z' \
   "http://$ADDR/fences/release")
 check "releasing an unfenced key: 404 ($code)" [ "$code" = 404 ]
+out=$(ctl fence release z 2>&1); rc=$?
+check "errgate ctl fence release of an unfenced key exits 1 ($rc: $out)" [ "$rc" = 1 ]
+out=$(ctl fence 2>&1); rc=$?
+check "errgate ctl fence without list or release is a usage error ($rc: $out)" exits_with "$rc" 2 "fence list" "$out"
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 exit $FAILED
