@@ -16,12 +16,17 @@
 #      queue; after a kill -9 the next gateway rebuilds the fence from the
 #      fence topic (gheld.fences) and K's next record still follows;
 #      errgate ctl fence list shows it, errgate ctl fence release K
-#      (POST /fences/release) lifts it and K's next record passes.
+#      (POST /fences/release) lifts it and K's next record passes;
+#   5. with control_key_file, fence records in the fence topic that are not
+#      signed with the key (anyone can produce there) or malformed are
+#      refused, counted by reason and never fence a key; the same fences
+#      signed with the key are rebuilt and fence it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
 POLICY="$ROOT/spec/fixtures/policies/ladder_1s_2s.lua"
-start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s)
+start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s) \
+  $(ladder_topics sig 1s 2s)
 echo "fence-token" >"$T/token"
 ADMIN="admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
 
@@ -178,6 +183,42 @@ out=$(ctl fence release z 2>&1); rc=$?
 check "errgate ctl fence release of an unfenced key exits 1 ($rc: $out)" [ "$rc" = 1 ]
 out=$(ctl fence 2>&1); rc=$?
 check "errgate ctl fence without list or release is a usage error ($rc: $out)" exits_with "$rc" 2 "fence list" "$out"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 5. a keyed deployment: only fence records signed with its key count
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctl.key"
+QSHA=$(printf q | sha256sum | cut -d' ' -f1)
+forge() { # forge PARTITION MODE [VALUE]: a fence of key q in sig[PARTITION], its head sig/P/999 in the DLQ
+  local v=${3:-$(printf 'errgate-fence 1\nsig\n%d\n71\nsig/%d/999\n1 dlq dlq - 0 1 1\n0' "$1" "$1")}
+  $PY "$ROOT/spec/e2e/ctl_sign.py" "$BOOTSTRAP" gsig.fences fence "$T/ctl.key" "sig/$1/$QSHA" "$v"$'\n' "$2" >/dev/null ||
+    not_ok "cannot produce to gsig.fences"
+}
+for p in 0 1 2 3; do forge $p none; done
+forge 0 good "not a fence"
+ladder_config "$T/gsig.lua" gsig sig key "$POLICY" "" "$ADMIN control_key_file = \"$T/ctl.key\","
+sed -i 's/ordering = "key",/ordering = "key", fence = "ladder+dlq",/' "$T/gsig.lua"
+start_gateway gsig "$T/gsig.lua"
+ADDR=$(admin_addr gsig) || die "no admin endpoint: $(tail -3 "$T/gsig.err")"
+wait_for 40 grep -q '"event":"assign".*sig\[' "$T/gsig.err" || die "no assignment"
+n=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
+m=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="malformed"')
+check "4 unsigned fence records refused (unsigned $n), 1 signed but malformed (malformed $m)" [ "$n" = 4 ] && [ "$m" = 1 ]
+check "refusals are logged" grep -q '"event":"fence_record_refused".*unsigned' "$T/gsig.err"
+check "no fence was rebuilt from them" bash -c "! grep -q fences_rebuilt '$T/gsig.err'"
+printf 'q\t{"id":"q1","mode":"ok"}\n' | produce sig
+wait_for 20 grep -q '^ok q1 ' "$T/h3.log" && ok "q is not fenced: q1 reached the target" || not_ok "q1 did not pass"
+stop_gateway "$GW_PID"
+for p in 0 1 2 3; do forge $p good; done
+start_gateway gsig2 "$T/gsig.lua"
+ADDR=$(admin_addr gsig2) || die "no admin endpoint: $(tail -3 "$T/gsig2.err")"
+wait_for 40 grep -q '"event":"assign".*sig\[' "$T/gsig2.err" || die "no assignment"
+check "the fences signed with the key are rebuilt ($(grep -c fences_rebuilt "$T/gsig2.err") partitions)" \
+  [ "$(grep -c '"event":"fences_rebuilt".*: 1 fences rebuilt from gsig.fences' "$T/gsig2.err")" = 4 ]
+printf 'q\t{"id":"q2","mode":"ok"}\n' | produce sig
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t sig.dlq -e -q 2>/dev/null | grep -q q2" &&
+  ok "q2 follows the signed fence's head to the DLQ" || not_ok "q2 did not follow"
+check "q2 did not reach the target" bash -c "! grep -q '^ok q2 ' '$T/h3.log'"
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 exit $FAILED
