@@ -17,7 +17,9 @@
 #      fence topic (gheld.fences) and K's next record still follows;
 #      errgate ctl fence list shows it, errgate ctl fence release K
 #      (POST /fences/release) lifts it and K's next record passes;
-#   5. with control_key_file, fence records in the fence topic that are not
+#   5. "ladder+dlq": replaying a key's DLQ items in order (errgate replay)
+#      resolves its fence: the target sees them in order;
+#   6. with control_key_file, fence records in the fence topic that are not
 #      signed with the key (anyone can produce there) or malformed are
 #      refused, counted by reason and never fence a key; the same fences
 #      signed with the key are rebuilt and fence it.
@@ -186,7 +188,29 @@ check "errgate ctl fence without list or release is a usage error ($rc: $out)" e
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 
-# 5. a keyed deployment: only fence records signed with its key count
+# 5. ladder+dlq: the DLQ items of a key replayed in order (errgate replay)
+# resolve its fence: the head comes back with its errgate.id and passes, its
+# followers wait behind it in the source (ordering = key) and pass in turn
+start_gateway gheld3 "$T/gheld.lua"
+ADDR=$(admin_addr gheld3) || die "no admin endpoint: $(tail -3 "$T/gheld3.err")"
+wait_for 40 grep -q '"event":"assign".*held\[' "$T/gheld3.err" || die "no assignment"
+printf 'w\t{"id":"w1","mode":"transient-3"}\nw\t{"id":"w2","mode":"ok"}\nw\t{"id":"w3","mode":"ok"}\n' | produce held
+wait_for 60 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t held.dlq -e -q 2>/dev/null | grep -c '\"id\":\"w') -ge 3 ]" ||
+  not_ok "w1..w3 not all in held.dlq"
+body=$(admin_get "$ADDR" /fences)
+check "w1 exhausted its rungs into the DLQ; w2 and w3 followed it there ($body)" \
+  grep -q '"key":"w".*"parked":true,"why":"dlq".*"followers":2' <<<"$body"
+out=$("$EG" replay -c "$T/gheld.lua" --from held.dlq --key w 2>&1); rc=$?
+check "errgate replay --key w: exit 0 ($rc: $(tail -1 <<<"$out"))" [ "$rc" = 0 ]
+wait_for 30 bash -c "[ \$(grep -c '^ok w' '$T/h3.log') -ge 3 ]" || not_ok "replayed: $(grep '^ok w' "$T/h3.log" | tr '\n' ' ')"
+check "the target saw w1 w2 w3 in order ($(grep -o '^ok w[0-9]' "$T/h3.log" | tr '\n' ' '))" \
+  [ "$(grep -o '^ok w[0-9]' "$T/h3.log" | tr '\n' ' ')" = "ok w1 ok w2 ok w3 " ]
+body=$(admin_get "$ADDR" /fences)
+check "and w's fence is resolved ($body)" bash -c "! grep -q '\"key\":\"w\"' <<<'$body'"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 6. a keyed deployment: only fence records signed with its key count
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctl.key"
 QSHA=$(printf q | sha256sum | cut -d' ' -f1)
 forge() { # forge PARTITION MODE [VALUE]: a fence of key q in sig[PARTITION], its head sig/P/999 in the DLQ
