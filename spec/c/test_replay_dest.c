@@ -21,7 +21,8 @@ int main(void) {
           "patterns are checked");
 
     char why[200];
-    const char *internal[] = {"__consumer_offsets", "__transaction_state", "errgate.audit", "payments.state", NULL};
+    const char *internal[] = {"__consumer_offsets", "__transaction_state", "errgate.audit",
+                              "payments.state",     "payments-gw.fences",  NULL};
     for (const char **t = internal; *t; t++)
         CHECK(eg_replay_internal(NULL, *t, why, sizeof why) && why[0], "without a config, %s is internal (%s)", *t,
               why);

@@ -9,6 +9,8 @@
  *   errgate ctl [...] override set NAME --pause T[:P] --ttl DUR ...
  *   errgate ctl [...] override list | override clear NAME
  *   errgate ctl [...] shadow [--json]  (the shadow policy's agreement table, GET /shadow)
+ *   errgate ctl [...] fence list | fence release KEY  (source.fence: GET /fences,
+ *                     POST /fences/release)
  *
  * URL defaults to $ERRGATE_ADMIN or http://127.0.0.1:9464 (admin.listen's
  * default); the token file (the gateway's admin.token_file) to
@@ -62,6 +64,10 @@ static void usage(void) {
            "  override clear NAME  end an override before its TTL, on every instance\n"
            "  shadow [--json]  the shadow policy's agreement table with the live one\n"
            "                   (no token needed)\n"
+           "  fence list       the keys fenced behind a parked record (source.fence) on\n"
+           "                   this instance, with their queues (no token needed)\n"
+           "  fence release KEY  lift KEY's fence on this instance: its followers pass\n"
+           "                   as they come back (those in the DLQ are yours to replay)\n"
            "\n"
            "  --admin URL       the admin endpoint (default $ERRGATE_ADMIN or %s)\n"
            "  --token-file F    the bearer token (the gateway's admin.token_file;\n"
@@ -168,6 +174,23 @@ static void print_ok(const char *what, const char *json) {
         print_overrides(json);
     } else if (!strcmp(what, "shadow")) {
         if (eg_shadow_print(json, stdout) != 0) printf("%s\n", json);
+    } else if (!strcmp(what, "fence list")) {
+        int n = 0;
+        for (const char *p = strstr(json, "{\"topic\":"); p; p = strstr(p + 1, "{\"topic\":"), n++) {
+            char topic[256], key[300], head[300], why[16];
+            json_field(p, "topic", topic, sizeof topic);
+            json_field(p, "key", key, sizeof key);
+            json_field(p, "head", head, sizeof head);
+            json_field(p, "why", why, sizeof why);
+            const char *part = strstr(p, "\"partition\":"), *fl = strstr(p, "\"followers\":");
+            printf("%s[%d]  key %s  head %s (%s, %s)  %d followers\n", topic, part ? atoi(part + 12) : -1, key, head,
+                   strstr(p, "\"parked\":true") == strstr(p, "\"parked\":") ? "parked" : "released", why,
+                   fl ? atoi(fl + 12) : 0);
+        }
+        if (n == 0) printf("no keys fenced\n");
+    } else if (!strcmp(what, "fence release")) {
+        const char *n = strstr(json, "\"released\":");
+        printf("fence release: %d fence(s) lifted\n", n ? atoi(n + 11) : 0);
     } else {
         char result[32], name[80], match[16], action[40], until[48];
         json_field(json, "result", result, sizeof result);
@@ -330,7 +353,8 @@ int eg_cmd_ctl(int argc, char **argv) {
     }
     if (rc < 0 && n > 1 && rest[1][0] == '-')
         rc = eg_usage_error("ctl", "unknown option '%s'%s", rest[1], eg_dash_hint(rest[1]));
-    if (rc < 0 && n < 2) rc = eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow)");
+    if (rc < 0 && n < 2)
+        rc = eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow, fence)");
     if (rc < 0) rc = ctl_command(n, rest, admin, token_file, json);
     free(rest);
     return rc;
@@ -356,6 +380,17 @@ static int ctl_command(int argc, char **argv, const char *admin, const char *tok
         path = "/shadow";
         what = "shadow";
         method = "GET";
+    } else if (!strcmp(cmd, "fence") && !strcmp(sub, "list") && nargs == 2) {
+        path = "/fences";
+        what = "fence list";
+        method = "GET";
+    } else if (!strcmp(cmd, "fence") && !strcmp(sub, "release") && nargs == 3) {
+        const char *user = getenv("USER");
+        if (form_add(form, sizeof form, "key", argv[i + 2]) != 0 ||
+            (user && *user && form_add(form, sizeof form, "by", user) != 0))
+            return eg_usage_error("ctl fence release", "KEY is too long");
+        path = "/fences/release";
+        what = "fence release";
     } else if (!strcmp(cmd, "override") && !strcmp(sub, "list") && nargs == 2) {
         path = "/overrides";
         what = "override list";
@@ -377,9 +412,10 @@ static int ctl_command(int argc, char **argv, const char *admin, const char *tok
         path = "/overrides";
         what = "override set";
     } else if (!strcmp(cmd, "resume") || !strcmp(cmd, "dlq-guard") || !strcmp(cmd, "override") ||
-               !strcmp(cmd, "shadow")) {
+               !strcmp(cmd, "shadow") || !strcmp(cmd, "fence")) {
         return eg_usage_error("ctl", "expected 'resume', 'dlq-guard reset', 'override set NAME ...', "
-                                     "'override list', 'override clear NAME' or 'shadow'");
+                                     "'override list', 'override clear NAME', 'shadow', 'fence list' or "
+                                     "'fence release KEY'");
     } else {
         return eg_usage_error("ctl", "unknown command '%s'", cmd);
     }

@@ -68,6 +68,7 @@ struct eg_audit {
     int ppipe[2], cpipe[2];
     struct event *pev, *cev;
     char *topic;
+    char kind[16]; /* the signatures' kind: "audit", or the caller's (eg_audit_open_topic) */
     int32_t nparts;
     int64_t *next;   /* per partition: the next offset to read (everything before it applied) */
     char *rereading; /* per partition: 1 while records before next are read again */
@@ -100,7 +101,7 @@ static const char *check_sig(eg_audit *a, const rd_kafka_message_t *m, int rerea
         rd_kafka_header_get_last(h, EG_CTLSIGN_HEADER, &sig, &siglen) != RD_KAFKA_RESP_ERR_NO_ERROR)
         sig = NULL;
     const char *why = NULL;
-    if (eg_ctlsign_verify(&a->key, "audit", m->key ? m->key : "", m->key ? m->key_len : 0, m->payload, m->len, sig,
+    if (eg_ctlsign_verify(&a->key, a->kind, m->key ? m->key : "", m->key ? m->key_len : 0, m->payload, m->len, sig,
                           sig ? siglen : 0, &why) != 0)
         return why;
     unsigned char mac[32];
@@ -253,9 +254,38 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
         snprintf(err, errlen, "admin.audit_topic: a topic name of 1 to 249 characters is required");
         return NULL;
     }
+    return eg_audit_open_topic(cfg, cfg->audit_topic, "audit", base, apply, arg, err, errlen);
+}
+
+int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen) {
+    int64_t deadline = eg_now_ms() + timeout_ms;
+    for (int32_t p = 0; p < a->nparts; p++) {
+        int64_t lo = 0, hi = 0;
+        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(a->cons, a->topic, p, &lo, &hi, timeout_ms);
+        if (e) {
+            snprintf(err, errlen, "%s[%d]: cannot read its watermarks: %s", a->topic, (int)p, rd_kafka_err2str(e));
+            return -1;
+        }
+        while (a->next[p] < hi) {
+            int64_t left = deadline - eg_now_ms();
+            if (left <= 0) {
+                snprintf(err, errlen, "%s[%d]: not read to %lld within %d ms (at %lld)", a->topic, (int)p,
+                         (long long)hi, timeout_ms, (long long)a->next[p]);
+                return -1;
+            }
+            rd_kafka_message_t *m = rd_kafka_consumer_poll(a->cons, (int)(left < 100 ? left : 100));
+            if (m) consume_one(a, m);
+        }
+    }
+    return 0;
+}
+
+eg_audit *eg_audit_open_topic(const eg_config *cfg, const char *topic, const char *kind, struct event_base *base,
+                              eg_audit_apply apply, void *arg, char *err, size_t errlen) {
     eg_audit *a = eg_xcalloc(1, sizeof *a);
     a->ppipe[0] = a->ppipe[1] = a->cpipe[0] = a->cpipe[1] = -1;
-    a->topic = eg_xstrdup(cfg->audit_topic);
+    a->topic = eg_xstrdup(topic);
+    eg_strlcpy(a->kind, kind, sizeof a->kind);
     a->apply = apply;
     a->arg = arg;
     char e[512], note[512];
@@ -384,7 +414,7 @@ int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, e
     rd_kafka_headers_t *h = rd_kafka_headers_new(1);
     if (a->key.n) {
         char sig[EG_CTLSIGN_LEN + 1];
-        eg_ctlsign_sign(&a->key, "audit", key, strlen(key), val, vlen, sig);
+        eg_ctlsign_sign(&a->key, a->kind, key, strlen(key), val, vlen, sig);
         rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
     }
     rd_kafka_resp_err_t e = rd_kafka_producev(

@@ -57,6 +57,15 @@ typedef void (*eg_audit_written)(void *req, int32_t partition, int64_t offset, c
 eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_apply apply, void *arg, char *err,
                         size_t errlen);
 #define EG_AUDIT_START_MS 30000
+/* The same for another compacted control topic of the gateway (the fence
+ * topic GROUP.fences): topic is its name, kind the signatures' kind
+ * (ctlsign.h: "audit", "fence"). */
+eg_audit *eg_audit_open_topic(const eg_config *cfg, const char *topic, const char *kind, struct event_base *base,
+                              eg_audit_apply apply, void *arg, char *err, size_t errlen);
+/* Reads every partition up to the high watermark it has now, applying
+ * each record (live), blocking up to timeout_ms: so that what was written
+ * before the call is known when it returns. Returns 0 or -1 with err. */
+int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen);
 #define EG_AUDIT_WRITE_TIMEOUT_MS 5000 /* a write not acknowledged by then fails */
 
 /* Writes key/value (copied) to the topic, signed (header errgate.sig) when

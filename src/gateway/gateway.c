@@ -369,10 +369,16 @@ static void dispatch(eg_gw *gw) {
 static void circuit_open(eg_gw *gw, eg_record *r);
 
 static void republish(eg_gw *gw, eg_record *r);
+static void fence_follow(eg_gw *gw, eg_record *r);
 static void dispatch_round(eg_gw *gw) {
     while (gw->runq_head && !gw->stopping && !gw->waiting && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
         int replay = r->part->rung >= 0 && eg_gw_rung_is_replay(gw, r->part->rung);
+        if (!replay && eg_gw_fence_must_follow(gw, r)) { /* its key is fenced: it follows, no target call */
+            q_remove(&gw->runq_head, &gw->runq_tail, r);
+            fence_follow(gw, r);
+            continue;
+        }
         if (!replay && !eg_gw_limits_admit(gw)) break; /* rate or adaptive limit: the head waits (gw_limits.c) */
         q_remove(&gw->runq_head, &gw->runq_tail, r);
         if (replay) {
@@ -490,6 +496,7 @@ static void log_decision(eg_gw *gw, eg_record *r, const char *lane_topic) {
     }
     eg_log_str(&l, "policy", eg_policy_id(gw->policy));
     if (d->override[0]) eg_log_str(&l, "override", d->override);
+    if (d->why == EG_RSN_FENCED) eg_log_str(&l, "fenced_by", r->fail->fenced_by);
     eg_log_int(&l, "latency_ms", f->latency_ms);
     if (d->fallback) {
         eg_log_int(&l, "fallback", 1);
@@ -582,6 +589,7 @@ static void adjust(eg_gw *gw, eg_record *r, const eg_ctx *ctx, eg_decision *d) {
     if (d->action == EG_ACT_REPLAY) shape_replay(gw, r, d);
     eg_gw_guard_adjust(gw, r, d);
     eg_gw_override_adjust(gw, r, d);
+    eg_gw_fence_decided(gw, r, d);       /* parks or resolves r's key (source.fence); at the cap d becomes a hold */
     int slot = eg_gw_budget_slot(gw, r); /* by key: the record's own budget */
     if (d->action == EG_ACT_RETRY) {
         fl->budget_limit = eg_budget_limit(eg_budgets_at(&gw->budgets, slot));
@@ -807,6 +815,17 @@ static void republish(eg_gw *gw, eg_record *r) {
     carry_out(gw, r);
 }
 
+/* r's key is fenced (gw_fence.c; r was runnable): it follows the parked
+ * record of its key to that one's lane with errgate.fenced-by, or is held
+ * when the fence table is full. No target call, no policy call. */
+static void fence_follow(eg_gw *gw, eg_record *r) {
+    eg_fail *fl = fail_of(gw, r);
+    eg_gw_fence_follow(gw, r, fl);
+    r->state = EG_RS_IN_TARGET; /* carry_out takes it from where a decision would */
+    if (fl->decision.action == EG_ACT_HOLD) (*gw->m.held)++;
+    carry_out(gw, r);
+}
+
 /* The breaker's failures: the target itself is in trouble (timeouts,
  * refused connections, 5xx, 429), not the record. */
 static int target_trouble(const eg_failure *f) {
@@ -851,6 +870,7 @@ void eg_gw_on_target_done(eg_record *r, eg_failure *f, int cancelled, void *arg)
             (*eg_counter(gw->m.recovered, tv))++;
         }
         unhold(r);
+        eg_gw_fence_resolved(gw, r); /* the parked record of its key: the next one may go */
         finish_record(gw, r);
         return;
     }
@@ -1067,7 +1087,7 @@ static void lane_written(eg_gw *gw, eg_record *r) {
     }
     const char *lv[2] = {lane_topic_of(gw, r), d->reason}, *tv[1] = {r->part->origin};
     if ((d->action == EG_ACT_DLQ || d->action == EG_ACT_QUARANTINE) && r->attempt <= 1 && first_life(r) &&
-        !r->fail->virtual_rungs)
+        !r->fail->virtual_rungs && d->why != EG_RSN_FENCED)
         (*eg_counter(gw->m.poison, tv))++;
     switch (d->action) {
     case EG_ACT_DLQ:
@@ -1301,6 +1321,10 @@ static int excluded_topic(const eg_gw *gw, const char *topic, const char **lane)
         *lane = "audit";
         return 1;
     }
+    if (eg_gw_fence_topic_is(gw, topic)) { /* fences, read by gw_fence.c */
+        *lane = "fence";
+        return 1;
+    }
     return eg_gw_rung_of(gw, topic) < 0 && eg_config_own_lane(gw->cfg, topic, lane);
 }
 
@@ -1347,6 +1371,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
         gw->parts = p;
         eg_log_msg(EG_INFO, "assign", "%s[%d]", p->topic, (int)p->partition);
     }
+    eg_gw_fence_rebuild(gw); /* the new source partitions' fences, before any of their records is taken */
     rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
     if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
     else gw->assigned_once = 1;
@@ -1389,6 +1414,7 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
         *pp = p->next;
         p->revoked = 1;
         eg_log_msg(EG_INFO, "revoke", "%s[%d] committed=%lld", p->topic, (int)p->partition, (long long)p->committed);
+        if (p->rung < 0) eg_gw_fence_revoked(gw, p->topic, p->partition);
         eg_record *r = gw->all;
         while (r) {
             eg_record *next = r->anext;

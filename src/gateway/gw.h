@@ -2,11 +2,11 @@
  * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
  * consume to commit; gw_admin.c: metrics, admin views, statistics, the
  * summary; gw_reload.c: the reload path; gw_incident.c: flood guard,
- * stop-and-wait, overrides; gw_rungs.c: rung topics; gw_txn.c: the
+ * stop-and-wait, overrides; gw_fence.c: per-key fences; gw_rungs.c: rung topics; gw_txn.c: the
  * transactions of lanes.transactional, called by gw_run.c and gateway.c, calling none
  * of them). Nothing outside
  * those files includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
- * gateway.c -> gw_incident.c -> gw_rungs.c (each may call those after it).
+ * gateway.c -> gw_incident.c -> gw_fence.c -> gw_rungs.c (each may call those after it).
  *
  * Locality: everything here is owned and touched by the event-loop thread
  * only (librdkafka's statistics callback checks it runs there); a policy
@@ -234,8 +234,9 @@ typedef struct eg_gw {
         int32_t partition;
         int64_t offset;
         int rearmed;
-    } last_reset;  /* the last dlq-guard reset record read: where, and the guards it re-armed here */
-    eg_gw_txn txn; /* lanes.transactional (gw_txn.c) */
+    } last_reset;                  /* the last dlq-guard reset record read: where, and the guards it re-armed here */
+    eg_gw_txn txn;                 /* lanes.transactional (gw_txn.c) */
+    struct eg_gw_fencing *fencing; /* source.fence's tables and counts (gw_fence.c), NULL before the first */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -356,6 +357,43 @@ void eg_gw_fetchwake_sync(eg_gw_fetchwake *w);
 /* Stops and joins the thread, then frees w (NULL is fine); before the
  * consumer is closed. */
 void eg_gw_fetchwake_free(eg_gw_fetchwake *w);
+
+/* gw_fence.c: per-key fencing (source.fence; the file comment says how it
+ * fits the record path). */
+/* 1 when source.fence is in force (ordering = key and not "off"). */
+int eg_gw_fence_on(const eg_gw *gw);
+/* 1 when r (keyed, about to go to the target) must follow a parked record
+ * of its key instead. */
+int eg_gw_fence_must_follow(eg_gw *gw, const eg_record *r);
+/* Fills fl->decision for r, which must follow (eg_gw_fence_must_follow):
+ * a write to the parked record's lane with reason fenced and
+ * fl->fenced_by, or a hold (fence_cap) when the queue is full. */
+void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl);
+/* The policy's decision d on r (adjusted): parks or resolves r's key as
+ * the mode says. Returns 1 when the fence table is full and d became a
+ * hold (fence_cap), else 0. */
+int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d);
+/* r succeeded: its key's fence moves on when r is its head. */
+void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r);
+/* The source partition topic[partition] was revoked: its fences go. */
+void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition);
+/* GET /fences and POST /fences/release (form: key=K[&by=NAME]); appends
+ * JSON to out, returns the HTTP status. */
+int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out);
+/* The scrape-time series of fencing (nothing when it is off). */
+void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out);
+/* Opens the fence topic GROUP.fences and reads it to its end (when
+ * fencing is on). Returns 0 or -1 with err: the gateway must not start
+ * without the fences in force. */
+int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen);
+/* 1 when topic is the group's fence topic (never consumed as a source). */
+int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic);
+/* An assignment: reads the fence topic to its end, then rebuilds the table
+ * of every assigned source partition that has none. */
+void eg_gw_fence_rebuild(eg_gw *gw);
+/* Waits for the fence writes in flight (bounded), frees the tables and
+ * the topic's clients (teardown). */
+void eg_gw_fence_free(eg_gw *gw);
 
 /* gw_incident.c: the operator's incident controls. */
 

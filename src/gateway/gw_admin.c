@@ -297,6 +297,7 @@ static void gw_metrics(void *arg, struct evbuffer *out) {
         }
     }
     eg_gw_incident_metrics(gw, out);
+    eg_gw_fence_metrics(gw, out);
     char why[256];
     eg_metric_header(out, "errgate_ready", "1 when /readyz answers ready.", "gauge");
     eg_metric_sample(out, "errgate_ready", 0, NULL, NULL, gw_ready(gw, why, sizeof why));
@@ -524,8 +525,10 @@ int eg_gw_control(void *arg, int method, const char *path, const char *body, siz
     int resume = strcmp(path, "/resume") == 0;
     int overrides = strcmp(path, "/overrides") == 0 || strncmp(path, "/overrides/", 11) == 0;
     int shadow = strcmp(path, "/shadow") == 0;
-    if (!resume && !overrides && !shadow && strcmp(path, "/dlq-guard/reset") != 0) return 0;
+    int fences = strcmp(path, "/fences") == 0 || strcmp(path, "/fences/release") == 0;
+    if (!resume && !overrides && !shadow && !fences && strcmp(path, "/dlq-guard/reset") != 0) return 0;
     if (!out) return 200;
+    if (fences) return eg_gw_fence_request(gw, method, path, body, len, out);
     if (shadow && method != EG_ADMIN_GET && method != EG_ADMIN_HEAD) {
         evbuffer_add_printf(out, "{\"error\":\"use GET\"}");
         return 405;

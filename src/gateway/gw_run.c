@@ -139,6 +139,7 @@ void eg_gw_close(eg_gw *gw) {
     eg_breaker_free(&gw->breaker);
     eg_gw_limits_close(gw);
     eg_gw_incident_free(gw);
+    eg_gw_fence_free(gw);
     if (gw->cev) event_free(gw->cev);
     if (gw->watch_ev) event_free(gw->watch_ev);
     if (gw->commit_ev) event_free(gw->commit_ev);
@@ -214,7 +215,8 @@ int eg_gw_open(eg_gw *gw, eg_config *cfg, eg_target *target, char *err, size_t e
         (!gw->target && !(gw->target = eg_target_new(cfg, gw->base, eg_gw_on_target_done, gw, err, errlen))) ||
         !(gw->lanes = eg_lanes_new(cfg, gw->base, eg_gw_on_lane_done, eg_gw_on_lane_fatal, gw, err, errlen)) ||
         spill_start(gw, err, errlen) != 0 || eg_gw_incident_start(gw, err, errlen) != 0 ||
-        eg_gw_admin_start(gw, err, errlen) != 0 || consumer_new(gw, err, errlen) != 0)
+        eg_gw_fence_start(gw, err, errlen) != 0 || eg_gw_admin_start(gw, err, errlen) != 0 ||
+        consumer_new(gw, err, errlen) != 0)
         return -1;
     eg_lanes_count_unprotectable(gw->lanes, gw->m.payload_unprotectable);
     eg_gw_txn_start(gw);

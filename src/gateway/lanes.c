@@ -422,7 +422,7 @@ static int replaced_header(const char *name) {
     for (const char *const *p = names; *p; p++)
         if (strcmp(name, *p) == 0) return 1;
     /* decided afresh by each lane write */
-    return strcmp(name, EG_H_APPROVAL) == 0 || strcmp(name, EG_H_OVERRIDE) == 0;
+    return strcmp(name, EG_H_APPROVAL) == 0 || strcmp(name, EG_H_OVERRIDE) == 0 || strcmp(name, EG_H_FENCED_BY) == 0;
 }
 
 /* Adds a NUL-terminated header value. */
@@ -476,12 +476,13 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
     add_n(h, EG_H_MESSAGE, clean, eg_redact(msg, strlen(msg), clean, sizeof clean));
     eg_rfc3339(eg_wall_ms(), ts, sizeof ts);
     add(h, EG_H_TIMESTAMP, ts);
-    add(h, EG_H_KIND, eg_failure_kind_name(f->kind));
+    int fenced = d->why == EG_RSN_FENCED; /* followed a parked record: no target attempt, no rung climbed */
+    add(h, EG_H_KIND, fenced ? "fenced" : eg_failure_kind_name(f->kind));
     if (f->status) add_int(h, EG_H_STATUS, f->status);
     if (f->class_hint) add(h, EG_H_CLASS_HINT, f->class_hint);
     if (f->retry_after_ms >= 0) add_int(h, EG_H_RETRY_AFTER, f->retry_after_ms);
     retry_count += fl->virtual_rungs; /* rungs waited in place (ordering = partition) */
-    if (d->action == EG_ACT_LADDER) retry_count++;
+    if (d->action == EG_ACT_LADDER && !fenced) retry_count++;
     add_int(h, EG_H_RETRY_COUNT, retry_count);
     add_int(h, EG_H_ATTEMPTS, attempts + fl->nhist);
     add(h, EG_H_PREVIOUS, rec->topic);
@@ -513,6 +514,7 @@ static rd_kafka_headers_t *lane_headers(eg_lanes *l, const eg_record *rec, const
         add_int(h, EG_H_NOT_BEFORE, d->not_before_ms);
     if (d->action == EG_ACT_REPLAY) add(h, EG_H_REPLAY_TO, d->replay_to);
     if (d->override[0]) add(h, EG_H_OVERRIDE, d->override);
+    if (fenced && fl->fenced_by[0]) add(h, EG_H_FENCED_BY, fl->fenced_by);
     if (fl->prot_hdr[0]) add(h, EG_H_PROTECT, fl->prot_hdr);
     char hist[EG_HISTORY_MAX_BYTES];
     int n = fl->nhist < EG_HIST_MAX ? fl->nhist : EG_HIST_MAX;

@@ -51,6 +51,9 @@ typedef struct loadctx {
 static const char *const orderings[] = {"partition", "key", "none", NULL};
 static const int ordering_values[] = {EG_ORDER_PARTITION, EG_ORDER_KEY, EG_ORDER_NONE};
 _Static_assert(sizeof(eg_ordering) == sizeof(int), "ordering is stored as an int");
+static const char *const fences[] = {"off", "ladder", "ladder+dlq", NULL};
+static const int fence_values[] = {EG_FENCE_OFF, EG_FENCE_LADDER, EG_FENCE_LADDER_DLQ};
+_Static_assert(sizeof(eg_fence_mode) == sizeof(int), "fence is stored as an int");
 static const char *const http_versions[] = {"1.1", "2", NULL};
 static const int http_version_values[] = {11, 2};
 static const char *const inbox_formats[] = {"auto",        "spring",         "connect", "streams",
@@ -106,6 +109,11 @@ const eg_config_key eg_config_keys[] = {
      .help = "topic names; one starting with ^ is a regular expression (see Source topics)"},
     K_ENUM("source.ordering", EG_DEF_ORDERING, orderings, ordering_values, ordering,
            "what waits behind a failing record (see Ordering)"),
+    K_ENUM("source.fence", EG_DEF_FENCE, fences, fence_values, fence,
+           "with ordering = \"key\": later records of a key whose record is parked on a rung (ladder) or "
+           "also in the DLQ (ladder+dlq) follow it instead of reaching the target (see Fencing)"),
+    K_INT("source.fence_max_keys", EG_DEF_FENCE_MAX_KEYS, 1, 10000000, fence_max_keys,
+          "fenced keys per source partition; a record that would fence one more is held (fence_cap)"),
     K_INT("source.max_inflight", EG_DEF_MAX_INFLIGHT, 1, 1000000, max_inflight,
           "unfinished records per partition before it is no longer read"),
     K_INT("source.max_inflight_total", EG_DEF_MAX_INFLIGHT_TOTAL, 1, 10000000, max_inflight_total,
@@ -1050,6 +1058,9 @@ static int load_source(loadctx *c) {
         cfg->max_tracked = cfg->max_inflight > EG_DEF_MAX_TRACKED ? cfg->max_inflight : EG_DEF_MAX_TRACKED;
     if (cfg->max_tracked < cfg->max_inflight)
         return fail(c, "source.max_tracked: %d is below source.max_inflight (%d)", cfg->max_tracked, cfg->max_inflight);
+    if (cfg->fence != EG_FENCE_OFF && cfg->ordering != EG_ORDER_KEY)
+        return fail(c, "source.fence: \"%s\" needs source.ordering = \"key\" (it is \"%s\")", fences[cfg->fence],
+                    eg_ordering_name(cfg->ordering));
     return 0;
 }
 

@@ -22,7 +22,9 @@
 #define EG_DEF_MAX_INFLIGHT 1000
 #define EG_DEF_MAX_INFLIGHT_TOTAL 5000
 #define EG_DEF_FETCH_WAKEUP_MS 20
-#define EG_DEF_MAX_TRACKED 100000         /* or max_inflight when that is larger */
+#define EG_DEF_MAX_TRACKED 100000 /* or max_inflight when that is larger */
+#define EG_DEF_FENCE "off"
+#define EG_DEF_FENCE_MAX_KEYS 10000       /* fenced keys per source partition */
 #define EG_DEF_NOT_BEFORE_MAX_MS 86400000 /* 24 h */
 #define EG_DEF_HTTP_TIMEOUT_MS 5000
 #define EG_DEF_HTTP_CONCURRENCY 64
@@ -108,6 +110,8 @@ extern const size_t eg_config_nkeys;
 void eg_config_write_man(FILE *out);
 
 typedef enum { EG_ORDER_PARTITION = 0, EG_ORDER_KEY, EG_ORDER_NONE } eg_ordering;
+/* source.fence (ordering = "key"): what parks a key (gateway/fence.h) */
+typedef enum { EG_FENCE_OFF = 0, EG_FENCE_LADDER, EG_FENCE_LADDER_DLQ } eg_fence_mode;
 /* INBOX: source.inbox is set; the inbox target (target_lua.c) reads each
  * record's recorded failure from its headers and calls nothing. */
 typedef enum { EG_TARGET_HTTP = 0, EG_TARGET_LUA, EG_TARGET_INBOX } eg_target_kind;
@@ -133,6 +137,8 @@ typedef struct eg_config {
     char **topics;
     int ntopics;
     eg_ordering ordering;
+    eg_fence_mode fence; /* source.fence: per-key fencing of parked records (ordering = key) */
+    int fence_max_keys;  /* fenced keys per source partition; past it the partition holds */
     char *inbox;         /* source.inbox: the DLQ format of the sources, or NULL */
     char **replay_allow; /* source.replay_allow: where replays may go (replay_dest.h) */
     int nreplay_allow;

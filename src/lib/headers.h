@@ -13,7 +13,7 @@
 #define EG_H_CODE "error.code"
 #define EG_H_MESSAGE "error.message"
 #define EG_H_TIMESTAMP "error.timestamp"        /* RFC 3339, UTC */
-#define EG_H_KIND "error.kind"                  /* http|timeout|connect|lua|circuit_open */
+#define EG_H_KIND "error.kind"                  /* http|timeout|connect|lua|circuit_open; fenced (source.fence) */
 #define EG_H_STATUS "error.status"              /* HTTP status, only when there was one */
 #define EG_H_CLASS_HINT "error.class-hint"      /* the service's own Error-Class, when it sent one */
 #define EG_H_RETRY_AFTER "error.retry-after-ms" /* only when the target sent one */
@@ -36,6 +36,7 @@
 #define EG_H_REPLAYS "errgate.replays"     /* how many times replayed */
 #define EG_H_REPLAY_TO "errgate.replay-to" /* replay-rung records: "original" or the topic to republish to */
 #define EG_H_OVERRIDE "errgate.override"   /* the operator override that changed the decision, when one did */
+#define EG_H_FENCED_BY "errgate.fenced-by" /* a record that followed a parked one of its key: that one's errgate.id */
 
 /* The envelope (envelope.h, lane_envelope.c): what a person triaging a
  * dead letter needs besides the error. All are replaced at each stage;

@@ -35,6 +35,8 @@ static const char *const reason_names[EG_RSN__N] = {
     [EG_RSN_REPLAY_REFUSED] = "replay_refused",
     [EG_RSN_REPLAY] = "replay",
     [EG_RSN_REPLAY_PROTECTED] = "replay_protected",
+    [EG_RSN_FENCED] = "fenced",
+    [EG_RSN_FENCE_CAP] = "fence_cap",
 };
 
 const char *eg_reason_name(eg_reason r) { return (unsigned)r < EG_RSN__N ? reason_names[r] : NULL; }

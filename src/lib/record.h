@@ -91,6 +91,8 @@ typedef enum {
     EG_RSN_REPLAY_REFUSED,   /* "replay_refused": a destination internal or not allowed */
     EG_RSN_REPLAY,           /* "replay": a due replay-rung record republished */
     EG_RSN_REPLAY_PROTECTED, /* "replay_protected": a protected value it cannot republish as it came */
+    EG_RSN_FENCED,           /* "fenced": its key is fenced (source.fence); it follows the parked record */
+    EG_RSN_FENCE_CAP,        /* "fence_cap": a ladder or dead letter held, its partition's fences at the cap */
     EG_RSN__N
 } eg_reason;
 
@@ -197,6 +199,8 @@ typedef struct eg_fail {
     unsigned char *prot_value; /* owned; the lane value (NULL with prot_len 0: none) */
     size_t prot_len;
     char prot_hdr[EG_PROT_HDR_MAX]; /* the errgate.protect value, "" for none */
+    char fenced_by[EG_TOPIC_NAME_MAX +
+                   32]; /* (EG_ID_MAX + 1) a fenced record's errgate.fenced-by: the parked record's id, "" none */
 } eg_fail;
 
 struct eg_part;
@@ -275,6 +279,7 @@ void eg_record_id(const eg_record *r, char *out, size_t outlen);
  * OFFSET, TOPIC 1 to 249 of [a-zA-Z0-9._-], PARTITION 1 to 10 decimal
  * digits, OFFSET 1 to 19; nothing else (no spaces, no control bytes). */
 #define EG_ID_MAX (EG_TOPIC_NAME_MAX + 1 + 10 + 1 + 19)
+_Static_assert(sizeof(((eg_fail *)0)->fenced_by) == EG_ID_MAX + 1, "fenced_by holds an errgate.id");
 /* Returns 1 when the n bytes at v are a well-formed errgate.id. */
 int eg_id_valid(const void *v, size_t n);
 /* Returns 1 when r carries an errgate.id header that is not well-formed

@@ -71,6 +71,7 @@ int eg_replay_internal(const eg_config *cfg, const char *topic, char *why, size_
     const char *lane = NULL;
     if (!strncmp(topic, "__", 2)) snprintf(why, whylen, "a Kafka internal topic (__*)");
     else if (ends_with(topic, ".state")) snprintf(why, whylen, "a state topic (*.state)");
+    else if (ends_with(topic, ".fences")) snprintf(why, whylen, "a fence topic (GROUP.fences)");
     else if (!strcmp(topic, audit)) snprintf(why, whylen, "the audit topic (admin.audit_topic)");
     else if (cfg && eg_config_own_lane(cfg, topic, &lane)) snprintf(why, whylen, "one of the gateway's %s lanes", lane);
     else {

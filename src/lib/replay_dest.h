@@ -9,7 +9,7 @@
  * bytes and a produce:
  *   internal  always refused, whatever the allow-list says: Kafka's
  *             internal topics (`__*`), every `*.state` topic (lifecycle
- *             and state topics), the audit topic (admin.audit_topic), and
+ *             and state topics), every `*.fences` topic (fences), the audit topic (admin.audit_topic), and
  *             with a config the gateway's lanes and rungs
  *             (eg_config_own_lane) and in inbox mode its sources (the
  *             inbox itself);
@@ -35,7 +35,7 @@ int eg_topic_match(const char *pattern, const char *topic);
 int eg_topic_pattern_ok(const char *pattern);
 
 /* 1 (with why, a sentence naming the rule) when topic is an internal or
- * control topic no replay may write to: `__*`, `*.state`, the audit topic
+ * control topic no replay may write to: `__*`, `*.state`, `*.fences`, the audit topic
  * (cfg's admin.audit_topic, or errgate.audit when cfg is NULL), and with a
  * cfg its lanes and rungs and, in inbox mode, its sources. Else 0. */
 int eg_replay_internal(const eg_config *cfg, const char *topic, char *why, size_t whylen);

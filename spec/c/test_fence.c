@@ -1,0 +1,214 @@
+/* test_fence.c — the fence table (fence.h): a key's head and followers in
+ * order, release of the next follower when the head resolves, the caps on
+ * keys and followers, the operator's release, keys compared by bytes, a
+ * random run against a brute-force model; and the fence topic's records
+ * (fence_rec.h): a round trip, and refusals of what anyone could produce. */
+#include "fence.h"
+#include "fence_rec.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int must_follow(eg_fences *t, const char *key, const char *id) {
+    return eg_fences_must_follow(t, key, strlen(key), id, NULL);
+}
+
+int main(void) {
+    eg_fences t;
+    eg_fences_init(&t, 2, 3);
+    CHECK(!must_follow(&t, "k1", "s/0/1"), "an empty table fences nothing");
+
+    /* order: a head, followers in the order they first follow */
+    CHECK(eg_fences_park(&t, "k1", 2, "s/0/1", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 100) == EG_FENCE_OK,
+          "a ladder parks a new key");
+    CHECK(t.nkeys == 1, "one fenced key");
+    CHECK(!must_follow(&t, "k1", "s/0/1"), "the head itself passes (it comes back from its rung)");
+    CHECK(must_follow(&t, "k1", "s/0/2"), "a later record of the key follows");
+    CHECK(!must_follow(&t, "k2", "s/0/3"), "another key passes");
+    eg_fence *f = eg_fences_get(&t, "k1", 2);
+    CHECK(f && f->parked && f->action == EG_ACT_LADDER && strcmp(f->rung, "30s") == 0 && f->rung_index == 1,
+          "the fence says where followers go");
+    CHECK(eg_fences_follow(&t, f, "s/0/2") == EG_FENCE_OK && eg_fences_follow(&t, f, "s/0/4") == EG_FENCE_OK,
+          "two followers queued");
+    CHECK(eg_fences_follow(&t, f, "s/0/2") == EG_FENCE_OK && f->nq == 2 && t.nfollowers == 2,
+          "a follower that follows again (from its rung) is not queued twice");
+    CHECK(eg_fences_follow(&t, f, "s/0/1") == EG_FENCE_OK && f->nq == 2, "the head is never its own follower");
+    CHECK(eg_fences_park(&t, "k1", 2, "s/0/1", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "5m", 2, 200) == EG_FENCE_OK &&
+              strcmp(f->rung, "5m") == 0 && f->rung_index == 2 && f->since_ms == 100,
+          "the head climbing a rung moves the fence (since kept)");
+
+    /* release in order */
+    CHECK(eg_fences_resolve(&t, "k1", 2, "s/0/2") == 0, "a follower's success resolves nothing");
+    CHECK(eg_fences_resolve(&t, "k1", 2, "s/0/1") == 1, "the head resolves");
+    f = eg_fences_get(&t, "k1", 2);
+    CHECK(f && strcmp(f->head, "s/0/2") == 0 && !f->parked && f->nq == 1 && t.nfollowers == 1,
+          "the first follower is the released head");
+    CHECK(!must_follow(&t, "k1", "s/0/2"), "the released head passes");
+    CHECK(must_follow(&t, "k1", "s/0/4"), "the second follower still follows");
+    CHECK(strcmp(f->rung, "5m") == 0, "followers still go where the head is");
+    CHECK(eg_fences_resolve(&t, "k1", 2, "s/0/2") == 1 && strcmp(eg_fences_get(&t, "k1", 2)->head, "s/0/4") == 0,
+          "then the second");
+    CHECK(eg_fences_resolve(&t, "k1", 2, "s/0/4") == 1 && !eg_fences_get(&t, "k1", 2) && t.nkeys == 0 &&
+              t.nfollowers == 0,
+          "the last one unfences the key");
+
+    /* the head fails again while released: parked again */
+    eg_fences_park(&t, "k1", 2, "a", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 1);
+    eg_fences_follow(&t, eg_fences_get(&t, "k1", 2), "b");
+    eg_fences_resolve(&t, "k1", 2, "a");
+    CHECK(eg_fences_park(&t, "k1", 2, "b", EG_FENCE_WHY_DLQ, EG_ACT_DLQ, "", 0, 2) == EG_FENCE_OK &&
+              eg_fences_get(&t, "k1", 2)->parked && eg_fences_get(&t, "k1", 2)->action == EG_ACT_DLQ,
+          "a released head that fails again is parked where it went (ladder+dlq: the DLQ)");
+    CHECK(eg_fences_park(&t, "k1", 2, "c", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 3) == EG_FENCE_QUEUED &&
+              eg_fences_get(&t, "k1", 2)->nq == 1,
+          "another record of a fenced key that parks joins the queue");
+
+    /* caps */
+    CHECK(eg_fences_park(&t, "k2", 2, "x", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 4) == EG_FENCE_OK,
+          "a second key fits (max_keys 2)");
+    CHECK(eg_fences_park(&t, "k3", 2, "y", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 5) == EG_FENCE_FULL &&
+              !eg_fences_get(&t, "k3", 2) && t.nkeys == 2,
+          "a third key is refused at the cap, nothing changes");
+    CHECK(eg_fences_park(&t, "k2", 2, "x", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "5m", 2, 6) == EG_FENCE_OK,
+          "a fenced key's head moves at the cap");
+    f = eg_fences_get(&t, "k2", 2);
+    CHECK(eg_fences_follow(&t, f, "x2") == EG_FENCE_OK && eg_fences_follow(&t, f, "x3") == EG_FENCE_OK &&
+              t.nfollowers == 3,
+          "followers up to max_followers (3)");
+    CHECK(eg_fences_follow(&t, f, "x4") == EG_FENCE_FULL && f->nq == 2, "one more follower is refused");
+    CHECK(eg_fences_park(&t, "k2", 2, "x5", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 7) == EG_FENCE_FULL,
+          "joining a queue by parking is refused at the cap too");
+
+    /* operator release */
+    CHECK(eg_fences_release(&t, "k2", 2) == 1 && !eg_fences_get(&t, "k2", 2) && t.nkeys == 1 && t.nfollowers == 1,
+          "release drops the key's fence and its queue");
+    CHECK(!must_follow(&t, "k2", "x3"), "its followers pass after it");
+    CHECK(eg_fences_release(&t, "k2", 2) == 0, "releasing an unfenced key says so");
+
+    /* keys are bytes */
+    CHECK(eg_fences_park(&t, "k\0z", 3, "n1", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 8) == EG_FENCE_OK,
+          "a key with a NUL byte is fenced");
+    CHECK(!eg_fences_get(&t, "k", 1) && !eg_fences_get(&t, "k\0y", 3) && eg_fences_get(&t, "k\0z", 3),
+          "keys are compared by all their bytes");
+    CHECK(eg_fences_release(&t, "k\0z", 3) == 1, "and released by them");
+    CHECK(eg_fences_park(&t, "", 0, "e1", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 9) == EG_FENCE_OK &&
+              eg_fences_must_follow(&t, "", 0, "e2", NULL),
+          "an empty key is a key (a record without one is the caller's: never fenced)");
+    eg_fences_free(&t);
+    CHECK(t.nkeys == 0 && t.nfollowers == 0 && t.max_keys == 2, "free empties the table and keeps its caps");
+
+    /* random run against a model: K keys, per key a head and a FIFO */
+    enum { K = 500, OPS = 200000, QMAX = 64 };
+    eg_fences_init(&t, K, K * QMAX);
+    static int mhead[K], mq[K][QMAX], mn[K], mfenced[K];
+    int next_id = 1, bad = 0, iter_bad = 0;
+    srand(11);
+    for (int op = 0; op < OPS; op++) {
+        int k = rand() % K;
+        char key[16], id[24];
+        int kl = snprintf(key, sizeof key, "key-%d", k);
+        int what = rand() % 4;
+        if (what == 0 && !mfenced[k]) { /* park a new key */
+            snprintf(id, sizeof id, "t/0/%d", next_id);
+            if (eg_fences_park(&t, key, (size_t)kl, id, EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "r", 1, 0) != EG_FENCE_OK)
+                bad++;
+            mfenced[k] = 1;
+            mhead[k] = next_id++;
+            mn[k] = 0;
+        } else if (what <= 1 && mfenced[k] && mn[k] < QMAX) { /* a follower */
+            snprintf(id, sizeof id, "t/0/%d", next_id);
+            eg_fence *ff = NULL;
+            if (!eg_fences_must_follow(&t, key, (size_t)kl, id, &ff) || eg_fences_follow(&t, ff, id) != EG_FENCE_OK)
+                bad++;
+            mq[k][mn[k]++] = next_id++;
+        } else if (what == 2 && mfenced[k]) { /* the head resolves */
+            snprintf(id, sizeof id, "t/0/%d", mhead[k]);
+            if (eg_fences_resolve(&t, key, (size_t)kl, id) != 1) bad++;
+            if (mn[k]) {
+                mhead[k] = mq[k][0];
+                memmove(mq[k], mq[k] + 1, (size_t)(--mn[k]) * sizeof mq[k][0]);
+            } else {
+                mfenced[k] = 0;
+            }
+        } else if (what == 3 && mfenced[k] && rand() % 8 == 0) { /* an operator's release */
+            if (eg_fences_release(&t, key, (size_t)kl) != 1) bad++;
+            mfenced[k] = 0;
+        }
+        int p = rand() % K;
+        kl = snprintf(key, sizeof key, "key-%d", p);
+        eg_fence *g = eg_fences_get(&t, key, (size_t)kl);
+        if (!!g != mfenced[p]) bad++;
+        else if (g) {
+            snprintf(id, sizeof id, "t/0/%d", mhead[p]);
+            if (strcmp(g->head, id) != 0 || g->nq != mn[p]) bad++;
+            for (int i = 0; i < mn[p] && i < g->nq; i++) {
+                snprintf(id, sizeof id, "t/0/%d", mq[p][i]);
+                if (strcmp(g->q[g->qoff + i], id) != 0) bad++;
+            }
+        }
+    }
+    int nf = 0, nq = 0;
+    for (int k = 0; k < K; k++) nf += mfenced[k], nq += mfenced[k] ? mn[k] : 0;
+    size_t cur = 0;
+    int seen = 0;
+    for (eg_fence *g; (g = eg_fences_next(&t, &cur));) {
+        char kb[16] = "";
+        memcpy(kb, g->key, g->key_len < sizeof kb - 1 ? g->key_len : sizeof kb - 1);
+        int k = atoi(kb + 4);
+        if (k < 0 || k >= K || !mfenced[k]) iter_bad++;
+        seen++;
+    }
+    CHECK(bad == 0, "%d operations agree with the model (%d mismatches)", OPS, bad);
+    CHECK(t.nkeys == nf && t.nfollowers == nq, "counts agree: %d keys, %d followers", t.nkeys, t.nfollowers);
+    CHECK(seen == nf && iter_bad == 0, "iteration visits every fence once (%d of %d)", seen, nf);
+    eg_fences_free(&t);
+
+    /* the fence topic's records */
+    eg_fences_init(&t, 10, 100);
+    eg_fences_park(&t, "acct\n7", 6, "pay/3/41", EG_FENCE_WHY_LADDER, EG_ACT_LADDER, "30s", 1, 1000);
+    f = eg_fences_get(&t, "acct\n7", 6);
+    eg_fences_follow(&t, f, "pay/3/42");
+    eg_fences_follow(&t, f, "pay/3/57");
+    char rk[EG_FENCE_REC_KEY_MAX];
+    size_t rkl = eg_fence_rec_key("pay", 3, "acct\n7", 6, rk), vl = 0;
+    char *v = eg_fence_rec_format("pay", 3, f, 2000, &vl);
+    eg_fence_rec rec;
+    const char *why = NULL;
+    CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1, "a fence written is read back");
+    CHECK(rec.key_len == 6 && !memcmp(rec.key, "acct\n7", 6) && !strcmp(rec.head, "pay/3/41") && rec.parked &&
+              rec.action == EG_ACT_LADDER && !strcmp(rec.rung, "30s") && rec.since_ms == 1000 && rec.at_ms == 2000 &&
+              rec.nq == 2 && !strcmp(rec.q[1], "pay/3/57") && !strcmp(rec.topic, "pay") && rec.partition == 3,
+          "with every field");
+    eg_fence_rec_clear(&rec);
+    char rk2[EG_FENCE_REC_KEY_MAX];
+    size_t rkl2 = eg_fence_rec_key("pay", 2, "acct\n7", 6, rk2);
+    CHECK(eg_fence_rec_parse(rk2, rkl2, v, vl, &rec, &why) == -1 && !strcmp(why, "key_mismatch"),
+          "a value under another partition's record key is refused (key_mismatch)");
+    CHECK(eg_fence_rec_parse(rk, rkl, v, vl - 1, &rec, &why) == -1 && !strcmp(why, "malformed"),
+          "a torn value is refused");
+    char *dup = malloc(vl + 40);
+    memcpy(dup, v, vl);
+    int dl = (int)vl;
+    /* the count line says 2: make it 3 followers with one twice */
+    char *cnt = strstr(dup, "\n2\npay/3/42");
+    CHECK(cnt != NULL, "the count line is where the format says");
+    if (cnt) {
+        cnt[1] = '3';
+        dl += sprintf(dup + vl, "pay/3/42\n");
+        CHECK(eg_fence_rec_parse(rk, rkl, dup, (size_t)dl, &rec, &why) == -1, "a follower listed twice is refused");
+    }
+    free(dup);
+    CHECK(eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END, strlen(EG_FENCE_REC_END), &rec, &why) == 0 &&
+              !strcmp(rec.topic, "pay") && rec.partition == 3,
+          "an end record names its partition");
+    CHECK(eg_fence_rec_parse(rk, rkl, NULL, 0, &rec, &why) == 0, "so does a tombstone (the caller decides on it)");
+    CHECK(eg_fence_rec_parse("pay/3/xyz", 9, v, vl, &rec, &why) == -1 && !strcmp(why, "bad_record_key"),
+          "a record key that is not TOPIC/PARTITION/SHA-256 is refused");
+    CHECK(eg_fence_rec_parse(rk, rkl, v, EG_FENCE_REC_MAX_VALUE + 1, &rec, &why) == -1 && !strcmp(why, "too_large"),
+          "a value over the bound is refused before it is read");
+    free(v);
+    eg_fences_free(&t);
+    return TAP_DONE();
+}

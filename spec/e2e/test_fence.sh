@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# test_fence.sh — per-key fencing (source.fence) on the embedded broker, with
+# an order oracle (fence_order.py: per key, the order in which the target
+# accepted records against their production order).
+#   1. fence without ordering = "key" is refused at load, one clear error;
+#   2. ordering = "key" without a fence: 240 records of 12 interleaved keys,
+#      some failing transiently onto the rungs 1s/2s: later records of a key
+#      pass the one on a rung, and the oracle sees it (inversions > 0);
+#   3. the same records with source.fence = "ladder": no inversion, every
+#      record that can succeed did, the followers went to the rungs with
+#      errgate.fenced-by naming a record of their own key, the metrics count
+#      them, and nothing is fenced at the end (a dead-lettered head released
+#      its key);
+#   4. source.fence = "ladder+dlq": a dead-lettered record's followers go to
+#      the DLQ marked errgate.fenced-by; GET /fences shows the key and its
+#      queue; after a kill -9 the next gateway rebuilds the fence from the
+#      fence topic (gheld.fences) and K's next record still follows;
+#      errgate ctl fence list shows it, errgate ctl fence release K
+#      (POST /fences/release) lifts it and K's next record passes;
+#   5. "ladder+dlq": replaying a key's DLQ items in order (errgate replay)
+#      resolves its fence: the target sees them in order;
+#   6. with control_key_file, fence records in the fence topic that are not
+#      signed with the key (anyone can produce there) or malformed are
+#      refused, counted by reason and never fence a key; the same fences
+#      signed with the key are rebuilt and fence it.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/ladder_lib.sh"
+ORACLE="$ROOT/spec/e2e/fence_order.py"
+POLICY="$ROOT/spec/fixtures/policies/ladder_1s_2s.lua"
+start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s) \
+  $(ladder_topics sig 1s 2s)
+echo "fence-token" >"$T/token"
+ADMIN="admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
+
+# 1. refused without key ordering
+handler_at h0
+ladder_config "$T/bad.lua" gbad plain partition "$POLICY" "" "source = { topics = { \"plain\" }, ordering = \"partition\", fence = \"ladder\" },"
+# (the later source table wins in a Lua constructor: ordering partition with a fence)
+out=$(timeout 20 "$EG" run -c "$T/bad.lua" 2>&1); rc=$?
+check "a fence without ordering = key is refused: exit 2 ($rc: $(tail -1 <<<"$out"))" \
+  exits_with "$rc" 2 'source.fence: "ladder" needs source.ordering = "key" (it is "partition")' "$out"
+
+$PY "$ORACLE" gen 240 12 7 "ok:70 transient-1:14 transient-2:8 transient-3:4 permanent:4" >"$T/records.txt"
+EXPECTED=$(grep -vc 'transient-3\|permanent' "$T/records.txt")
+DEAD=$(grep -c 'transient-3\|permanent' "$T/records.txt")
+diag "$EXPECTED records can succeed, $DEAD end in the DLQ"
+
+# run TOPIC GROUP HANDLER FENCE: the records through a gateway on TOPIC;
+# waits until every record that can succeed did and the DLQ has the rest.
+run() {
+  local topic=$1 group=$2 h=$3 fence=$4
+  handler_at "$h"
+  ladder_config "$T/$group.lua" "$group" "$topic" key "$POLICY" "" "$ADMIN"
+  [ -n "$fence" ] && sed -i "s/ordering = \"key\",/ordering = \"key\", fence = \"$fence\",/" "$T/$group.lua"
+  produce "$topic" <"$T/records.txt"
+  start_gateway "$group" "$T/$group.lua"
+  wait_for 60 bash -c "[ \$(awk '{print \$2}' '$T/$h.log' 2>/dev/null | sort -u | wc -l) -ge $EXPECTED ] &&
+    [ \$(kcat -C -b $BOOTSTRAP -t $topic.dlq -e -q 2>/dev/null | wc -l) -ge $DEAD ]" ||
+    not_ok "$topic: $(awk '{print $2}' "$T/$h.log" 2>/dev/null | sort -u | wc -l) of $EXPECTED succeeded"
+  wait_for 20 all_committed "$group" "$topic" "$topic.retry.1s" "$topic.retry.2s" || not_ok "$topic: not all committed"
+}
+
+# 2. without a fence the oracle sees disorder
+run plain gplain h1 ""
+res=$($PY "$ORACLE" check "$T/records.txt" "$T/h1.log" --expect-disorder); rc=$?
+check "without a fence later records of a key pass the one on a rung ($res)" [ "$rc" = 0 ]
+stop_gateway "$GW_PID"
+
+# 3. with source.fence = "ladder": in order
+run fenced gfenced h2 ladder
+ADDR=$(admin_addr gfenced) || die "no admin endpoint"
+res=$($PY "$ORACLE" check "$T/records.txt" "$T/h2.log" --expect-ordered); rc=$?
+check "with source.fence = ladder every key's records reached the target in order, all that can succeed did ($res)" \
+  [ "$rc" = 0 ]
+dump fenced.retry.1s "$T/r1.json"
+dump fenced.retry.2s "$T/r2.json"
+dump fenced.dlq "$T/dlq.json"
+$PY - "$T/records.txt" "$T/r1.json" "$T/r2.json" "$T/dlq.json" >"$T/fenced.check" <<'PY'
+import json, sys
+key_at = {}  # fenced/P/OFFSET -> key: offsets are per partition, so map by the record's id from its value
+lines = [l.rstrip("\n").split("\t", 1) for l in open(sys.argv[1])]
+rid_key = {v.split('"id":"', 1)[1].split('"', 1)[0]: k for k, v in lines}
+recs = []
+for f in sys.argv[2:]:
+    for line in open(f):
+        m = json.loads(line)
+        h = dict(zip(m["headers"][0::2], m["headers"][1::2]))
+        rid = m["payload"].split('"id":"', 1)[1].split('"', 1)[0]
+        recs.append((h, rid, m["key"]))
+        key_at[h["errgate.id"]] = m["key"]
+fenced = [(h, rid, k) for h, rid, k in recs if "errgate.fenced-by" in h]
+bad = [rid for h, rid, k in fenced
+       if key_at.get(h["errgate.fenced-by"]) != k or h.get("errgate.reason") != "fenced" or h.get("error.kind") != "fenced"]
+in_dlq = [rid for h, rid, k in fenced if h.get("errgate.action") == "dlq"]
+print("fenced=%d bad=%d fenced_in_dlq=%d %s" % (len(fenced), len(bad), len(in_dlq), [
+    (h.get("errgate.fenced-by"), key_at.get(h["errgate.fenced-by"]), k, h.get("errgate.reason"), h.get("error.kind"))
+    for h, rid, k in fenced if rid in bad[:2]]))
+sys.exit(0 if fenced and not bad and not in_dlq else 1)
+PY
+rc=$?
+check "followers went to the rungs with errgate.fenced-by naming a parked record of their key, reason and kind fenced, none to the DLQ under ladder ($(cat "$T/fenced.check"))" [ "$rc" = 0 ]
+n=$(metric "$ADDR" errgate_records_fenced_total)
+check "errgate_records_fenced_total counts the followers ($n)" [ "${n:-0}" != "?" ] && [ "${n%.*}" -gt 0 ]
+n=$(metric "$ADDR" errgate_fenced_keys)
+check "nothing is fenced at the end: errgate_fenced_keys $n" [ "$n" = 0 ]
+n=$(metric "$ADDR" errgate_fence_writes_total)
+w=$(kcat -C -b "$BOOTSTRAP" -t gfenced.fences -e -q 2>/dev/null | grep -c '^errgate-fence')
+check "every fence change was written to gfenced.fences (errgate_fence_writes_total $n, $w records read)" \
+  [ "${n%.*}" -gt 0 ] && [ "$w" -gt 0 ]
+body=$(admin_get "$ADDR" /fences)
+check "GET /fences: 200, mode ladder, no fence left ($(http_code): $body)" \
+  [ "$(http_code)" = 200 ] && grep -q '"mode":"ladder".*"fences":\[\]' <<<"$body"
+check "the decision log names the parked record of a follower" \
+  grep -q '"event":"decision".*"action":"ladder".*"reason":"fenced".*"fenced_by":"fenced/' "$T/gfenced.err"
+stop_gateway "$GW_PID"
+check "the fenced gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 4. ladder+dlq: a dead letter fences its key until an operator releases it
+handler_at h3
+ladder_config "$T/gheld.lua" gheld held key "$POLICY" "" "$ADMIN"
+sed -i 's/ordering = "key",/ordering = "key", fence = "ladder+dlq",/' "$T/gheld.lua"
+start_gateway gheld "$T/gheld.lua"
+ADDR=$(admin_addr gheld) || die "no admin endpoint"
+printf 'z\t{"id":"z1","mode":"permanent"}\nz\t{"id":"z2","mode":"ok"}\ny\t{"id":"y1","mode":"ok"}\nz\t{"id":"z3","mode":"ok"}\n' |
+  produce held
+wait_for 30 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t held.dlq -e -q 2>/dev/null | wc -l) -ge 3 ]" ||
+  not_ok "held.dlq: $(kcat -C -b "$BOOTSTRAP" -t held.dlq -e -q 2>/dev/null | wc -l) records"
+wait_for 10 grep -q '^ok y1 ' "$T/h3.log" || not_ok "y1 did not pass"
+check "another key passes while z is fenced; z2 and z3 did not reach the target" \
+  bash -c "! grep -q '^ok z' '$T/h3.log'"
+dump held.dlq "$T/hdlq.json"
+$PY - "$T/hdlq.json" >"$T/held.check" <<'PY'
+import json, sys
+rows = []
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    h = dict(zip(m["headers"][0::2], m["headers"][1::2]))
+    rows.append((m["payload"].split('"id":"', 1)[1].split('"', 1)[0], h.get("errgate.fenced-by", ""), h["errgate.id"]))
+rows.sort(key=lambda r: int(r[2].rsplit("/", 1)[1]))
+print(rows)
+z1 = [r for r in rows if r[0] == "z1"]
+ok = len(rows) == 3 and z1 and z1[0][1] == "" and [r[0] for r in rows] == ["z1", "z2", "z3"] and \
+    all(r[1] == z1[0][2] for r in rows[1:])
+sys.exit(0 if ok else 1)
+PY
+rc=$?
+check "z1 dead-lettered, z2 and z3 followed it to the DLQ in order with errgate.fenced-by: z1's id ($(cat "$T/held.check"))" [ "$rc" = 0 ]
+body=$(admin_get "$ADDR" /fences)
+check "GET /fences shows z parked in the DLQ with 2 followers ($body)" \
+  grep -q '"key":"z".*"parked":true,"why":"dlq","lane":"dlq".*"followers":2' <<<"$body"
+# kill -9: the next gateway rebuilds z's fence from gheld.fences before it takes records
+kill -9 "$GW_PID"; wait "$GW_PID" 2>/dev/null
+start_gateway gheld2 "$T/gheld.lua"
+ADDR=$(admin_addr gheld2) || die "no admin endpoint after the restart"
+wait_for 40 grep -q '"event":"assign".*held\[' "$T/gheld2.err" || die "no assignment after the restart"
+check "after a kill -9 the new gateway rebuilt z's fence from gheld.fences" \
+  grep -q '"event":"fences_rebuilt".*held\[3\]: 1 fences rebuilt from gheld.fences' "$T/gheld2.err"
+body=$(admin_get "$ADDR" /fences)
+check "GET /fences shows z with the same head and queue after the restart ($body)" \
+  grep -q '"key":"z".*"head":"held/3/0","parked":true,"why":"dlq".*"queue":\["held/3/1","held/3/2"\]' <<<"$body"
+printf 'z\t{"id":"z5","mode":"ok"}\n' | produce held
+wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t held.dlq -e -q 2>/dev/null | wc -l) -ge 4 ]" &&
+  ok "z's next record follows to the DLQ under the rebuilt fence" || not_ok "z5 did not follow: $(cat "$T/h3.log")"
+check "z5 did not reach the target" bash -c "! grep -q '^ok z5 ' '$T/h3.log'"
+code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -d 'key=z&by=test' "http://$ADDR/fences/release")
+check "POST /fences/release without the token: 401 ($code)" [ "$code" = 401 ]
+ctl() { USER=fence-op "$EG" ctl --admin "http://$ADDR" --token-file "$T/token" "$@"; }
+out=$(ctl fence list 2>&1); rc=$?
+check "errgate ctl fence list shows z ($rc: $out)" \
+  exits_with "$rc" 0 "held\[3\]  key z  head held/3/0 (parked, dlq)  3 followers" "$out"
+out=$(ctl fence release z 2>&1); rc=$?
+check "errgate ctl fence release z: POST /fences/release, 1 lifted ($rc: $out)" \
+  exits_with "$rc" 0 "fence release: 1 fence(s) lifted" "$out"
+check "the release is logged with its author" \
+  grep -q '"event":"fence_release".*"by":"fence-op","released":1' "$T/gheld2.err"
+out=$(ctl fence list 2>&1)
+check "and z is no longer listed ($out)" [ "$out" = "no keys fenced" ]
+printf 'z\t{"id":"z4","mode":"ok"}\n' | produce held
+wait_for 20 grep -q '^ok z4 ' "$T/h3.log" && ok "z's next record passes after the release" ||
+  not_ok "z4 did not pass: $(cat "$T/h3.log")"
+code=$(curl -s -m 5 -o "$T/rel" -w '%{http_code}' -H "Authorization: Bearer fence-token" -d 'key=z' \
+  "http://$ADDR/fences/release")
+check "releasing an unfenced key: 404 ($code)" [ "$code" = 404 ]
+out=$(ctl fence release z 2>&1); rc=$?
+check "errgate ctl fence release of an unfenced key exits 1 ($rc: $out)" [ "$rc" = 1 ]
+out=$(ctl fence 2>&1); rc=$?
+check "errgate ctl fence without list or release is a usage error ($rc: $out)" exits_with "$rc" 2 "fence list" "$out"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 5. ladder+dlq: the DLQ items of a key replayed in order (errgate replay)
+# resolve its fence: the head comes back with its errgate.id and passes, its
+# followers wait behind it in the source (ordering = key) and pass in turn
+start_gateway gheld3 "$T/gheld.lua"
+ADDR=$(admin_addr gheld3) || die "no admin endpoint: $(tail -3 "$T/gheld3.err")"
+wait_for 40 grep -q '"event":"assign".*held\[' "$T/gheld3.err" || die "no assignment"
+printf 'w\t{"id":"w1","mode":"transient-3"}\nw\t{"id":"w2","mode":"ok"}\nw\t{"id":"w3","mode":"ok"}\n' | produce held
+wait_for 60 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t held.dlq -e -q 2>/dev/null | grep -c '\"id\":\"w') -ge 3 ]" ||
+  not_ok "w1..w3 not all in held.dlq"
+body=$(admin_get "$ADDR" /fences)
+check "w1 exhausted its rungs into the DLQ; w2 and w3 followed it there ($body)" \
+  grep -q '"key":"w".*"parked":true,"why":"dlq".*"followers":2' <<<"$body"
+out=$("$EG" replay -c "$T/gheld.lua" --from held.dlq --key w 2>&1); rc=$?
+check "errgate replay --key w: exit 0 ($rc: $(tail -1 <<<"$out"))" [ "$rc" = 0 ]
+wait_for 30 bash -c "[ \$(grep -c '^ok w' '$T/h3.log') -ge 3 ]" || not_ok "replayed: $(grep '^ok w' "$T/h3.log" | tr '\n' ' ')"
+check "the target saw w1 w2 w3 in order ($(grep -o '^ok w[0-9]' "$T/h3.log" | tr '\n' ' '))" \
+  [ "$(grep -o '^ok w[0-9]' "$T/h3.log" | tr '\n' ' ')" = "ok w1 ok w2 ok w3 " ]
+body=$(admin_get "$ADDR" /fences)
+check "and w's fence is resolved ($body)" bash -c "! grep -q '\"key\":\"w\"' <<<'$body'"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 6. a keyed deployment: only fence records signed with its key count
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctl.key"
+QSHA=$(printf q | sha256sum | cut -d' ' -f1)
+forge() { # forge PARTITION MODE [VALUE]: a fence of key q in sig[PARTITION], its head sig/P/999 in the DLQ
+  local v=${3:-$(printf 'errgate-fence 1\nsig\n%d\n71\nsig/%d/999\n1 dlq dlq - 0 1 1\n0' "$1" "$1")}
+  $PY "$ROOT/spec/e2e/ctl_sign.py" "$BOOTSTRAP" gsig.fences fence "$T/ctl.key" "sig/$1/$QSHA" "$v"$'\n' "$2" >/dev/null ||
+    not_ok "cannot produce to gsig.fences"
+}
+for p in 0 1 2 3; do forge $p none; done
+forge 0 good "not a fence"
+ladder_config "$T/gsig.lua" gsig sig key "$POLICY" "" "$ADMIN control_key_file = \"$T/ctl.key\","
+sed -i 's/ordering = "key",/ordering = "key", fence = "ladder+dlq",/' "$T/gsig.lua"
+start_gateway gsig "$T/gsig.lua"
+ADDR=$(admin_addr gsig) || die "no admin endpoint: $(tail -3 "$T/gsig.err")"
+wait_for 40 grep -q '"event":"assign".*sig\[' "$T/gsig.err" || die "no assignment"
+n=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
+m=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="malformed"')
+check "4 unsigned fence records refused (unsigned $n), 1 signed but malformed (malformed $m)" [ "$n" = 4 ] && [ "$m" = 1 ]
+check "refusals are logged" grep -q '"event":"fence_record_refused".*unsigned' "$T/gsig.err"
+check "no fence was rebuilt from them" bash -c "! grep -q fences_rebuilt '$T/gsig.err'"
+printf 'q\t{"id":"q1","mode":"ok"}\n' | produce sig
+wait_for 20 grep -q '^ok q1 ' "$T/h3.log" && ok "q is not fenced: q1 reached the target" || not_ok "q1 did not pass"
+stop_gateway "$GW_PID"
+for p in 0 1 2 3; do forge $p good; done
+start_gateway gsig2 "$T/gsig.lua"
+ADDR=$(admin_addr gsig2) || die "no admin endpoint: $(tail -3 "$T/gsig2.err")"
+wait_for 40 grep -q '"event":"assign".*sig\[' "$T/gsig2.err" || die "no assignment"
+check "the fences signed with the key are rebuilt ($(grep -c fences_rebuilt "$T/gsig2.err") partitions)" \
+  [ "$(grep -c '"event":"fences_rebuilt".*: 1 fences rebuilt from gsig.fences' "$T/gsig2.err")" = 4 ]
+printf 'q\t{"id":"q2","mode":"ok"}\n' | produce sig
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t sig.dlq -e -q 2>/dev/null | grep -q q2" &&
+  ok "q2 follows the signed fence's head to the DLQ" || not_ok "q2 did not follow"
+check "q2 did not reach the target" bash -c "! grep -q '^ok q2 ' '$T/h3.log'"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+exit $FAILED

@@ -1,0 +1,210 @@
+/* fence_rec.c — the fence topic's record format (see fence_rec.h): written
+ * by the gateway that owns a source partition at every change of a fence,
+ * read back by the next owner. Text, one field per line, so that a person
+ * reading the topic with kcat sees the state, and a strict line reader
+ * refuses anything else. */
+#include "fence_rec.h"
+#include "dlq_origin.h"
+#include "sha256.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAGIC "errgate-fence 1"
+
+static const char hexd[] = "0123456789abcdef";
+
+size_t eg_fence_rec_key(const char *topic, int32_t partition, const void *key, size_t len, char *out) {
+    unsigned char d[32];
+    eg_sha256 s;
+    eg_sha256_init(&s);
+    eg_sha256_update(&s, key, len);
+    eg_sha256_final(&s, d);
+    int n = snprintf(out, EG_FENCE_REC_KEY_MAX, "%.249s/%d/", topic, (int)partition);
+    for (int i = 0; i < 32; i++) {
+        out[n++] = hexd[d[i] >> 4];
+        out[n++] = hexd[d[i] & 15];
+    }
+    out[n] = '\0';
+    return (size_t)n;
+}
+
+static const char *action_word(eg_action a) {
+    return a == EG_ACT_LADDER ? "ladder" : a == EG_ACT_QUARANTINE ? "quarantine" : "dlq";
+}
+
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t at_ms, size_t *vlen) {
+    if (f->key_len > EG_FENCE_REC_MAX_KEY || f->nq > EG_FENCE_REC_MAX_FOLLOWERS) return NULL;
+    size_t cap = 600 + 2 * f->key_len;
+    for (int i = 0; i < f->nq; i++) cap += strlen(f->q[f->qoff + i]) + 1;
+    if (cap > EG_FENCE_REC_MAX_VALUE) return NULL;
+    char *v = eg_xmalloc(cap);
+    int n = snprintf(v, cap, MAGIC "\n%.249s\n%d\n", topic, (int)partition);
+    size_t k = (size_t)n;
+    for (size_t i = 0; i < f->key_len; i++) {
+        v[k++] = hexd[f->key[i] >> 4];
+        v[k++] = hexd[f->key[i] & 15];
+    }
+    k += (size_t)snprintf(v + k, cap - k, "\n%s\n%d %s %s %s %d %lld %lld\n%d\n", f->head, f->parked,
+                          f->why == EG_FENCE_WHY_DLQ ? "dlq" : "ladder", action_word(f->action),
+                          f->rung[0] ? f->rung : "-", f->rung_index, (long long)f->since_ms, (long long)at_ms, f->nq);
+    for (int i = 0; i < f->nq; i++) k += (size_t)snprintf(v + k, cap - k, "%s\n", f->q[f->qoff + i]);
+    *vlen = k;
+    return v;
+}
+
+void eg_fence_rec_clear(eg_fence_rec *r) {
+    for (int i = 0; i < r->nq; i++) free(r->q[i]);
+    free(r->q);
+    free(r->key);
+    r->q = NULL;
+    r->key = NULL;
+    r->nq = 0;
+    r->key_len = 0;
+}
+
+/* The next line of [*p, end): its bytes (without "\n") in *s, *n; moves *p
+ * past it. Returns 0, or -1 when no "\n" ends it. */
+static int line(const char **p, const char *end, const char **s, size_t *n) {
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    if (!nl) return -1;
+    *s = *p;
+    *n = (size_t)(nl - *p);
+    *p = nl + 1;
+    return 0;
+}
+
+/* s[0..n) as a decimal of 1 to 19 digits at most max, or -1. */
+static int64_t num(const char *s, size_t n, int64_t max) {
+    int64_t v = eg_uint_parse(s, n);
+    return v >= 0 && v <= max ? v : -1;
+}
+
+static int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* The fields of the state line "PARKED WHY ACTION RUNG INDEX SINCE AT". */
+static int state_line(const char *s, size_t n, eg_fence_rec *r) {
+    const char *f[7];
+    size_t fl[7];
+    int k = 0;
+    const char *end = s + n, *p = s;
+    while (k < 7) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *e = sp ? sp : end;
+        if (e == p) return -1; /* an empty field, or two spaces */
+        f[k] = p;
+        fl[k++] = (size_t)(e - p);
+        if (!sp) break;
+        p = sp + 1;
+    }
+    if (k != 7 || f[6] + fl[6] != end) return -1;
+    if (fl[0] != 1 || (f[0][0] != '0' && f[0][0] != '1')) return -1;
+    r->parked = f[0][0] == '1';
+    if (fl[1] == 6 && !memcmp(f[1], "ladder", 6)) r->why = EG_FENCE_WHY_LADDER;
+    else if (fl[1] == 3 && !memcmp(f[1], "dlq", 3)) r->why = EG_FENCE_WHY_DLQ;
+    else return -1;
+    if (fl[2] == 6 && !memcmp(f[2], "ladder", 6)) r->action = EG_ACT_LADDER;
+    else if (fl[2] == 3 && !memcmp(f[2], "dlq", 3)) r->action = EG_ACT_DLQ;
+    else if (fl[2] == 10 && !memcmp(f[2], "quarantine", 10)) r->action = EG_ACT_QUARANTINE;
+    else return -1;
+    if (fl[3] >= sizeof r->rung) return -1;
+    for (size_t i = 0; i < fl[3]; i++) {
+        char c = f[3][i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return -1;
+    }
+    if (fl[3] == 1 && f[3][0] == '-') r->rung[0] = '\0';
+    else memcpy(r->rung, f[3], fl[3]), r->rung[fl[3]] = '\0';
+    if ((r->action == EG_ACT_LADDER) != (r->rung[0] != '\0')) return -1; /* a rung exactly for a ladder */
+    int64_t idx = num(f[4], fl[4], 1000), since = num(f[5], fl[5], INT64_MAX), at = num(f[6], fl[6], INT64_MAX);
+    if (idx < 0 || since < 0 || at < 0) return -1;
+    r->rung_index = (int)idx;
+    r->since_ms = since;
+    r->at_ms = at;
+    return 0;
+}
+
+/* Parses the record key "TOPIC/PARTITION/HEX64" into r's topic and
+ * partition. Returns 0 or -1. */
+static int parse_rkey(const char *k, size_t n, eg_fence_rec *r) {
+    if (n < 66 || n >= EG_FENCE_REC_KEY_MAX || k[n - 65] != '/') return -1;
+    for (size_t i = n - 64; i < n; i++)
+        if (hexval(k[i]) < 0) return -1;
+    const char *slash = NULL;
+    for (size_t i = n - 66; i > 0 && !slash; i--)
+        if (k[i] == '/') slash = k + i;
+    if (!slash) return -1;
+    size_t tl = (size_t)(slash - k);
+    int64_t p = num(slash + 1, (size_t)(k + n - 65 - slash - 1), INT32_MAX);
+    if (!eg_dlq_topic_ok(k, tl) || tl > EG_TOPIC_NAME_MAX || p < 0) return -1;
+    memcpy(r->topic, k, tl);
+    r->topic[tl] = '\0';
+    r->partition = (int32_t)p;
+    return 0;
+}
+
+int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,
+                       const char **why) {
+    memset(out, 0, sizeof *out);
+    const char *w = "malformed";
+    if (!rkey || parse_rkey(rkey, rklen, out) != 0) {
+        *why = "bad_record_key";
+        return -1;
+    }
+    if (!val || (vlen == strlen(EG_FENCE_REC_END) && !memcmp(val, EG_FENCE_REC_END, vlen))) return 0;
+    if (vlen > EG_FENCE_REC_MAX_VALUE) {
+        *why = "too_large";
+        return -1;
+    }
+    const char *p = val, *end = p + vlen, *s;
+    size_t n;
+    char topic[EG_TOPIC_NAME_MAX + 1];
+    if (line(&p, end, &s, &n) || n != strlen(MAGIC) || memcmp(s, MAGIC, n)) goto bad;
+    if (line(&p, end, &s, &n) || !eg_dlq_topic_ok(s, n) || n > EG_TOPIC_NAME_MAX) goto bad;
+    memcpy(topic, s, n);
+    topic[n] = '\0';
+    if (line(&p, end, &s, &n) || num(s, n, INT32_MAX) != out->partition || strcmp(topic, out->topic)) {
+        w = "key_mismatch";
+        goto bad;
+    }
+    if (line(&p, end, &s, &n) || n % 2 || n / 2 > EG_FENCE_REC_MAX_KEY) goto bad;
+    out->key = eg_xmalloc(n / 2 ? n / 2 : 1);
+    out->key_len = n / 2;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+        if (hi < 0 || lo < 0) goto bad;
+        out->key[i / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    char want[EG_FENCE_REC_KEY_MAX];
+    size_t wl = eg_fence_rec_key(out->topic, out->partition, out->key, out->key_len, want);
+    if (wl != rklen || memcmp(want, rkey, wl)) {
+        w = "key_mismatch";
+        goto bad;
+    }
+    if (line(&p, end, &s, &n) || !eg_id_valid(s, n)) goto bad;
+    memcpy(out->head, s, n);
+    out->head[n] = '\0';
+    if (line(&p, end, &s, &n) || state_line(s, n, out)) goto bad;
+    int64_t nq;
+    if (line(&p, end, &s, &n) || (nq = num(s, n, EG_FENCE_REC_MAX_FOLLOWERS)) < 0) goto bad;
+    out->q = eg_xcalloc(nq ? (size_t)nq : 1, sizeof *out->q);
+    for (int64_t i = 0; i < nq; i++) {
+        if (line(&p, end, &s, &n) || !eg_id_valid(s, n)) goto bad;
+        char *id = eg_xmalloc(n + 1);
+        memcpy(id, s, n);
+        id[n] = '\0';
+        out->q[out->nq++] = id;
+        int dup = !strcmp(id, out->head);
+        for (int j = 0; j < out->nq - 1 && !dup; j++) dup = !strcmp(out->q[j], id);
+        if (dup) goto bad;
+    }
+    if (p != end) goto bad; /* trailing bytes */
+    return 1;
+bad:
+    eg_fence_rec_clear(out);
+    *why = w;
+    return -1;
+}

@@ -1,0 +1,76 @@
+/* fence_rec.h — the records of the fence topic GROUP.fences: one per fenced
+ * key of a source partition, the fence's whole state, so that the
+ * partition's next owner rebuilds its fences from the compacted topic.
+ *
+ * Record key: "TOPIC/PARTITION/" + the SHA-256 of the Kafka key in hex (so
+ * compaction keeps one record per fence and a fence that ends is a
+ * tombstone under the same key). Value: text lines, each ending in "\n":
+ *   errgate-fence 1
+ *   TOPIC                       the source topic (a legal topic name)
+ *   PARTITION                   decimal, 0 .. 2^31-1
+ *   KEYHEX                      the key's bytes in lowercase hex (0 .. 64 KiB of key)
+ *   HEAD                        the head record's errgate.id
+ *   PARKED WHY ACTION RUNG INDEX SINCE AT
+ *                               0|1, ladder|dlq, ladder|dlq|quarantine, the
+ *                               rung's name or "-", 0 .. 1000, wall ms, wall ms
+ *   N                           followers, 0 .. EG_FENCE_REC_MAX_FOLLOWERS
+ *   ID                          N lines, errgate.ids, none twice nor the head
+ * A fence that ends is the value EG_FENCE_REC_END (a record, not a
+ * tombstone: a tombstone carries no signature, so with a control key it is
+ * not believed).
+ * Anyone who can produce to the topic can write one: the parser takes
+ * nothing it does not check (sizes, grammar, the record key matching the
+ * value), and the caller verifies the signature when the deployment has a
+ * control key (audit.h). */
+#ifndef EG_FENCE_REC_H
+#define EG_FENCE_REC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fence.h"
+
+#define EG_FENCE_REC_MAX_FOLLOWERS EG_FENCE_MAX_QUEUE /* queued ids per key */
+#define EG_FENCE_REC_END "errgate-fence-end 1\n"
+#define EG_FENCE_REC_MAX_KEY 65536     /* key bytes a durable fence holds */
+#define EG_FENCE_REC_MAX_VALUE 1000000 /* value bytes */
+#define EG_FENCE_REC_KEY_MAX (EG_TOPIC_NAME_MAX + 1 + 10 + 1 + 64 + 1)
+
+/* One fence as read from the topic. Owns key and q. */
+typedef struct eg_fence_rec {
+    char topic[EG_TOPIC_NAME_MAX + 1];
+    int32_t partition;
+    unsigned char *key;
+    size_t key_len;
+    char head[EG_ID_MAX + 1];
+    int parked;
+    eg_fence_why why;
+    eg_action action;
+    char rung[40];
+    int rung_index;
+    int64_t since_ms, at_ms;
+    char **q;
+    int nq;
+} eg_fence_rec;
+
+/* The record key of the fence of key[0..len) of topic[partition] into out
+ * (EG_FENCE_REC_KEY_MAX bytes, NUL-terminated). Returns its length. */
+size_t eg_fence_rec_key(const char *topic, int32_t partition, const void *key, size_t len, char *out);
+
+/* The value of fence f of topic[partition] at wall time at_ms: a malloc'd
+ * buffer (*vlen bytes, not NUL-terminated), or NULL when it would exceed
+ * EG_FENCE_REC_MAX_VALUE or the key EG_FENCE_REC_MAX_KEY (not durable). */
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t at_ms, size_t *vlen);
+
+/* Parses a record of the topic: rkey[0..rklen) and val[0..vlen) (val NULL: a
+ * tombstone). Returns 1 for a fence (*out filled; eg_fence_rec_clear it),
+ * 0 for an end or a tombstone (out->topic and out->partition from the record key,
+ * nothing to free), or -1 with why (a short reason, no input bytes) for
+ * anything malformed, oversized or inconsistent. */
+int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,
+                       const char **why);
+
+/* Frees what a parse filled (fine on a zeroed or cleared rec). */
+void eg_fence_rec_clear(eg_fence_rec *r);
+
+#endif

@@ -1,0 +1,570 @@
+/* gw_fence.c — per-key fencing of parked records (source.fence, under
+ * ordering = "key"): the gateway's side of fence.h.
+ *
+ * Each source partition has a fence table, made at its first fence. The
+ * record path (gateway.c) asks here at three points:
+ *   - before a keyed record goes to the target (from its source or a rung):
+ *     when its key is fenced and it is not the fence's head, it follows:
+ *     written where the head is (the head's rung, or the DLQ under
+ *     "ladder+dlq") with errgate.fenced-by: <the head's id> and reason
+ *     `fenced`, no target call, no policy call, no rung climbed, and queued
+ *     behind the head in the order it first followed;
+ *   - after the policy's decision on a keyed record: a ladder parks its key
+ *     (a new fence, or its own fence moves to the new rung); a dead letter
+ *     parks it under "ladder+dlq" and resolves it under "ladder"; an ignore
+ *     resolves it; a fence the table has no room for (source.fence_max_keys,
+ *     or 100 queued followers per key on average) turns the decision into a
+ *     hold with reason `fence_cap`, logged `fence_cap` and counted: the
+ *     partition pauses rather than let a later record of the key pass;
+ *   - after a success: the head resolves; its first follower becomes the
+ *     released head, which passes when it comes due on its rung, and the
+ *     others follow again behind it until their turn.
+ * A record without a key is never fenced. A rung record belongs to the
+ * table of its source partition (a rung record goes to the source's
+ * partition number).
+ *
+ * Durable: every change of a fence (a new fence, a follower queued, the
+ * head moved, resolved or released) is written to the compacted control
+ * topic GROUP.fences (fence_rec.h: one record per fenced key, its whole
+ * state; a signed record with control_key_file, opened like the audit
+ * topic: audit.h) and read back by every instance into a view of the
+ * latest record per fence. A source partition's table is dropped when the
+ * partition is revoked; when one is assigned, the view is first read up to
+ * the topic's end (eg_audit_catch_up, up to FENCE_CATCH_UP_MS) and the
+ * partition's table rebuilt from it, before any of its records is taken:
+ * after a rebalance, a restart or a kill -9 the new owner holds the fences
+ * the old one wrote. A write is not awaited before the source offset is
+ * committed: a crash within a write's flight loses that one change (the
+ * follower that caused it is queued again when it comes back). Records of
+ * the topic are hostile input: refused (logged `fence_record_refused`,
+ * counted by reason) when malformed, inconsistent, over the size bounds or,
+ * with a control key, not signed by it; a tombstone is believed only
+ * without a key. An operator lifts
+ * a key's fence with POST /fences/release (key=K): its followers then pass
+ * as they come back, and those in the DLQ are replayed by the operator.
+ *
+ * Locality: the event loop's, like everything of gw.h. */
+#include "audit.h"
+#include "fence.h"
+#include "fence_rec.h"
+#include "gw.h"
+#include "json.h"
+#include "log.h"
+#include "override.h"
+#include "util.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Followers queued per partition: this many per fenced key on average. */
+#define FOLLOWERS_PER_KEY 100
+/* /fences: ids listed per fence, key bytes shown. */
+#define LIST_FOLLOWERS_MAX 100
+#define LIST_KEY_MAX 256
+/* At an assignment: the fence topic is read to its end within this. */
+#define FENCE_CATCH_UP_MS 10000
+/* The view holds at most this many fences (records of distinct keys). */
+#define VIEW_MAX 1000000
+/* At the stop: the fence writes still in flight are waited for this long. */
+#define FENCE_FLUSH_MS 3000
+
+static const char *const refusal_names[] = {"unsigned",  "malformed",    "bad_signature", "replayed", "bad_record_key",
+                                            "too_large", "key_mismatch", "view_full",     "other"};
+#define NREFUSALS ((int)(sizeof refusal_names / sizeof refusal_names[0]))
+
+typedef struct fpart {
+    char *topic; /* the source topic */
+    int32_t partition;
+    eg_fences t;
+    struct fpart *next;
+} fpart;
+
+struct eg_gw_fencing {
+    fpart *parts;
+    uint64_t fenced_total; /* records that followed a parked one */
+    uint64_t cap_holds;    /* decisions held at the cap */
+    uint64_t released;     /* fences lifted by an operator */
+    eg_audit *topic;       /* GROUP.fences, NULL when fencing is off */
+    char name[EG_TOPIC_NAME_MAX + 1];
+    eg_strmap view_at;  /* record key -> index in view */
+    eg_fence_rec *view; /* the latest record per fence (ended: key NULL and topic "") */
+    int nview, capview;
+    int pending; /* writes not acknowledged yet */
+    uint64_t writes, write_failures, rebuilt;
+    uint64_t refused[NREFUSALS];
+};
+
+int eg_gw_fence_on(const eg_gw *gw) { return gw->cfg->fence != EG_FENCE_OFF && gw->cfg->ordering == EG_ORDER_KEY; }
+
+/* ------------------------------------------------------------ the topic */
+
+/* Counts and logs a refused record of the fence topic. */
+static void refuse(eg_gw *gw, const eg_audit_rec *r, const char *why) {
+    int i = 0;
+    while (i < NREFUSALS - 1 && strcmp(refusal_names[i], why) != 0) i++;
+    gw->fencing->refused[i]++;
+    if (gw->fencing->refused[i] > 10 && gw->fencing->refused[i] % 1000) return; /* loud, not a flood */
+    eg_log_msg(EG_WARN, "fence_record_refused", "%s[%d]@%lld: %s (not applied; %llu so far)", gw->fencing->name,
+               (int)r->partition, (long long)r->offset, why, (unsigned long long)gw->fencing->refused[i]);
+}
+
+/* A record of the fence topic (audit.h's reader, at start and live): the
+ * view keeps the latest state per fence. */
+static void on_fence_rec(void *arg, const eg_audit_rec *r) {
+    eg_gw *gw = arg;
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (r->refusal) {
+        refuse(gw, r, r->refusal);
+        return;
+    }
+    if (!r->val && r->keyed) {
+        refuse(gw, r, "unsigned"); /* a tombstone carries no signature */
+        return;
+    }
+    eg_fence_rec rec;
+    const char *why = NULL;
+    int rc = eg_fence_rec_parse(r->key, r->klen, r->val, r->vlen, &rec, &why);
+    if (rc < 0) {
+        refuse(gw, r, why);
+        return;
+    }
+    int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
+    if (at < 0 && rc == 0) return; /* the end of a fence never seen */
+    if (at < 0) {
+        if (fg->nview >= VIEW_MAX) {
+            eg_fence_rec_clear(&rec);
+            refuse(gw, r, "view_full");
+            return;
+        }
+        if (fg->nview == fg->capview) {
+            fg->capview = fg->capview ? fg->capview * 2 : 64;
+            fg->view = eg_xrealloc(fg->view, (size_t)fg->capview * sizeof *fg->view);
+        }
+        at = fg->nview++;
+        memset(&fg->view[at], 0, sizeof fg->view[at]);
+        eg_strmap_put(&fg->view_at, r->key, r->klen, at);
+    }
+    eg_fence_rec_clear(&fg->view[at]);
+    if (rc == 0) rec.topic[0] = '\0'; /* ended */
+    fg->view[at] = rec;
+}
+
+int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen) {
+    if (!eg_gw_fence_on(gw)) return 0;
+    if (!gw->fencing) gw->fencing = eg_xcalloc(1, sizeof *gw->fencing);
+    if (strlen(gw->cfg->group) + 7 > EG_TOPIC_NAME_MAX) {
+        snprintf(err, errlen, "source.fence: the fence topic %s.fences would be longer than %d characters",
+                 gw->cfg->group, EG_TOPIC_NAME_MAX);
+        return -1;
+    }
+    snprintf(gw->fencing->name, sizeof gw->fencing->name, "%s.fences", gw->cfg->group);
+    gw->fencing->topic =
+        eg_audit_open_topic(gw->cfg, gw->fencing->name, "fence", gw->base, on_fence_rec, gw, err, errlen);
+    if (!gw->fencing->topic) return -1;
+    int n = 0;
+    for (int i = 0; i < gw->fencing->nview; i++) n += gw->fencing->view[i].topic[0] != '\0';
+    eg_log_msg(EG_INFO, "fence_topic", "%s read: %d fences of the group", gw->fencing->name, n);
+    return 0;
+}
+
+int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic) {
+    size_t g = strlen(gw->cfg->group);
+    return strncmp(topic, gw->cfg->group, g) == 0 && strcmp(topic + g, ".fences") == 0;
+}
+
+/* A fence write's delivery report. */
+static void on_written(void *req, int32_t partition, int64_t offset, const char *err) {
+    eg_gw *gw = req;
+    gw->fencing->pending--;
+    if (!err) return;
+    gw->fencing->write_failures++;
+    eg_log_msg(EG_ERROR, "fence_write_failed", "%s: %s (a new owner of the partition will not know this change)",
+               gw->fencing->name, err);
+}
+
+/* Writes the state of key[0..len)'s fence in fp (or its end) to the topic. */
+static void persist(eg_gw *gw, const fpart *fp, const void *key, size_t len) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg || !fg->topic) return;
+    char rkey[EG_FENCE_REC_KEY_MAX], err[512];
+    eg_fence_rec_key(fp->topic, fp->partition, key, len, rkey);
+    const eg_fence *f = eg_fences_get(&fp->t, key, len);
+    size_t vlen = strlen(EG_FENCE_REC_END);
+    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, eg_wall_ms(), &vlen) : NULL;
+    if (f && !v) {
+        fg->write_failures++;
+        eg_log_msg(EG_ERROR, "fence_write_failed",
+                   "%s[%d]: a fence over the record bounds (key %zu bytes) is not durable", fp->topic,
+                   (int)fp->partition, len);
+        return;
+    }
+    if (eg_audit_write(fg->topic, rkey, v ? v : EG_FENCE_REC_END, vlen, on_written, gw, err, sizeof err) == 0) {
+        fg->pending++;
+        fg->writes++;
+    } else {
+        fg->write_failures++;
+        eg_log_msg(EG_ERROR, "fence_write_failed", "%s", err);
+    }
+    free(v);
+}
+
+/* The table of source partition topic[partition]; made when create. */
+static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int create) {
+    if (!gw->fencing) {
+        if (!create) return NULL;
+        gw->fencing = eg_xcalloc(1, sizeof *gw->fencing);
+    }
+    for (fpart *f = gw->fencing->parts; f; f = f->next)
+        if (f->partition == partition && strcmp(f->topic, topic) == 0) return &f->t;
+    if (!create) return NULL;
+    fpart *f = eg_xcalloc(1, sizeof *f);
+    f->topic = eg_xstrdup(topic);
+    f->partition = partition;
+    int mk = gw->cfg->fence_max_keys;
+    eg_fences_init(&f->t, mk, mk > INT32_MAX / FOLLOWERS_PER_KEY ? INT32_MAX : mk * FOLLOWERS_PER_KEY);
+    f->next = gw->fencing->parts;
+    gw->fencing->parts = f;
+    return &f->t;
+}
+
+/* The table r's key is fenced in (its source partition's), or NULL. */
+static eg_fences *table_for(eg_gw *gw, const eg_record *r, int create) {
+    if (!eg_gw_fence_on(gw) || !r->msg->key) return NULL;
+    return table_of(gw, r->part->origin, r->partition, create);
+}
+
+/* Writes the fence of r's key after a change. */
+static void persist_r(eg_gw *gw, const eg_record *r, eg_fences *t) {
+    persist(gw, (const fpart *)((const char *)t - offsetof(fpart, t)), r->msg->key, r->msg->key_len);
+}
+
+int eg_gw_fence_must_follow(eg_gw *gw, const eg_record *r) {
+    eg_fences *t = table_for(gw, r, 0);
+    if (!t || !t->nkeys) return 0;
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    return eg_fences_must_follow(t, r->msg->key, r->msg->key_len, id, NULL);
+}
+
+/* A hold the C core decided in place of d: the table is full. */
+static void cap_hold(eg_gw *gw, const eg_record *r, eg_decision *d, const char *what) {
+    int64_t delay = d->delay_ms > 0 ? d->delay_ms : DEFAULT_HOLD_MS;
+    char klass[sizeof d->klass];
+    eg_strlcpy(klass, d->klass[0] ? d->klass : "fenced", sizeof klass);
+    memset(d, 0, sizeof *d);
+    d->action = EG_ACT_HOLD;
+    d->delay_ms = delay;
+    eg_strlcpy(d->klass, klass, sizeof d->klass);
+    eg_strlcpy(d->code, "fence_cap", sizeof d->code);
+    eg_decision_set_reason(d, EG_RSN_FENCE_CAP);
+    snprintf(d->message, sizeof d->message,
+             "%s: the fence table of %s[%d] is full (source.fence_max_keys = %d); holding", what, r->part->origin,
+             (int)r->partition, gw->cfg->fence_max_keys);
+    gw->fencing->cap_holds++;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_WARN, "fence_cap")) {
+        eg_log_str(&l, "topic", r->topic);
+        eg_log_int(&l, "partition", r->partition);
+        eg_log_int(&l, "offset", r->offset);
+        eg_log_int(&l, "fence_max_keys", gw->cfg->fence_max_keys);
+        eg_log_str(&l, "msg", d->message);
+        eg_log_end(&l);
+    }
+}
+
+void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
+    eg_fences *t = table_for(gw, r, 0);
+    eg_decision *d = &fl->decision;
+    memset(d, 0, sizeof *d);
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    eg_fence *f = NULL;
+    if (!t || !eg_fences_must_follow(t, r->msg->key, r->msg->key_len, id, &f)) return; /* caller's contract */
+    int had = f->nq;
+    if (eg_fences_follow(t, f, id) != EG_FENCE_OK) {
+        cap_hold(gw, r, d, "a record of a fenced key cannot be queued");
+        return;
+    }
+    if (f->nq != had) persist_r(gw, r, t);
+    int k = -1;
+    for (int i = 0; f->action == EG_ACT_LADDER && i < gw->nrts && k < 0; i++)
+        if (strcmp(gw->rts[i].rung, f->rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
+    d->action = f->action == EG_ACT_LADDER && k < 0 ? EG_ACT_DLQ : f->action; /* a rung not consumed: cannot be */
+    eg_strlcpy(d->klass, "fenced", sizeof d->klass);
+    eg_strlcpy(d->code, "fenced", sizeof d->code);
+    eg_decision_set_reason(d, EG_RSN_FENCED);
+    if (k >= 0) {
+        eg_strlcpy(d->rung, f->rung, sizeof d->rung);
+        d->rung_index = f->rung_index;
+        d->delay_ms = gw->rts[k].delay_ms;
+    }
+    snprintf(d->message, sizeof d->message, "key fenced by %.300s (%s); follows it", f->head,
+             f->parked ? "parked" : "released, not back yet");
+    eg_strlcpy(fl->fenced_by, f->head, sizeof fl->fenced_by);
+    gw->fencing->fenced_total++;
+}
+
+/* Logs a change of key fence f's head (event, with the key's hash). */
+static void log_fence(const char *event, const eg_record *r, const char *id, const eg_fence *f) {
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_INFO, event)) return;
+    char kh[17];
+    eg_fmt_hex64(eg_hash64(r->msg->key, r->msg->key_len), kh);
+    eg_log_str(&l, "topic", r->part->origin);
+    eg_log_int(&l, "partition", r->partition);
+    eg_log_str(&l, "key_hash", kh);
+    eg_log_str(&l, "id", id);
+    if (f) {
+        eg_log_str(&l, "head", f->head);
+        eg_log_int(&l, "followers", f->nq);
+    }
+    eg_log_end(&l);
+}
+
+int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d) {
+    if (!eg_gw_fence_on(gw) || !r->msg->key || d->why == EG_RSN_FENCED) return 0;
+    const void *key = r->msg->key;
+    size_t len = r->msg->key_len;
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    int lane_dlq = d->action == EG_ACT_DLQ || d->action == EG_ACT_QUARANTINE;
+    if (d->action == EG_ACT_LADDER || (lane_dlq && gw->cfg->fence == EG_FENCE_LADDER_DLQ)) {
+        eg_fences *t = table_for(gw, r, 1);
+        int isnew = !eg_fences_get(t, key, len);
+        int rc = eg_fences_park(t, key, len, id, lane_dlq ? EG_FENCE_WHY_DLQ : EG_FENCE_WHY_LADDER, d->action, d->rung,
+                                d->rung_index, eg_wall_ms());
+        if (rc == EG_FENCE_FULL) {
+            cap_hold(gw, r, d, isnew ? "a new key cannot be fenced" : "a record cannot join its key's fence");
+            return 1;
+        }
+        if (isnew) log_fence("fenced", r, id, NULL);
+        persist_r(gw, r, t);
+        return 0;
+    }
+    if (lane_dlq || d->action == EG_ACT_IGNORE) {
+        /* "ladder": a dead letter ends the fence as a success does */
+        eg_gw_fence_resolved(gw, r);
+    }
+    return 0;
+}
+
+void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r) {
+    eg_fences *t = table_for(gw, r, 0);
+    if (!t || !t->nkeys) return;
+    char id[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    if (!eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)) return;
+    persist_r(gw, r, t);
+    log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
+}
+
+void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition) {
+    if (!gw->fencing) return;
+    for (fpart **pp = &gw->fencing->parts; *pp; pp = &(*pp)->next) {
+        fpart *f = *pp;
+        if (f->partition != partition || strcmp(f->topic, topic) != 0) continue;
+        if (f->t.nkeys)
+            eg_log_msg(EG_WARN, "fences_dropped",
+                       "%s[%d]: %d fenced keys (%d followers queued) dropped with the partition (fences are not "
+                       "durable yet)",
+                       topic, (int)partition, f->t.nkeys, f->t.nfollowers);
+        *pp = f->next;
+        eg_fences_free(&f->t);
+        free(f->topic);
+        free(f);
+        return;
+    }
+}
+
+void eg_gw_fence_rebuild(eg_gw *gw) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg || !fg->topic) return;
+    char err[512];
+    int64_t t0 = eg_now_ms();
+    if (eg_audit_catch_up(fg->topic, FENCE_CATCH_UP_MS, err, sizeof err) != 0)
+        eg_log_msg(EG_ERROR, "fence_rebuild_incomplete",
+                   "%s not read to its end: %s; fences are rebuilt from what was read", fg->name, err);
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        if (p->rung >= 0 || table_of(gw, p->topic, p->partition, 0)) continue;
+        eg_fences *t = NULL;
+        int n = 0, lost = 0;
+        for (int i = 0; i < fg->nview; i++) {
+            const eg_fence_rec *v = &fg->view[i];
+            if (!v->topic[0] || v->partition != p->partition || strcmp(v->topic, p->topic) != 0) continue;
+            if (!t) t = table_of(gw, p->topic, p->partition, 1);
+            if (eg_fences_park(t, v->key, v->key_len, v->head, v->why, v->action, v->rung, v->rung_index,
+                               v->since_ms) != EG_FENCE_OK) {
+                lost++;
+                continue;
+            }
+            eg_fence *f = eg_fences_get(t, v->key, v->key_len);
+            f->parked = v->parked;
+            for (int j = 0; j < v->nq; j++)
+                if (eg_fences_follow(t, f, v->q[j]) != EG_FENCE_OK) lost++;
+            n++;
+        }
+        if (n || lost) {
+            fg->rebuilt += (uint64_t)n;
+            eg_log_msg(lost ? EG_ERROR : EG_INFO, lost ? "fence_rebuild_cap" : "fences_rebuilt",
+                       "%s[%d]: %d fences rebuilt from %s in %lld ms%s", p->topic, (int)p->partition, n, fg->name,
+                       (long long)(eg_now_ms() - t0), lost ? " (some past the caps were not)" : "");
+        }
+    }
+}
+
+void eg_gw_fence_free(eg_gw *gw) {
+    if (!gw->fencing) return;
+    if (gw->fencing->topic) { /* the writes in flight are waited for a while */
+        int64_t until = eg_now_ms() + FENCE_FLUSH_MS;
+        while (gw->fencing->pending > 0 && eg_now_ms() < until) {
+            eg_audit_poll(gw->fencing->topic);
+            usleep(10 * 1000);
+        }
+        if (gw->fencing->pending > 0)
+            eg_log_msg(EG_WARN, "fence_flush_incomplete", "%d fence writes not acknowledged at the stop",
+                       gw->fencing->pending);
+        eg_audit_free(gw->fencing->topic);
+    }
+    for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
+    free(gw->fencing->view);
+    eg_strmap_free(&gw->fencing->view_at);
+    fpart *f = gw->fencing->parts;
+    while (f) {
+        fpart *n = f->next;
+        eg_fences_free(&f->t);
+        free(f->topic);
+        free(f);
+        f = n;
+    }
+    free(gw->fencing);
+    gw->fencing = NULL;
+}
+
+void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
+    if (!eg_gw_fence_on(gw)) return;
+    static const char *const pl[] = {"topic", "partition"};
+    eg_metric_header(out, "errgate_fenced_keys", "Keys fenced behind a parked record, by source partition.", "gauge");
+    for (fpart *f = gw->fencing ? gw->fencing->parts : NULL; f; f = f->next) {
+        char pn[16];
+        snprintf(pn, sizeof pn, "%d", (int)f->partition);
+        const char *pv[2] = {f->topic, pn};
+        eg_metric_sample(out, "errgate_fenced_keys", 2, pl, pv, f->t.nkeys);
+    }
+    eg_metric_header(out, "errgate_fence_followers", "Records queued behind fenced keys, by source partition.",
+                     "gauge");
+    for (fpart *f = gw->fencing ? gw->fencing->parts : NULL; f; f = f->next) {
+        char pn[16];
+        snprintf(pn, sizeof pn, "%d", (int)f->partition);
+        const char *pv[2] = {f->topic, pn};
+        eg_metric_sample(out, "errgate_fence_followers", 2, pl, pv, f->t.nfollowers);
+    }
+    uint64_t ft = gw->fencing ? gw->fencing->fenced_total : 0, ch = gw->fencing ? gw->fencing->cap_holds : 0,
+             rl = gw->fencing ? gw->fencing->released : 0;
+    eg_metric_header(out, "errgate_records_fenced_total",
+                     "Records that followed a parked record of their key (errgate.fenced-by).", "counter");
+    eg_metric_sample(out, "errgate_records_fenced_total", 0, NULL, NULL, (double)ft);
+    eg_metric_header(out, "errgate_fence_cap_holds_total",
+                     "Decisions held because a partition's fence table was full (fence_cap).", "counter");
+    eg_metric_sample(out, "errgate_fence_cap_holds_total", 0, NULL, NULL, (double)ch);
+    eg_metric_header(out, "errgate_fence_releases_total", "Fences lifted by an operator (POST /fences/release).",
+                     "counter");
+    eg_metric_sample(out, "errgate_fence_releases_total", 0, NULL, NULL, (double)rl);
+    const struct eg_gw_fencing *fg = gw->fencing;
+    eg_metric_header(out, "errgate_fence_writes_total", "Fence changes written to the fence topic.", "counter");
+    eg_metric_sample(out, "errgate_fence_writes_total", 0, NULL, NULL, fg ? (double)fg->writes : 0);
+    eg_metric_header(out, "errgate_fence_write_failures_total",
+                     "Fence changes the fence topic did not take (not durable).", "counter");
+    eg_metric_sample(out, "errgate_fence_write_failures_total", 0, NULL, NULL, fg ? (double)fg->write_failures : 0);
+    eg_metric_header(out, "errgate_fences_rebuilt_total", "Fences rebuilt from the fence topic at an assignment.",
+                     "counter");
+    eg_metric_sample(out, "errgate_fences_rebuilt_total", 0, NULL, NULL, fg ? (double)fg->rebuilt : 0);
+    static const char *const rl1[] = {"reason"};
+    eg_metric_header(out, "errgate_fence_records_refused_total",
+                     "Records of the fence topic refused and never applied, by reason.", "counter");
+    for (int i = 0; i < NREFUSALS; i++) {
+        const char *rv[1] = {refusal_names[i]};
+        eg_metric_sample(out, "errgate_fence_records_refused_total", 1, rl1, rv, fg ? (double)fg->refused[i] : 0);
+    }
+}
+
+/* Appends fence f of partition fp as a JSON object. */
+static void fence_json(struct evbuffer *out, const fpart *fp, const eg_fence *f, int64_t now) {
+    char kh[17];
+    eg_fmt_hex64(f->hash, kh);
+    evbuffer_add_printf(out, "{\"topic\":");
+    eg_json_str(out, fp->topic);
+    evbuffer_add_printf(out, ",\"partition\":%d,\"key\":", (int)fp->partition);
+    eg_json_strn(out, (const char *)f->key, f->key_len < LIST_KEY_MAX ? f->key_len : LIST_KEY_MAX);
+    evbuffer_add_printf(out, ",\"key_bytes\":%zu,\"key_hash\":\"%s\",\"head\":", f->key_len, kh);
+    eg_json_str(out, f->head);
+    evbuffer_add_printf(out, ",\"parked\":%s,\"why\":\"%s\",\"lane\":\"%s\",\"rung\":", f->parked ? "true" : "false",
+                        f->why == EG_FENCE_WHY_DLQ ? "dlq" : "ladder", eg_action_name(f->action));
+    eg_json_str(out, f->rung);
+    evbuffer_add_printf(out, ",\"age_ms\":%lld,\"followers\":%d,\"queue\":[", (long long)(now - f->since_ms), f->nq);
+    for (int i = 0; i < f->nq && i < LIST_FOLLOWERS_MAX; i++) {
+        if (i) evbuffer_add(out, ",", 1);
+        eg_json_str(out, f->q[f->qoff + i]);
+    }
+    evbuffer_add(out, "]}", 2);
+}
+
+int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out) {
+    int release = strcmp(path, "/fences/release") == 0;
+    if (!release && method != EG_ADMIN_GET && method != EG_ADMIN_HEAD) {
+        evbuffer_add_printf(out, "{\"error\":\"use GET\"}");
+        return 405;
+    }
+    if (release && method != EG_ADMIN_POST) {
+        evbuffer_add_printf(out, "{\"error\":\"use POST\"}");
+        return 405;
+    }
+    if (!eg_gw_fence_on(gw)) {
+        evbuffer_add_printf(out, "{\"error\":\"fencing is off (source.fence, with ordering = \\\"key\\\")\"}");
+        return 404;
+    }
+    if (!release) {
+        static const char *const modes[] = {"off", "ladder", "ladder+dlq"};
+        int64_t now = eg_wall_ms();
+        evbuffer_add_printf(out, "{\"mode\":\"%s\",\"max_keys\":%d,\"fences\":[", modes[gw->cfg->fence],
+                            gw->cfg->fence_max_keys);
+        int n = 0;
+        for (fpart *fp = gw->fencing ? gw->fencing->parts : NULL; fp; fp = fp->next) {
+            size_t cur = 0;
+            for (eg_fence *f; (f = eg_fences_next(&fp->t, &cur));) {
+                if (n++) evbuffer_add(out, ",", 1);
+                fence_json(out, fp, f, now);
+            }
+        }
+        evbuffer_add(out, "]}", 2);
+        return 200;
+    }
+    char key[1024], by[128] = "";
+    if (eg_override_form_field(body, len, "key", key, sizeof key) != 0) {
+        evbuffer_add_printf(out, "{\"error\":\"a form body with key=KEY (at most %d bytes) is needed\"}",
+                            (int)sizeof key - 1);
+        return 400;
+    }
+    eg_override_form_field(body, len, "by", by, sizeof by);
+    int n = 0;
+    for (fpart *fp = gw->fencing ? gw->fencing->parts : NULL; fp; fp = fp->next) {
+        if (eg_fences_release(&fp->t, key, strlen(key))) {
+            n++;
+            persist(gw, fp, key, strlen(key));
+        }
+    }
+    if (gw->fencing) gw->fencing->released += (uint64_t)n;
+    eg_logline l;
+    if (eg_log_begin(&l, EG_WARN, "fence_release")) {
+        char kh[17];
+        eg_fmt_hex64(eg_hash64(key, strlen(key)), kh);
+        eg_log_str(&l, "key_hash", kh);
+        eg_log_str(&l, "by", by[0] ? by : "unknown");
+        eg_log_int(&l, "released", n);
+        eg_log_end(&l);
+    }
+    evbuffer_add_printf(out, "{\"released\":%d}", n);
+    return n ? 200 : 404;
+}
