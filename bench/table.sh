@@ -77,6 +77,13 @@ fi
 g=$(pair_goals dlq.errgate dlq.kcat "$DLQ_RPS_GOAL" "$DLQ_CPU_GOAL" ">=${DLQ_RPS_GOAL}x pipe" "<=${DLQ_CPU_GOAL}x")
 row "dlq    errgate, 100% 400 -> DLQ" dlq.errgate "${g%%|*}" "${g#*|}"
 row "dlq    kcat -C | kcat -P (idempotent, all)" dlq.kcat
+if [ -n "$(median dlqtx.errgate.rps)" ]; then
+  # lanes.transactional against the row above (same records, same run):
+  # records/s and CPU ratios, and what a transaction's commit took
+  rr=$(ratio "$(median dlqtx.errgate.rps)" "$(median dlq.errgate.rps)")
+  cr=$(ratio "$(median dlqtx.errgate.cpu)" "$(median dlq.errgate.cpu)")
+  row "dlq    errgate, lanes.transactional" dlqtx.errgate "$rr" "x$rr rec/s, CPU x$cr of the row above; commit $(median dlqtx.commit_ms) ms median of means (max $(median dlqtx.commit_max_ms) ms), $(median dlqtx.commits) transactions"
+fi
 if [ -n "$(median dlq.spring.rps)" ]; then
   g=$(spring_goals dlq 5 0.2)
   row "dlq    Spring Kafka, DLPR (c=$CONC)" dlq.spring "${g%%|*}" "${g#*|}"

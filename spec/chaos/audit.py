@@ -39,8 +39,12 @@ accounted for. Counted, and written as one JSON object to --out:
     rebalance, a lost commit); "settle" is the mark of the end of the
     faults, "none" a duplicate with no fault in between. This is a fair,
     not an exact, attribution: a fault's rebalance comes a little later.
-Exit status 0 when missing = misrouted = 0, else 1; 2 when a topic cannot
-be read.
+  - lane_dup: lane records of an id already in that lane (the DLQ, the
+    quarantine, or one rung; rung_dup the rungs' share), read_committed.
+    With --no-lane-dup (chaos.py --transactional, lanes.transactional) any
+    is a failure: each failed record is in each of its lanes exactly once.
+Exit status 0 when missing = misrouted = 0 (and lane_dup = 0 with
+--no-lane-dup), else 1; 2 when a topic cannot be read.
 """
 import argparse
 import bisect
@@ -66,8 +70,10 @@ def read_topics(bootstrap, topics):
     """Every record of each topic, low to high watermark of every partition,
     as (topic, partition, offset, key bytes, value bytes, {header: bytes})."""
     from confluent_kafka import Consumer, TopicPartition
+    # read_committed (librdkafka's default, said here): what every errgate
+    # reader sees; aborted transactions' records are never delivered
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-audit-" + uuid.uuid4().hex,
-                  "enable.auto.commit": False, "enable.partition.eof": False})
+                  "enable.auto.commit": False, "enable.partition.eof": False, "isolation.level": "read_committed"})
     md = c.list_topics(timeout=20)
     want, ends = [], {}
     for t in topics:
@@ -89,6 +95,12 @@ def read_topics(bootstrap, topics):
         msgs = c.consume(num_messages=2000, timeout=0.1)
         if not msgs:
             idle += 1
+            # a transactional topic ends in a commit or abort marker, which a
+            # read_committed consumer steps over without receiving: its end is
+            # reached when its position is
+            for tp in c.position([TopicPartition(t, p) for (t, p) in left]):
+                if tp.offset >= left[(tp.topic, tp.partition)]:
+                    del left[(tp.topic, tp.partition)]
             continue
         idle = 0
         for m in msgs:
@@ -190,6 +202,7 @@ def audit(a):
 
     # lane and rung records: provenance and headers
     lane_seen = set()
+    rung_seen, rung_dup = set(), 0  # (rung, errgate.id): lane_dup counts these with the DLQ and quarantine copies
     for t, p, o, k, v, h in recs:
         if t == a.source:
             continue
@@ -228,6 +241,9 @@ def audit(a):
         if p != s["p"] % a.lane_partitions:
             problem("lane record on another partition", "%s %s: source partition %d" % (where, rid, s["p"]))
         if t in rungs:
+            if (t, rid) in rung_seen:
+                rung_dup += 1
+            rung_seen.add((t, rid))
             if text(h, "error.class") != "transient":
                 problem("rung record not transient", "%s %s: error.class %r" % (where, rid, text(h, "error.class")))
             continue
@@ -271,7 +287,7 @@ def audit(a):
             "missing": len(missing), "missing_ids": missing[:10], "missing_trace": trace,
             "misrouted": misrouted, "problems": {k: v[:5] for k, v in problems.items()},
             "problem_counts": {k: len(v) for k, v in problems.items()},
-            "dup": sum(dup.values()), "dup_parts": dup, "dup_by": dup_by, "outcomes": counts,
+            "dup": sum(dup.values()), "dup_parts": dup, "lane_dup": dup["lanes"] + rung_dup, "rung_dup": rung_dup, "dup_by": dup_by, "outcomes": counts,
             "rung_records": sum(1 for r in recs if r[0] in rungs)}
 
 
@@ -284,6 +300,8 @@ def main():
     ap.add_argument("--marks", default="")
     ap.add_argument("--in-place", action="store_true", help='ordering "partition": ladders wait in place')
     ap.add_argument("--lane-partitions", type=int, required=True)
+    ap.add_argument("--no-lane-dup", action="store_true",
+                    help="lanes.transactional: a record twice in a lane (DLQ, quarantine, or one rung) fails")
     a = ap.parse_args()
     try:
         res = audit(a)
@@ -296,7 +314,7 @@ def main():
     sys.stdout.flush()
     # os._exit: python3-confluent-kafka can abort in interpreter finalization
     # after records with null header values (PLATFORM.md, spill_lib.sh)
-    os._exit(0 if res["missing"] == 0 and res["misrouted"] == 0 else 1)
+    os._exit(0 if res["missing"] == 0 and res["misrouted"] == 0 and not (a.no_lane_dup and res["lane_dup"]) else 1)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """chaos.py — errgate's seeded chaos runner (`make chaos SEEDS=N`, `make chaos SEED=N`).
 
     chaos.py [--seeds N | --seed S [--seed S]...] [--first F] [--short]
-             [--broker embedded|kafka]
+             [--broker embedded|kafka] [--transactional]
              [--records N] [--keep] [--verbose] [--out DIR] [--report FILE]
 
 Per seed, every random choice is drawn from the seed (random.Random(seed)):
@@ -88,6 +88,14 @@ Anything a gateway does on its own (an exit nobody asked for) is a crash
 and fails the seed. On failure the runner prints the seed, what failed and
 the timed fault log, keeps the scratch directory, and `make chaos SEED=S`
 replays it.
+
+--transactional (make chaos-txn SEEDS=N; needs --broker kafka): the
+gateways run with lanes.transactional (instance gwSLOT, so a restarted slot
+fences its killed incarnation) and without the spill journal (the two are
+refused together); the auditor runs with --no-lane-dup: a record twice in
+the DLQ, the quarantine or one rung, as a read_committed reader sees them,
+fails the seed (lane_dup in the seed's line). Handler duplicates stay
+allowed: the target sees records at least once.
 
 --short: the make-test variant (spec/e2e/test_chaos.sh): 6,000 records, a
 shorter fault window with one fault of each kind but a broker down; full
@@ -184,6 +192,7 @@ class Plan:
     def __init__(self, seed, records, short, broker="embedded"):
         rng = random.Random(seed)
         self.seed, self.short, self.broker = seed, short, broker
+        self.transactional = False  # --transactional (run_seed sets it)
         self.ordering = rng.choices(["none", "key", "partition"], weights=[3, 1, 1])[0]
         mix = MIX["partition" if self.ordering == "partition" else "free"]
         modes, weights = [m for m, _ in mix], [w for _, w in mix]
@@ -576,7 +585,7 @@ class Run:
   target = { http = { url = "http://%(handler)s/", timeout = 2000, concurrency = 16 } },
   policy = "%(policy)s",
   lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine", retry = "{topic}.retry.{rung}",
-            spill = { dir = "%(spill)s", after = %(after)d } },
+            %(lane_extra)s },
   commit_interval = 200,
   shutdown_timeout = 5000,
   kafka = { ["bootstrap.servers"] = "%(bootstrap)s", ["session.timeout.ms"] = 6000,
@@ -586,6 +595,8 @@ class Run:
 """ % {"group": self.group, "ordering": self.plan.ordering, "handler": self.handler_addr,
                     "policy": self.path("policy.lua"), "spill": self.path("spill%d" % slot),
                     "after": SPILL_AFTER_MS, "bootstrap": self.bootstrap,
+                    "lane_extra": 'transactional = true, instance = "gw%d"' % slot if self.plan.transactional
+                    else 'spill = { dir = "%s", after = %d }' % (self.path("spill%d" % slot), SPILL_AFTER_MS),
                     "admin": 'admin = { listen = "127.0.0.1:0" },' if admin else ""})
 
     def start_gw(self, slot):
@@ -904,7 +915,8 @@ class Run:
                             "--group", self.group, "--handler-log", self.path("ok.log"),
                             "--gateway-logs", self.path("gw*.err"), "--policies", ",".join(sorted(self.policy_ids)),
                             "--marks", self.path("marks.txt"), "--lane-partitions", str(PARTS), "--out", res_path]
-                           + (["--in-place"] if self.plan.ordering == "partition" else []),
+                           + (["--in-place"] if self.plan.ordering == "partition" else [])
+                           + (["--no-lane-dup"] if self.plan.transactional else []),
                            capture_output=True, text=True, timeout=300)
         if r.returncode == 2 or not os.path.exists(res_path):
             raise SeedFailed("audit could not read the topics: %s" % r.stderr.strip()[-400:])
@@ -915,6 +927,9 @@ class Run:
             self.failures.append("audit: missing %d %s, misrouted %d %s" % (
                 self.result["missing"], self.result["missing_ids"], self.result["misrouted"],
                 json.dumps(self.result["problems"])[:1500]))
+        if self.plan.transactional and self.result.get("lane_dup"):
+            self.failures.append("audit: %d lane duplicates (%d in rungs) under lanes.transactional" % (
+                self.result["lane_dup"], self.result["rung_dup"]))
 
     def sanitizer_reports(self):
         """A sanitizer report in any process's stderr fails the seed (make test SAN=1)."""
@@ -954,6 +969,7 @@ class Run:
 def run_seed(seed, args):
     records = args.records or (6000 if args.short else 50000)
     plan = Plan(seed, records, args.short, args.broker)
+    plan.transactional = args.transactional
     start = now()
     run = Run(plan, args.out, args.verbose)
     err = None
@@ -973,6 +989,8 @@ def run_seed(seed, args):
     line = "seed=%d records=%s missing=%s misrouted=%s dup=%s faults=%s time=%ds" % (
         seed, res.get("records", "?"), res.get("missing", "?"), res.get("misrouted", "?"), res.get("dup", "?"),
         ",".join("%s:%d" % (k, faults[k]) for k in FAULT_KINDS if faults.get(k)), round(elapsed))
+    if plan.transactional:
+        line += " transactional lane_dup=%s" % res.get("lane_dup", "?")
     if plan.broker == "kafka":
         # the control port's faults cannot be made on a real cluster: said
         line += " broker=kafka left_out=" + ",".join(EMBEDDED_ONLY)
@@ -1014,6 +1032,8 @@ def main():
     ap.add_argument("--broker", choices=["embedded", "kafka"], default="embedded",
                     help="kafka: a real 3-broker Apache Kafka cluster per seed (spec/kafka/cluster.sh), "
                          "with broker kill -9, SIGSTOP and rolling restarts instead of the control port's faults")
+    ap.add_argument("--transactional", action="store_true",
+                    help="lanes.transactional on the real cluster (--broker kafka): no spill, zero lane duplicates")
     ap.add_argument("--short", action="store_true", help="the make-test variant: 6,000 records, a shorter schedule")
     ap.add_argument("--keep", action="store_true", help="keep every scratch directory")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -1022,6 +1042,8 @@ def main():
                     help="every seed's line and details (ordering, outcomes, duplicates by kind and by fault) "
                          "are appended here (default chaos-report.txt beside the scratch directories)")
     args = ap.parse_args()
+    if args.transactional and args.broker != "kafka":
+        ap.error("--transactional needs --broker kafka: the embedded broker has no real transactions")
     args.report = args.report or os.path.join(args.out or tempfile.gettempdir(), "chaos-report.txt")
     for exe in (EG, FLAKY):
         if not os.access(exe, os.X_OK):

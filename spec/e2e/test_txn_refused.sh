@@ -7,7 +7,9 @@
 # transactional.id's stable name), with an instance name that is not a
 # plain name, with lanes.spill (a spilled record is counted written outside
 # any transaction) and with a consumer isolation.level other than
-# read_committed. The default (no lanes.transactional) runs as always.
+# read_committed. `errgate replay --transactional` is refused on the
+# embedded broker in the same words, writing and committing nothing. The
+# default (no lanes.transactional) runs as always.
 # The mode itself is proved on a real cluster: e2e/test_kafka_txn_lanes.
 source "$(dirname "$0")/lib.sh"
 start_broker --topic src:1 --topic src.dlq:1 --topic src.quarantine:1
@@ -36,6 +38,17 @@ refused 'lanes = { transactional = true, instance = "a" }, kafka = { ["isolation
 "$EG" offsets -b "$BOOTSTRAP" -g tr src >"$T/off.txt" 2>&1
 check "nothing was committed by the refused gateways ($(awk '$1=="src"{print $3}' "$T/off.txt"))" \
   awk '$1=="src" { n++; if ($3 != "-" && $3 != "-1" && $3 != 0) bad++ } END { exit !(n == 1 && !bad) }' "$T/off.txt"
+
+# errgate replay --transactional: refused there too, before anything is replayed or committed
+rc=0
+out=$(timeout 60 "$EG" replay -b "$BOOTSTRAP" --from src --to src.quarantine --group trx --transactional 2>&1) || rc=$?
+check "replay --transactional on the embedded broker: exit 2 ($rc) naming it" exits_with 2 "$rc" \
+  "a transactional replay needs a Kafka cluster" "$out"
+"$EG" offsets -b "$BOOTSTRAP" -g trx src >"$T/trx.txt" 2>&1
+count_topic() { kcat -C -b "$BOOTSTRAP" -t "$1" -e -q -f 'x\n' 2>/dev/null | wc -l; }
+check "and the refused replay wrote nothing ($(count_topic src.quarantine) records)" [ "$(count_topic src.quarantine)" = 0 ]
+check "nor committed anything ($(awk '$1=="src"{print $3}' "$T/trx.txt"))" \
+  awk '$1=="src" { n++; if ($3 != "-" && $3 != "-1" && $3 != 0) bad++ } END { exit !(n == 1 && !bad) }' "$T/trx.txt"
 
 write_config "$T/ok.lua" tr none 'lanes = { transactional = false, instance = "a" },'
 start_gateway gw "$T/ok.lua"

@@ -5,7 +5,7 @@
  *       [--since DUR] [--until TIME] [--class C] [--code X] [--key K]
  *       [--where LUA_EXPR] [--dry-run] [--rate N] [--limit N]
  *       [--max-replays N] [--force] [--group G] [--allow-to PATTERN ...]
- *       [--state open|approved|...] [--include-resolved]
+ *       [--state open|approved|...] [--include-resolved] [--transactional]
  *
  * The lane is read from the group's committed progress (or its start) up to
  * the end offsets seen at start; records that arrive meanwhile are left for
@@ -32,6 +32,19 @@
  * failed delivery stops the run: nothing past it is committed, the summary
  * says what failed, and the next run retries it. What was replayed is then
  * marked `replayed` in the lane's state topic (dlq.h).
+ *
+ * --transactional (a real Kafka cluster; refused on the embedded broker,
+ * whose transactions are not real): the producer is transactional
+ * (transactional.id errgate-replay.GROUP, so a rerun of the same command
+ * fences a killed one and aborts what it left open) and each batch (about
+ * TXN_EVERY_MS of records) is one transaction (ktxn.h) holding the
+ * republished records, their `replayed` state records and the group's
+ * progress (send_offsets_to_transaction with the lane reader's group
+ * metadata). A kill -9 at any point leaves all three or none, so a
+ * read_committed reader of the destination sees each record exactly once
+ * across reruns. A failed delivery, state write or commit aborts the whole
+ * batch and stops the run (exit 1); the next run replays the batch again.
+ * Readers that read uncommitted still see the aborted copies.
  *
  * Defaults from a config (-c): without --from, the lanes are the config's
  * DLQ lanes (lanes.dlq expanded for each literal source topic; a regex
@@ -105,6 +118,7 @@
 #include "dlq_origin.h"
 #include "headers.h"
 #include "kcli.h"
+#include "ktxn.h"
 #include "provenance.h"
 #include "protect.h"
 #include "parse.h"
@@ -121,6 +135,8 @@
 
 #define MAX_INFLIGHT 1000
 #define COMMIT_EVERY_MS 200
+#define TXN_EVERY_MS 1000 /* --transactional: a transaction's length */
+#define TXN_STEP_MS 30000 /* --transactional: a step's timeout */
 #define FETCH_TIMEOUT_MS 10000
 #define MAX_ALLOW 64
 
@@ -129,6 +145,7 @@ typedef struct opts {
     const char *from, *to, *group, *where, *since, *until;
     eg_replay_filter f;
     int dry, force, include_resolved;
+    int txn;                      /* --transactional */
     int four_eyes;                /* --four-eyes: an approved item is never replayed by its approver */
     int state;                    /* --state: the only state replayed, or -1 */
     int home;                     /* no --to: each record goes to its original topic */
@@ -181,6 +198,14 @@ typedef struct replay {
     int abort;   /* a delivery failed: read no further */
     int closing; /* teardown: purged deliveries are not counted */
     int64_t last_commit_ms;
+    struct {                      /* --transactional */
+        int open;                 /* a transaction is open */
+        int dead;                 /* fenced or broken: no transaction step again */
+        long replayed;            /* delivered in the open transaction (counted replayed at its commit) */
+        long aborted;             /* records whose transaction aborted */
+        long commits;             /* transactions committed */
+        int64_t ms_total, ms_max; /* of the send_offsets + commit steps */
+    } txn;
     double next_due;         /* --rate: when the next record may go, ms */
     long skipped[EG_DLQ__N]; /* per state: left alone because of it */
     eg_dlq_states states;    /* of the lane's items, read at start */
@@ -196,6 +221,7 @@ static void usage(void) {
            "         [--since DUR] [--until TIME] [--class C] [--code X] [--key K] [--where LUA_EXPR]\n"
            "         [--dry-run] [--rate N] [--limit N] [--max-replays N] [--force] [--group G]\n"
            "         [--state S] [--include-resolved] [--four-eyes] [--allow-to PATTERN ...]\n"
+           "         [--transactional]\n"
            "\n"
            "  --from LANE        the lane topic to read (a DLQ, quarantine or rung topic);\n"
            "                     also spelled --from-topic. Default with -c: each of the\n"
@@ -228,6 +254,9 @@ static void usage(void) {
            "                     against user@host; also the config's replay_four_eyes): left for another\n"
            "                     person, counted (four-eyes-refused), exit 1\n"
            "  --group G          the consumer group that keeps the progress\n"
+           "  --transactional    each batch's records, their replayed states and the progress in one\n"
+           "                     Kafka transaction: exactly once for read_committed readers, also\n"
+           "                     across a kill -9 and a rerun (a Kafka cluster; not the embedded broker)\n"
            "  --allow-to PATTERN without --to: where records may go back to (a topic name,\n"
            "                     * for any run, or a ^regex; repeatable). Default: the config's\n"
            "                     source.replay_allow, else its sources (an inbox's: the topics\n"
@@ -273,6 +302,10 @@ static int parse(int argc, char **argv, opts *o) {
         }
         if (!strcmp(a, "--four-eyes")) {
             o->four_eyes = 1;
+            continue;
+        }
+        if (!strcmp(a, "--transactional")) {
+            o->txn = 1;
             continue;
         }
         /* the names other DLQ tools use for the same options */
@@ -457,7 +490,12 @@ static int where_verdict(const replay *rp, int i, int64_t off) {
  * that moved since the last commit; sync (the final one, retried), every
  * partition that moved at all, so that an async commit that failed
  * unnoticed is made good. */
+static void txn_commit(replay *rp);
 static void commit(replay *rp, int sync) {
+    if (rp->o->txn) {
+        txn_commit(rp);
+        return;
+    }
     eg_lread *r = &rp->r;
     int64_t *off = eg_xcalloc((size_t)r->n, sizeof *off);
     int any = 0;
@@ -484,7 +522,84 @@ static void commit(replay *rp, int sync) {
 /* Commits (async) when COMMIT_EVERY_MS passed since the last commit; never
  * in a dry run. */
 static void maybe_commit(replay *rp) {
-    if (!rp->o->dry && eg_now_ms() - rp->last_commit_ms >= COMMIT_EVERY_MS) commit(rp, 0);
+    if (!rp->o->dry && eg_now_ms() - rp->last_commit_ms >= (rp->o->txn ? TXN_EVERY_MS : COMMIT_EVERY_MS)) commit(rp, 0);
+}
+
+/* --transactional: opens a transaction unless one is open. Returns 0, or
+ * -1 after saying why (the run stops: rp->abort). */
+static int txn_ensure(replay *rp) {
+    if (rp->txn.open) return 0;
+    char err[600] = "the producer was fenced or broke earlier";
+    eg_ktxn_result res = rp->txn.dead ? EG_KTXN_FATAL : eg_ktxn_begin(rp->prod, err, sizeof err);
+    if (res == EG_KTXN_OK) {
+        rp->txn.open = 1;
+        return 0;
+    }
+    fprintf(stderr, "errgate replay: --transactional: %s\n", err);
+    if (res == EG_KTXN_FATAL) rp->txn.dead = 1;
+    rp->commit_failed++;
+    rp->abort = 1;
+    return -1;
+}
+
+/* --transactional: ends the open batch. Waits for its deliveries (and the
+ * state writes they queue), then commits the records with the progress
+ * (the trackers' commit points that moved) in the transaction, or aborts it
+ * when a delivery failed or stayed unreported: its records count as aborted
+ * and the run stops (rp->abort), the progress unmoved. A batch of filtered
+ * records only (no transaction open, progress moved) is a transaction of
+ * offsets alone. */
+static void txn_commit(replay *rp) {
+    rp->last_commit_ms = eg_now_ms();
+    if (rp->txn.dead) return;
+    eg_lread *r = &rp->r;
+    int64_t until = eg_now_ms() + 60000;
+    while ((rp->inflight > 0 || rp->state_inflight > 0) && eg_now_ms() < until) rd_kafka_poll(rp->prod, 20);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->n);
+    for (int i = 0; i < r->n; i++) {
+        int64_t cp = eg_tracker_commit_point(&rp->trk[i]);
+        if (cp > rp->committed[i]) rd_kafka_topic_partition_list_add(l, r->topic, r->part[i])->offset = cp;
+    }
+    if (!rp->txn.open && (l->cnt == 0 || rp->abort || txn_ensure(rp) != 0)) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return;
+    }
+    char err[1200] = "";
+    eg_ktxn_result res;
+    int64_t t0 = eg_now_ms();
+    if (rp->inflight > 0 || rp->state_inflight > 0 || rp->abort) {
+        snprintf(err, sizeof err, "%s", rp->abort ? "a delivery failed" : "deliveries unconfirmed after 60 s");
+        size_t n = strlen(err);
+        res = eg_ktxn_abort(rp->prod, TXN_STEP_MS, err + n + 2, sizeof err - n - 2) == EG_KTXN_FATAL ? EG_KTXN_FATAL
+                                                                                                     : EG_KTXN_ABORTED;
+        if (err[n + 2]) memcpy(err + n, "; ", 2);
+    } else {
+        res = eg_ktxn_commit(rp->prod, r->rk, l, TXN_STEP_MS, err, sizeof err);
+    }
+    int64_t ms = eg_now_ms() - t0;
+    rp->txn.open = 0;
+    if (res == EG_KTXN_OK) {
+        for (int i = 0; i < l->cnt; i++) {
+            int at = eg_lread_index(r, l->elems[i].partition);
+            if (at >= 0) rp->committed[at] = l->elems[i].offset;
+        }
+        rp->replayed += rp->txn.replayed;
+        rp->txn.commits++;
+        rp->txn.ms_total += ms;
+        if (ms > rp->txn.ms_max) rp->txn.ms_max = ms;
+    } else {
+        fprintf(stderr,
+                "errgate replay: --transactional: transaction %s: %s; its %ld records are not replayed, the "
+                "progress did not move%s\n",
+                res == EG_KTXN_FATAL ? "failed for good" : "aborted", err, rp->txn.replayed,
+                res == EG_KTXN_FATAL ? " (fenced: another replay with the same group runs?)" : "; run again");
+        rp->txn.aborted += rp->txn.replayed;
+        if (res == EG_KTXN_FATAL) rp->txn.dead = 1;
+        rp->commit_failed++;
+        rp->abort = 1;
+    }
+    rp->txn.replayed = 0;
+    rd_kafka_topic_partition_list_destroy(l);
 }
 
 /* Queues the `replayed` state write of an item. */
@@ -542,13 +657,17 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     }
     rp->inflight--;
-    if (m->err) {
+    if (m->err && rp->o->txn &&
+        (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)) {
+        rp->txn.aborted++; /* its transaction was aborted before it was reported */
+    } else if (m->err) {
         fprintf(stderr, "errgate replay: %s/%d/%lld -> %s: delivery failed: %s\n", rp->o->from,
                 (int)rp->r.part[pd->pidx], (long long)pd->lane_off, pd->to, rd_kafka_err2str(m->err));
         rp->failed++;
         rp->abort = 1;
     } else {
-        rp->replayed++;
+        if (rp->o->txn) rp->txn.replayed++; /* replayed once its transaction commits */
+        else rp->replayed++;
         eg_tracker_finish(&rp->trk[pd->pidx], pd->seq);
         mark_replayed(rp, pd);
     }
@@ -918,6 +1037,11 @@ static int handle(replay *rp, const rd_kafka_message_t *m) {
     }
     if (refuse) return 0; /* nothing fetched or decrypted for a refused one */
     pace(rp);
+    if (o->txn && txn_ensure(rp) != 0) {
+        if (orig) rd_kafka_message_destroy(orig);
+        free(plain);
+        return 0;
+    }
     size_t idlen = strlen(id);
     pending *pd = eg_xmalloc(sizeof *pd + idlen + 1);
     *pd = (pending){.pidx = i, .seq = seq, .lane_off = m->offset};
@@ -972,6 +1096,10 @@ static void print_summary(const replay *rp, int interrupted) {
         printf("read %ld  matched %ld  replayed %ld  refused %ld  failed %ld", rp->read, rp->matched, rp->replayed,
                rp->refused, rp->failed);
         if (rp->state_failed) printf("  state-writes-failed %ld", rp->state_failed);
+        if (rp->o->txn)
+            printf("  transactions %ld (commit avg %lld ms, max %lld ms)  aborted %ld", rp->txn.commits,
+                   (long long)(rp->txn.commits ? rp->txn.ms_total / rp->txn.commits : 0), (long long)rp->txn.ms_max,
+                   rp->txn.aborted);
     }
     long skipped = 0;
     for (int s = 0; s < EG_DLQ__N; s++) skipped += rp->skipped[s];
@@ -1025,6 +1153,27 @@ static void teardown(replay *rp) {
     eg_dlq_states_free(&rp->states);
 }
 
+/* --transactional at start: refuses the embedded broker (exit 2), then
+ * init_transactions (fences a killed run of the same group and aborts its
+ * open transaction). Returns 0, or the exit code with err. */
+static int txn_start(replay *rp, char *err, size_t errlen) {
+    if (eg_ktxn_on_mock(rp->prod, 10000)) {
+        snprintf(err, errlen,
+                 "the embedded broker (errgate broker, librdkafka's mock cluster) has no real transactions; a "
+                 "transactional replay needs a Kafka cluster");
+        return 2;
+    }
+    char e[600];
+    if (eg_ktxn_init(rp->prod, 60000, e, sizeof e) != 0) {
+        snprintf(err, errlen,
+                 "could not start transactions: %s (the cluster must have a transaction coordinator; the principal "
+                 "needs WRITE and DESCRIBE on the transactional id)",
+                 e);
+        return 1;
+    }
+    return 0;
+}
+
 /* Everything after the arguments: returns the exit code. rp->r.n is kept
  * valid for teardown. */
 static int run(replay *rp, const opts *o) {
@@ -1055,13 +1204,22 @@ static int run(replay *rp, const opts *o) {
         fprintf(stderr, "errgate replay: protection key: %s\n", err);
         return 2;
     }
+    /* the producer first: a transactional one aborts what a killed run left
+     * open before the states and the progress are read */
+    char txn_id[800];
+    snprintf(txn_id, sizeof txn_id, "errgate-replay.%s", group);
+    if (!o->dry && !(rp->prod = eg_dlq_producer_txn(&o->k, "errgate-replay", o->txn ? txn_id : NULL, on_delivery, rp,
+                                                    err, sizeof err))) {
+        fprintf(stderr, "errgate replay: %s\n", err);
+        return 2;
+    }
+    if (rp->prod && o->txn && (rc = txn_start(rp, err, sizeof err)) != 0) {
+        fprintf(stderr, "errgate replay: --transactional: %s\n", err);
+        return rc;
+    }
     if (eg_dlq_states_load(&o->k, o->from, &rp->states, err, sizeof err) < 0) {
         fprintf(stderr, "errgate replay: %s: %s\n", rp->state_topic, err);
         return 1;
-    }
-    if (!o->dry && !(rp->prod = eg_dlq_producer(&o->k, "errgate-replay", on_delivery, rp, err, sizeof err))) {
-        fprintf(stderr, "errgate replay: %s\n", err);
-        return 2;
     }
     rp->target_parts = o->home ? 1 : eg_topic_partitions(rp->r.rk, o->to, err, sizeof err);
     if (rp->target_parts <= 0) {

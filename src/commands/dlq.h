@@ -53,6 +53,13 @@ int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t
 rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
                             void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
                             size_t errlen);
+/* The same producer, transactional when txn_id is not NULL (its
+ * transactional.id, transaction.timeout.ms EG_DLQ_TXN_TIMEOUT_MS; the caller
+ * calls eg_ktxn_init before its first transaction, ktxn.h). */
+#define EG_DLQ_TXN_TIMEOUT_MS 60000
+rd_kafka_t *eg_dlq_producer_txn(const eg_kcli *k, const char *client_id, const char *txn_id,
+                                void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
+                                size_t errlen);
 
 /* `errgate dlq watch` (dlq_watch.c), dispatched by `errgate dlq`: argv[0]
  * is "dlq", argv[1] "watch". Returns the exit code. */

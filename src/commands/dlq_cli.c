@@ -5,6 +5,7 @@
  * command catches the signals for the length of its run only and gives the
  * previous handlers back. */
 #include "dlq.h"
+#include "ktxn.h"
 #include "record.h"
 #include "text.h"
 #include "util.h"
@@ -80,11 +81,18 @@ int eg_dlq_conn_opt(eg_kcli *k, int argc, char **argv, int *i, char *why, size_t
 rd_kafka_t *eg_dlq_producer(const eg_kcli *k, const char *client_id,
                             void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
                             size_t errlen) {
+    return eg_dlq_producer_txn(k, client_id, NULL, dr, opaque, err, errlen);
+}
+
+rd_kafka_t *eg_dlq_producer_txn(const eg_kcli *k, const char *client_id, const char *txn_id,
+                                void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
+                                size_t errlen) {
     rd_kafka_conf_t *conf = eg_kcli_conf(k, client_id, err, errlen);
     if (!conf) return NULL;
     char e[512], v[64];
     size_t vlen = sizeof v;
-    int bad = rd_kafka_conf_set(conf, "enable.idempotence", "true", e, sizeof e) ||
+    int bad = (txn_id && eg_ktxn_conf(conf, txn_id, EG_DLQ_TXN_TIMEOUT_MS, e, sizeof e) != 0) ||
+              rd_kafka_conf_set(conf, "enable.idempotence", "true", e, sizeof e) ||
               rd_kafka_conf_set(conf, "acks", "all", e, sizeof e) ||
               rd_kafka_conf_set(conf, "partitioner", "murmur2_random", e, sizeof e);
     /* librdkafka waits 300 s by default; a command should say sooner */

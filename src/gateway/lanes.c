@@ -246,8 +246,7 @@ static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size
 static int txn_conf(const eg_config *cfg, rd_kafka_conf_t *conf, char *err, size_t errlen) {
     char id[512], e[256];
     snprintf(id, sizeof id, "errgate.%s.%s", cfg->group, cfg->lanes_instance);
-    if (rd_kafka_conf_set(conf, "transactional.id", id, e, sizeof e) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "transaction.timeout.ms", "60000", e, sizeof e) != RD_KAFKA_CONF_OK) {
+    if (eg_ktxn_conf(conf, id, 60000, e, sizeof e) != 0) {
         snprintf(err, errlen, "lanes.transactional: %s", e);
         return -1;
     }
@@ -259,22 +258,18 @@ static int txn_conf(const eg_config *cfg, rd_kafka_conf_t *conf, char *err, size
  * but keeps no offsets of them and writes no abort markers), then
  * init_transactions. Returns 0, or -1 with err. */
 static int txn_init(eg_lanes *l, char *err, size_t errlen) {
-    char *cid = rd_kafka_clusterid(l->rk, 10000);
-    int mock = cid && !strncmp(cid, "mockCluster", 11);
-    if (cid) rd_kafka_mem_free(l->rk, cid);
-    if (mock) {
+    if (eg_ktxn_on_mock(l->rk, 10000)) {
         snprintf(err, errlen,
                  "lanes.transactional: the embedded broker (errgate broker, librdkafka's mock cluster) "
                  "has no real transactions; exactly-once lanes need a Kafka cluster");
         return -1;
     }
-    rd_kafka_error_t *e = rd_kafka_init_transactions(l->rk, TXN_INIT_TIMEOUT_MS);
-    if (e) {
+    char e[400];
+    if (eg_ktxn_init(l->rk, TXN_INIT_TIMEOUT_MS, e, sizeof e) != 0) {
         snprintf(err, errlen,
-                 "lanes.transactional: the lane producer could not start transactions: %s: %s (the cluster must "
+                 "lanes.transactional: the lane producer could not start transactions: %s (the cluster must "
                  "have a transaction coordinator; the principal needs WRITE and DESCRIBE on the transactional id)",
-                 rd_kafka_error_name(e), rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
+                 e);
         return -1;
     }
     l->transactional = 1;
@@ -823,18 +818,7 @@ int eg_lanes_transactional(const eg_lanes *l) { return l->transactional; }
 uint64_t eg_lanes_replaced(const eg_lanes *l) { return l->replaced.n; }
 const eg_ctlkey *eg_lanes_ctlkey(const eg_lanes *l) { return &l->ctlkey; }
 
-/* Takes e: the result class of a failed transaction step, err its text. */
-static eg_txn_result txn_error(rd_kafka_error_t *e, const char *step, char *err, size_t errlen) {
-    eg_txn_result r = rd_kafka_error_is_fatal(e) ? EG_TXN_FATAL : EG_TXN_ABORTED;
-    snprintf(err, errlen, "%s: %s: %s", step, rd_kafka_error_name(e), rd_kafka_error_string(e));
-    rd_kafka_error_destroy(e);
-    return r;
-}
-
-eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen) {
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->rk);
-    return e ? txn_error(e, "begin_transaction", err, errlen) : EG_TXN_OK;
-}
+eg_txn_result eg_lanes_txn_begin(eg_lanes *l, char *err, size_t errlen) { return eg_ktxn_begin(l->rk, err, errlen); }
 
 int eg_lanes_txn_flush(eg_lanes *l, int timeout_ms) {
     int64_t until = eg_now_ms() + timeout_ms;
@@ -843,41 +827,10 @@ int eg_lanes_txn_flush(eg_lanes *l, int timeout_ms) {
 }
 
 eg_txn_result eg_lanes_txn_abort(eg_lanes *l, int timeout_ms, char *err, size_t errlen) {
-    rd_kafka_error_t *e = rd_kafka_abort_transaction(l->rk, timeout_ms);
-    if (e && rd_kafka_error_is_retriable(e)) { /* timed out: abort again, as librdkafka asks */
-        rd_kafka_error_destroy(e);
-        e = rd_kafka_abort_transaction(l->rk, timeout_ms);
-    }
-    if (!e) return EG_TXN_ABORTED;
-    /* an abort that cannot finish leaves the producer unusable: fatal */
-    txn_error(e, "abort_transaction", err, errlen);
-    return EG_TXN_FATAL;
+    return eg_ktxn_abort(l->rk, timeout_ms, err, errlen);
 }
 
 eg_txn_result eg_lanes_txn_commit(eg_lanes *l, rd_kafka_t *consumer, const rd_kafka_topic_partition_list_t *offsets,
                                   int timeout_ms, char *err, size_t errlen) {
-    rd_kafka_error_t *e = NULL;
-    const char *step = "send_offsets_to_transaction";
-    if (offsets && offsets->cnt > 0) {
-        rd_kafka_consumer_group_metadata_t *md = rd_kafka_consumer_group_metadata(consumer);
-        e = rd_kafka_send_offsets_to_transaction(l->rk, offsets, md, timeout_ms);
-        rd_kafka_consumer_group_metadata_destroy(md);
-    }
-    if (!e) {
-        step = "commit_transaction";
-        e = rd_kafka_commit_transaction(l->rk, timeout_ms);
-        if (e && rd_kafka_error_is_retriable(e)) { /* its outcome is unknown: committing again is allowed */
-            rd_kafka_error_destroy(e);
-            e = rd_kafka_commit_transaction(l->rk, timeout_ms);
-        }
-    }
-    if (!e) return EG_TXN_OK;
-    if (txn_error(e, step, err, errlen) == EG_TXN_FATAL) return EG_TXN_FATAL;
-    size_t n = strlen(err);
-    char aerr[256];
-    if (eg_lanes_txn_abort(l, timeout_ms, aerr, sizeof aerr) == EG_TXN_FATAL) {
-        snprintf(err + n, errlen - n, "; %s", aerr);
-        return EG_TXN_FATAL;
-    }
-    return EG_TXN_ABORTED;
+    return eg_ktxn_commit(l->rk, consumer, offsets, timeout_ms, err, errlen);
 }

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "ctlsign.h"
+#include "ktxn.h"
 #include "record.h"
 
 typedef struct eg_lanes eg_lanes;
@@ -130,11 +131,10 @@ void eg_lanes_free(eg_lanes *l);
  * Every eg_lanes_write then belongs to the transaction opened by
  * eg_lanes_txn_begin, and is durable only when eg_lanes_txn_commit says
  * EG_TXN_OK, whatever its delivery report said. */
-typedef enum {
-    EG_TXN_OK = 0,  /* committed */
-    EG_TXN_ABORTED, /* aborted (or never begun): nothing of it is visible to read_committed readers */
-    EG_TXN_FATAL    /* the producer is fenced or broken: it never writes again */
-} eg_txn_result;
+typedef eg_ktxn_result eg_txn_result;  /* the steps are ktxn.h's */
+#define EG_TXN_OK EG_KTXN_OK           /* committed */
+#define EG_TXN_ABORTED EG_KTXN_ABORTED /* aborted (or never begun): invisible to read_committed readers */
+#define EG_TXN_FATAL EG_KTXN_FATAL     /* the producer is fenced or broken: it never writes again */
 
 /* 1 when the producer is transactional. */
 int eg_lanes_transactional(const eg_lanes *l);
