@@ -41,7 +41,7 @@ write_config "$T/missing.lua" shadowg partition "shadow_policy = \"$T/nowhere.lu
 out=$("$EG" run -c "$T/missing.lua" 2>&1); rc=$?
 check "a missing shadow_policy file is refused at start, naming the key ($rc: $out)" exits_with "$rc" 2 "shadow_policy" "$out"
 out=$("$EG" ctl --admin http://127.0.0.1:1 shadow now 2>&1); rc=$?
-check "ctl shadow with an extra argument is a usage error ($rc: $out)" exits_with "$rc" 2 "or 'shadow'" "$out"
+check "ctl shadow with an extra argument is a usage error ($rc: $out)" exits_with "$rc" 2 "'shadow'" "$out"
 
 write_config "$T/gw.lua" shadowg partition \
   "admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" }, shadow_policy = \"$T/cand.lua\","

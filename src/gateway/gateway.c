@@ -1403,6 +1403,7 @@ static void part_release_queue(eg_part *p) {
 /* Commits the finished prefix of the revoked partitions, drops their
  * unborrowed records, and forgets them. */
 static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
+    eg_gw_fence_flush(gw, "a revoke"); /* the next owner rebuilds the fences from what is acknowledged */
     commit_offsets(gw, parts, 1);
     for (int i = 0; i < parts->cnt; i++) {
         eg_part **pp = &gw->parts;

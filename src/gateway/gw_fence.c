@@ -368,8 +368,8 @@ void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition) {
         if (f->partition != partition || strcmp(f->topic, topic) != 0) continue;
         if (f->t.nkeys)
             eg_log_msg(EG_WARN, "fences_dropped",
-                       "%s[%d]: %d fenced keys (%d followers queued) dropped with the partition (fences are not "
-                       "durable yet)",
+                       "%s[%d]: %d fenced keys (%d followers queued) handed over: the partition's next owner "
+                       "rebuilds them from the fence topic",
                        topic, (int)partition, f->t.nkeys, f->t.nfollowers);
         *pp = f->next;
         eg_fences_free(&f->t);
@@ -415,17 +415,22 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
     }
 }
 
+void eg_gw_fence_flush(eg_gw *gw, const char *when) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg || !fg->topic || fg->pending <= 0) return;
+    int64_t until = eg_now_ms() + FENCE_FLUSH_MS;
+    while (fg->pending > 0 && eg_now_ms() < until) {
+        eg_audit_poll(fg->topic);
+        if (fg->pending > 0) usleep(10 * 1000);
+    }
+    if (fg->pending > 0)
+        eg_log_msg(EG_WARN, "fence_flush_incomplete", "%d fence writes not acknowledged at %s", fg->pending, when);
+}
+
 void eg_gw_fence_free(eg_gw *gw) {
     if (!gw->fencing) return;
-    if (gw->fencing->topic) { /* the writes in flight are waited for a while */
-        int64_t until = eg_now_ms() + FENCE_FLUSH_MS;
-        while (gw->fencing->pending > 0 && eg_now_ms() < until) {
-            eg_audit_poll(gw->fencing->topic);
-            usleep(10 * 1000);
-        }
-        if (gw->fencing->pending > 0)
-            eg_log_msg(EG_WARN, "fence_flush_incomplete", "%d fence writes not acknowledged at the stop",
-                       gw->fencing->pending);
+    if (gw->fencing->topic) {
+        eg_gw_fence_flush(gw, "the stop");
         eg_audit_free(gw->fencing->topic);
     }
     for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
