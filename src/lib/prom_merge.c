@@ -59,10 +59,10 @@ typedef struct {
 } label;
 
 typedef struct {
-    fam *fams; /* EG_PROM_MAX_FAMILIES, nfams used */
-    int nfams;
+    fam *fams; /* capfams (at most EG_PROM_MAX_FAMILIES), nfams used; moves as it grows */
+    int nfams, capfams;
     int *slots; /* 2 * EG_PROM_MAX_FAMILIES, index + 1, 0 empty */
-    int *order; /* shown families, in order */
+    int *order; /* shown families, in order (capfams) */
     int norder;
     series *set; /* series keys, open addressing, cap a power of two */
     size_t setcap, nset;
@@ -106,11 +106,10 @@ static size_t label_name_len(const char *p, size_t i, size_t n) {
     return j - i;
 }
 
-/* 1 when p[0..n) is a sample value: a decimal float, NaN, Inf, +Inf, -Inf. */
+/* 1 when p[0..n) is a sample value: a decimal float, NaN, +Inf, -Inf (the
+ * format's words; Go's ParseFloat would take "inf" or "Infinity" too). */
 static int is_float(const char *p, size_t n) {
-    if ((n == 3 && (!memcmp(p, "NaN", 3) || !memcmp(p, "Inf", 3))) ||
-        (n == 4 && (!memcmp(p, "+Inf", 4) || !memcmp(p, "-Inf", 4))))
-        return 1;
+    if ((n == 3 && !memcmp(p, "NaN", 3)) || (n == 4 && (!memcmp(p, "+Inf", 4) || !memcmp(p, "-Inf", 4)))) return 1;
     size_t i = 0, digits = 0;
     if (i < n && (p[i] == '+' || p[i] == '-')) i++;
     for (; i < n && is_digit(p[i]); i++) digits++;
@@ -162,7 +161,8 @@ static fam *find(const merge *m, const char *p, size_t n) {
 }
 
 /* The family named p[0..n), added (not shown, untyped) when new; NULL when
- * the table is full. */
+ * the table is full or memory ran out. Moves the families: a pointer to one
+ * does not outlive a call. */
 static fam *get(merge *m, const char *p, size_t n) {
     uint64_t h = eg_hash64(p, n);
     size_t s = h & (NSLOTS - 1);
@@ -171,6 +171,16 @@ static fam *get(merge *m, const char *p, size_t n) {
         if (f->nlen == n && !memcmp(f->name, p, n)) return f;
     }
     if (m->nfams == EG_PROM_MAX_FAMILIES) return NULL;
+    if (m->nfams == m->capfams) {
+        int cap = m->capfams ? 2 * m->capfams : 64;
+        fam *fams = realloc(m->fams, (size_t)cap * sizeof *fams);
+        if (!fams) return NULL;
+        m->fams = fams;
+        int *order = realloc(m->order, (size_t)cap * sizeof *order);
+        if (!order) return NULL;
+        m->order = order;
+        m->capfams = cap;
+    }
     fam *f = &m->fams[m->nfams];
     memset(f, 0, sizeof *f);
     f->name = eg_xstrndup(p, n);
@@ -598,13 +608,11 @@ int eg_prom_merge(const char *const *names, const char *const *bodies, const siz
             if (!strcmp(names[i], names[j])) return -1;
     }
     merge m = {0};
-    m.fams = calloc(EG_PROM_MAX_FAMILIES, sizeof *m.fams);
     m.slots = calloc(NSLOTS, sizeof *m.slots);
-    m.order = calloc(EG_PROM_MAX_FAMILIES, sizeof *m.order);
     m.line = malloc(SCRATCH);
     m.key = malloc(SCRATCH);
     struct evbuffer *res = evbuffer_new();
-    int rc = m.fams && m.slots && m.order && m.line && m.key && res ? 0 : -1;
+    int rc = m.slots && m.line && m.key && res ? 0 : -1;
     for (int i = 0; i < n && !rc; i++) {
         m.body = i;
         if (!source_name(&m, names[i])) rc = -1;

@@ -49,13 +49,14 @@
  * bytes: a histogram bucket with a long code), room for a label value of
  * several 249-character topic names. */
 #define EG_PROM_MAX_LINE 16384
-/* All bodies together: a gateway's exposition is ~20-25 KB (73 families),
+/* All bodies together: a gateway's exposition is ~20-25 KB (64 families),
  * at worst ~2.5 MB (256 series in each capped family); 32 MiB is 1,000
  * ordinary children or a dozen worst ones, and bounds what the merge holds
  * (about twice its input). */
 #define EG_PROM_MAX_INPUT (32u << 20)
-/* Distinct families in the output: a gateway has 73 (82 with fences); the
- * bound keeps the name table (twice as many slots) small. */
+/* Distinct family names (those of dropped TYPE lines included): a gateway
+ * has 64 (73 with fences); the bound keeps the name table (twice as many
+ * slots, 32 KiB) small. */
 #define EG_PROM_MAX_FAMILIES 4096
 /* Labels of one sample (a gateway writes at most 3 and le). */
 #define EG_PROM_MAX_LABELS 64
