@@ -14,7 +14,12 @@
  *     family one block with HELP and TYPE once before its samples, no name
  *     of one family another's, source first on every sample and one of the
  *     names, no series twice;
- *   - samples out plus lines dropped are at most the lines in;
+ *   - no sample is lost unseen: each body's sample-like lines (not blank,
+ *     not starting with '#') are each a sample out or a drop, so samples
+ *     out plus drops lie between their count and that plus the '#' lines;
+ *     a body's samples out are at most its sample-like lines; and with the
+ *     '#' lines taken out of every body, samples out plus drops are
+ *     exactly the sample-like lines;
  *   - the same input merges to the same bytes and count again;
  *   - body 0 merged alone gives the same source-0 lines, in the same order,
  *     and drops no more;
@@ -84,6 +89,27 @@ static void escape(const char *name, char *out) {
     *out = 0;
 }
 
+/* The lines of b[0..n) as the merge splits them (a last line without '\n'
+ * too): *samplish those that are not blank and whose first byte past the
+ * blanks is not '#', *hashed those whose is; a line past EG_PROM_MAX_LINE
+ * is never blank. The body without its '#' lines into rest (n bytes). */
+static void classify(const char *b, size_t n, size_t *samplish, size_t *hashed, char *rest, size_t *restlen) {
+    *samplish = *hashed = *restlen = 0;
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(b + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (b + i)) : n - i, k = 0;
+        while (k < len && (b[i + k] == ' ' || b[i + k] == '\t')) k++;
+        if (k < len && b[i + k] == '#') {
+            ++*hashed;
+        } else {
+            if (k < len || (nl && len + 1 > EG_PROM_MAX_LINE)) ++*samplish;
+            memcpy(rest + *restlen, b + i, len + (nl ? 1 : 0));
+            *restlen += len + (nl ? 1 : 0);
+        }
+        i += len + 1;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const plain[NB] = {"orders", "payments", "refunds", "x"};
     static const char *const odd[NB] = {"a\"b", "c\\d", "e\nf", "g\th"};
@@ -112,10 +138,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bodies[0] = first;
         lens[0] += big;
     }
-    size_t lines = 0;
+    size_t samplish[NB], hashed[NB], all_s = 0, all_h = 0, restlen[NB];
+    char *rest[NB];
+    const char *restc[NB];
     for (int i = 0; i < n; i++) {
-        lines += 1;
-        for (size_t k = 0; k < lens[i]; k++) lines += bodies[i][k] == '\n';
+        restc[i] = rest[i] = malloc(lens[i] + 1);
+        classify(bodies[i], lens[i], &samplish[i], &hashed[i], rest[i], &restlen[i]);
+        all_s += samplish[i];
+        all_h += hashed[i];
     }
 
     int rc, rc2;
@@ -123,9 +153,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *out = merged(names, bodies, lens, n, &rc, &dropped, &len);
     FZ_CHECK(rc == 0, "the merge failed on %zu bytes", size);
     char why[512] = "";
-    long samples = pc_check(out, len, names, n, NULL, why, sizeof why);
+    long counts[NB], samples = pc_check(out, len, names, n, counts, why, sizeof why);
     FZ_CHECK(samples >= 0, "strict reader: %s", why);
-    FZ_CHECK((size_t)samples + dropped <= lines, "%ld samples + %zu dropped from %zu lines", samples, dropped, lines);
+    FZ_CHECK((size_t)samples + dropped >= all_s && (size_t)samples + dropped <= all_s + all_h,
+             "%ld samples + %zu dropped from %zu sample-like and %zu '#' lines", samples, dropped, all_s, all_h);
+    for (int i = 0; i < n; i++)
+        FZ_CHECK((size_t)counts[i] <= samplish[i], "body %d: %ld samples from %zu lines", i, counts[i], samplish[i]);
+    char *bare = merged(names, restc, restlen, n, &rc2, &dropped2, &len2);
+    long bs = pc_check(bare, len2, names, n, NULL, why, sizeof why);
+    FZ_CHECK(rc2 == 0 && bs >= 0 && (size_t)bs + dropped2 == all_s,
+             "without the '#' lines: %ld samples + %zu dropped from %zu sample-like lines (%s)", bs, dropped2, all_s,
+             why);
+    free(bare);
+    for (int i = 0; i < n; i++) free(rest[i]);
 
     char *again = merged(names, bodies, lens, n, &rc2, &dropped2, &len2);
     FZ_CHECK(rc2 == 0 && dropped2 == dropped && len2 == len && !memcmp(again, out, len), "not deterministic");
