@@ -347,6 +347,16 @@ static void test_types(void) {
                          "# TYPE u untyped\nu{source=\"a\"} 2\n"),
           "a second HELP or TYPE in one body, a TYPE after the samples: dropped (%zu)", g_dropped);
     free(s);
+    /* blanks the format allows, normalised; HELP escapes kept as given */
+    const char *ws[] = {"# HELP e a \\\\ b \\n c\t\n#TYPE e gauge\n  e { a = \"1\" , b=\"2\" , }\t 7 \t123  \n"
+                        "# HELP f bad \\\" quote\n"};
+    s = merge_str(names, ws, 1, &len);
+    CHECK(g_rc == 0 && g_dropped == 1 && checked(s, len, names, 1, NULL) == 1 &&
+              !strcmp(s, "# HELP e a \\\\ b \\n c\t\n# TYPE e gauge\ne{source=\"a\",a=\"1\",b=\"2\"} 7 123\n"),
+          "blanks around names, labels, value and timestamp normalised; HELP text as given (\\\\ \\n), "
+          "a HELP with \\\" dropped (%zu)",
+          g_dropped);
+    free(s);
     /* a histogram: a bucket without le or with a bad one, the bare name */
     const char *hist[] = {"# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket 1\nh_bucket{le=\"x\"} 1\nh 3\nh_sum 1\n"
                           "h_count 1\nh_bucket{le=\"+Inf\"} 1\n",
