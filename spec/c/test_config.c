@@ -222,6 +222,88 @@ static void test_sandbox(void) {
     unsetenv("ERRGATE_BOOTSTRAP");
 }
 
+/* Several sources (config_sources.c): what a source's config is made of,
+ * and what picking one means. */
+static void test_sources(void) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/multi.lua", dir);
+    write_file("beta.lua", "return {}\n");
+    write_file("multi.lua",
+               "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g', policy = 'policy.lua',\n"
+               " target = { http = { url = 'http://h1/' } }, lanes = { spill = { dir = 'spill' } },\n"
+               " sources = {\n"
+               "  { name = 'alpha', topics = { 'a' }, ordering = 'key', fence = 'ladder' },\n"
+               "  { name = 'beta', topics = { 'b' }, policy = 'beta.lua', target = { http = { url = 'http://h2/' } },\n"
+               "    lanes = { dlq = '{topic}.dead', spill = { dir = 'spill' } }, on_stop = 'wait' } } }\n");
+    eg_config a, b;
+    int ra = eg_config_load_source(p, "alpha", &a, err, sizeof err);
+    CHECK(ra == 0, "a source of several loads by name (%s)", err);
+    int rb = eg_config_load_source(p, "beta", &b, err, sizeof err);
+    CHECK(rb == 0, "so does the other (%s)", err);
+    if (ra == 0 && rb == 0) {
+        CHECK(a.ntopics == 1 && !strcmp(a.topics[0], "a") && a.ordering == EG_ORDER_KEY && a.fence == EG_FENCE_LADDER &&
+                  b.ordering == EG_ORDER_PARTITION,
+              "each has its entry's source keys (topics, ordering, fence)");
+        CHECK(strstr(a.policy, "/policy.lua") && strstr(b.policy, "/beta.lua") && !strcmp(a.http_url, "http://h1/") &&
+                  !strcmp(b.http_url, "http://h2/"),
+              "an entry's policy and target replace the top level's; the other inherits them");
+        CHECK(!strcmp(a.lane_dlq, EG_DEF_LANE_DLQ) && !strcmp(b.lane_dlq, "{topic}.dead") && !a.on_stop_wait &&
+                  b.on_stop_wait,
+              "lanes and on_stop likewise (the entry's lanes whole)");
+        CHECK(!strcmp(a.scope, "g.alpha") && !strcmp(b.scope, "g.beta") && !strcmp(a.group, "g") &&
+                  !strcmp(b.group, "g"),
+              "one group; control records scoped GROUP.NAME");
+        size_t al = strlen(a.spill_dir), bl = strlen(b.spill_dir);
+        CHECK(al > 12 && !strcmp(a.spill_dir + al - 12, "/spill/alpha") && bl > 11 &&
+                  !strcmp(b.spill_dir + bl - 11, "/spill/beta"),
+              "each source's spill journal is DIR/NAME (%s, %s)", a.spill_dir, b.spill_dir);
+        CHECK(a.nsources == 2 && !strcmp(a.source_name, "alpha") && a.admin_fd == -1, "it knows its name and count");
+    }
+    if (ra == 0) eg_config_free(&a);
+    if (rb == 0) eg_config_free(&b);
+    eg_config c;
+    CHECK(eg_config_load(p, &c, err, sizeof err) != 0 && strstr(err, "2 sources (alpha, beta): name one with --source"),
+          "without a name, a file of several sources is refused naming them (%s)", err);
+    int rc = eg_config_load_source(p, EG_ANY_SOURCE, &c, err, sizeof err);
+    CHECK(rc == 0 && !strcmp(c.source_name, "alpha"), "EG_ANY_SOURCE takes the first");
+    if (rc == 0) eg_config_free(&c);
+    char **names = NULL;
+    int n = 0;
+    rc = eg_config_source_names(p, &names, &n, err, sizeof err);
+    CHECK(rc == 0 && n == 2 && !strcmp(names[0], "alpha") && !strcmp(names[1], "beta"), "the names, in file order");
+    eg_config_free_names(names, n);
+    char one[256];
+    snprintf(one, sizeof one, "%s/errgate.lua", dir);
+    write_file("errgate.lua", BASE);
+    rc = eg_config_load_source(one, NULL, &c, err, sizeof err);
+    CHECK(rc == 0 && c.nsources == 0 && !c.source_name && !strcmp(c.scope, "g"),
+          "the single-source form: no name, scope = the group");
+    if (rc == 0) eg_config_free(&c);
+    rc = eg_config_source_names(one, &names, &n, err, sizeof err);
+    CHECK(rc == 0 && n == 0 && !names, "... and no names");
+    CHECK(eg_config_load_source(one, "x", &c, err, sizeof err) != 0 && strstr(err, "the file has one source"),
+          "a name asked of it is refused");
+    CHECK(file_refused("local t = setmetatable({ name = 'x' }, { __index = { topics = { 't' } } })\n"
+                       "return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g', policy = 'policy.lua',"
+                       " target = { http = { url = 'http://h/' } }, sources = { t } }",
+                       "source x: source.topics: expected a list"),
+          "an entry is read raw: its metatable's keys are not its keys");
+    CHECK(file_refused("return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g', policy = 'policy.lua',"
+                       " target = { http = { url = 'http://h/' } }, sources = {} }",
+                       "sources: 1 to 16 sources"),
+          "an empty sources list is refused");
+    CHECK(file_refused("return { kafka = { ['bootstrap.servers'] = 'localhost:1' }, group = 'g', policy = 'policy.lua',"
+                       " target = { http = { url = 'http://h/' } }, sources = { { name = 'x', topics = { 'a' } },"
+                       " { name = 'y', topics = { 'b' }, lanes = { retry = 'r.{rung}' } },"
+                       " { name = 'z', topics = { 'c' }, lanes = { retry = 'r.{rung}' } } } }",
+                       "sources y and z share lanes.retry \"r.{rung}\""),
+          "two sources sharing a rung template without {topic} are refused");
+    unlink(p);
+    unlink(one);
+    snprintf(p, sizeof p, "%s/beta.lua", dir);
+    unlink(p);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/eg-test-config.XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -541,6 +623,7 @@ int main(void) {
     if (rc == 0) eg_config_free(&cfg);
 
     test_sandbox();
+    test_sources();
 
     char p[256];
     snprintf(p, sizeof p, "%s/policy.lua", dir);

@@ -1,5 +1,6 @@
 /* fuzz_config.c — the config loader's validation (config.c,
- * eg_config_from_table). Input: the text of a config file. It runs in a
+ * eg_config_from_table_source: eg_config_from_table, or the several
+ * sources' derivation before it, config_sources.c). Input: the text of a config file. It runs in a
  * bounded Lua state of this harness (base, string, table and math libraries
  * only, no file or OS access, the JIT off, at most ~10^6 instructions and
  * 64 MiB; eg_config_load's own sandbox is tested in c/test_config); what it
@@ -101,12 +102,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         eg_config cfg;
         char err[512];
         memset(err, 'X', sizeof err);
-        int rc = eg_config_from_table(L, g_path, &cfg, err, sizeof err);
+        /* every form: one source, or `sources` (the first of them, after all are checked) */
+        int rc = eg_config_from_table_source(L, g_path, EG_ANY_SOURCE, &cfg, err, sizeof err);
         FZ_CHECK(lua_gettop(L) == top, "the validator left %d stack slots", lua_gettop(L) - top);
         if (rc == 0) {
             FZ_CHECK(cfg.ntopics > 0 && cfg.group && cfg.policy && eg_config_kafka(&cfg, "bootstrap.servers"),
                      "a valid config without topics, group, policy or brokers");
             FZ_CHECK((cfg.target_kind == EG_TARGET_HTTP) == (cfg.http_url != NULL), "target kind vs url");
+            FZ_CHECK(cfg.scope && (cfg.nsources == 0) == (cfg.source_name == NULL), "a scope, and a name with sources");
             eg_config_free(&cfg);
         } else {
             FZ_CHECK(rc == -1 && memchr(err, 0, sizeof err) && !strncmp(err, "config ", 7), "rc %d, err '%.60s'", rc,

@@ -23,6 +23,7 @@
  * 2 for a usage error (nothing sent). The token is read once, kept on the
  * stack and wiped after the request. */
 #include "cli.h"
+#include "config.h"
 #include "ctl_shadow.h"
 #include "util.h"
 
@@ -38,7 +39,8 @@
 #define CTL_DEFAULT_ADMIN "http://127.0.0.1:9464"
 
 static void usage(void) {
-    printf("usage: errgate ctl [--admin URL] [--token-file F] [--json] COMMAND (options before or after it)\n"
+    printf("usage: errgate ctl [--admin URL] [--source NAME] [--token-file F] [--json] COMMAND (options before or "
+           "after it)\n"
            "\n"
            "Incident controls of a running gateway, through its admin endpoint.\n"
            "\n"
@@ -70,6 +72,7 @@ static void usage(void) {
            "                   as they come back (those in the DLQ are yours to replay)\n"
            "\n"
            "  --admin URL       the admin endpoint (default $ERRGATE_ADMIN or %s)\n"
+           "  --source NAME     a gateway of several sources: the controls of source NAME\n"
            "  --token-file F    the bearer token (the gateway's admin.token_file;\n"
            "                    default $ERRGATE_TOKEN_FILE)\n"
            "  --json            print the endpoint's JSON answer\n"
@@ -326,7 +329,7 @@ static int override_form(int argc, char **argv, char *out, size_t outlen) {
  * (`ctl override list --json`); the values of `override set`'s options are
  * never read as such. */
 int eg_cmd_ctl(int argc, char **argv) {
-    const char *admin = getenv("ERRGATE_ADMIN"), *token_file = getenv("ERRGATE_TOKEN_FILE");
+    const char *admin = getenv("ERRGATE_ADMIN"), *token_file = getenv("ERRGATE_TOKEN_FILE"), *source = NULL;
     int json = 0;
     if (!admin || !*admin) admin = CTL_DEFAULT_ADMIN;
     char **rest = calloc((size_t)argc + 1, sizeof *rest); /* argv without ctl's own options */
@@ -340,9 +343,10 @@ int eg_cmd_ctl(int argc, char **argv) {
             rc = EG_EXIT_OK;
         } else if (!strcmp(a, "--json")) {
             json = 1;
-        } else if (!strcmp(a, "--admin") || !strcmp(a, "--token-file")) {
+        } else if (!strcmp(a, "--admin") || !strcmp(a, "--token-file") || !strcmp(a, "--source")) {
             if (k + 1 >= argc) rc = eg_usage_error("ctl", "%s needs a value", a);
             else if (!strcmp(a, "--admin")) admin = argv[++k];
+            else if (!strcmp(a, "--source")) source = argv[++k];
             else token_file = argv[++k];
         } else if (override_key(a) && k + 1 < argc) {
             rest[n++] = argv[k++];
@@ -355,6 +359,19 @@ int eg_cmd_ctl(int argc, char **argv) {
         rc = eg_usage_error("ctl", "unknown option '%s'%s", rest[1], eg_dash_hint(rest[1]));
     if (rc < 0 && n < 2)
         rc = eg_usage_error("ctl", "missing COMMAND (resume, dlq-guard reset, override, shadow, fence)");
+    char base[2048]; /* a source of several: its controls under /sources/NAME (supervisor.c) */
+    if (rc < 0 && source) {
+        size_t sl = strlen(source), al = strlen(admin);
+        while (al && admin[al - 1] == '/') al--;
+        if (!sl || sl > EG_SOURCE_NAME_MAX ||
+            strspn(source, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != sl)
+            rc = eg_usage_error("ctl", "--source: '%.60s' is not a source name (letters, digits, - and _)", source);
+        else if (al + sl + 10 >= sizeof base) rc = eg_usage_error("ctl", "--admin URL is too long");
+        else {
+            snprintf(base, sizeof base, "%.*s/sources/%s", (int)al, admin, source);
+            admin = base;
+        }
+    }
     if (rc < 0) rc = ctl_command(n, rest, admin, token_file, json);
     free(rest);
     return rc;

@@ -42,7 +42,8 @@
 static const char SYNOPSIS[] = "usage: errgate policy check FILE [--ordering partition|key|none]\n"
                                "       errgate policy test FILE CASES.jsonl\n"
                                "       errgate policy test FILE --from-topic LANE (-b BOOTSTRAP | -c CONFIG)\n"
-                               "                          [--limit N] [--since DURATION]\n";
+                               "                          [--limit N] [--since DURATION]\n"
+                               "       errgate policy check|test -c CONFIG [--source NAME] [...]\n";
 static const char OPTIONS[] = "\n"
                               "  check         load FILE as the gateway would (sandbox, examples, lint)\n"
                               "  --ordering    lint for a source with this ordering (a ladder under\n"
@@ -54,6 +55,8 @@ static const char OPTIONS[] = "\n"
                               "                decided-then against would-decide-now; exit 1 if any changed\n"
                               "  -b, -c        broker address, or a gateway config to take the kafka\n"
                               "                settings from (else $ERRGATE_BOOTSTRAP)\n"
+                              "  -c CONFIG in FILE's place: the policy of the config's source (--source\n"
+                              "                NAME with several sources); check lints under its ordering\n"
                               "  --limit N     read at most N records (default 10000, at most 50000)\n"
                               "  --since D     only records written in the last D (90s, 15m, 2h, 7d)\n";
 
@@ -63,6 +66,7 @@ typedef struct args {
     const char *cases;    /* test CASES.jsonl */
     const char *topic;    /* test --from-topic */
     const char *ordering; /* check --ordering */
+    int from_config;      /* -c CONFIG in FILE's place: file is the config source's policy */
     eg_kcli kcli;
     long limit;
     int64_t since_ms;
@@ -85,13 +89,14 @@ static int parse(int argc, char **argv, args *a) {
     for (int i = 2; i < argc; i++)
         if ((a->help = eg_is_help(argv[i]))) return 0;
     if (argc < 3) return usage_error("missing the policy FILE");
-    if (argv[2][0] == '-' && argv[2][1])
+    a->from_config = !strcmp(argv[2], "-c") || !strcmp(argv[2], "--config") || !strcmp(argv[2], "--source");
+    if (argv[2][0] == '-' && argv[2][1] && !a->from_config)
         return usage_error("unknown option %s%s (the policy FILE comes first)", argv[2], eg_dash_hint(argv[2]));
-    a->file = argv[2];
+    if (!a->from_config) a->file = argv[2];
     const char *limit = NULL, *since = NULL;
-    for (int i = 3; i < argc; i++) {
+    for (int i = a->from_config ? 2 : 3; i < argc; i++) {
         const char *o = argv[i];
-        int k = a->test ? eg_kcli_opt(&a->kcli, argc, argv, &i) : 0;
+        int k = a->test || a->from_config ? eg_kcli_opt(&a->kcli, argc, argv, &i) : 0;
         if (k < 0) return usage_error("option %s needs a value", o);
         if (k > 0) continue;
         const char **slot = NULL;
@@ -112,7 +117,9 @@ static int parse(int argc, char **argv, args *a) {
     if (a->test && !a->cases == !a->topic)
         return usage_error("%s", a->cases ? "give CASES.jsonl or --from-topic LANE, not both"
                                           : "missing CASES.jsonl or --from-topic LANE");
-    if (a->cases && (a->kcli.bootstrap || a->kcli.config || limit || since))
+    if (a->from_config && !a->kcli.config) return usage_error("--source goes with -c CONFIG");
+    if (!a->from_config && a->kcli.source) return usage_error("--source goes with -c CONFIG in FILE's place");
+    if (a->cases && (a->kcli.bootstrap || (a->kcli.config && !a->from_config) || limit || since))
         return usage_error("-b, -c, --limit and --since go with --from-topic");
     a->limit = DEFAULT_LIMIT;
     if (limit) {
@@ -169,6 +176,8 @@ static int test_from_topic(const args *a) {
     return code;
 }
 
+static int policy_run(args *ap, char *err, size_t errlen);
+
 int eg_cmd_policy(int argc, char **argv) {
     args a;
     int rc = parse(argc, argv, &a);
@@ -179,7 +188,26 @@ int eg_cmd_policy(int argc, char **argv) {
         return EG_EXIT_OK;
     }
     char err[1024];
-    eg_policy *p = eg_policy_load(a.file, EG_DEF_POLICY_TIMEOUT_MS, err, sizeof err);
+    eg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (a.from_config) { /* the source's policy, and the ordering it runs under */
+        if (a.kcli.bootstrap) setenv("ERRGATE_BOOTSTRAP", a.kcli.bootstrap, 1);
+        if (eg_config_load_source(a.kcli.config, a.kcli.source, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "errgate policy: %s\n", err);
+            return 2;
+        }
+        a.file = cfg.policy;
+        if (a.check && !a.ordering) a.ordering = eg_ordering_name(cfg.ordering);
+    }
+    rc = policy_run(&a, err, sizeof err);
+    eg_config_free(&cfg);
+    return rc;
+}
+
+/* Runs what a asks of its policy file. Returns the exit code. */
+static int policy_run(args *ap, char *err, size_t errlen) {
+    const args a = *ap;
+    eg_policy *p = eg_policy_load(a.file, EG_DEF_POLICY_TIMEOUT_MS, err, errlen);
     if (!p) {
         printf("FAIL %s\n", err);
         return 1;
@@ -191,7 +219,7 @@ int eg_cmd_policy(int argc, char **argv) {
     char *text = NULL;
     int code = 1;
     if (eg_policy_call(p, a.check ? "cli_check" : "cli_test", a.check ? a.ordering : a.cases, &text, &code, err,
-                       sizeof err) != 0) {
+                       errlen) != 0) {
         printf("FAIL %s\n", err);
         eg_policy_free(p);
         return 1;

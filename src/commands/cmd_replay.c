@@ -1340,7 +1340,7 @@ int eg_cmd_replay(int argc, char **argv) {
     if (o.k.config) {
         /* the config loader wants a bootstrap; -b supplies it when the file has none */
         if (o.k.bootstrap) setenv("ERRGATE_BOOTSTRAP", o.k.bootstrap, 1);
-        if (eg_config_load(o.k.config, &cfg, err, sizeof err) != 0) {
+        if (eg_config_load_source(o.k.config, o.k.source, &cfg, err, sizeof err) != 0) {
             fprintf(stderr, "errgate replay: -c: %s\n", err);
             return 2;
         }

@@ -567,22 +567,9 @@ static int read_token(eg_admin *a, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *token_file, int max_connections,
-                       const eg_admin_ops *ops, void *arg, char *err, size_t errlen) {
-    char host[256];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host) {
-        snprintf(err, errlen, "admin.listen: expected \"host:port\", got \"%s\"", listen);
-        return NULL;
-    }
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535 || end == colon + 1) {
-        snprintf(err, errlen, "admin.listen: bad port in \"%s\"", listen);
-        return NULL;
-    }
+/* A new server of ops/arg with its token read, or NULL with err. */
+static eg_admin *admin_alloc(struct event_base *base, const char *token_file, int max_connections,
+                             const eg_admin_ops *ops, void *arg, char *err, size_t errlen) {
     eg_admin *a = eg_xcalloc(1, sizeof *a);
     a->base = base;
     a->ops = *ops;
@@ -592,29 +579,12 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
         eg_admin_free(a);
         return NULL;
     }
-    char portstr[8];
-    snprintf(portstr, sizeof portstr, "%ld", port);
-    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = EVUTIL_AI_PASSIVE},
-                           *ai = NULL;
-    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-        memmove(host, host + 1, strlen(host));
-        host[strlen(host) - 1] = '\0';
-    }
-    int gai = evutil_getaddrinfo(host, portstr, &hints, &ai);
-    if (gai != 0 || !ai) {
-        snprintf(err, errlen, "admin.listen: cannot resolve \"%s\": %s", listen, evutil_gai_strerror(gai));
-        eg_admin_free(a);
-        return NULL;
-    }
-    a->lis =
-        evconnlistener_new_bind(base, on_accept, a, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-                                LISTEN_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
-    evutil_freeaddrinfo(ai);
-    if (!a->lis) {
-        snprintf(err, errlen, "admin.listen: cannot listen on %s: %s", listen, strerror(errno));
-        eg_admin_free(a);
-        return NULL;
-    }
+    return a;
+}
+
+/* The common end of eg_admin_new and eg_admin_new_fd: a->lis listens. */
+static eg_admin *admin_listening(eg_admin *a) {
+    struct event_base *base = a->base;
     evconnlistener_set_error_cb(a->lis, on_accept_error);
 #ifdef TCP_DEFER_ACCEPT
     /* a connection is handed to accept(2) only once its first bytes came
@@ -650,6 +620,66 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
         eg_log_end(&l);
     }
     return a;
+}
+
+eg_admin *eg_admin_new_fd(struct event_base *base, int fd, const char *token_file, int max_connections,
+                          const eg_admin_ops *ops, void *arg, char *err, size_t errlen) {
+    eg_admin *a = admin_alloc(base, token_file, max_connections, ops, arg, err, errlen);
+    if (!a) return close(fd), NULL;
+    evutil_make_socket_nonblocking(fd);
+    evutil_make_socket_closeonexec(fd);
+    a->lis = evconnlistener_new(base, on_accept, a, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, LISTEN_BACKLOG, fd);
+    if (!a->lis) {
+        snprintf(err, errlen, "admin: cannot listen on the inherited socket %d: %s", fd, strerror(errno));
+        close(fd);
+        eg_admin_free(a);
+        return NULL;
+    }
+    return admin_listening(a);
+}
+
+eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *token_file, int max_connections,
+                       const eg_admin_ops *ops, void *arg, char *err, size_t errlen) {
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host) {
+        snprintf(err, errlen, "admin.listen: expected \"host:port\", got \"%s\"", listen);
+        return NULL;
+    }
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535 || end == colon + 1) {
+        snprintf(err, errlen, "admin.listen: bad port in \"%s\"", listen);
+        return NULL;
+    }
+    eg_admin *a = admin_alloc(base, token_file, max_connections, ops, arg, err, errlen);
+    if (!a) return NULL;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%ld", port);
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = EVUTIL_AI_PASSIVE},
+                           *ai = NULL;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    int gai = evutil_getaddrinfo(host, portstr, &hints, &ai);
+    if (gai != 0 || !ai) {
+        snprintf(err, errlen, "admin.listen: cannot resolve \"%s\": %s", listen, evutil_gai_strerror(gai));
+        eg_admin_free(a);
+        return NULL;
+    }
+    a->lis =
+        evconnlistener_new_bind(base, on_accept, a, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                LISTEN_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
+    evutil_freeaddrinfo(ai);
+    if (!a->lis) {
+        snprintf(err, errlen, "admin.listen: cannot listen on %s: %s", listen, strerror(errno));
+        eg_admin_free(a);
+        return NULL;
+    }
+    return admin_listening(a);
 }
 
 void eg_admin_free(eg_admin *a) {

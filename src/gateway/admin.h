@@ -56,6 +56,12 @@ typedef struct eg_admin eg_admin;
 eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *token_file, int max_connections,
                        const eg_admin_ops *ops, void *arg, char *err, size_t errlen);
 
+/* As eg_admin_new, serving an inherited socket fd (bound, listening or not
+ * yet; owned by the server from now on, closed on failure too): the admin
+ * of one source's gateway under the supervisor (supervisor.h). */
+eg_admin *eg_admin_new_fd(struct event_base *base, int fd, const char *token_file, int max_connections,
+                          const eg_admin_ops *ops, void *arg, char *err, size_t errlen);
+
 /* Limits: a request (request line, header fields and body) is at most
  * EG_ADMIN_MAX_REQUEST bytes with at most EG_ADMIN_MAX_FIELDS header
  * fields, and must arrive within EG_ADMIN_TIMEOUT_S seconds. */

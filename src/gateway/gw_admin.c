@@ -560,8 +560,11 @@ int eg_gw_admin_start(eg_gw *gw, char *err, size_t errlen) {
     if (!gw->cfg->admin_enabled) return 0;
     static const eg_admin_ops ops = {gw_metrics,           gw_ready,     gw_policy_json, gw_lanes_json,
                                      eg_gw_reload_request, eg_gw_control};
-    gw->admin = eg_admin_new(gw->base, gw->cfg->admin_listen, gw->cfg->admin_token_file, gw->cfg->admin_max_connections,
-                             &ops, gw, err, errlen);
+    const eg_config *c = gw->cfg;
+    gw->admin = c->admin_fd >= 0 ? eg_admin_new_fd(gw->base, c->admin_fd, c->admin_token_file, c->admin_max_connections,
+                                                   &ops, gw, err, errlen)
+                                 : eg_admin_new(gw->base, c->admin_listen, c->admin_token_file,
+                                                c->admin_max_connections, &ops, gw, err, errlen);
     return gw->admin ? 0 : -1;
 }
 

@@ -155,12 +155,12 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
 int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen) {
     if (!eg_gw_fence_on(gw)) return 0;
     if (!gw->fencing) gw->fencing = eg_xcalloc(1, sizeof *gw->fencing);
-    if (strlen(gw->cfg->group) + 7 > EG_TOPIC_NAME_MAX) {
+    if (strlen(gw->cfg->scope) + 7 > EG_TOPIC_NAME_MAX) {
         snprintf(err, errlen, "source.fence: the fence topic %s.fences would be longer than %d characters",
-                 gw->cfg->group, EG_TOPIC_NAME_MAX);
+                 gw->cfg->scope, EG_TOPIC_NAME_MAX);
         return -1;
     }
-    snprintf(gw->fencing->name, sizeof gw->fencing->name, "%s.fences", gw->cfg->group);
+    snprintf(gw->fencing->name, sizeof gw->fencing->name, "%s.fences", gw->cfg->scope);
     gw->fencing->topic =
         eg_audit_open_topic(gw->cfg, gw->fencing->name, "fence", gw->base, on_fence_rec, gw, err, errlen);
     if (!gw->fencing->topic) return -1;
@@ -171,8 +171,8 @@ int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen) {
 }
 
 int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic) {
-    size_t g = strlen(gw->cfg->group);
-    return strncmp(topic, gw->cfg->group, g) == 0 && strcmp(topic + g, ".fences") == 0;
+    size_t g = strlen(gw->cfg->scope);
+    return strncmp(topic, gw->cfg->scope, g) == 0 && strcmp(topic + g, ".fences") == 0;
 }
 
 /* A fence write's delivery report. */

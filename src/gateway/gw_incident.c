@@ -291,7 +291,7 @@ static int stale(const eg_audit_rec *r, int64_t at_ms, int64_t now) {
 static void on_guard_reset_record(eg_gw *gw, const eg_audit_rec *r) {
     char group[256], by[80] = "unknown", at[64];
     int64_t at_ms = 0, now = eg_wall_ms();
-    if (eg_json_get_str(r->val, r->vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->group) != 0 ||
+    if (eg_json_get_str(r->val, r->vlen, "group", group, sizeof group) != 0 || strcmp(group, gw->cfg->scope) != 0 ||
         eg_json_get_str(r->val, r->vlen, "at", at, sizeof at) != 0 || eg_parse_time_ms(at, &at_ms) != 0) {
         refuse(gw, r, "malformed", "not a dlq-guard reset of this group with its time");
         return;
@@ -339,9 +339,9 @@ static void refuse(eg_gw *gw, const eg_audit_rec *r, const char *reason, const c
  * replay window is refused. */
 static void on_audit(void *arg, const eg_audit_rec *r) {
     eg_gw *gw = arg;
-    size_t gl = strlen(gw->cfg->group), klen = r->klen;
+    size_t gl = strlen(gw->cfg->scope), klen = r->klen;
     const char *key = r->key;
-    if (!key || klen <= gl || memcmp(key, gw->cfg->group, gl) != 0 || key[gl] != '/') return;
+    if (!key || klen <= gl || memcmp(key, gw->cfg->scope, gl) != 0 || key[gl] != '/') return;
     if (!r->val) return; /* a tombstone: compaction's, nothing to apply */
     if (r->refusal) {
         refuse(gw, r, r->refusal,
@@ -362,7 +362,7 @@ static void on_audit(void *arg, const eg_audit_rec *r) {
         refuse(gw, r, "malformed", err);
         return;
     }
-    if (strcmp(group, gw->cfg->group) != 0) {
+    if (strcmp(group, gw->cfg->scope) != 0) {
         refuse(gw, r, "key_mismatch", "its group is not the one its key names");
         return;
     }
@@ -516,9 +516,9 @@ static int audit_request(eg_gw *gw, const char *key, struct evbuffer *v, eg_ov_r
  * admin request (see audit_request). */
 static int ov_write(eg_gw *gw, const eg_override *o, int64_t cleared_at_ms, const char *result, struct evbuffer *out) {
     char key[400];
-    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, o->name);
+    snprintf(key, sizeof key, "%s/%s", gw->cfg->scope, o->name);
     struct evbuffer *v = evbuffer_new();
-    eg_override_audit_json(o, gw->cfg->group, cleared_at_ms, v);
+    eg_override_audit_json(o, gw->cfg->scope, cleared_at_ms, v);
     eg_ov_req *r = eg_xcalloc(1, sizeof *r);
     r->o = *o;
     r->result = result;
@@ -527,12 +527,12 @@ static int ov_write(eg_gw *gw, const eg_override *o, int64_t cleared_at_ms, cons
 
 int eg_gw_guard_reset(eg_gw *gw, const char *body, size_t len, struct evbuffer *out) {
     char key[400], at[40], by[80];
-    snprintf(key, sizeof key, "%s/%s", gw->cfg->group, GUARD_RESET_KEY);
+    snprintf(key, sizeof key, "%s/%s", gw->cfg->scope, GUARD_RESET_KEY);
     if (eg_override_form_field(body, len, "by", by, sizeof by) != 0 || !by[0]) eg_strlcpy(by, "unknown", sizeof by);
     eg_rfc3339(eg_wall_ms(), at, sizeof at);
     struct evbuffer *v = evbuffer_new();
     evbuffer_add_printf(v, "{\"group\":");
-    eg_json_str(v, gw->cfg->group);
+    eg_json_str(v, gw->cfg->scope);
     evbuffer_add_printf(v, ",\"event\":\"dlq-guard-reset\",\"by\":");
     eg_json_str(v, by);
     evbuffer_add_printf(v, ",\"at\":\"%s\"}", at);

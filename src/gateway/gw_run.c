@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "gw.h"
 #include "log.h"
+#include "supervisor.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -157,10 +158,14 @@ void eg_gw_close(eg_gw *gw) {
 
 /* `errgate run --help`. */
 static void usage(void) {
-    printf("usage: errgate run -c CONFIG\n"
+    printf("usage: errgate run -c CONFIG [--source NAME]\n"
            "\n"
            "  -c, --config FILE  the gateway config (a Lua file returning a table;\n"
            "                     see man errgate, CONFIGURATION)\n"
+           "  --source NAME      with a config of several sources: run that one only\n"
+           "                     (without it, every source runs, a process each)\n"
+           "  --admin-fd N       serve the admin on inherited socket N (what the\n"
+           "                     gateway of several sources gives each source)\n"
            "\n"
            "Runs until SIGTERM or SIGINT (exit 0); SIGHUP reloads the policy.\n"
            "Exit 2: a bad config, policy or target file (nothing consumed);\n"
@@ -234,21 +239,51 @@ int eg_gw_open(eg_gw *gw, eg_config *cfg, eg_target *target, char *err, size_t e
     return 0;
 }
 
+/* `errgate run -c CONFIG` of a config with several sources (cfg: its
+ * first source, for what they share): the supervisor. Frees cfg. */
+static int supervise(const char *cfgpath, eg_config *cfg) {
+    char err[1024], self[4096];
+    char **names = NULL;
+    int n = 0;
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    int rc = EG_EXIT_USAGE;
+    if (sl <= 0) fprintf(stderr, "errgate: cannot find its own executable (/proc/self/exe)\n");
+    else if (eg_config_source_names(cfgpath, &names, &n, err, sizeof err) != 0) fprintf(stderr, "errgate: %s\n", err);
+    else {
+        self[sl] = '\0';
+        rc = eg_supervise(self, cfgpath, cfg, names, n);
+    }
+    eg_config_free_names(names, n);
+    eg_config_free(cfg);
+    return rc;
+}
+
 /* `errgate run -c CONFIG`: loads the config, builds the gateway, runs the
  * loop until a stop, logs the summary. Returns the exit code (EG_EXIT_*). */
 int eg_cmd_run(int argc, char **argv) {
-    const char *cfgpath = NULL;
+    const char *cfgpath = NULL, *source = NULL;
+    int admin_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (eg_is_help(a)) {
             usage();
             return EG_EXIT_OK;
         }
-        if (strcmp(a, "-c") && strcmp(a, "--config"))
+        int is_c = !strcmp(a, "-c") || !strcmp(a, "--config"), is_s = !strcmp(a, "--source");
+        if (!is_c && !is_s && strcmp(a, "--admin-fd"))
             return eg_usage_error("run", a[0] == '-' ? "unknown option '%s'%s" : "unexpected argument '%s'%s", a,
                                   eg_dash_hint(a));
         if (i + 1 >= argc) return eg_usage_error("run", "%s needs a value", a);
-        cfgpath = argv[++i];
+        const char *v = argv[++i];
+        if (is_c) cfgpath = v;
+        else if (is_s) source = v;
+        else {
+            char *end;
+            long fd = strtol(v, &end, 10);
+            if (*end || end == v || fd < 3 || fd > 1024 || fcntl((int)fd, F_GETFD) < 0)
+                return eg_usage_error("run", "--admin-fd: %s is not an open descriptor above 2", v);
+            admin_fd = (int)fd;
+        }
     }
     if (!cfgpath) return eg_usage_error("run", "missing -c CONFIG");
     /* SIGTERM, SIGINT and SIGHUP wait (blocked, pending) until the loop's
@@ -263,13 +298,18 @@ int eg_cmd_run(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &startup, NULL);
     char err[1024];
     eg_config cfg;
-    if (eg_config_load(cfgpath, &cfg, err, sizeof err) != 0) {
+    if (eg_config_load_source(cfgpath, source ? source : EG_ANY_SOURCE, &cfg, err, sizeof err) != 0) {
+        if (admin_fd >= 0) close(admin_fd);
         fprintf(stderr, "errgate: %s\n", err); /* one plain line: nothing started yet */
         /* a stop asked for during the load: nothing consumed, a graceful stop */
         return eg_config_load_signal() ? EG_EXIT_OK : EG_EXIT_USAGE;
     }
     eg_log_setup((eg_level)cfg.log_level, strcmp(cfg.log_format, "text") == 0);
     signal(SIGPIPE, SIG_IGN);
+    if (cfg.nsources > 0 && !source) /* several sources: a process each */
+        return supervise(cfgpath, &cfg);
+    eg_log_set_source(cfg.source_name);
+    cfg.admin_fd = admin_fd;
 
     eg_gw gw;
     int rc = EG_EXIT_USAGE;

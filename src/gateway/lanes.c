@@ -245,7 +245,7 @@ static int32_t same_partition(const rd_kafka_topic_t *rkt, const void *key, size
  * instance's restarts (config.c checked lanes.instance's characters). */
 static int txn_conf(const eg_config *cfg, rd_kafka_conf_t *conf, char *err, size_t errlen) {
     char id[512], e[256];
-    snprintf(id, sizeof id, "errgate.%s.%s", cfg->group, cfg->lanes_instance);
+    snprintf(id, sizeof id, "errgate.%s.%s", cfg->scope, cfg->lanes_instance);
     if (eg_ktxn_conf(conf, id, 60000, e, sizeof e) != 0) {
         snprintf(err, errlen, "lanes.transactional: %s", e);
         return -1;

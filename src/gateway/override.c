@@ -303,11 +303,19 @@ void eg_override_audit_json(const eg_override *o, const char *group, int64_t cle
 int eg_override_from_audit(const char *json, size_t len, eg_override *o, char *group, size_t grouplen,
                            int64_t *cleared_at_ms, char *err, size_t errlen) {
     static const char *const need[] = {"group", "name", "spec", "reason", "by", "at", "expires_at"};
-    char v[7][512], clr[64];
+    char v[7][1024], clr[64]; /* a spec holds a value of up to 255 bytes, each %XX-encoded at worst */
     memset(o, 0, sizeof *o);
     for (int i = 0; i < 7; i++)
         if (eg_json_get_str(json, len, need[i], v[i], sizeof v[i]) != 0) {
             snprintf(err, errlen, "no string \"%s\"", need[i]);
+            return -1;
+        }
+    /* what the writer never writes is refused, so an accepted record reads
+     * back as itself: text that is not UTF-8, a field longer than its place */
+    const size_t room[7] = {grouplen, sizeof o->name, sizeof v[2], sizeof o->reason, sizeof o->by, 64, 64};
+    for (int i = 0; i < 7; i++)
+        if (!eg_utf8_valid(v[i], strlen(v[i])) || strlen(v[i]) >= room[i]) {
+            snprintf(err, errlen, "%s: %s", need[i], strlen(v[i]) >= room[i] ? "too long" : "not UTF-8");
             return -1;
         }
     form f;
@@ -320,13 +328,15 @@ int eg_override_from_audit(const char *json, size_t len, eg_override *o, char *g
         snprintf(err, errlen, "spec: holds more than the matcher");
         return -1;
     }
-    if (eg_parse_time_ms(v[5], &o->set_at_ms) != 0 || eg_parse_time_ms(v[6], &o->expires_at_ms) != 0) {
-        snprintf(err, errlen, "at, expires_at: not RFC 3339 times");
+    if (eg_parse_time_ms(v[5], &o->set_at_ms) != 0 || eg_parse_time_ms(v[6], &o->expires_at_ms) != 0 ||
+        o->set_at_ms < 0 || o->expires_at_ms < 0) {
+        snprintf(err, errlen, "at, expires_at: not RFC 3339 times after 1970");
         return -1;
     }
     *cleared_at_ms = 0;
-    if (eg_json_get_str(json, len, "cleared_at", clr, sizeof clr) == 0 && eg_parse_time_ms(clr, cleared_at_ms) != 0) {
-        snprintf(err, errlen, "cleared_at: not an RFC 3339 time");
+    if (eg_json_get_str(json, len, "cleared_at", clr, sizeof clr) == 0 &&
+        (eg_parse_time_ms(clr, cleared_at_ms) != 0 || *cleared_at_ms < 0)) {
+        snprintf(err, errlen, "cleared_at: not an RFC 3339 time after 1970");
         return -1;
     }
     eg_strlcpy(group, v[0], grouplen);

@@ -101,7 +101,16 @@ const eg_config_key eg_config_keys[] = {
      .help = "librdkafka properties for the consumer and the lane producer (strings, numbers or booleans); "
              "bootstrap.servers may come from $ERRGATE_BOOTSTRAP"},
     K_STR("group", EG_CK_REQUIRED, NULL, group, "the consumer group"),
-    K_TABLE("source", EG_CK_REQUIRED, "what is consumed"),
+    K_TABLE("source", EG_CK_REQUIRED, "what is consumed; with several sources, `sources` instead"),
+    {.key = "sources",
+     .type = EG_CK_TABLE,
+     .flags = EG_CK_CUSTOM,
+     .off = EG_CK_NOFIELD,
+     .help = "several sources in one gateway, instead of `source`: a list of tables, each with a name (letters, "
+             "digits, - and _, up to 40), the keys of `source`, and any of target, policy, lanes, shadow_policy, "
+             "shadow_timeout, shadow_cpu_percent, policy_timeout, policy_memory_mb, on_stop, dlq_guard, metrics, app "
+             "(each replacing the top-level one whole); a process per source, one consumer group (see Several "
+             "sources)"},
     {.key = "source.topics",
      .type = EG_CK_LIST,
      .flags = EG_CK_REQUIRED | EG_CK_CUSTOM,
@@ -385,6 +394,7 @@ static int choice_index(const eg_config_key *e, const char *s) {
 }
 
 static void set_defaults(eg_config *cfg) {
+    cfg->admin_fd = -1;
     for (size_t i = 0; i < eg_config_nkeys; i++) {
         const eg_config_key *e = &eg_config_keys[i];
         if (e->off == EG_CK_NOFIELD || (e->flags & EG_CK_CUSTOM)) continue;
@@ -759,9 +769,10 @@ static int get_duration(loadctx *c, const eg_config_key *e, const char *key, con
             lua_remove(L, -2);
             t = to;
             char v[64] = "";
-            if (to == LUA_TNUMBER) {
+            double num = to == LUA_TNUMBER ? lua_tonumber(L, -1) * e->unit : 0;
+            if (to == LUA_TNUMBER && num >= 0 && num < 1e15) { /* a hint only: the value is checked below */
                 char d[32];
-                format_duration((int64_t)(lua_tonumber(L, -1) * e->unit), d, sizeof d);
+                format_duration((int64_t)num, d, sizeof d);
                 snprintf(v, sizeof v, "\"%s\"", d);
             } else snprintf(v, sizeof v, "\"...\"");
             eg_log_msg(EG_WARN, "config_deprecated", "config %s: %s is deprecated: write %s = %s",
@@ -1675,6 +1686,7 @@ int eg_config_from_table(lua_State *L, const char *path, eg_config *cfg, char *e
     else rc = load_all(&c);
     lua_settop(L, top);
     free(c.dir);
+    if (rc == 0) cfg->scope = eg_xstrdup(cfg->group);
     if (rc != 0) eg_config_free(cfg);
     return rc;
 }
@@ -1729,8 +1741,8 @@ static int run_file(eg_vm *vm, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
-    memset(cfg, 0, sizeof *cfg);
+int eg_config_with_file(const char *path, int (*fn)(lua_State *L, void *arg, char *err, size_t errlen), void *arg,
+                        char *err, size_t errlen) {
     if (access(path, R_OK) != 0) {
         snprintf(err, errlen, "config %s: cannot read file", path);
         return -1;
@@ -1762,7 +1774,7 @@ int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
         if (run_file(vm, path, err, errlen) == 0) {
             g_loading = NULL;
             vm->mem_limit = (size_t)-1; /* the validator allocates outside any pcall */
-            rc = eg_config_from_table(vm->L, path, cfg, err, errlen);
+            rc = fn(vm->L, arg, err, errlen);
         }
     }
 
@@ -1773,12 +1785,15 @@ int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     eg_vm_free(vm);
     if (rc == 0 && g_load_signal) { /* it came after the file ran: taken all the same */
-        eg_config_free(cfg);
         snprintf(err, errlen, "config %s: loading interrupted by %s", path,
                  g_load_signal == SIGINT ? "SIGINT" : "SIGTERM");
         rc = -1;
     }
     return rc;
+}
+
+int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen) {
+    return eg_config_load_source(path, NULL, cfg, err, errlen);
 }
 
 void eg_config_free(eg_config *cfg) {
@@ -1828,6 +1843,8 @@ void eg_config_free(eg_config *cfg) {
     for (int i = 0; i < cfg->nreplay_allow; i++) free(cfg->replay_allow[i]);
     free(cfg->replay_allow);
     free(cfg->admin_token_file);
+    free(cfg->source_name);
+    free(cfg->scope);
     memset(cfg, 0, sizeof *cfg);
 }
 

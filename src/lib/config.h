@@ -238,6 +238,13 @@ typedef struct eg_config {
     char *app_version;                /* app.version, or NULL */
     char *source_schema;              /* source.schema, or NULL */
     double metrics_dead_letter_ratio; /* metrics.dead_letter_ratio: the ratio alert's threshold */
+    /* several sources (config_sources.c) */
+    char *source_name; /* the `sources` entry this config is derived from, or NULL (the single-source form) */
+    int nsources;      /* entries of the file's `sources`, 0 in the single-source form */
+    char *scope;       /* what the control records of this source are scoped by: the group, or GROUP.NAME for a
+                        * source of several (overrides, guard resets, GROUP.NAME.fences, the transactional.id) */
+    int admin_fd;      /* `run --admin-fd`: an inherited listening socket the admin serves instead of
+                        * admin.listen (a source's gateway under the supervisor), or -1 */
 } eg_config;
 
 /* What a config file's Lua may spend while it runs: wall-clock time
@@ -256,12 +263,57 @@ typedef struct eg_config {
  * ("config PATH...") and leaves *cfg empty. */
 int eg_config_load(const char *path, eg_config *cfg, char *err, size_t errlen);
 
+struct lua_State;
+
+/* Runs the config file at path as eg_config_load does (sandbox, budgets,
+ * the stop signals) and calls fn(L, arg, err, errlen) with what the file
+ * returned at the top of L's stack. Returns fn's result, or -1 with err
+ * when the file cannot run. */
+int eg_config_with_file(const char *path, int (*fn)(struct lua_State *L, void *arg, char *err, size_t errlen),
+                        void *arg, char *err, size_t errlen);
+
+/* ---- several sources (config_sources.c) ----------------------------------
+ * A file may give `sources = { { name = "...", topics = {...}, ...}, ... }`
+ * instead of `source`: each entry holds the keys of `source` plus any of the
+ * per-source top-level keys (target, policy, lanes, shadow_policy, ...),
+ * which replace the top-level ones whole for that source; the top level
+ * keeps the settings of the whole gateway (kafka, group, admin, log,
+ * control_key_file, ...) and the defaults of every source. Each source's
+ * config is the top level with its entry laid over it, checked as a file
+ * of its own would be; the rules between sources (distinct names, no topic
+ * in two sources, no pattern topics, no rung topic shared) are checked on
+ * every load. */
+#define EG_SOURCES_MAX 16
+#define EG_SOURCE_NAME_MAX 40
+/* A name for eg_config_load_source that takes the first source: for
+ * callers that read only the settings every source shares (kafka,
+ * control_key_file, group, admin, log). */
+#define EG_ANY_SOURCE "*"
+
+/* As eg_config_load, for source `name` of a file with `sources`; NULL
+ * takes the file's only source (an error naming them when there are
+ * several), EG_ANY_SOURCE the first. A single-source file loads as
+ * itself with name NULL or EG_ANY_SOURCE; with another name it is an
+ * error. */
+int eg_config_load_source(const char *path, const char *name, eg_config *cfg, char *err, size_t errlen);
+
+/* eg_config_load_source's half after the file ran: the table at the top of
+ * L's stack (what the file at path returned), read raw, left on the stack.
+ * The same results and messages (fuzz_config's entry). */
+int eg_config_from_table_source(struct lua_State *L, const char *path, const char *name, eg_config *cfg, char *err,
+                                size_t errlen);
+
+/* The names of the sources of the file at path, checked as
+ * eg_config_load_source checks them: *names (owned by the caller, free
+ * with eg_config_free_names) and *n; *n = 0 and *names NULL for the
+ * single-source form. Returns 0, or -1 with err. */
+int eg_config_source_names(const char *path, char ***names, int *n, char *err, size_t errlen);
+void eg_config_free_names(char **names, int n);
+
 /* The signal (SIGTERM or SIGINT) that ended the last eg_config_load, or 0:
  * a stop asked for while the config loaded is no config error (`run`
  * exits 0, as for a stop later). */
 int eg_config_load_signal(void);
-
-struct lua_State;
 
 /* The validation half of eg_config_load: checks the table at the top of L's
  * stack (what the file at path returned; path names it in messages and its

@@ -28,6 +28,7 @@ int eg_kcli_opt(eg_kcli *k, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--key-file")) slot = &k->key_file;
     else if (!strcmp(a, "--protect-key-file")) slot = &k->protect_key;
     else if (!strcmp(a, "--kafka-config")) slot = &k->kafka_config;
+    else if (!strcmp(a, "--source")) slot = &k->source;
     else return 0;
     if (*i + 1 >= argc) return -1;
     *slot = argv[++*i];
@@ -42,7 +43,7 @@ int eg_kcli_protkeys(const eg_kcli *k, eg_prot_keys *keys, char *err, size_t err
     if (!k->config) return 0;
     eg_config cfg = {0};
     if (k->bootstrap) setenv("ERRGATE_BOOTSTRAP", k->bootstrap, 1);
-    if (eg_config_load(k->config, &cfg, err, errlen) != 0) return -1;
+    if (eg_config_load_source(k->config, k->source, &cfg, err, errlen) != 0) return -1;
     int rc = 0;
     if (cfg.protect_key_file) rc = eg_prot_keys_load(cfg.protect_key_file, keys, err, errlen) == 0 ? 1 : -1;
     eg_config_free(&cfg);
@@ -57,7 +58,7 @@ int eg_kcli_ctlkey(const eg_kcli *k, eg_ctlkey *key, char *err, size_t errlen) {
     if (!k->config) return 0;
     eg_config cfg = {0};
     if (k->bootstrap) setenv("ERRGATE_BOOTSTRAP", k->bootstrap, 1);
-    if (eg_config_load(k->config, &cfg, err, errlen) != 0) return -1;
+    if (eg_config_load_source(k->config, k->source ? k->source : EG_ANY_SOURCE, &cfg, err, errlen) != 0) return -1;
     int rc = 0;
     if (cfg.control_key_file) rc = eg_ctlsign_load(cfg.control_key_file, key, err, errlen) == 0 ? 1 : -1;
     eg_config_free(&cfg);
@@ -139,7 +140,8 @@ rd_kafka_conf_t *eg_kcli_conf(const eg_kcli *k, const char *client_id, char *err
     if (k->config) {
         /* the config loader wants a bootstrap; -b supplies it when the file has none */
         if (k->bootstrap) setenv("ERRGATE_BOOTSTRAP", k->bootstrap, 1);
-        if (eg_config_load(k->config, &cfg, err, errlen) != 0) return NULL;
+        if (eg_config_load_source(k->config, k->source ? k->source : EG_ANY_SOURCE, &cfg, err, errlen) != 0)
+            return NULL;
     }
     /* -b wins over the files; without a config, -b or $ERRGATE_BOOTSTRAP
      * (set after the properties file, below) */

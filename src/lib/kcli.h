@@ -26,6 +26,7 @@ typedef struct eg_kcli {
     const char *key_file;     /* --key-file, borrowed from argv, or NULL */
     const char *kafka_config; /* --kafka-config, borrowed from argv, or NULL */
     const char *protect_key;  /* --protect-key-file, borrowed from argv, or NULL */
+    const char *source;       /* --source: the source of a config with several (config.h), or NULL */
 } eg_kcli;
 
 /* Consumes a connection option at argv[*i] (-b/--bootstrap B, -c/--config F,

@@ -37,6 +37,7 @@
 
 static eg_level g_min = EG_INFO;
 static int g_text = 0;
+static char g_source[48]; /* eg_log_set_source: every line names it, or "" */
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 #define LOG_BUF_SIZE (64 * 1024)
@@ -96,6 +97,11 @@ static void emit(const char *line, size_t n, eg_level level) {
 }
 
 int eg_log_enabled(eg_level level) { return level >= g_min; }
+
+void eg_log_set_source(const char *name) {
+    if (!name) g_source[0] = '\0';
+    else eg_strlcpy(g_source, name, sizeof g_source);
+}
 
 void eg_log_setup(eg_level min_level, int text_format) {
     g_min = min_level;
@@ -247,6 +253,7 @@ int eg_log_begin_at(eg_logline *l, eg_level level, const char *event, int64_t wa
         put_escaped(l, event, strlen(event));
         put(l, "\"", 1);
     }
+    if (g_source[0]) eg_log_str(l, "source", g_source);
     return 1;
 }
 

@@ -25,6 +25,10 @@ typedef struct eg_logline {
 
 /* Global settings, set once at start-up (not thread-safe to change later). */
 void eg_log_setup(eg_level min_level, int text_format);
+/* Every line written after this names the source (a "source" field after
+ * the event), for the gateway of one source of several; NULL: none. Call
+ * before any other thread logs. */
+void eg_log_set_source(const char *name);
 
 /* Lines of one event name written per second at most (decision and
  * spilled lines, the per-record audit trail, are not limited); the rest
