@@ -302,8 +302,9 @@ static void test_rendered(void) {
 /* What metrics.c writes for a policy's code with a control byte or cut
  * mid-character (record.h keeps 128 bytes of a code, 64 of a class, cut by bytes): escaped only
  * for \\ \" \n, so the line holds a raw CR or invalid UTF-8. Such a line is
- * dropped, not passed on: a scraper refuses invalid UTF-8 for the whole
- * scrape, every source's samples with it. */
+ * dropped, not passed on: the text parser of Prometheus (promtool) refuses
+ * a whole exposition for one invalid UTF-8 label value, every source's
+ * samples with it. */
 static void test_rendered_odd_codes(void) {
     static const char *const ln[] = {"class", "code"};
     eg_registry *r = eg_registry_new();
@@ -321,6 +322,9 @@ static void test_rendered_odd_codes(void) {
     CHECK(g_rc == 0 && g_dropped == 2 && checked(s, len, names, 1, NULL) == 1 &&
               strstr(s, "t_failed_total{source=\"a\",class=\"transient\",code=\"http_503\"} 1\n"),
           "metrics.c's lines for a code with a CR or cut mid-character are dropped (%zu), the others kept", g_dropped);
+    int raw = promtool(text, strlen(text)), merged = promtool(s, len);
+    CHECK(raw == 1 && (merged == 0 || merged == 3),
+          "promtool refuses the gateway's text (exit %d) and parses the merge (exit %d)", raw, merged);
     free(s);
     free(text);
     evbuffer_free(b);
