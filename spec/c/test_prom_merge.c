@@ -2,7 +2,8 @@
  * two and three real gateway expositions (spec/fixtures/metrics/, captured
  * from `errgate run`'s /metrics: a key-ordered gateway, the payments example
  * with its ladder, a fenced gateway whose fence families only it has) and
- * two rendered here by metrics.c (escaped label values, histograms); a
+ * two rendered here by metrics.c (escaped label values, histograms) and
+ * one whose policy code holds a CR or is cut mid-character; a
  * summary; a conflicting TYPE (either order, untyped against typed); names
  * that would collide; a source label already there; hostile bytes (NUL, no
  * line feed at the end, CR, a 1 MB line, the line bound exactly, unbalanced
@@ -298,6 +299,41 @@ static void test_rendered(void) {
     free(text[1]);
 }
 
+/* What metrics.c writes for a policy's code with a control byte or cut
+ * mid-character (record.h keeps 128 bytes of a code, 64 of a class, cut by
+ * bytes): the control byte as '?', the cut byte as U+FFFD, so the line is
+ * one a strict reader takes (promtool refuses a whole exposition for one
+ * invalid UTF-8 label value, every source's samples with it): nothing is
+ * dropped by the merge. */
+static void test_rendered_odd_codes(void) {
+    static const char *const ln[] = {"class", "code"};
+    eg_registry *r = eg_registry_new();
+    eg_family *c = eg_family_new(r, "t_failed_total", "Failures.", EG_MT_COUNTER, 2, ln, NULL, 0);
+    const char *ok[2] = {"transient", "http_503"}, *cr[2] = {"transient", "a\rb"}, *cut[2] = {"transient", "caf\xc3"};
+    (*eg_counter(c, ok))++;
+    (*eg_counter(c, cr))++;
+    (*eg_counter(c, cut))++;
+    struct evbuffer *b = evbuffer_new();
+    eg_registry_render(r, b);
+    char *text = take(b, NULL);
+    const char *names[] = {"a"}, *bodies[] = {text};
+    size_t len;
+    char *s = merge_str(names, bodies, 1, &len);
+    CHECK(g_rc == 0 && g_dropped == 0 && checked(s, len, names, 1, NULL) == 3 &&
+              strstr(s, "t_failed_total{source=\"a\",class=\"transient\",code=\"http_503\"} 1\n") &&
+              strstr(s, "code=\"a?b\"} 1\n") && strstr(s, "code=\"caf\xef\xbf\xbd\"} 1\n"),
+          "metrics.c writes a code with a CR as '?' and one cut mid-character with U+FFFD: the merge keeps all "
+          "three (%zu dropped)",
+          g_dropped);
+    int raw = promtool(text, strlen(text)), merged = promtool(s, len);
+    CHECK((raw == 0 || raw == 3) && (merged == 0 || merged == 3),
+          "promtool parses the gateway's text (exit %d) and the merge (exit %d)", raw, merged);
+    free(s);
+    free(text);
+    evbuffer_free(b);
+    eg_registry_free(r);
+}
+
 static void test_types(void) {
     size_t len;
     const char *names[] = {"a", "b", "c"};
@@ -528,6 +564,7 @@ static void test_bounds(void) {
 int main(void) {
     test_real();
     test_rendered();
+    test_rendered_odd_codes();
     test_types();
     test_hostile();
     test_bounds();

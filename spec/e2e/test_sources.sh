@@ -100,20 +100,23 @@ start_gateway gw "$T/gw.lua"
 ADDR=$(admin_addr gw) || die "no admin address: $(tail -3 "$T/gw.err")"
 wait_drained ms a 60 && wait_drained ms b 60 && ok "both topics drained and committed in the one group" ||
   not_ok "lag a $(lag ms a), b $(lag ms b)"
+# at-least-once: the sources join the group one after the other, and the
+# embedded broker refuses the revoke's commit during that rebalance (a real
+# broker takes it), so a record may be delivered twice: ids are counted once
 check "alpha's records reached handler 1 only (20: transient ones retried)" \
-  [ "$(grep -c '^ok a-' "$T/ok.log")/$(grep -c '^ok b-' "$T/ok.log")" = 20/0 ]
+  [ "$(grep '^ok a-' "$T/ok.log" | cut -d' ' -f2 | sort -u | wc -l)/$(grep -c '^ok b-' "$T/ok.log")" = 20/0 ]
 check "beta's successes reached handler 2 only (10)" \
-  [ "$(grep -c '^ok b-ok' "$T/ok2.log")/$(grep -c '^ok a-' "$T/ok2.log")" = 10/0 ]
+  [ "$(grep '^ok b-ok' "$T/ok2.log" | cut -d' ' -f2 | sort -u | wc -l)/$(grep -c '^ok a-' "$T/ok2.log")" = 10/0 ]
 dump b.dead "$T/bdead.json"
 dump a.dlq "$T/adlq.json"
-check "beta's policy dead-lettered its 10 transient failures to b.dead" [ "$(grep -c 'b-tr' "$T/bdead.json")" = 10 ]
+check "beta's policy dead-lettered its 10 transient failures to b.dead" [ "$(grep -o 'b-tr[0-9]*' "$T/bdead.json" | sort -u | wc -l)" = 10 ]
 check "alpha's DLQ holds nothing (its policy retried)" [ "$(grep -c . "$T/adlq.json")" = 0 ]
 
 admin_get "$ADDR" /metrics >"$T/metrics.txt"
-check "/metrics: received by source (alpha 20 on a)" \
-  grep -q '^errgate_records_received_total{source="alpha",topic="a"} 20$' "$T/metrics.txt"
-check "/metrics: received by source (beta 20 on b)" \
-  grep -q '^errgate_records_received_total{source="beta",topic="b"} 20$' "$T/metrics.txt"
+received() { sed -n "s/^errgate_records_received_total{source=\"$1\",topic=\"$2\"} //p" "$T/metrics.txt"; }
+check "/metrics: received by source (alpha on a: $(received alpha a), at least 20)" [ "$(received alpha a)" -ge 20 ]
+check "/metrics: received by source (beta on b: $(received beta b), at least 20)" [ "$(received beta b)" -ge 20 ]
+check "/metrics: no cross series (alpha on b, beta on a)" [ -z "$(received alpha b)$(received beta a)" ]
 check "/metrics: errgate_source_up 1 for both" [ "$(grep -c '^errgate_source_up{source="\(alpha\|beta\)"} 1$' "$T/metrics.txt")" = 2 ]
 check "/metrics: each family's TYPE once ($(grep -c '^# TYPE' "$T/metrics.txt") families)" \
   [ "$(grep '^# TYPE' "$T/metrics.txt" | sort | uniq -d | wc -l)" = 0 ]
@@ -161,6 +164,8 @@ out=$("$EG" dlq stats b.dead -c "$T/gw.lua" --source beta 2>&1); rc=$?
 check "dlq stats -c --source beta (exit $rc)" exits_with "$rc" 0 "10" "$out"
 out=$("$EG" replay -c "$T/gw.lua" --dry-run 2>&1); rc=$?
 check "replay -c without --source: refused, naming them" exits_with "$rc" 2 "name one with --source" "$out"
+out=$("$EG" replay -c "$T/gw.lua" --source beta --dry-run 2>&1); rc=$?
+check "replay -c --source beta --dry-run: beta's DLQ lane b.dead (exit $rc)" exits_with "$rc" 0 "b.dead" "$out"
 
 # ---- signals ----------------------------------------------------------------
 kill -HUP "$GW_PID"
@@ -193,7 +198,7 @@ check "the first gateway stops (exit $RC)" [ "$RC" = 0 ]
 wait_drained ms a 60 && wait_drained ms b 60 && ok "the other gateway took over both topics and drained them" ||
   not_ok "lag a $(lag ms a), b $(lag ms b)"
 check "  ... records after the rebalance reached each source's own target (20 + 20)" \
-  [ "$(grep -c '^ok a2-' "$T/ok.log")/$(grep -c '^ok b2-' "$T/ok2.log")" = 20/20 ]
+  [ "$(grep '^ok a2-' "$T/ok.log" | cut -d' ' -f2 | sort -u | wc -l)/$(grep '^ok b2-' "$T/ok2.log" | cut -d' ' -f2 | sort -u | wc -l)" = 20/20 ]
 stop_gateway "$P2"
 check "the second gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
 exit $FAILED

@@ -5,6 +5,7 @@
  * series and lookups happen off the hot path). Numbers are written in the
  * shortest of %.15g and %.17g that reads back exactly. */
 #include "metrics.h"
+#include "json.h"
 #include "util.h"
 
 #include <math.h>
@@ -122,13 +123,24 @@ void eg_hist_observe(eg_hist *h, double v) {
     h->sum += v;
 }
 
-/* Appends a label value escaped per the exposition format. */
+/* Appends a label value escaped per the exposition format, as text a
+ * strict reader takes: backslash, double quote and newline escaped, other
+ * control bytes as '?', a byte that does not start well-formed UTF-8 (a
+ * policy's class cut mid-character, bytes of a record) as U+FFFD. */
 static void put_label_value(struct evbuffer *out, const char *v) {
-    for (; *v; v++) {
-        if (*v == '\\') evbuffer_add(out, "\\\\", 2);
-        else if (*v == '"') evbuffer_add(out, "\\\"", 2);
-        else if (*v == '\n') evbuffer_add(out, "\\n", 2);
-        else evbuffer_add(out, v, 1);
+    const unsigned char *p = (const unsigned char *)v;
+    size_t left = strlen(v);
+    while (left) {
+        size_t k = eg_utf8_seq(p, left);
+        if (*p == '\\') evbuffer_add(out, "\\\\", 2);
+        else if (*p == '"') evbuffer_add(out, "\\\"", 2);
+        else if (*p == '\n') evbuffer_add(out, "\\n", 2);
+        else if (*p < 0x20 || *p == 0x7f) evbuffer_add(out, "?", 1);
+        else if (k) evbuffer_add(out, p, k);
+        else evbuffer_add(out, "\xef\xbf\xbd", 3);
+        if (!k) k = 1;
+        p += k;
+        left -= k;
     }
 }
 
