@@ -17,7 +17,8 @@
 #   - an override set through `ctl --source beta` is beta's alone;
 #   - the commands: policy check/test -c --source, dlq stats -c --source,
 #     replay -c without --source (refused, naming the sources);
-#   - SIGHUP reaches both; SIGTERM stops both (exit 0);
+#   - SIGHUP reaches both; ^C (SIGINT to the process group) stops both
+#     gracefully, each told once (exit 0);
 #   - kill -9 of beta's process stops alpha too and the gateway exits 1
 #     (fate shared: the orchestrator restarts the whole gateway);
 #   - two gateways of the config (4 processes, one group): one is stopped,
@@ -96,7 +97,9 @@ check "refused: --source of no source, naming the sources" exits_with "$rc" 2 "n
   for i in $(seq 1 10); do printf 'k%d\t{"id":"a-tr%d","mode":"transient-1"}\n' "$i" "$i"; done; } | produce a
 { for i in $(seq 1 10); do printf 'k%d\t{"id":"b-ok%d","mode":"ok"}\n' "$i" "$i"; done
   for i in $(seq 1 10); do printf 'k%d\t{"id":"b-tr%d","mode":"transient-1"}\n' "$i" "$i"; done; } | produce b
-start_gateway gw "$T/gw.lua"
+# in a session of its own, as under a terminal: ^C goes to its process group
+bg gw setsid "$EG" run -c "$T/gw.lua"
+GW_PID=$LASTPID
 ADDR=$(admin_addr gw) || die "no admin address: $(tail -3 "$T/gw.err")"
 wait_drained ms a 60 && wait_drained ms b 60 && ok "both topics drained and committed in the one group" ||
   not_ok "lag a $(lag ms a), b $(lag ms b)"
@@ -171,9 +174,15 @@ check "replay -c --source beta --dry-run: beta's DLQ lane b.dead (exit $rc)" exi
 kill -HUP "$GW_PID"
 wait_for 10 bash -c "[ \$(grep -c '\"event\":\"reload\".*\"trigger\":\"sighup\"' '$T/gw.err') -ge 2 ]" &&
   ok "SIGHUP reached both sources" || not_ok "SIGHUP: $(grep -c '"trigger":"sighup"' "$T/gw.err") reloads"
-stop_gateway "$GW_PID"
-check "SIGTERM: the gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
+kids=$(pgrep -P "$GW_PID" | tr '\n' ' ')
+own=1; for k in $kids; do [ "$(ps -o pgid= -p "$k" | tr -d ' ')" = "$k" ] || own=0; done
+check "each source's process is a process group of its own (a ^C is passed on once, by the supervisor)" \
+  [ "${kids:+y}$own" = y1 ]
+kill -INT -- -"$GW_PID" # ^C: the whole process group
+RC=0; wait "$GW_PID" || RC=$?
+check "^C (SIGINT to the process group): the gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
 check "  ... each source exited 0" [ "$(grep -c '"event":"source_exited".*"exit_code":0' "$T/gw.err")" = 2 ]
+
 
 # ---- fate shared -------------------------------------------------------------
 start_gateway gw2 "$T/gw.lua"

@@ -13,8 +13,10 @@
  *
  * The supervisor:
  *   - starts the children (PR_SET_PDEATHSIG: a killed supervisor takes them
- *     with it) and forwards SIGTERM, SIGINT (the children stop gracefully)
- *     and SIGHUP (each reloads its policy);
+ *     with it; each in a process group of its own, so a terminal's ^C is
+ *     not theirs twice) and forwards SIGTERM, SIGINT (the children stop
+ *     gracefully; a second one, as for a gateway, stops them at once) and
+ *     SIGHUP (each reloads its policy);
  *   - shares their fate: when one ends on its own, the others are stopped
  *     (SIGTERM) and the supervisor exits with the highest exit code among
  *     them (a child ended by a signal counts as EG_EXIT_FAIL), so an
@@ -126,6 +128,9 @@ static int spawn(sup *s, child *c, const char *self, const char *cfgpath) {
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent) _exit(EG_EXIT_FAIL); /* the supervisor is already gone */
+        /* a group of its own: a terminal's ^C reaches the supervisor alone,
+         * which passes it on once (a second SIGINT would stop a source at once) */
+        setpgid(0, 0);
         const char *argv[10] = {self, "run", "-c", cfgpath, "--source", c->name, NULL};
         if (lfd >= 0) {
             if (dup2(lfd, CHILD_ADMIN_FD) < 0) _exit(EG_EXIT_FAIL);
