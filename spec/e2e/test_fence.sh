@@ -369,6 +369,12 @@ wait_for 20 bash -c "! curl -s -m 5 http://$VOWN/fences | grep -q '\"key\":\"v\"
   ok "v is no longer fenced" || not_ok "v's fence: $(admin_get "$VOWN" /fences)"
 n=$(metric "$VOWN" errgate_fence_ops_applied_total 'op="resolve"')
 check "the owner counts 3 resolves applied ($n)" [ "$n" = 3 ]
+# the resolve records went where the fence's own records of v are (one partition of gtwo.fences), so they are
+# read in order with them
+VKEY="$(cut -d/ -f1-2 <<<"$V1")/$(printf v | sha256sum | cut -d' ' -f1)"
+kcat -C -b "$BOOTSTRAP" -t gtwo.fences -e -q -f '%p %k\n' 2>/dev/null | grep " $VKEY\$" >"$T/vrecs"
+check "v's fence states and its 3 resolve records share one partition of gtwo.fences ($(sort -u "$T/vrecs" | tr '\n' ';'), $(wc -l <"$T/vrecs") records)" \
+  [ "$(cut -d' ' -f1 "$T/vrecs" | sort -u | wc -l)" = 1 ] && [ "$(wc -l <"$T/vrecs")" -ge 6 ]
 printf 'v\t{"id":"v4","mode":"ok"}\nv\t{"id":"v5","mode":"ok"}\nv\t{"id":"v6","mode":"ok"}\n' | produce two
 wait_for 20 bash -c "[ \$(grep -c '^ok v' '$T/h4.log') -ge 3 ]" || not_ok "v4..v6: $(grep '^ok v' "$T/h4.log")"
 check "v's later records passed, in order ($(grep -o '^ok v[0-9]' "$T/h4.log" | tr '\n' ' '))" \

@@ -97,7 +97,8 @@ int eg_fence_op_parse(const void *rkey, size_t rklen, const void *val, size_t vl
         if (s[i] < ' ' || s[i] > '~') return -1;
     memcpy(out->by, s, n);
     out->by[n] = '\0';
-    if (line(&p, end, &s, &n) || (out->at_ms = n ? eg_uint_parse(s, n) : -1) < 0) return -1;
+    if (line(&p, end, &s, &n) || (n > 1 && s[0] == '0')) return -1; /* canonical: no leading zero */
+    if ((out->at_ms = n ? eg_uint_parse(s, n) : -1) < 0) return -1;
     if (p != end) return -1; /* trailing bytes */
     return 0;
 }
