@@ -43,6 +43,20 @@
  * a key's fence with POST /fences/release (key=K): its followers then pass
  * as they come back, and those in the DLQ are replayed by the operator.
  *
+ * Group-wide: the topic also carries operation records (fence_op.h), under
+ * a fence's record key so that they are ordered with its states. POST
+ * /fences/release lifts the fences this instance holds and writes a release
+ * record for each fence of the key its view shows held elsewhere; `errgate
+ * dlq resolve -c` writes a resolve record for a dead-lettered item. Every
+ * instance reads the topic live: the partition's owner applies one to its
+ * table (release: lifted; resolve of a dead-lettered head: its first
+ * follower is the released head; of a follower: off the queue) and writes
+ * the fence's state again, every view applies it to its copy (what a later
+ * owner rebuilds from). A revoke reads the topic to its end before the
+ * fences are handed over, so one written just before is not lost in the
+ * handover. They are refused like any record of the topic (unsigned, with a
+ * key; malformed), and one for a fence not in the view changes nothing.
+ *
  * Locality: the event loop's, like everything of gw.h. */
 #include "audit.h"
 #include "fence.h"
