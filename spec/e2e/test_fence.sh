@@ -33,7 +33,9 @@
 #      first follower is the key's head next (still fenced, so a later record
 #      follows it in order), a resolved follower leaves the queue, and once
 #      the last is resolved the key's later records pass, in order; without
-#      -c the command says the key stays fenced.
+#      -c the command says the key stays fenced;
+#   9. a resolve written while no gateway of the group runs is read by the
+#      next owner: it rebuilds the fence with the head moved on.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
@@ -379,8 +381,35 @@ printf 'v\t{"id":"v4","mode":"ok"}\nv\t{"id":"v5","mode":"ok"}\nv\t{"id":"v6","m
 wait_for 20 bash -c "[ \$(grep -c '^ok v' '$T/h4.log') -ge 3 ]" || not_ok "v4..v6: $(grep '^ok v' "$T/h4.log")"
 check "v's later records passed, in order ($(grep -o '^ok v[0-9]' "$T/h4.log" | tr '\n' ' '))" \
   [ "$(grep -o '^ok v[0-9]' "$T/h4.log" | tr '\n' ' ')" = "ok v4 ok v5 ok v6 " ]
+
+# 9. a resolve written while no gateway runs: the next owner rebuilds the fence as resolved
+printf 'x\t{"id":"x1","mode":"permanent"}\nx\t{"id":"x2","mode":"ok"}\n' | produce two
+wait_for 30 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"x') -ge 2 ]" ||
+  not_ok "x1, x2 not in two.dlq"
+X1=$(vid x1); X2=$(vid x2)
 stop_gateway "$PID_B"
 check "instance b exits 0 ($RC)" [ "$RC" = 0 ]
 stop_gateway "$PID_A"
 check "instance a exits 0 ($RC)" [ "$RC" = 0 ]
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X1" --status closed 2>&1); rc=$?
+check "dlq resolve -c of x's head with no gateway running: written ($rc: $out)" \
+  exits_with "$rc" 0 "$X1 resolved in the fence topic" "$out"
+start_gateway gtwo_c "$T/gtwo.lua"
+ADDR=$(admin_addr gtwo_c) || die "no admin endpoint: $(tail -3 "$T/gtwo_c.err")"
+wait_for 40 grep -q '"event":"assign".*two\[' "$T/gtwo_c.err" || die "no assignment"
+body=$(admin_get "$ADDR" /fences)
+check "the next owner rebuilt x's fence with the resolve applied: x2 is its head, released ($body)" \
+  grep -q "\"key\":\"x\".*\"head\":\"$X2\",\"parked\":false.*\"followers\":0" <<<"$body"
+printf 'x\t{"id":"x3","mode":"ok"}\n' | produce two
+wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"x') -ge 3 ]" &&
+  ok "x3 still follows x2 to the DLQ" || not_ok "x3 did not follow"
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X2" --status closed 2>&1); rc=$?
+X3=$(vid x3)
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X3" --status closed 2>&1); rc=$?
+wait_for 20 bash -c "! curl -s -m 5 http://$ADDR/fences | grep -q '\"key\":\"x\"'" &&
+  ok "x2 and x3 resolved: x is no longer fenced" || not_ok "x's fence: $(admin_get "$ADDR" /fences)"
+printf 'x\t{"id":"x4","mode":"ok"}\n' | produce two
+wait_for 20 grep -q '^ok x4 ' "$T/h4.log" && ok "x4 passes" || not_ok "x4 did not pass"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 exit $FAILED
