@@ -400,6 +400,26 @@ wait_for 40 grep -q '"event":"assign".*two\[' "$T/gtwo_c.err" || die "no assignm
 body=$(admin_get "$ADDR" /fences)
 check "the next owner rebuilt x's fence with the resolve applied: x2 is its head, released ($body)" \
   grep -q "\"key\":\"x\".*\"head\":\"$X2\",\"parked\":false.*\"followers\":0" <<<"$body"
+# last_x: the first line of the last record under x's fence record key in gtwo.fences
+XKEY="$(cut -d/ -f1-2 <<<"$X1")/$(printf x | sha256sum | cut -d' ' -f1)"
+last_x() {
+  dump gtwo.fences "$T/xf.json"
+  $PY - "$T/xf.json" "$XKEY" <<'PY'
+import json, sys
+last = None
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m["key"] == sys.argv[2] and (last is None or m["offset"] > last["offset"]):
+        last = m
+print((last["payload"] or "tombstone").split("\n")[0] if last else "none")
+PY
+}
+sleep 1
+check "the rebuild wrote x's state again after the resolve record ($(last_x))" [ "$(last_x)" = "errgate-fence 1" ]
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X1" --status closed 2>&1); rc=$?
+sleep 2
+check "a resolve of an item x's fence does not hold (x1 again) changes nothing, and the owner writes x's state after it ($rc: $(last_x))" \
+  [ "$(last_x)" = "errgate-fence 1" ] && grep -q "\"key\":\"x\".*\"head\":\"$X2\"" <<<"$(admin_get "$ADDR" /fences)"
 printf 'x\t{"id":"x3","mode":"ok"}\n' | produce two
 wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"x') -ge 3 ]" &&
   ok "x3 still follows x2 to the DLQ" || not_ok "x3 did not follow"

@@ -152,8 +152,8 @@ static void log_op(const char *event, const eg_fence_op *op, const void *key, si
  * lifts the fence; a resolve of a dead-lettered head lets its first
  * follower go next, of a dead-lettered follower takes it off the queue (a
  * fence whose head is on a rung is left alone: that record resolves when
- * it comes back). A change is written to the topic. Returns 1 when the
- * table held the partition. */
+ * it comes back). The fence's state after it is written to the topic,
+ * changed or not. Returns 1 when the table held the partition. */
 static int op_on_table(eg_gw *gw, const eg_fence_op *op, const void *key, size_t len) {
     eg_fences *t = table_of(gw, op->topic, op->partition, 0);
     if (!t) return 0;
@@ -165,8 +165,10 @@ static int op_on_table(eg_gw *gw, const eg_fence_op *op, const void *key, size_t
     if (changed) {
         gw->fencing->ops_applied[op->op]++;
         if (op->op == EG_FENCE_OP_RELEASE) gw->fencing->released++;
-        persist(gw, (const struct fpart *)((const char *)t - offsetof(struct fpart, t)), key, len);
     }
+    /* even unchanged, the fence's state is written again: the operation is the last record under
+     * its record key now, and compaction would leave it alone there */
+    if (f) persist(gw, (const struct fpart *)((const char *)t - offsetof(struct fpart, t)), key, len);
     log_op(op->op == EG_FENCE_OP_RELEASE ? "fence_release" : "fence_resolved", op, key, len, changed);
     return 1;
 }
@@ -174,6 +176,7 @@ static int op_on_table(eg_gw *gw, const eg_fence_op *op, const void *key, size_t
 /* The same operation on the view's state v (what a rebuild starts from). */
 static void op_on_view(eg_fence_rec *v, const eg_fence_op *op) {
     int end = op->op == EG_FENCE_OP_RELEASE;
+    v->op_last = 1; /* the operation is the last record under the key, whether it changed the state or not */
     if (!end && v->action == EG_ACT_LADDER) return;
     if (!end && strcmp(v->head, op->id) == 0) {
         if (v->nq == 0) end = 1;
@@ -195,8 +198,8 @@ static void op_on_view(eg_fence_rec *v, const eg_fence_op *op) {
     if (end) {
         eg_fence_rec_clear(v);
         v->topic[0] = '\0'; /* ended */
+        v->op_last = 0;
     }
-    v->op_last = !end;
 }
 
 /* An operation record (fence_op.h), written by another instance (a
