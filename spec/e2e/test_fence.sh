@@ -319,6 +319,11 @@ wait_for 20 bash -c "! curl -s -m 5 http://$OWNER/fences | grep -q '\"key\":\"u\
 n=$(metric "$OWNER" errgate_fence_ops_applied_total 'op="release"')
 m=$(metric "$OTHER" errgate_fence_releases_sent_total)
 check "the owner counts the release applied ($n), the other the release sent ($m)" [ "$n" = 1 ] && [ "$m" = 1 ]
+admin_get "$OWNER" /metrics >"$T/fence_metrics.txt"
+if command -v promtool >/dev/null; then
+  check "promtool check metrics passes with fencing on ($(promtool check metrics <"$T/fence_metrics.txt" 2>&1 | head -3))" \
+    bash -c "promtool check metrics <'$T/fence_metrics.txt'"
+else diag "promtool is missing (Debian package prometheus): the exposition is not checked"; fi
 printf 'u\t{"id":"u3","mode":"ok"}\n' | produce two
 wait_for 20 grep -q '^ok u3 ' "$T/h4.log" && ok "u's next record passes on the owner" || not_ok "u3 did not pass: $(cat "$T/h4.log")"
 check "u2 did not reach the target (it stays in the DLQ, the operator's to replay)" bash -c "! grep -q '^ok u2 ' '$T/h4.log'"
