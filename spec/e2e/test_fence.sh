@@ -311,11 +311,14 @@ sleep 1 # the other instance reads the fence topic live: u's fence is in its vie
 check "one instance holds u's fence, the other does not (owner ${OWNER:-none}, other ${OTHER:-none})" \
   [ -n "$OWNER" ] && [ -n "$OTHER" ]
 ctl2() { local a=$1; shift; USER=fence-op "$EG" ctl --admin "http://$a" --token-file "$T/token" "$@"; }
+t_ask=$(date +%s%3N)
 out=$(ctl2 "$OTHER" fence release u 2>&1); rc=$?
 check "errgate ctl fence release u on the other instance: exit 0, 0 lifted there, 1 release record sent ($rc: $out)" \
   exits_with "$rc" 0 "fence release: 0 fence(s) lifted" "$out" && grep -q "1 release record(s) sent" <<<"$out"
 wait_for 20 bash -c "! curl -s -m 5 http://$OWNER/fences | grep -q '\"key\":\"u\"'" &&
   ok "the owner lifted u's fence on the release record" || not_ok "u still fenced on the owner: $(admin_get "$OWNER" /fences)"
+t_applied=$(grep -h '"event":"fence_release".*"op":"release"' "$T/gtwo_a.err" "$T/gtwo_b.err" | head -1 | sed 's/.*"ts":"\([^"]*\)".*/\1/')
+[ -n "$t_applied" ] && diag "release asked at the other instance -> applied by the owner: $(( $(date -d "$t_applied" +%s%3N) - t_ask )) ms"
 n=$(metric "$OWNER" errgate_fence_ops_applied_total 'op="release"')
 m=$(metric "$OTHER" errgate_fence_releases_sent_total)
 check "the owner counts the release applied ($n), the other the release sent ($m)" [ "$n" = 1 ] && [ "$m" = 1 ]
