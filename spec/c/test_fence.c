@@ -210,5 +210,52 @@ int main(void) {
           "a value over the bound is refused before it is read");
     free(v);
     eg_fences_free(&t);
+
+    /* operation records (fence_op.h): release and resolve, asked by another instance or dlq resolve */
+    char ov[EG_FENCE_OP_VALUE_MAX];
+    size_t ol = eg_fence_op_format(EG_FENCE_OP_RESOLVE, "pay/3/41", "ann\tb", 5000, ov);
+    eg_fence_op op;
+    CHECK(ol > 0 && eg_fence_op_is(ov, ol) && !eg_fence_op_is(EG_FENCE_REC_END, strlen(EG_FENCE_REC_END)),
+          "an operation record is told apart from a fence's");
+    CHECK(eg_fence_op_parse(rk, rkl, ov, ol, &op, &why) == 0 && op.op == EG_FENCE_OP_RESOLVE &&
+              !strcmp(op.id, "pay/3/41") && !strcmp(op.by, "ann?b") && op.at_ms == 5000 && !strcmp(op.topic, "pay") &&
+              op.partition == 3,
+          "a resolve is read back with its fields (a control byte of its author replaced)");
+    CHECK(eg_fence_rec_parse(rk, rkl, ov, ol, &rec, &why) == -1, "the fence parser refuses an operation record");
+    CHECK(eg_fence_op_parse(rk, rkl, ov, ol - 1, &op, &why) == -1 && !strcmp(why, "malformed"),
+          "a torn operation is refused");
+    CHECK(eg_fence_op_format(EG_FENCE_OP_RELEASE, "not an id", "x", 1, ov) == 0, "no operation on a bad id");
+    ol = eg_fence_op_format(EG_FENCE_OP_RELEASE, "pay/3/41", "", 1, ov);
+    CHECK(eg_fence_op_parse(rk, rkl, ov, ol, &op, &why) == 0 && op.op == EG_FENCE_OP_RELEASE &&
+              !strcmp(op.by, "unknown"),
+          "a release without an author names it unknown");
+    static const char *const badop[] = {
+        "errgate-fence-op 1\nlift\npay/3/41\nx\n1\n",          "errgate-fence-op 1\nrelease\npay/3/x\nx\n1\n",
+        "errgate-fence-op 1\nrelease\npay/3/41\n\n1\n",        "errgate-fence-op 1\nrelease\npay/3/41\nx\n-1\n",
+        "errgate-fence-op 1\nrelease\npay/3/41\nx\n1\nmore\n", NULL};
+    for (int i = 0; badop[i]; i++)
+        CHECK(eg_fence_op_parse(rk, rkl, badop[i], strlen(badop[i]), &op, &why) == -1, "a bad operation %d is refused",
+              i);
+    CHECK(eg_fence_op_parse("pay/3/xyz", 9, ov, ol, &op, &why) == -1 && !strcmp(why, "bad_record_key"),
+          "an operation under a bad record key is refused");
+
+    /* a follower resolved before its turn leaves the queue, the others keep their order */
+    eg_fences u;
+    eg_fences_init(&u, 4, 40);
+    eg_fences_park(&u, "k", 1, "pay/0/1", EG_FENCE_WHY_DLQ, EG_ACT_DLQ, NULL, 0, 1);
+    eg_fence *g = eg_fences_get(&u, "k", 1);
+    eg_fences_follow(&u, g, "pay/0/2");
+    eg_fences_follow(&u, g, "pay/0/3");
+    eg_fences_follow(&u, g, "pay/0/4");
+    CHECK(eg_fences_unqueue(&u, "k", 1, "pay/0/3") == 1 && g->nq == 2 && u.nfollowers == 2 &&
+              !strcmp(g->q[g->qoff], "pay/0/2") && !strcmp(g->q[g->qoff + 1], "pay/0/4"),
+          "unqueue takes a follower out of the middle");
+    CHECK(eg_fences_unqueue(&u, "k", 1, "pay/0/1") == 0 && eg_fences_unqueue(&u, "k", 1, "pay/0/9") == 0 &&
+              eg_fences_unqueue(&u, "j", 1, "pay/0/2") == 0,
+          "not the head, nor an id not queued, nor another key");
+    CHECK(eg_fences_resolve(&u, "k", 1, "pay/0/1") && !strcmp(g->head, "pay/0/2") && g->nq == 1,
+          "then the head resolves onto the first follower");
+    CHECK(eg_fences_unqueue(&u, "k", 1, "pay/0/4") == 1 && g->nq == 0 && u.nfollowers == 0, "and the last leaves");
+    eg_fences_free(&u);
     return TAP_DONE();
 }

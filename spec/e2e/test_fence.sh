@@ -22,13 +22,26 @@
 #   6. with control_key_file, fence records in the fence topic that are not
 #      signed with the key (anyone can produce there) or malformed are
 #      refused, counted by reason and never fence a key; the same fences
-#      signed with the key are rebuilt and fence it.
+#      signed with the key are rebuilt and fence it; a forged unsigned
+#      release record is refused the same way (the key stays fenced), one
+#      signed with the key lifts the fence;
+#   7. two instances of one group ("ladder+dlq"): a release asked on the
+#      instance that does not own the key's partition (errgate ctl fence
+#      release) is written to the fence topic and frees the key on the one
+#      that does: its next record passes;
+#   8. dlq resolve of a dead-lettered head (-c CONFIG) tells its owner: the
+#      first follower is the key's head next (still fenced, so a later record
+#      follows it in order), a resolved follower leaves the queue, and once
+#      the last is resolved the key's later records pass, in order; without
+#      -c the command says the key stays fenced;
+#   9. a resolve written while no gateway of the group runs is read by the
+#      next owner: it rebuilds the fence with the head moved on.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
 POLICY="$ROOT/spec/fixtures/policies/ladder_1s_2s.lua"
 start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s) \
-  $(ladder_topics sig 1s 2s)
+  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s)
 echo "fence-token" >"$T/token"
 ADMIN="admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
 
@@ -243,6 +256,188 @@ printf 'q\t{"id":"q2","mode":"ok"}\n' | produce sig
 wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t sig.dlq -e -q 2>/dev/null | grep -q q2" &&
   ok "q2 follows the signed fence's head to the DLQ" || not_ok "q2 did not follow"
 check "q2 did not reach the target" bash -c "! grep -q '^ok q2 ' '$T/h3.log'"
+# a release record (fence_op.h) for q's fences, forged without the key, then signed with it
+relop() { # relop PARTITION MODE
+  $PY "$ROOT/spec/e2e/ctl_sign.py" "$BOOTSTRAP" gsig.fences fence "$T/ctl.key" "sig/$1/$QSHA" \
+    "$(printf 'errgate-fence-op 1\nrelease\nsig/%d/999\nforger\n1' "$1")"$'\n' "$2" >/dev/null ||
+    not_ok "cannot produce to gsig.fences"
+}
+n0=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
+for p in 0 1 2 3; do relop $p none; done
+wait_for 20 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/metrics | awk '/^errgate_fence_records_refused_total\{reason=\"unsigned\"\}/{print \$2}')\" = $((n0 + 4)) ]"
+n=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
+check "4 forged unsigned release records refused ($n0 -> $n unsigned)" [ "$n" = $((n0 + 4)) ]
+body=$(admin_get "$ADDR" /fences)
+check "q is still fenced after them ($body)" grep -q '"key":"q"' <<<"$body"
+printf 'q\t{"id":"q3","mode":"ok"}\n' | produce sig
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t sig.dlq -e -q 2>/dev/null | grep -q q3" &&
+  ok "q3 follows to the DLQ: the forged release changed nothing" || not_ok "q3 did not follow"
+check "q3 did not reach the target" bash -c "! grep -q '^ok q3 ' '$T/h3.log'"
+for p in 0 1 2 3; do relop $p good; done
+wait_for 20 bash -c "! curl -s -m 5 http://$ADDR/fences | grep -q '\"key\":\"q\"'" &&
+  ok "a release record signed with the key lifts q's fence" || not_ok "q still fenced: $(admin_get "$ADDR" /fences)"
+check "its application is logged with the author it names" \
+  grep -q '"event":"fence_release".*"op":"release".*"by":"forger","applied":1' "$T/gsig2.err"
+printf 'q\t{"id":"q4","mode":"ok"}\n' | produce sig
+wait_for 20 grep -q '^ok q4 ' "$T/h3.log" && ok "q4 passes after the signed release" || not_ok "q4 did not pass"
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 7. two instances of one group: a release asked on the instance that does
+# not own the key's partition reaches the one that does
+handler_at h4
+ladder_config "$T/gtwo.lua" gtwo two key "$POLICY" "" "$ADMIN"
+sed -i 's/ordering = "key",/ordering = "key", fence = "ladder+dlq",/' "$T/gtwo.lua"
+start_gateway gtwo_a "$T/gtwo.lua"
+PID_A=$GW_PID
+ADDR_A=$(admin_addr gtwo_a) || die "no admin endpoint: $(tail -3 "$T/gtwo_a.err")"
+wait_for 40 grep -q '"event":"assign".*two\[' "$T/gtwo_a.err" || die "instance a: no assignment"
+start_gateway gtwo_b "$T/gtwo.lua"
+PID_B=$GW_PID
+ADDR_B=$(admin_addr gtwo_b) || die "no admin endpoint: $(tail -3 "$T/gtwo_b.err")"
+wait_for 40 grep -q '"event":"assign".*two\[' "$T/gtwo_b.err" || die "instance b: no assignment"
+wait_for 20 bash -c "[ \$(grep -c '\"event\":\"assign\".*two\[' '$T/gtwo_a.err') -ge 5 ]" ||
+  diag "instance a was not assigned again after b joined"
+sleep 1
+printf 'u\t{"id":"u1","mode":"permanent"}\nu\t{"id":"u2","mode":"ok"}\n' | produce two
+wait_for 30 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"u') -ge 2 ]" ||
+  not_ok "u1, u2 not in two.dlq"
+OWNER=""; OTHER=""
+for w in a b; do
+  eval "addr=\$ADDR_$(tr a-z A-Z <<<"$w")"
+  if admin_get "$addr" /fences | grep -q '"key":"u"'; then OWNER=$addr; else OTHER=$addr; fi
+done
+sleep 1 # the other instance reads the fence topic live: u's fence is in its view
+check "one instance holds u's fence, the other does not (owner ${OWNER:-none}, other ${OTHER:-none})" \
+  [ -n "$OWNER" ] && [ -n "$OTHER" ]
+ctl2() { local a=$1; shift; USER=fence-op "$EG" ctl --admin "http://$a" --token-file "$T/token" "$@"; }
+t_ask=$(date +%s%3N)
+out=$(ctl2 "$OTHER" fence release u 2>&1); rc=$?
+check "errgate ctl fence release u on the other instance: exit 0, 0 lifted there, 1 release record sent ($rc: $out)" \
+  exits_with "$rc" 0 "fence release: 0 fence(s) lifted" "$out" && grep -q "1 release record(s) sent" <<<"$out"
+wait_for 20 bash -c "! curl -s -m 5 http://$OWNER/fences | grep -q '\"key\":\"u\"'" &&
+  ok "the owner lifted u's fence on the release record" || not_ok "u still fenced on the owner: $(admin_get "$OWNER" /fences)"
+t_applied=$(grep -h '"event":"fence_release".*"op":"release"' "$T/gtwo_a.err" "$T/gtwo_b.err" | head -1 | sed 's/.*"ts":"\([^"]*\)".*/\1/')
+[ -n "$t_applied" ] && diag "release asked at the other instance -> applied by the owner: $(( $(date -d "$t_applied" +%s%3N) - t_ask )) ms"
+n=$(metric "$OWNER" errgate_fence_ops_applied_total 'op="release"')
+m=$(metric "$OTHER" errgate_fence_releases_sent_total)
+check "the owner counts the release applied ($n), the other the release sent ($m)" [ "$n" = 1 ] && [ "$m" = 1 ]
+admin_get "$OWNER" /metrics >"$T/fence_metrics.txt"
+if command -v promtool >/dev/null; then
+  check "promtool check metrics passes with fencing on ($(promtool check metrics <"$T/fence_metrics.txt" 2>&1 | head -3))" \
+    bash -c "promtool check metrics <'$T/fence_metrics.txt'"
+else diag "promtool is missing (Debian package prometheus): the exposition is not checked"; fi
+printf 'u\t{"id":"u3","mode":"ok"}\n' | produce two
+wait_for 20 grep -q '^ok u3 ' "$T/h4.log" && ok "u's next record passes on the owner" || not_ok "u3 did not pass: $(cat "$T/h4.log")"
+check "u2 did not reach the target (it stays in the DLQ, the operator's to replay)" bash -c "! grep -q '^ok u2 ' '$T/h4.log'"
+
+# 8. dlq resolve of a dead-lettered head tells its owner
+printf 'v\t{"id":"v1","mode":"permanent"}\nv\t{"id":"v2","mode":"ok"}\n' | produce two
+wait_for 30 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"v') -ge 2 ]" ||
+  not_ok "v1, v2 not in two.dlq"
+# vid ID: the errgate.id of the two.dlq record whose value has "id":"ID"
+vid() {
+  dump two.dlq "$T/two.json"
+  $PY - "$T/two.json" "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    h = dict(zip(m["headers"][0::2], m["headers"][1::2]))
+    if '"id":"%s"' % sys.argv[2] in (m["payload"] or ""):
+        print(h["errgate.id"])
+        break
+PY
+}
+V1=$(vid v1); V2=$(vid v2)
+VOWN=$ADDR_A; admin_get "$ADDR_A" /fences | grep -q '"key":"v"' || VOWN=$ADDR_B
+check "v is fenced behind v1 ($V1) with v2 ($V2) queued" \
+  grep -q "\"key\":\"v\".*\"head\":\"$V1\".*\"queue\":\[\"$V2\"\]" <<<"$(admin_get "$VOWN" /fences)"
+out=$("$EG" dlq resolve two.dlq -b "$BOOTSTRAP" --id "$V1" --status closed 2>&1); rc=$?
+check "dlq resolve -b (no config): exit 0 and a note that the key stays fenced ($rc: $out)" \
+  exits_with "$rc" 0 "stays fenced until .errgate ctl fence release KEY" "$out"
+sleep 2
+check "and v's fence is unchanged" grep -q "\"key\":\"v\".*\"head\":\"$V1\"" <<<"$(admin_get "$VOWN" /fences)"
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$V1" --status closed 2>&1); rc=$?
+check "dlq resolve -c of the head: exit 0, written to the fence topic ($rc: $out)" \
+  exits_with "$rc" 0 "$V1 resolved in the fence topic" "$out"
+wait_for 20 bash -c "curl -s -m 5 http://$VOWN/fences | grep -q '\"key\":\"v\".*\"head\":\"$V2\",\"parked\":false'" &&
+  ok "the owner made v2 the head of v's fence (released, still fencing)" ||
+  not_ok "v's fence after the resolve: $(admin_get "$VOWN" /fences)"
+check "the owner logs the resolve with its author" \
+  grep -q "\"event\":\"fence_resolved\".*\"op\":\"resolve\",\"id\":\"$V1\".*\"applied\":1" "$T/gtwo_a.err" "$T/gtwo_b.err"
+printf 'v\t{"id":"v3","mode":"ok"}\n' | produce two
+wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"v') -ge 3 ]" &&
+  ok "v3 follows v2 to the DLQ: v2 is not resolved yet" || not_ok "v3 did not follow: $(grep '^ok v' "$T/h4.log")"
+V3=$(vid v3)
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$V3" --status closed 2>&1); rc=$?
+check "dlq resolve -c of the follower v3: exit 0 ($rc: $out)" [ "$rc" = 0 ]
+wait_for 20 bash -c "curl -s -m 5 http://$VOWN/fences | grep -q '\"key\":\"v\".*\"head\":\"$V2\".*\"followers\":0'" &&
+  ok "v3 left the queue behind v2" || not_ok "v's fence: $(admin_get "$VOWN" /fences)"
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$V2" --status accepted-loss --reason test 2>&1); rc=$?
+check "dlq resolve -c of v2, the head now: exit 0 ($rc: $out)" [ "$rc" = 0 ]
+wait_for 20 bash -c "! curl -s -m 5 http://$VOWN/fences | grep -q '\"key\":\"v\"'" &&
+  ok "v is no longer fenced" || not_ok "v's fence: $(admin_get "$VOWN" /fences)"
+n=$(metric "$VOWN" errgate_fence_ops_applied_total 'op="resolve"')
+check "the owner counts 3 resolves applied ($n)" [ "$n" = 3 ]
+# the resolve records went where the fence's own records of v are (one partition of gtwo.fences), so they are
+# read in order with them
+VKEY="$(cut -d/ -f1-2 <<<"$V1")/$(printf v | sha256sum | cut -d' ' -f1)"
+kcat -C -b "$BOOTSTRAP" -t gtwo.fences -e -q -f '%p %k\n' 2>/dev/null | grep " $VKEY\$" >"$T/vrecs"
+check "v's fence states and its 3 resolve records share one partition of gtwo.fences ($(sort -u "$T/vrecs" | tr '\n' ';'), $(wc -l <"$T/vrecs") records)" \
+  [ "$(cut -d' ' -f1 "$T/vrecs" | sort -u | wc -l)" = 1 ] && [ "$(wc -l <"$T/vrecs")" -ge 6 ]
+printf 'v\t{"id":"v4","mode":"ok"}\nv\t{"id":"v5","mode":"ok"}\nv\t{"id":"v6","mode":"ok"}\n' | produce two
+wait_for 20 bash -c "[ \$(grep -c '^ok v' '$T/h4.log') -ge 3 ]" || not_ok "v4..v6: $(grep '^ok v' "$T/h4.log")"
+check "v's later records passed, in order ($(grep -o '^ok v[0-9]' "$T/h4.log" | tr '\n' ' '))" \
+  [ "$(grep -o '^ok v[0-9]' "$T/h4.log" | tr '\n' ' ')" = "ok v4 ok v5 ok v6 " ]
+
+# 9. a resolve written while no gateway runs: the next owner rebuilds the fence as resolved
+printf 'x\t{"id":"x1","mode":"permanent"}\nx\t{"id":"x2","mode":"ok"}\n' | produce two
+wait_for 30 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"x') -ge 2 ]" ||
+  not_ok "x1, x2 not in two.dlq"
+X1=$(vid x1); X2=$(vid x2)
+stop_gateway "$PID_B"
+check "instance b exits 0 ($RC)" [ "$RC" = 0 ]
+stop_gateway "$PID_A"
+check "instance a exits 0 ($RC)" [ "$RC" = 0 ]
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X1" --status closed 2>&1); rc=$?
+check "dlq resolve -c of x's head with no gateway running: written ($rc: $out)" \
+  exits_with "$rc" 0 "$X1 resolved in the fence topic" "$out"
+start_gateway gtwo_c "$T/gtwo.lua"
+ADDR=$(admin_addr gtwo_c) || die "no admin endpoint: $(tail -3 "$T/gtwo_c.err")"
+wait_for 40 grep -q '"event":"assign".*two\[' "$T/gtwo_c.err" || die "no assignment"
+body=$(admin_get "$ADDR" /fences)
+check "the next owner rebuilt x's fence with the resolve applied: x2 is its head, released ($body)" \
+  grep -q "\"key\":\"x\".*\"head\":\"$X2\",\"parked\":false.*\"followers\":0" <<<"$body"
+# last_x: the first line of the last record under x's fence record key in gtwo.fences
+XKEY="$(cut -d/ -f1-2 <<<"$X1")/$(printf x | sha256sum | cut -d' ' -f1)"
+last_x() {
+  dump gtwo.fences "$T/xf.json"
+  $PY - "$T/xf.json" "$XKEY" <<'PY'
+import json, sys
+last = None
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m["key"] == sys.argv[2] and (last is None or m["offset"] > last["offset"]):
+        last = m
+print((last["payload"] or "tombstone").split("\n")[0] if last else "none")
+PY
+}
+sleep 1
+check "the rebuild wrote x's state again after the resolve record ($(last_x))" [ "$(last_x)" = "errgate-fence 1" ]
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X1" --status closed 2>&1); rc=$?
+sleep 2
+check "a resolve of an item x's fence does not hold (x1 again) changes nothing, and the owner writes x's state after it ($rc: $(last_x))" \
+  [ "$(last_x)" = "errgate-fence 1" ] && grep -q "\"key\":\"x\".*\"head\":\"$X2\"" <<<"$(admin_get "$ADDR" /fences)"
+printf 'x\t{"id":"x3","mode":"ok"}\n' | produce two
+wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"x') -ge 3 ]" &&
+  ok "x3 still follows x2 to the DLQ" || not_ok "x3 did not follow"
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X2" --status closed 2>&1); rc=$?
+X3=$(vid x3)
+out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X3" --status closed 2>&1); rc=$?
+wait_for 20 bash -c "! curl -s -m 5 http://$ADDR/fences | grep -q '\"key\":\"x\"'" &&
+  ok "x2 and x3 resolved: x is no longer fenced" || not_ok "x's fence: $(admin_get "$ADDR" /fences)"
+printf 'x\t{"id":"x4","mode":"ok"}\n' | produce two
+wait_for 20 grep -q '^ok x4 ' "$T/h4.log" && ok "x4 passes" || not_ok "x4 did not pass"
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 exit $FAILED

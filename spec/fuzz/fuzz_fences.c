@@ -9,7 +9,9 @@
  * followers none twice, at most EG_FENCE_REC_MAX_FOLLOWERS, a rung exactly
  * for a ladder), its record key is the one its key derives, and the writer
  * (eg_fence_rec_format, through a fence table) encodes it back into a
- * record read as the same fence. */
+ * record read as the same fence. An operation record (fence_op.h: release,
+ * resolve) is parsed by eg_fence_op_parse: a refusal names a reason, an
+ * accepted one is within its bounds and written back byte for byte. */
 #include "fence.h"
 #include "fence_rec.h"
 #include "fuzz.h"
@@ -24,6 +26,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t vlen = nul ? size - klen - 1 : 0;
     eg_fence_rec r;
     const char *why = NULL;
+    if (val && eg_fence_op_is(val, vlen)) { /* an operation record (fence_op.h) */
+        eg_fence_op op;
+        if (eg_fence_op_parse(data, klen, val, vlen, &op, &why) != 0) {
+            FZ_CHECK(why && why[0], "a refused operation without a reason");
+            return 0;
+        }
+        FZ_CHECK(op.topic[0] && op.partition >= 0, "an operation names no partition");
+        FZ_CHECK(op.op == EG_FENCE_OP_RELEASE || op.op == EG_FENCE_OP_RESOLVE, "operation %d", (int)op.op);
+        FZ_CHECK(eg_id_valid(op.id, strlen(op.id)) && op.by[0] && op.at_ms >= 0, "an operation out of its bounds");
+        char ov[EG_FENCE_OP_VALUE_MAX];
+        size_t ol = eg_fence_op_format(op.op, op.id, op.by, op.at_ms, ov);
+        FZ_CHECK(ol == vlen && !memcmp(ov, val, vlen), "an operation written back differs");
+        return 0;
+    }
     int rc = eg_fence_rec_parse(data, klen, val, vlen, &r, &why);
     if (rc < 0) {
         FZ_CHECK(why && why[0], "a refused record without a reason");

@@ -68,8 +68,9 @@ static void usage(void) {
            "                   (no token needed)\n"
            "  fence list       the keys fenced behind a parked record (source.fence) on\n"
            "                   this instance, with their queues (no token needed)\n"
-           "  fence release KEY  lift KEY's fence on this instance: its followers pass\n"
-           "                   as they come back (those in the DLQ are yours to replay)\n"
+           "  fence release KEY  lift KEY's fence on every instance (this one's at once,\n"
+           "                   the others' through GROUP.fences): its followers pass as\n"
+           "                   they come back (those in the DLQ are yours to replay)\n"
            "\n"
            "  --admin URL       the admin endpoint (default $ERRGATE_ADMIN or %s)\n"
            "  --source NAME     a gateway of several sources: the controls of source NAME\n"
@@ -192,8 +193,11 @@ static void print_ok(const char *what, const char *json) {
         }
         if (n == 0) printf("no keys fenced\n");
     } else if (!strcmp(what, "fence release")) {
-        const char *n = strstr(json, "\"released\":");
+        const char *n = strstr(json, "\"released\":"), *sent = strstr(json, "\"sent\":");
         printf("fence release: %d fence(s) lifted\n", n ? atoi(n + 11) : 0);
+        if (sent && atoi(sent + 7) > 0)
+            printf("fence release: %d release record(s) sent to the instances that hold the key's other fences\n",
+                   atoi(sent + 7));
     } else {
         char result[32], name[80], match[16], action[40], until[48];
         json_field(json, "result", result, sizeof result);

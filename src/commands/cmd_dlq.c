@@ -43,7 +43,8 @@
  * resolve checks that a record of the lane carries the id, then writes the
  * status to the state topic (creating it compacted when it can, dlq_state.c)
  * and waits for the delivery report. accepted-loss needs a non-blank
- * --reason.
+ * --reason. With -c CONFIG under source.fence = "ladder+dlq" it also tells
+ * the gateway that fences the item's key (dlq_fence.c).
  *
  * approve writes `approved` (by --by NAME, with --reason) for the selected
  * items that are pending-approval, one state record per item id, and
@@ -98,7 +99,8 @@ static void usage(void) {
            "                shown decrypted with --protect-key-file F ($ERRGATE_PROTECT_KEY_FILE, the config's\n"
            "                lanes.protect.key_file), else refused by name (value_refused)\n"
            "  resolve       records what became of item --id in the compacted topic LANE.state;\n"
-           "                accepted-loss needs --reason\n"
+           "                accepted-loss needs --reason; with -c CONFIG under source.fence = \"ladder+dlq\"\n"
+           "                also tells the gateway fencing the item's key (GROUP.fences): its next record goes\n"
            "  approve       approves the selected pending-approval items (replay --state approved\n"
            "                replays them); --by names the approver; --dry-run writes nothing\n"
            "  annotate      records owner, severity and a note of item --id in LANE.state (dlq annotate --help)\n"
@@ -783,6 +785,8 @@ static int cmd_resolve(const args *a) {
     if (rc) return rc;
     char err[1024];
     int found = 0;
+    void *key = NULL; /* the item's record key (its fence's, dlq_fence.c) */
+    size_t klen = 0;
     rc = eg_lread_start(&r, 0, err, sizeof err);
     rd_kafka_message_t *m;
     while (rc == 0 && !found && !eg_dlq_stop) {
@@ -793,12 +797,18 @@ static int cmd_resolve(const args *a) {
         char id[320];
         eg_dlq_item_id(m, id, sizeof id);
         found = !strcmp(id, a->id);
+        if (found && m->key) {
+            klen = m->key_len;
+            key = eg_xmalloc(klen ? klen : 1);
+            if (klen) memcpy(key, m->key, klen);
+        }
         rd_kafka_message_destroy(m);
     }
     int parts = r.n;
     eg_lread_close(&r);
     if (rc < 0 || (!found && eg_dlq_stop)) {
         fprintf(stderr, "errgate dlq resolve: %s\n", rc < 0 ? err : "interrupted; nothing written");
+        free(key);
         return 1;
     }
     if (!found) {
@@ -807,9 +817,24 @@ static int cmd_resolve(const args *a) {
     }
 
     char json[4096], topic[512];
-    if (write_states(a, parts, NULL, &a->id, NULL, 1, (eg_dlq_status)st, NULL, "resolve", json, sizeof json)) return 1;
+    if (write_states(a, parts, NULL, &a->id, NULL, 1, (eg_dlq_status)st, NULL, "resolve", json, sizeof json)) {
+        free(key);
+        return 1;
+    }
     eg_dlq_state_topic(a->lane, topic, sizeof topic);
     printf("%s %s in %s: %s\n", a->id, a->status, topic, json);
+    /* a key fenced behind this item (source.fence = "ladder+dlq") is told through the fence topic */
+    char note[600];
+    int told = eg_dlq_fence_resolved(&a->k, a->id, key, klen, note, sizeof note, err, sizeof err);
+    free(key);
+    if (*note) fprintf(stderr, "errgate dlq resolve: note: %s\n", note);
+    if (told < 0) {
+        fprintf(stderr, "errgate dlq resolve: the state is written, but a fence this item heads is not told: %s\n",
+                err);
+        return 1;
+    }
+    if (told)
+        printf("%s resolved in the fence topic: the gateway that fences its key lets the next record go\n", a->id);
     return 0;
 }
 

@@ -61,6 +61,15 @@ rd_kafka_t *eg_dlq_producer_txn(const eg_kcli *k, const char *client_id, const c
                                 void (*dr)(rd_kafka_t *, const rd_kafka_message_t *, void *), void *opaque, char *err,
                                 size_t errlen);
 
+/* `dlq resolve` of item id whose lane record has key[0..klen) (NULL: none)
+ * tells the group of k's config (-c) that it is resolved: a resolve record
+ * (fence_op.h) in GROUP.fences, signed with k's control key when there is
+ * one, for a gateway that fences the key behind it (dlq_fence.c). Returns
+ * 1 when the record was written and acknowledged, 0 when none was needed or
+ * possible (note says why, "" when nothing is to be said), -1 with err. */
+int eg_dlq_fence_resolved(const eg_kcli *k, const char *id, const void *key, size_t klen, char *note, size_t notelen,
+                          char *err, size_t errlen);
+
 /* `errgate dlq watch` (dlq_watch.c), dispatched by `errgate dlq`: argv[0]
  * is "dlq", argv[1] "watch". Returns the exit code. */
 int eg_cmd_dlq_watch(int argc, char **argv);

@@ -165,6 +165,21 @@ int eg_fences_resolve(eg_fences *t, const void *key, size_t len, const char *id)
     return 1;
 }
 
+int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id) {
+    eg_fence *f = eg_fences_get(t, key, len);
+    for (int i = 0; f && i < f->nq; i++) {
+        char **q = f->q + f->qoff;
+        if (strcmp(q[i], id) != 0) continue;
+        free(q[i]);
+        memmove(q + i, q + i + 1, (size_t)(f->nq - i - 1) * sizeof *q);
+        f->nq--;
+        t->nfollowers--;
+        if (f->nq == 0) f->qoff = 0;
+        return 1;
+    }
+    return 0;
+}
+
 int eg_fences_release(eg_fences *t, const void *key, size_t len) {
     eg_fence *f = eg_fences_get(t, key, len);
     if (!f) return 0;

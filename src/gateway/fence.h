@@ -98,6 +98,11 @@ int eg_fences_park(eg_fences *t, const void *key, size_t len, const char *id, eg
  * returns 1. Returns 0 when id is not the key's head (nothing changes). */
 int eg_fences_resolve(eg_fences *t, const void *key, size_t len, const char *id);
 
+/* The follower `id` of key[0..len) resolved before its turn (its DLQ item
+ * was resolved without a replay): it leaves the queue, the others keep
+ * their order. Returns 1 when it was queued, 0 otherwise. */
+int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id);
+
 /* The operator's release: the key's fence is removed with its queue (the
  * followers pass when they come back). Returns 1 when it was fenced. */
 int eg_fences_release(eg_fences *t, const void *key, size_t len);

@@ -5,7 +5,6 @@
  * refuses anything else. */
 #include "fence_rec.h"
 #include "dlq_origin.h"
-#include "sha256.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -17,18 +16,7 @@
 static const char hexd[] = "0123456789abcdef";
 
 size_t eg_fence_rec_key(const char *topic, int32_t partition, const void *key, size_t len, char *out) {
-    unsigned char d[32];
-    eg_sha256 s;
-    eg_sha256_init(&s);
-    eg_sha256_update(&s, key, len);
-    eg_sha256_final(&s, d);
-    int n = snprintf(out, EG_FENCE_REC_KEY_MAX, "%.249s/%d/", topic, (int)partition);
-    for (int i = 0; i < 32; i++) {
-        out[n++] = hexd[d[i] >> 4];
-        out[n++] = hexd[d[i] & 15];
-    }
-    out[n] = '\0';
-    return (size_t)n;
+    return eg_fence_key(topic, partition, key, len, out);
 }
 
 static const char *action_word(eg_action a) {
@@ -128,22 +116,9 @@ static int state_line(const char *s, size_t n, eg_fence_rec *r) {
 }
 
 /* Parses the record key "TOPIC/PARTITION/HEX64" into r's topic and
- * partition. Returns 0 or -1. */
+ * partition (fence_op.h). Returns 0 or -1. */
 static int parse_rkey(const char *k, size_t n, eg_fence_rec *r) {
-    if (n < 66 || n >= EG_FENCE_REC_KEY_MAX || k[n - 65] != '/') return -1;
-    for (size_t i = n - 64; i < n; i++)
-        if (hexval(k[i]) < 0) return -1;
-    const char *slash = NULL;
-    for (size_t i = n - 66; i > 0 && !slash; i--)
-        if (k[i] == '/') slash = k + i;
-    if (!slash) return -1;
-    size_t tl = (size_t)(slash - k);
-    int64_t p = num(slash + 1, (size_t)(k + n - 65 - slash - 1), INT32_MAX);
-    if (!eg_dlq_topic_ok(k, tl) || tl > EG_TOPIC_NAME_MAX || p < 0) return -1;
-    memcpy(r->topic, k, tl);
-    r->topic[tl] = '\0';
-    r->partition = (int32_t)p;
-    return 0;
+    return eg_fence_key_parse(k, n, r->topic, &r->partition);
 }
 
 int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,

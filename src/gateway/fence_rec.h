@@ -21,7 +21,9 @@
  * Anyone who can produce to the topic can write one: the parser takes
  * nothing it does not check (sizes, grammar, the record key matching the
  * value), and the caller verifies the signature when the deployment has a
- * control key (audit.h). */
+ * control key (audit.h). The topic also holds operation records (release,
+ * resolve: fence_op.h) under the same record keys; this parser refuses
+ * them (the caller tells them apart with eg_fence_op_is). */
 #ifndef EG_FENCE_REC_H
 #define EG_FENCE_REC_H
 
@@ -29,12 +31,13 @@
 #include <stdint.h>
 
 #include "fence.h"
+#include "fence_op.h"
 
 #define EG_FENCE_REC_MAX_FOLLOWERS EG_FENCE_MAX_QUEUE /* queued ids per key */
 #define EG_FENCE_REC_END "errgate-fence-end 1\n"
 #define EG_FENCE_REC_MAX_KEY 65536     /* key bytes a durable fence holds */
 #define EG_FENCE_REC_MAX_VALUE 1000000 /* value bytes */
-#define EG_FENCE_REC_KEY_MAX (EG_TOPIC_NAME_MAX + 1 + 10 + 1 + 64 + 1)
+#define EG_FENCE_REC_KEY_MAX EG_FENCE_KEY_MAX
 
 /* One fence as read from the topic. Owns key and q. */
 typedef struct eg_fence_rec {
@@ -51,6 +54,7 @@ typedef struct eg_fence_rec {
     int64_t since_ms, at_ms;
     char **q;
     int nq;
+    int op_last; /* the reader's: an operation record (fence_op.h) changed it last, not its owner */
 } eg_fence_rec;
 
 /* The record key of the fence of key[0..len) of topic[partition] into out

@@ -43,6 +43,20 @@
  * a key's fence with POST /fences/release (key=K): its followers then pass
  * as they come back, and those in the DLQ are replayed by the operator.
  *
+ * Group-wide: the topic also carries operation records (fence_op.h), under
+ * a fence's record key so that they are ordered with its states. POST
+ * /fences/release lifts the fences this instance holds and writes a release
+ * record for each fence of the key its view shows held elsewhere; `errgate
+ * dlq resolve -c` writes a resolve record for a dead-lettered item. Every
+ * instance reads the topic live: the partition's owner applies one to its
+ * table (release: lifted; resolve of a dead-lettered head: its first
+ * follower is the released head; of a follower: off the queue) and writes
+ * the fence's state again, every view applies it to its copy (what a later
+ * owner rebuilds from). A revoke reads the topic to its end before the
+ * fences are handed over, so one written just before is not lost in the
+ * handover. They are refused like any record of the topic (unsigned, with a
+ * key; malformed), and one for a fence not in the view changes nothing.
+ *
  * Locality: the event loop's, like everything of gw.h. */
 #include "audit.h"
 #include "fence.h"
@@ -84,10 +98,12 @@ typedef struct fpart {
 
 struct eg_gw_fencing {
     fpart *parts;
-    uint64_t fenced_total; /* records that followed a parked one */
-    uint64_t cap_holds;    /* decisions held at the cap */
-    uint64_t released;     /* fences lifted by an operator */
-    eg_audit *topic;       /* GROUP.fences, NULL when fencing is off */
+    uint64_t fenced_total;   /* records that followed a parked one */
+    uint64_t cap_holds;      /* decisions held at the cap */
+    uint64_t released;       /* fences lifted by an operator */
+    uint64_t ops_applied[3]; /* operation records applied to a fence held here, by eg_fence_opkind */
+    uint64_t ops_sent;       /* release records written for fences held elsewhere */
+    eg_audit *topic;         /* GROUP.fences, NULL when fencing is off */
     char name[EG_TOPIC_NAME_MAX + 1];
     eg_strmap view_at;  /* record key -> index in view */
     eg_fence_rec *view; /* the latest record per fence (ended: key NULL and topic "") */
@@ -111,6 +127,102 @@ static void refuse(eg_gw *gw, const eg_audit_rec *r, const char *why) {
                (int)r->partition, (long long)r->offset, why, (unsigned long long)gw->fencing->refused[i]);
 }
 
+static void persist(eg_gw *gw, const struct fpart *fp, const void *key, size_t len);
+static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int create);
+
+/* Logs an operation record's effect on a fence (event, with the key's
+ * hash, the operation's id and author). */
+static void log_op(const char *event, const eg_fence_op *op, const void *key, size_t len, int applied) {
+    eg_logline l;
+    if (!eg_log_begin(&l, applied ? EG_WARN : EG_INFO, event)) return;
+    char kh[17];
+    eg_fmt_hex64(eg_hash64(key, len), kh);
+    eg_log_str(&l, "topic", op->topic);
+    eg_log_int(&l, "partition", op->partition);
+    eg_log_str(&l, "key_hash", kh);
+    eg_log_str(&l, "op", op->op == EG_FENCE_OP_RELEASE ? "release" : "resolve");
+    eg_log_str(&l, "id", op->id);
+    eg_log_str(&l, "by", op->by);
+    eg_log_int(&l, "applied", applied);
+    eg_log_end(&l);
+}
+
+/* Operation op on the fence of key[0..len) in the table of its partition,
+ * when this instance holds that table (it owns the partition): a release
+ * lifts the fence; a resolve of a dead-lettered head lets its first
+ * follower go next, of a dead-lettered follower takes it off the queue (a
+ * fence whose head is on a rung is left alone: that record resolves when
+ * it comes back). The fence's state after it is written to the topic,
+ * changed or not. Returns 1 when the table held the partition. */
+static int op_on_table(eg_gw *gw, const eg_fence_op *op, const void *key, size_t len) {
+    eg_fences *t = table_of(gw, op->topic, op->partition, 0);
+    if (!t) return 0;
+    eg_fence *f = eg_fences_get(t, key, len);
+    int changed = 0;
+    if (f && op->op == EG_FENCE_OP_RELEASE) changed = eg_fences_release(t, key, len);
+    else if (f && f->action != EG_ACT_LADDER)
+        changed = eg_fences_resolve(t, key, len, op->id) || eg_fences_unqueue(t, key, len, op->id);
+    if (changed) {
+        gw->fencing->ops_applied[op->op]++;
+        if (op->op == EG_FENCE_OP_RELEASE) gw->fencing->released++;
+    }
+    /* even unchanged, the fence's state is written again: the operation is the last record under
+     * its record key now, and compaction would leave it alone there */
+    if (f) persist(gw, (const struct fpart *)((const char *)t - offsetof(struct fpart, t)), key, len);
+    log_op(op->op == EG_FENCE_OP_RELEASE ? "fence_release" : "fence_resolved", op, key, len, changed);
+    return 1;
+}
+
+/* The same operation on the view's state v (what a rebuild starts from). */
+static void op_on_view(eg_fence_rec *v, const eg_fence_op *op) {
+    int end = op->op == EG_FENCE_OP_RELEASE;
+    v->op_last = 1; /* the operation is the last record under the key, whether it changed the state or not */
+    if (!end && v->action == EG_ACT_LADDER) return;
+    if (!end && strcmp(v->head, op->id) == 0) {
+        if (v->nq == 0) end = 1;
+        else {
+            eg_strlcpy(v->head, v->q[0], sizeof v->head);
+            free(v->q[0]);
+            memmove(v->q, v->q + 1, (size_t)(v->nq - 1) * sizeof *v->q);
+            v->nq--;
+            v->parked = 0;
+        }
+    } else if (!end) {
+        int i = 0;
+        while (i < v->nq && strcmp(v->q[i], op->id) != 0) i++;
+        if (i == v->nq) return;
+        free(v->q[i]);
+        memmove(v->q + i, v->q + i + 1, (size_t)(v->nq - i - 1) * sizeof *v->q);
+        v->nq--;
+    }
+    if (end) {
+        eg_fence_rec_clear(v);
+        v->topic[0] = '\0'; /* ended */
+        v->op_last = 0;
+    }
+}
+
+/* An operation record (fence_op.h), written by another instance (a
+ * release) or by `errgate dlq resolve`: applied to the fence of its record
+ * key, in the table when this instance owns the partition (read live, not
+ * again after a reset), and in the view. One for a fence not in the view
+ * (never fenced, or ended) changes nothing. */
+static void on_fence_op(eg_gw *gw, const eg_audit_rec *r) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    eg_fence_op op;
+    const char *why = NULL;
+    if (eg_fence_op_parse(r->key, r->klen, r->val, r->vlen, &op, &why) != 0) {
+        refuse(gw, r, why);
+        return;
+    }
+    int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
+    eg_fence_rec *v = at >= 0 ? &fg->view[at] : NULL;
+    if (!v || !v->topic[0]) return;
+    int held = r->live && !r->reread && op_on_table(gw, &op, v->key, v->key_len);
+    if (!held && r->live) log_op("fence_op_read", &op, v->key, v->key_len, 0);
+    op_on_view(v, &op);
+}
+
 /* A record of the fence topic (audit.h's reader, at start and live): the
  * view keeps the latest state per fence. */
 static void on_fence_rec(void *arg, const eg_audit_rec *r) {
@@ -122,6 +234,10 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
     }
     if (!r->val && r->keyed) {
         refuse(gw, r, "unsigned"); /* a tombstone carries no signature */
+        return;
+    }
+    if (r->val && eg_fence_op_is(r->val, r->vlen)) {
+        on_fence_op(gw, r);
         return;
     }
     eg_fence_rec rec;
@@ -155,12 +271,12 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
 int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen) {
     if (!eg_gw_fence_on(gw)) return 0;
     if (!gw->fencing) gw->fencing = eg_xcalloc(1, sizeof *gw->fencing);
-    if (strlen(gw->cfg->scope) + 7 > EG_TOPIC_NAME_MAX) {
+    _Static_assert(sizeof gw->fencing->name >= EG_TOPIC_NAME_MAX + 1, "room for a topic name");
+    if (eg_fence_topic(gw->cfg->scope, gw->fencing->name) != 0) {
         snprintf(err, errlen, "source.fence: the fence topic %s.fences would be longer than %d characters",
                  gw->cfg->scope, EG_TOPIC_NAME_MAX);
         return -1;
     }
-    snprintf(gw->fencing->name, sizeof gw->fencing->name, "%s.fences", gw->cfg->scope);
     gw->fencing->topic =
         eg_audit_open_topic(gw->cfg, gw->fencing->name, "fence", gw->base, on_fence_rec, gw, err, errlen);
     if (!gw->fencing->topic) return -1;
@@ -405,6 +521,9 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
             for (int j = 0; j < v->nq; j++)
                 if (eg_fences_follow(t, f, v->q[j]) != EG_FENCE_OK) lost++;
             n++;
+            /* changed last by an operation record: the owner writes the whole state again, so that
+             * compaction cannot leave the operation alone under the key */
+            if (v->op_last) persist(gw, (const fpart *)((const char *)t - offsetof(fpart, t)), v->key, v->key_len);
         }
         if (n || lost) {
             fg->rebuilt += (uint64_t)n;
@@ -417,7 +536,11 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
 
 void eg_gw_fence_flush(eg_gw *gw, const char *when) {
     struct eg_gw_fencing *fg = gw->fencing;
-    if (!fg || !fg->topic || fg->pending <= 0) return;
+    if (!fg || !fg->topic) return;
+    char err[512];
+    if (eg_audit_catch_up(fg->topic, FENCE_FLUSH_MS, err, sizeof err) != 0)
+        eg_log_msg(EG_WARN, "fence_flush_incomplete", "%s not read to its end at %s: %s", fg->name, when, err);
+    if (fg->pending <= 0) return;
     int64_t until = eg_now_ms() + FENCE_FLUSH_MS;
     while (fg->pending > 0 && eg_now_ms() < until) {
         eg_audit_poll(fg->topic);
@@ -474,10 +597,23 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
     eg_metric_header(out, "errgate_fence_cap_holds_total",
                      "Decisions held because a partition's fence table was full (fence_cap).", "counter");
     eg_metric_sample(out, "errgate_fence_cap_holds_total", 0, NULL, NULL, (double)ch);
-    eg_metric_header(out, "errgate_fence_releases_total", "Fences lifted by an operator (POST /fences/release).",
+    eg_metric_header(out, "errgate_fence_releases_total",
+                     "Fences lifted by an operator (POST /fences/release, here or through another instance).",
                      "counter");
     eg_metric_sample(out, "errgate_fence_releases_total", 0, NULL, NULL, (double)rl);
     const struct eg_gw_fencing *fg = gw->fencing;
+    static const char *const ol[] = {"op"};
+    eg_metric_header(out, "errgate_fence_ops_applied_total",
+                     "Release and resolve records (another instance's POST /fences/release, dlq resolve) applied to "
+                     "a fence held here.",
+                     "counter");
+    for (int i = EG_FENCE_OP_RELEASE; i <= EG_FENCE_OP_RESOLVE; i++) {
+        const char *ov[1] = {i == EG_FENCE_OP_RELEASE ? "release" : "resolve"};
+        eg_metric_sample(out, "errgate_fence_ops_applied_total", 1, ol, ov, fg ? (double)fg->ops_applied[i] : 0);
+    }
+    eg_metric_header(out, "errgate_fence_releases_sent_total",
+                     "Release records written for fences another instance holds (POST /fences/release).", "counter");
+    eg_metric_sample(out, "errgate_fence_releases_sent_total", 0, NULL, NULL, fg ? (double)fg->ops_sent : 0);
     eg_metric_header(out, "errgate_fence_writes_total", "Fence changes written to the fence topic.", "counter");
     eg_metric_sample(out, "errgate_fence_writes_total", 0, NULL, NULL, fg ? (double)fg->writes : 0);
     eg_metric_header(out, "errgate_fence_write_failures_total",
@@ -514,6 +650,35 @@ static void fence_json(struct evbuffer *out, const fpart *fp, const eg_fence *f,
         eg_json_str(out, f->q[f->qoff + i]);
     }
     evbuffer_add(out, "]}", 2);
+}
+
+/* The operator's release of key[0..len) for the fences this instance does
+ * not hold: for each fence of the key in the view whose partition has no
+ * table here, a release record (fence_op.h, by `by`) is written under its
+ * record key, which its owner applies when it reads it (and every later
+ * owner finds the fence ended). *sent: records queued, *failed: not. */
+static void send_releases(eg_gw *gw, const void *key, size_t len, const char *by, int *sent, int *failed) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg || !fg->topic) return;
+    for (int i = 0; i < fg->nview; i++) {
+        const eg_fence_rec *v = &fg->view[i];
+        if (!v->topic[0] || v->key_len != len || (len && memcmp(v->key, key, len) != 0)) continue;
+        if (table_of(gw, v->topic, v->partition, 0)) continue; /* held here: released above */
+        char rkey[EG_FENCE_KEY_MAX], val[EG_FENCE_OP_VALUE_MAX], err[512];
+        eg_fence_key(v->topic, v->partition, key, len, rkey);
+        size_t vlen = eg_fence_op_format(EG_FENCE_OP_RELEASE, v->head, by[0] ? by : "unknown", eg_wall_ms(), val);
+        if (vlen && eg_audit_write(fg->topic, rkey, val, vlen, on_written, gw, err, sizeof err) == 0) {
+            fg->pending++;
+            fg->writes++;
+            fg->ops_sent++;
+            (*sent)++;
+        } else {
+            fg->write_failures++;
+            (*failed)++;
+            eg_log_msg(EG_ERROR, "fence_write_failed", "a release of %s[%d]'s fence: %s", v->topic, (int)v->partition,
+                       vlen ? err : "its head is not a legal id");
+        }
+    }
 }
 
 int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *body, size_t len, struct evbuffer *out) {
@@ -561,6 +726,8 @@ int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *bod
         }
     }
     if (gw->fencing) gw->fencing->released += (uint64_t)n;
+    int sent = 0, failed = 0;
+    send_releases(gw, key, strlen(key), by, &sent, &failed);
     eg_logline l;
     if (eg_log_begin(&l, EG_WARN, "fence_release")) {
         char kh[17];
@@ -568,8 +735,13 @@ int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *bod
         eg_log_str(&l, "key_hash", kh);
         eg_log_str(&l, "by", by[0] ? by : "unknown");
         eg_log_int(&l, "released", n);
+        eg_log_int(&l, "sent", sent);
         eg_log_end(&l);
     }
-    evbuffer_add_printf(out, "{\"released\":%d}", n);
-    return n ? 200 : 404;
+    if (failed && !n && !sent) {
+        evbuffer_add_printf(out, "{\"error\":\"the release could not be written to the fence topic\"}");
+        return 503;
+    }
+    evbuffer_add_printf(out, "{\"released\":%d,\"sent\":%d}", n, sent);
+    return n || sent ? 200 : 404;
 }
