@@ -97,8 +97,10 @@ the DLQ, the quarantine or one rung, as a read_committed reader sees them,
 fails the seed (lane_dup in the seed's line). Handler duplicates stay
 allowed: the target sees records at least once.
 
---fence ladder|ladder+dlq (make chaos-fence SEEDS=N; FENCE=ladder+dlq,
-BROKER=kafka): per-key fencing under the same faults. The gateways run with
+--fence ladder|ladder+dlq (make chaos-fence SEEDS=N [FENCE=ladder+dlq]: the
+real cluster, short seeds unless LONG=1): per-key fencing under the same
+faults (on the embedded broker the followers' rung writes pass its 5 MiB a
+partition, it drops records, and the audit refuses to judge). The gateways run with
 ordering "key" and source.fence = MODE; the records are drawn another way:
 keys k0..k(N/15 - 1) interleaved at random (about 15 records a key), each
 value {"id", "mode", "seq"} with seq the record's place among its key's
