@@ -1049,8 +1049,9 @@ def run_seed(seed, args):
         plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("source_duplicates"),
         res.get("dup_parts"), res.get("dup_by"))
     if plan.fence:
-        detail += " keys=%s keys_parked=%s seq_disorder=%s" % (res.get("keys"), res.get("keys_parked"),
-                                                               res.get("seq_disorder"))
+        detail += " keys=%s keys_parked=%s seq_disorder=%s followed_later=%s fenced_after_success=%s" % (
+            res.get("keys"), res.get("keys_parked"), res.get("seq_disorder"), res.get("followed_later"),
+            res.get("fenced_after_success"))
     with open(os.path.join(run.dir, "seed.txt"), "w") as f:
         f.write(line + "\n" + detail + "\n" + "\n".join(run.flog) + "\n")
     with open(args.report, "a") as f:
