@@ -238,6 +238,7 @@ def audit(a):
     first, first_lane, first_ignore, parked = {}, {}, {}, set()
     followers = set()  # coordinates of records with a fenced lane or rung record
     followed_later = set()  # followers of a later record of their key (counted, not judged)
+    kind_ms = {}  # (coordinates, lane kind) -> ms of its first record there
     if a.fence:
         for t, p, o, k, v, h in recs:
             if t != a.source and "errgate.fenced-by" in h and text(h, "errgate.id") in src:
@@ -291,7 +292,8 @@ def audit(a):
                 except ValueError:
                     e = {}
                 ms = iso_ms(e.get("ts"))
-                if e.get("event") == "decision" and e.get("action") in ("dlq", "quarantine") and ms is not None:
+                if e.get("event") == "decision" and e.get("action") in ("dlq", "quarantine") and ms is not None \
+                        and e.get("reason") != "fenced":  # a record's own dead letter, not a follower's
                     rid = e.get("id")
                     decided[rid] = min(ms, decided.get(rid, ms))
             if '"decision"' not in line or '"ignore"' not in line:
@@ -392,12 +394,14 @@ def audit(a):
             continue
         kind = "dlq" if t == a.dlq else "quarantine"
         ms = iso_ms(text(h, "error.timestamp"))
-        if ms is not None and rid in decided:
+        if ms is not None and rid in decided and not fenced:
             ms = min(ms, decided[rid])
         if ms is not None and (rid not in first_lane or ms * 1000 < first_lane[rid][0]):
             first_lane[rid] = (ms * 1000, False, kind)
         if fenced:
             kind = "fenced-" + kind  # its outcome: the lane it followed to
+        if ms is not None:
+            kind_ms[(rid, kind)] = min(ms, kind_ms.get((rid, kind), ms))
         elif text(h, "error.class") != CLASS_OF[kind]:
             problem("lane record of the wrong class", "%s %s: error.class %r, reason %r" % (
                 where, rid, text(h, "error.class"), text(h, "errgate.reason")))
@@ -429,13 +433,19 @@ def audit(a):
         fk = [kd for kd in kinds if kd.startswith("fenced-")]
         if a.fence == "ladder+dlq" and fk:
             want = fk[0]  # followed a dead-lettered record of its key: no replay in a chaos run
-            if "handler" in kinds and c in first and c in first_lane and \
-                    first[c][0] // 1000 <= first_lane[c][0] // 1000:
-                # it succeeded first; a copy read again (at least once)
-                # followed a later fence: a duplicate, counted; the other way
-                # round (followed, then reached the target) is misrouted
+            # its own outcome first (a success, an ignore, its own dead
+            # letter), then a copy read again (at least once) followed a
+            # later fence: a duplicate, counted; the other way round
+            # (followed, then reached its outcome) is misrouted
+            t_f = min(kind_ms.get((c, k), 1 << 62) for k in fk)
+            others = kinds - set(fk)
+            at = {"handler": first[c][0] // 1000 if c in first else None,
+                  "ignored": first_ignore[c][0] // 1000 if c in first_ignore else None}
+            if others and all((at.get(k) if k in at else kind_ms.get((c, k))) is not None and
+                              (at.get(k) if k in at else kind_ms.get((c, k))) <= t_f for k in others):
                 fenced_after_success += 1
-                kinds = kinds - {"handler"}
+                kinds = others
+                want = expected(src[c]["mode"])
         if kinds != {want}:
             problem("wrong or double outcome", "%s %s mode %s: %s, want %s" % (
                 c, src[c]["id"], src[c]["mode"], sorted(kinds), want))
