@@ -76,7 +76,7 @@ CTESTS := $(patsubst spec/c/%.c,$(BUILD)/%,$(wildcard spec/c/test_*.c))
 # e2e tests, never installed
 TEST_TOOLS := $(patsubst spec/tools/%.c,$(BUILD)/%,$(subst _,-,$(wildcard spec/tools/*.c)))
 
-.PHONY: all deps test-deps check-deps test demo bench chaos chaos-txn soak clean lint format install uninstall config-doc anchors
+.PHONY: all deps test-deps check-deps test demo bench chaos chaos-txn chaos-fence soak clean lint format install uninstall config-doc anchors
 
 all: $(BUILD)/errgate $(BUILD)/flaky-handler
 
@@ -108,7 +108,7 @@ anchors:
 # a fresh machine compiles nothing before the packages are in. When the goals
 # name `deps` (test, demo, chaos and soak do), check-deps waits for it
 # instead of starting a second apt-get next to it.
-check-deps: $(if $(filter deps test demo chaos chaos-txn soak,$(MAKECMDGOALS)),deps)
+check-deps: $(if $(filter deps test demo chaos chaos-txn chaos-fence soak,$(MAKECMDGOALS)),deps)
 	@pkg-config --exists $(PC_PKGS) jemalloc 2>/dev/null || $(MAKE) --no-print-directory deps
 
 # ---- build ----------------------------------------------------------------
@@ -163,6 +163,13 @@ chaos: deps all
 # duplicates (read_committed) required on every seed; short seeds unless LONG=1
 chaos-txn: deps all
 	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) --broker kafka --transactional $(if $(LONG),,--short) $(CHAOS_ARGS)
+
+# the chaos runner with per-key fencing on the real cluster (source.fence =
+# FENCE, ladder unless FENCE=ladder+dlq; ordering key): the audit's per-key
+# order check fails a seed on any inversion; short seeds unless LONG=1
+FENCE ?= ladder
+chaos-fence: deps all
+	@BUILD=$(BUILD) /usr/bin/python3 spec/chaos/chaos.py $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) --broker kafka --fence $(FENCE) $(if $(LONG),,--short) $(CHAOS_ARGS)
 
 # the soak run (spec/chaos/soak.py): steady load and periodic faults for
 # MINUTES, sampled every 10 s (table and CSV), trends checked, then audited

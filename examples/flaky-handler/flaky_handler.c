@@ -29,8 +29,10 @@
  * loop one non-blocking pass to write those answers before evhttp_free
  * releases their connections.
  *
- * The success log (--log FILE, one line `ok <id> <errgate-id>` per 200) is a
- * stdio stream in append mode flushed after every line, so a test may read it
+ * The success log (--log FILE, one line `ok <id> <errgate-id>` per 200; with
+ * --log-time a fourth field, the wall-clock time of the success in
+ * microseconds since the epoch, for the chaos runner's per-key order audit,
+ * which compares successes with lane writes) is a stdio stream in append mode flushed after every line, so a test may read it
  * while the handler runs or after killing it with any signal. Measured on 2
  * cores (wrk, keep-alive) it takes ~90k req/s down to ~84k; at the 20k req/s
  * errgate's benchmarks need it is noise, so simplicity wins over a timer.
@@ -571,6 +573,7 @@ struct fh_server {
     struct event *sigint, *sigterm;
     FILE *log;      /* --log stream or NULL */
     int log_failed; /* a log write failed; reported at exit */
+    int log_time;   /* --log-time: a fourth field, the success's wall-clock time in µs */
     int closing;    /* shutting down: answer everything 503 */
     fh_table ids;
     fh_pending *pending; /* parked slow requests */
@@ -613,13 +616,19 @@ static void fh_log_flush(fh_server *srv) {
     }
 }
 
-/* fh_log_ok: append `ok <id> <egid>` to the success log, if there is one. */
+/* fh_log_ok: append `ok <id> <egid>` (and, with --log-time, the wall-clock
+ * time in µs) to the success log, if there is one. */
 static void fh_log_ok(fh_server *srv, const char *id, const char *egid) {
     if (srv->log == NULL) return;
     fputs("ok ", srv->log);
     fh_log_token(srv->log, id);
     fputc(' ', srv->log);
     fh_log_token(srv->log, egid);
+    if (srv->log_time) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        fprintf(srv->log, " %" PRId64, (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+    }
     fputc('\n', srv->log);
     fh_log_flush(srv);
 }
@@ -857,10 +866,12 @@ typedef struct fh_options {
     const char *log;
     unsigned long fail_all_ms;
     unsigned long max_ids;
+    int log_time;
 } fh_options;
 
 static const char fh_usage[] =
-    "usage: flaky-handler [--port N] [--bind ADDR] [--log FILE] [--fail-all-for MS] [--max-ids N]\n";
+    "usage: flaky-handler [--port N] [--bind ADDR] [--log FILE] [--log-time] [--fail-all-for MS]\n"
+    "                     [--max-ids N]\n";
 
 /* fh_parse_args: fill o from argv. Returns 0, 1 for --help (usage printed),
  * or 2 after printing one error line on stderr. */
@@ -870,12 +881,17 @@ static int fh_parse_args(int argc, char **argv, fh_options *o) {
     o->log = NULL;
     o->fail_all_ms = 0;
     o->max_ids = FH_MAX_IDS_DEFAULT;
+    o->log_time = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL, *eq;
         char name[32];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(fh_usage, stdout);
             return 1;
+        }
+        if (strcmp(a, "--log-time") == 0) { /* a flag: no value */
+            o->log_time = 1;
+            continue;
         }
         eq = strchr(a, '=');
         if (strncmp(a, "--", 2) == 0 && eq != NULL && (size_t)(eq - a) < sizeof name) {
@@ -986,6 +1002,7 @@ static int fh_print_listening(evutil_socket_t fd) {
 static int fh_server_open(fh_server *srv, const fh_options *o) {
     memset(srv, 0, sizeof *srv);
     srv->fail_all_ms = o->fail_all_ms;
+    srv->log_time = o->log_time;
     if (fh_table_init(&srv->ids, o->max_ids) != 0) {
         fprintf(stderr, "flaky-handler: out of memory\n");
         return -1;

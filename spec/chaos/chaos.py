@@ -1,7 +1,7 @@
 """chaos.py — errgate's seeded chaos runner (`make chaos SEEDS=N`, `make chaos SEED=N`).
 
     chaos.py [--seeds N | --seed S [--seed S]...] [--first F] [--short]
-             [--broker embedded|kafka] [--transactional]
+             [--broker embedded|kafka] [--transactional] [--fence ladder|ladder+dlq]
              [--records N] [--keep] [--verbose] [--out DIR] [--report FILE]
 
 Per seed, every random choice is drawn from the seed (random.Random(seed)):
@@ -97,6 +97,24 @@ the DLQ, the quarantine or one rung, as a read_committed reader sees them,
 fails the seed (lane_dup in the seed's line). Handler duplicates stay
 allowed: the target sees records at least once.
 
+--fence ladder|ladder+dlq (make chaos-fence SEEDS=N [FENCE=ladder+dlq]: the
+real cluster, short seeds unless LONG=1): per-key fencing under the same
+faults (on the embedded broker the followers' rung writes pass its 5 MiB a
+partition, it drops records, and the audit refuses to judge). The gateways run with
+ordering "key" and source.fence = MODE; the records are drawn another way:
+keys k0..k(N/15 - 1) interleaved at random (about 15 records a key), each
+value {"id", "mode", "seq"} with seq the record's place among its key's
+records as produced, and a mix with fewer records that fail for good
+(FENCE_MIX: under "ladder+dlq" a dead-lettered record parks its key for the
+rest of the run, nobody replays). The handler stamps each success
+(--log-time), and the auditor runs with --fence MODE: the followers' headers
+(errgate.fenced-by naming an earlier record of the key), their outcomes
+(under "ladder+dlq" the lane they followed to), and for every key whose
+record was parked, no later record of the key reaching its final outcome
+before the parked one: inversions, in the seed's line; any fails the seed.
+Not with --transactional (a follower rewritten to its rung counts as a rung
+duplicate there).
+
 --short: the make-test variant (spec/e2e/test_chaos.sh): 6,000 records, a
 shorter fault window with one fault of each kind but a broker down; full
 seeds use 50,000 records.
@@ -165,6 +183,13 @@ MIX = {
     "partition": [("ok", 8200), ("slow-2", 300), ("transient-1", 8), ("permanent", 600),
                   ("semantic", 450), ("duplicate", 450)],
 }
+# --fence: records that fail for good are rarer (under "ladder+dlq" each
+# parks its key for the rest of the run), transient ones (parked on a rung,
+# then released) as common as in "free"
+FENCE_MIX = [("ok", 62), ("slow-20", 10), ("transient-1", 12), ("transient-2", 5), ("permanent", 4),
+             ("semantic", 3), ("duplicate", 4)]
+# --fence: records per key, on average (keys interleaved at random)
+FENCE_PER_KEY = 15
 
 
 class SeedFailed(Exception):
@@ -189,15 +214,26 @@ def now():
 class Plan:
     """Everything a seed decides, drawn from random.Random(seed) in a fixed order."""
 
-    def __init__(self, seed, records, short, broker="embedded"):
+    def __init__(self, seed, records, short, broker="embedded", fence=None):
         rng = random.Random(seed)
-        self.seed, self.short, self.broker = seed, short, broker
+        self.seed, self.short, self.broker, self.fence = seed, short, broker, fence
         self.transactional = False  # --transactional (run_seed sets it)
         self.ordering = rng.choices(["none", "key", "partition"], weights=[3, 1, 1])[0]
-        mix = MIX["partition" if self.ordering == "partition" else "free"]
-        modes, weights = [m for m, _ in mix], [w for _, w in mix]
-        self.records = ["k%d\t{\"id\":\"r%d\",\"mode\":\"%s\"}\n" % (rng.randrange(997), i, m)
-                        for i, m in enumerate(rng.choices(modes, weights=weights, k=records), 1)]
+        if fence:
+            # keyed records with their per-key sequence, ordering "key"
+            self.ordering = "key"
+            modes, weights = [m for m, _ in FENCE_MIX], [w for _, w in FENCE_MIX]
+            nkeys, seq = max(1, records // FENCE_PER_KEY), {}
+            self.records = []
+            for i, m in enumerate(rng.choices(modes, weights=weights, k=records), 1):
+                k = rng.randrange(nkeys)
+                seq[k] = seq.get(k, 0) + 1
+                self.records.append("k%d\t{\"id\":\"r%d\",\"mode\":\"%s\",\"seq\":%d}\n" % (k, i, m, seq[k]))
+        else:
+            mix = MIX["partition" if self.ordering == "partition" else "free"]
+            modes, weights = [m for m, _ in mix], [w for _, w in mix]
+            self.records = ["k%d\t{\"id\":\"r%d\",\"mode\":\"%s\"}\n" % (rng.randrange(997), i, m)
+                            for i, m in enumerate(rng.choices(modes, weights=weights, k=records), 1)]
         # the faults: kind, time offset from the gateways' start, parameters
         window = 10.0 if short else 24.0
         counts = {"kill9": rng.randint(1, 3), "sigterm": 1, "join": 1, "req_err": rng.randint(2, 4),
@@ -552,7 +588,9 @@ class Run:
     def start_handler(self, port=0):
         n = getattr(self, "handler_n", 0) + 1
         self.handler_n = n
-        self.handler = self.spawn("handler%d" % n, [FLAKY, "--port", str(port), "--log", self.path("ok.log")])
+        # --log-time: each success stamped (µs), for the per-key order audit
+        self.handler = self.spawn("handler%d" % n, [FLAKY, "--port", str(port), "--log", self.path("ok.log"),
+                                                    "--log-time"])
         addr = self.wait_line("handler%d" % n, "listening=", 15)
         self.handler_addr = addr
 
@@ -581,7 +619,7 @@ class Run:
             with open(self.path("gw%d.lua" % slot), "w") as f:
                 f.write("""return {
   group = "%(group)s",
-  source = { topics = { "src" }, ordering = "%(ordering)s", max_inflight = 500 },
+  source = { topics = { "src" }, ordering = "%(ordering)s", max_inflight = 500%(fence)s },
   target = { http = { url = "http://%(handler)s/", timeout = 2000, concurrency = 16 } },
   policy = "%(policy)s",
   lanes = { dlq = "{topic}.dlq", quarantine = "{topic}.quarantine", retry = "{topic}.retry.{rung}",
@@ -597,7 +635,8 @@ class Run:
                     "after": SPILL_AFTER_MS, "bootstrap": self.bootstrap,
                     "lane_extra": 'transactional = true, instance = "gw%d"' % slot if self.plan.transactional
                     else 'spill = { dir = "%s", after = %d }' % (self.path("spill%d" % slot), SPILL_AFTER_MS),
-                    "admin": 'admin = { listen = "127.0.0.1:0" },' if admin else ""})
+                    "admin": 'admin = { listen = "127.0.0.1:0" },' if admin else "",
+                    "fence": ', fence = "%s"' % self.plan.fence if self.plan.fence else ""})
 
     def start_gw(self, slot):
         n = self.starts.get(slot, 0) + 1
@@ -916,7 +955,8 @@ class Run:
                             "--gateway-logs", self.path("gw*.err"), "--policies", ",".join(sorted(self.policy_ids)),
                             "--marks", self.path("marks.txt"), "--lane-partitions", str(PARTS), "--out", res_path]
                            + (["--in-place"] if self.plan.ordering == "partition" else [])
-                           + (["--no-lane-dup"] if self.plan.transactional else []),
+                           + (["--no-lane-dup"] if self.plan.transactional else [])
+                           + (["--fence", self.plan.fence] if self.plan.fence else []),
                            capture_output=True, text=True, timeout=300)
         if r.returncode == 2 or not os.path.exists(res_path):
             raise SeedFailed("audit could not read the topics: %s" % r.stderr.strip()[-400:])
@@ -927,6 +967,10 @@ class Run:
             self.failures.append("audit: missing %d %s, misrouted %d %s" % (
                 self.result["missing"], self.result["missing_ids"], self.result["misrouted"],
                 json.dumps(self.result["problems"])[:1500]))
+        if self.plan.fence and self.result.get("inversions"):
+            self.failures.append("audit: %d per-key order inversions in %d keys: %s" % (
+                self.result["inversions"], self.result["keys_inverted"],
+                json.dumps(self.result["inversion_examples"])[:1500]))
         if self.plan.transactional and self.result.get("lane_dup"):
             self.failures.append("audit: %d lane duplicates (%d in rungs) under lanes.transactional" % (
                 self.result["lane_dup"], self.result["rung_dup"]))
@@ -968,7 +1012,7 @@ class Run:
 
 def run_seed(seed, args):
     records = args.records or (6000 if args.short else 50000)
-    plan = Plan(seed, records, args.short, args.broker)
+    plan = Plan(seed, records, args.short, args.broker, args.fence)
     plan.transactional = args.transactional
     start = now()
     run = Run(plan, args.out, args.verbose)
@@ -991,6 +1035,10 @@ def run_seed(seed, args):
         ",".join("%s:%d" % (k, faults[k]) for k in FAULT_KINDS if faults.get(k)), round(elapsed))
     if plan.transactional:
         line += " transactional lane_dup=%s" % res.get("lane_dup", "?")
+    if plan.fence:
+        line += " fence=%s inversions=%s keys_inverted=%s parked=%s followers=%s" % (
+            plan.fence, res.get("inversions", "?"), res.get("keys_inverted", "?"), res.get("parked_records", "?"),
+            res.get("followers", "?"))
     if plan.broker == "kafka":
         # the control port's faults cannot be made on a real cluster: said
         line += " broker=kafka left_out=" + ",".join(EMBEDDED_ONLY)
@@ -1000,6 +1048,10 @@ def run_seed(seed, args):
     detail = "#   ordering=%s outcomes=%s rung_records=%s source_duplicates=%s dup_parts=%s dup_by=%s" % (
         plan.ordering, res.get("outcomes"), res.get("rung_records"), res.get("source_duplicates"),
         res.get("dup_parts"), res.get("dup_by"))
+    if plan.fence:
+        detail += " keys=%s keys_parked=%s seq_disorder=%s followed_later=%s fenced_after_success=%s" % (
+            res.get("keys"), res.get("keys_parked"), res.get("seq_disorder"), res.get("followed_later"),
+            res.get("fenced_after_success"))
     with open(os.path.join(run.dir, "seed.txt"), "w") as f:
         f.write(line + "\n" + detail + "\n" + "\n".join(run.flog) + "\n")
     with open(args.report, "a") as f:
@@ -1034,6 +1086,9 @@ def main():
                          "with broker kill -9, SIGSTOP and rolling restarts instead of the control port's faults")
     ap.add_argument("--transactional", action="store_true",
                     help="lanes.transactional on the real cluster (--broker kafka): no spill, zero lane duplicates")
+    ap.add_argument("--fence", choices=["ladder", "ladder+dlq"], default=None,
+                    help="source.fence under ordering \"key\": keyed records with per-key sequences, "
+                         "and the audit's per-key order check")
     ap.add_argument("--short", action="store_true", help="the make-test variant: 6,000 records, a shorter schedule")
     ap.add_argument("--keep", action="store_true", help="keep every scratch directory")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -1044,6 +1099,8 @@ def main():
     args = ap.parse_args()
     if args.transactional and args.broker != "kafka":
         ap.error("--transactional needs --broker kafka: the embedded broker has no real transactions")
+    if args.transactional and args.fence:
+        ap.error("--fence with --transactional: not built (a follower rewritten to its rung is a rung duplicate)")
     args.report = args.report or os.path.join(args.out or tempfile.gettempdir(), "chaos-report.txt")
     for exe in (EG, FLAKY):
         if not os.access(exe, os.X_OK):

@@ -51,6 +51,7 @@ class SoakPlan:
 
     def __init__(self, seed):
         self.seed, self.short, self.ordering = seed, False, "none"
+        self.broker, self.transactional, self.fence = "embedded", False, None  # what chaos.Run reads
         self.records = []
 
 

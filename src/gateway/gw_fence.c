@@ -33,7 +33,13 @@
  * the topic's end (eg_audit_catch_up, up to FENCE_CATCH_UP_MS) and the
  * partition's table rebuilt from it, before any of its records is taken:
  * after a rebalance, a restart or a kill -9 the new owner holds the fences
- * the old one wrote. A write is not awaited before the source offset is
+ * the old one wrote. A write that fails (its delivery report's error: the
+ * fence topic's leader gone longer than EG_AUDIT_WRITE_TIMEOUT_MS, as when
+ * its broker is killed) is written again, the fence's state at that moment,
+ * while the partition is still owned here: without it a kill -9 of the fence
+ * topic's leader lost every fence written in those seconds, and the next
+ * owner let later records of those keys pass (the chaos runner's per-key
+ * audit, kafka seed 1). A write is not awaited before the source offset is
  * committed: a crash within a write's flight loses that one change (the
  * follower that caused it is queued again when it comes back). Records of
  * the topic are hostile input: refused (logged `fence_record_refused`,
@@ -82,8 +88,15 @@
 #define FENCE_CATCH_UP_MS 10000
 /* The view holds at most this many fences (records of distinct keys). */
 #define VIEW_MAX 1000000
-/* At the stop: the fence writes still in flight are waited for this long. */
-#define FENCE_FLUSH_MS 3000
+/* At a revoke and at the stop: the fence writes still in flight are waited
+ * for this long. Long enough for a write to fail (EG_AUDIT_WRITE_TIMEOUT_MS:
+ * the fence topic's leader killed) and be written again to the next leader
+ * while the partition's table is still here: at 3 s, a revoke within a
+ * write's timeout dropped the table before its failure, and the next owner
+ * rebuilt without those fences (the chaos runner's per-key audit, kafka
+ * seed 1: 449 writes pending at a revoke, 52 inversions). It is waited only
+ * while writes are pending. */
+#define FENCE_FLUSH_MS (2 * EG_AUDIT_WRITE_TIMEOUT_MS + 1000)
 
 static const char *const refusal_names[] = {"unsigned",  "malformed",    "bad_signature", "replayed", "bad_record_key",
                                             "too_large", "key_mismatch", "view_full",     "other"};
@@ -109,6 +122,7 @@ struct eg_gw_fencing {
     eg_fence_rec *view; /* the latest record per fence (ended: key NULL and topic "") */
     int nview, capview;
     int pending; /* writes not acknowledged yet */
+    int closing; /* the stop: a failed write is not written again */
     uint64_t writes, write_failures, rebuilt;
     uint64_t refused[NREFUSALS];
 };
@@ -291,14 +305,45 @@ int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic) {
     return strncmp(topic, gw->cfg->scope, g) == 0 && strcmp(topic + g, ".fences") == 0;
 }
 
-/* A fence write's delivery report. */
+/* One fence write in flight: which fence it was (its source partition and
+ * key), so that a failed one can be written again. Owned by the write; freed
+ * by its delivery report. */
+typedef struct fence_write {
+    eg_gw *gw;
+    char *topic;
+    int32_t partition;
+    size_t len;
+    unsigned char key[];
+} fence_write;
+
+static void persist(eg_gw *gw, const fpart *fp, const void *key, size_t len);
+
+/* The fence table of source partition topic[partition] held here, or NULL. */
+static fpart *part_of(eg_gw *gw, const char *topic, int32_t partition) {
+    for (fpart *f = gw->fencing->parts; f; f = f->next)
+        if (f->partition == partition && strcmp(f->topic, topic) == 0) return f;
+    return NULL;
+}
+
+/* A fence write's delivery report: a failed write is written again (the
+ * fence's current state) while its partition is owned here and the gateway
+ * is not stopping; else the change is lost to the next owner, said. */
 static void on_written(void *req, int32_t partition, int64_t offset, const char *err) {
-    eg_gw *gw = req;
-    gw->fencing->pending--;
-    if (!err) return;
-    gw->fencing->write_failures++;
-    eg_log_msg(EG_ERROR, "fence_write_failed", "%s: %s (a new owner of the partition will not know this change)",
-               gw->fencing->name, err);
+    (void)partition;
+    (void)offset;
+    fence_write *w = req;
+    eg_gw *gw = w->gw;
+    struct eg_gw_fencing *fg = gw->fencing;
+    fg->pending--;
+    if (err) {
+        fg->write_failures++;
+        fpart *fp = fg->closing ? NULL : part_of(gw, w->topic, w->partition);
+        eg_log_msg(EG_ERROR, "fence_write_failed", "%s: %s (%s[%d]: %s)", fg->name, err, w->topic, (int)w->partition,
+                   fp ? "written again" : "not owned here any more: its next owner will not know this change");
+        if (fp) persist(gw, fp, w->key, w->len);
+    }
+    free(w->topic);
+    free(w);
 }
 
 /* Writes the state of key[0..len)'s fence in fp (or its end) to the topic. */
@@ -317,12 +362,20 @@ static void persist(eg_gw *gw, const fpart *fp, const void *key, size_t len) {
                    (int)fp->partition, len);
         return;
     }
-    if (eg_audit_write(fg->topic, rkey, v ? v : EG_FENCE_REC_END, vlen, on_written, gw, err, sizeof err) == 0) {
+    fence_write *w = eg_xcalloc(1, sizeof *w + len);
+    w->gw = gw;
+    w->topic = eg_xstrdup(fp->topic);
+    w->partition = fp->partition;
+    w->len = len;
+    memcpy(w->key, key, len);
+    if (eg_audit_write(fg->topic, rkey, v ? v : EG_FENCE_REC_END, vlen, on_written, w, err, sizeof err) == 0) {
         fg->pending++;
         fg->writes++;
     } else {
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed", "%s", err);
+        free(w->topic);
+        free(w);
     }
     free(v);
 }
@@ -554,6 +607,7 @@ void eg_gw_fence_free(eg_gw *gw) {
     if (!gw->fencing) return;
     if (gw->fencing->topic) {
         eg_gw_fence_flush(gw, "the stop");
+        gw->fencing->closing = 1; /* the reports eg_audit_free serves write nothing more */
         eg_audit_free(gw->fencing->topic);
     }
     for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
