@@ -308,7 +308,7 @@ int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic) {
 /* One fence write in flight: which fence it was (its source partition and
  * key), so that a failed one can be written again. Owned by the write; freed
  * by its delivery report. */
-typedef struct fence_write {
+typedef struct fence_write { /* topic NULL: an operation record (send_releases), never written again */
     eg_gw *gw;
     char *topic;
     int32_t partition;
@@ -335,7 +335,10 @@ static void on_written(void *req, int32_t partition, int64_t offset, const char 
     eg_gw *gw = w->gw;
     struct eg_gw_fencing *fg = gw->fencing;
     fg->pending--;
-    if (err) {
+    if (err && !w->topic) { /* an operation record (send_releases): the operator asks again */
+        fg->write_failures++;
+        eg_log_msg(EG_ERROR, "fence_write_failed", "%s: a release record: %s (not applied: ask again)", fg->name, err);
+    } else if (err) {
         fg->write_failures++;
         fpart *fp = fg->closing ? NULL : part_of(gw, w->topic, w->partition);
         eg_log_msg(EG_ERROR, "fence_write_failed", "%s: %s (%s[%d]: %s)", fg->name, err, w->topic, (int)w->partition,
@@ -721,12 +724,15 @@ static void send_releases(eg_gw *gw, const void *key, size_t len, const char *by
         char rkey[EG_FENCE_KEY_MAX], val[EG_FENCE_OP_VALUE_MAX], err[512];
         eg_fence_key(v->topic, v->partition, key, len, rkey);
         size_t vlen = eg_fence_op_format(EG_FENCE_OP_RELEASE, v->head, by[0] ? by : "unknown", eg_wall_ms(), val);
-        if (vlen && eg_audit_write(fg->topic, rkey, val, vlen, on_written, gw, err, sizeof err) == 0) {
+        fence_write *w = eg_xcalloc(1, sizeof *w); /* no topic: an operation record, never written again */
+        w->gw = gw;
+        if (vlen && eg_audit_write(fg->topic, rkey, val, vlen, on_written, w, err, sizeof err) == 0) {
             fg->pending++;
             fg->writes++;
             fg->ops_sent++;
             (*sent)++;
         } else {
+            free(w);
             fg->write_failures++;
             (*failed)++;
             eg_log_msg(EG_ERROR, "fence_write_failed", "a release of %s[%d]'s fence: %s", v->topic, (int)v->partition,
