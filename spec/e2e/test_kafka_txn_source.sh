@@ -8,7 +8,8 @@
 # said (errgate_source_offset_gaps_total, source_offset_gap naming the
 # offsets), and the group's committed offset reaches the end, past the last
 # marker too (its lag 0, not 1 for ever: the commit takes librdkafka's
-# position once nothing is unfinished). The embedded broker writes no
+# position once nothing is unfinished); a partition of only aborted records
+# (nothing delivered) reaches the end too. The embedded broker writes no
 # transaction markers.
 # spec/run.sh: kafka only
 source "$(dirname "$0")/lib.sh"
@@ -46,4 +47,28 @@ if wait_drained txn src 20; then ok "committed = end: past the last commit marke
   not_ok "lag $(lag txn src): $("$EG" offsets -b "$BOOTSTRAP" -g txn src | tr '\n' ' ')"; fi
 stop_gateway "$GW_PID"
 check "the gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
+
+# a partition holding only an aborted transaction's records (a rung whose
+# writes a kill -9 aborted: the chaos runner's --transactional seed 1) delivers
+# nothing; its committed offset must still reach the end, past the abort marker
+create_topic src2 1
+$PY - "$BOOTSTRAP" <<'PY' || die "cannot produce an aborted transaction"
+import json, sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": "errgate-test-txn-aborted"})
+p.init_transactions(30)
+p.begin_transaction()
+for i in range(5):
+    p.produce("src2", key=b"k%d" % i, value=json.dumps({"id": "aborted-%d" % i, "mode": "ok"}).encode(), partition=0)
+p.flush(30)
+p.abort_transaction(30)
+PY
+write_config "$T/gw2.lua" txn2 none
+sed -i 's/topics = { "src" }/topics = { "src2" }/' "$T/gw2.lua"
+start_gateway gw2 "$T/gw2.lua"
+if wait_drained txn2 src2 30; then ok "only aborted records: committed = end, past the abort marker (lag 0)"; else
+  not_ok "lag $(lag txn2 src2): $("$EG" offsets -b "$BOOTSTRAP" -g txn2 src2 | tr '\n' ' ')"; fi
+check "none of them reached the target" bash -c "! grep -q aborted- '$T/ok.log'"
+stop_gateway "$GW_PID"
+check "that gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
 exit $FAILED

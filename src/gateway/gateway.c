@@ -1194,7 +1194,8 @@ void eg_gw_rungs_recheck(eg_gw *gw) {
  * brings the offset back within that interval. A revoke's commit sends only
  * what moved: the group is rebalancing then, and the broker refuses it. */
 /* The offset to commit for p: its tracker's commit point, or, with nothing
- * unfinished, librdkafka's position when that is past it. A transactional
+ * unfinished (nothing delivered yet included), librdkafka's position when
+ * that is past it. A transactional
  * producer's control records (commit markers) take offsets the consumer
  * never delivers; librdkafka's position steps over them (also over the
  * last one, at the partition's end), and committing it lets the group's
@@ -1204,7 +1205,11 @@ void eg_gw_rungs_recheck(eg_gw *gw) {
  * over and dropped. */
 static int64_t commit_point(eg_gw *gw, const eg_part *p) {
     int64_t cp = eg_tracker_commit_point(&p->trk);
-    if (cp < 0 || eg_tracker_pending(&p->trk) != 0 || eg_gw_source_probing(p)) return cp;
+    /* nothing tracked yet (cp < 0) is no reason to stop: a partition holding
+     * only records of aborted transactions delivers nothing, and its position
+     * passes them with the abort marker (chaos, --transactional: a rung whose
+     * records were all aborted by a kill -9 kept its lag for ever) */
+    if (eg_tracker_pending(&p->trk) != 0 || p->unfinished != 0 || eg_gw_source_probing(p)) return cp;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
     if (rd_kafka_position(gw->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[0].offset > cp) cp = l->elems[0].offset;
