@@ -27,7 +27,6 @@
 #include "config.h"
 #include "util.h"
 
-#include <lauxlib.h>
 #include <lua.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +157,7 @@ static int derive(lua_State *L, int top, int si, int i, const char *path, char *
 /* Derives and checks source i of the file's table (on L's stack top, with
  * `sources` at index si) into *cfg. Returns 0, or -1 with err naming it. */
 static int load_one(lua_State *L, int si, int i, int n, const char *path, eg_config *cfg, char *err, size_t errlen) {
-    int top = lua_gettop(L) - 0;
+    int top = lua_gettop(L);
     char name[EG_SOURCE_NAME_MAX + 1];
     int tindex = si - 1; /* the file's table is pushed just below `sources` */
     if (derive(L, tindex, si, i, path, name, err, errlen) != 0) return lua_settop(L, top), -1;
