@@ -682,6 +682,15 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
     return admin_listening(a);
 }
 
+size_t eg_admin_token(const eg_admin *a, char *out, size_t outlen) {
+    if (!a || !a->token_len || a->token_len >= outlen) {
+        if (outlen) out[0] = '\0';
+        return 0;
+    }
+    memcpy(out, a->token, a->token_len + 1);
+    return a->token_len;
+}
+
 void eg_admin_free(eg_admin *a) {
     if (!a) return;
     while (a->conns) conn_free(a->conns);

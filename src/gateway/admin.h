@@ -62,6 +62,11 @@ eg_admin *eg_admin_new(struct event_base *base, const char *listen, const char *
 eg_admin *eg_admin_new_fd(struct event_base *base, int fd, const char *token_file, int max_connections,
                           const eg_admin_ops *ops, void *arg, char *err, size_t errlen);
 
+/* The bearer token a read from admin.token_file (as it compares it) into
+ * out, NUL-terminated; its length, or 0 (out "") when there is none or it
+ * does not fit. The supervisor passes it on to its sources' admins. */
+size_t eg_admin_token(const eg_admin *a, char *out, size_t outlen);
+
 /* Limits: a request (request line, header fields and body) is at most
  * EG_ADMIN_MAX_REQUEST bytes with at most EG_ADMIN_MAX_FIELDS header
  * fields, and must arrive within EG_ADMIN_TIMEOUT_S seconds. */

@@ -89,7 +89,7 @@ typedef struct sup {
     int final;
     const eg_config *shared;
     eg_admin *admin;
-    char token[512]; /* the admin token passed on to the children, "" none */
+    char token[520]; /* the admin token passed on to the children (eg_admin_token), "" none */
 } sup;
 
 /* ---- the children ---------------------------------------------------- */
@@ -422,19 +422,6 @@ static int sup_control(void *arg, int method, const char *path, const char *body
     return code == 200 || code == 400 || code == 404 || code == 405 || code == 409 || code == 503 ? (int)code : 503;
 }
 
-/* The admin token file's content (trimmed), for the children's controls. */
-static void read_token(sup *s) {
-    s->token[0] = '\0';
-    if (!s->shared->admin_token_file) return;
-    FILE *f = fopen(s->shared->admin_token_file, "r");
-    if (!f) return;
-    size_t n = fread(s->token, 1, sizeof s->token - 1, f);
-    fclose(f);
-    s->token[n] = '\0';
-    while (n && (s->token[n - 1] == '\n' || s->token[n - 1] == '\r' || s->token[n - 1] == ' ')) s->token[--n] = '\0';
-    if (strpbrk(s->token, "\r\n")) s->token[0] = '\0'; /* not a header value: the children's admin refuses it */
-}
-
 /* ---- running --------------------------------------------------------- */
 
 int eg_supervise(const char *self, const char *cfgpath, const eg_config *shared, char **names, int n) {
@@ -464,7 +451,6 @@ int eg_supervise(const char *self, const char *cfgpath, const eg_config *shared,
         free(dir);
     }
     if (shared->admin_enabled) {
-        read_token(&s);
         static const eg_admin_ops ops = {sup_metrics, sup_ready, sup_policy, sup_lanes, sup_reload, sup_control};
         char err[512];
         s.admin = eg_admin_new(s.base, shared->admin_listen, shared->admin_token_file, shared->admin_max_connections,
@@ -474,6 +460,7 @@ int eg_supervise(const char *self, const char *cfgpath, const eg_config *shared,
             rc = EG_EXIT_USAGE;
             goto out;
         }
+        eg_admin_token(s.admin, s.token, sizeof s.token); /* as the admin read it: the children read the same file */
     }
     eg_logline l;
     if (eg_log_begin(&l, EG_INFO, "start")) {
