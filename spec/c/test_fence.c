@@ -4,6 +4,7 @@
  * random run against a brute-force model; and the fence topic's records
  * (fence_rec.h): a round trip, and refusals of what anyone could produce. */
 #include "fence.h"
+#include "fence_done.h"
 #include "fence_rec.h"
 #include "tap.h"
 
@@ -173,7 +174,7 @@ int main(void) {
     eg_fences_follow(&t, f, "pay/3/57");
     char rk[EG_FENCE_REC_KEY_MAX];
     size_t rkl = eg_fence_rec_key("pay", 3, "acct\n7", 6, rk), vl = 0;
-    char *v = eg_fence_rec_format("pay", 3, f, 2000, &vl);
+    char *v = eg_fence_rec_format("pay", 3, f, -1, 2000, &vl);
     eg_fence_rec rec;
     const char *why = NULL;
     CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1, "a fence written is read back");
@@ -208,8 +209,71 @@ int main(void) {
           "a record key that is not TOPIC/PARTITION/SHA-256 is refused");
     CHECK(eg_fence_rec_parse(rk, rkl, v, EG_FENCE_REC_MAX_VALUE + 1, &rec, &why) == -1 && !strcmp(why, "too_large"),
           "a value over the bound is refused before it is read");
+    CHECK(rec.done == -1, "a state without a done line reads done -1 (records written before it existed)");
     free(v);
+    v = eg_fence_rec_format("pay", 3, f, 40, 2000, &vl);
+    CHECK(v && vl > 8 && !memcmp(v + vl - 8, "done 40\n", 8) && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 &&
+              rec.done == 40 && rec.nq == 2,
+          "a state's done line (the key's resolved offset) is read back");
+    eg_fence_rec_clear(&rec);
+    if (v) {
+        memcpy(v + vl - 3, "x\n", 2);
+        CHECK(eg_fence_rec_parse(rk, rkl, v, vl - 1, &rec, &why) == -1, "a done line that is not a number is refused");
+    }
+    free(v);
+    char endv[EG_FENCE_REC_END_MAX];
+    size_t el = eg_fence_rec_end(12345, endv);
+    CHECK(eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == 12345,
+          "an end record carries the key's resolved offset");
+    el = eg_fence_rec_end(-1, endv);
+    CHECK(el == strlen(EG_FENCE_REC_END) && eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == -1,
+          "an end record without one is the one it always was");
+    CHECK(eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "done -1\n", strlen(EG_FENCE_REC_END) + 8, &rec, &why) == -1 &&
+              eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "junk\n", strlen(EG_FENCE_REC_END) + 5, &rec, &why) == -1 &&
+              eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "done 1\ndone 2\n", strlen(EG_FENCE_REC_END) + 14, &rec,
+                                 &why) == -1,
+          "an end with a negative done, another line, or two done lines is refused");
     eg_fences_free(&t);
+
+    /* the resolved offsets (fence_done.h): raised only upward, bounded, least recent forgotten */
+    eg_fence_done *dn = eg_fence_done_new(3);
+    CHECK(eg_fence_done_get(dn, "a", 1) == -1 && eg_fence_done_count(dn) == 0, "an empty map knows no key");
+    eg_fence_done_raise(dn, "a", 1, 10);
+    eg_fence_done_raise(dn, "a", 1, 7);
+    CHECK(eg_fence_done_get(dn, "a", 1) == 10, "a lower offset does not lower the mark");
+    eg_fence_done_raise(dn, "b", 1, 1);
+    eg_fence_done_raise(dn, "c", 1, 2);
+    eg_fence_done_raise(dn, "a", 1, 11); /* a is the most recent now: b is the least */
+    eg_fence_done_raise(dn, "d", 1, 3);
+    CHECK(eg_fence_done_count(dn) == 3 && eg_fence_done_get(dn, "b", 1) == -1 && eg_fence_done_get(dn, "a", 1) == 11 &&
+              eg_fence_done_get(dn, "c", 1) == 2 && eg_fence_done_get(dn, "d", 1) == 3,
+          "past the cap the least recently raised key is forgotten, the others kept");
+    eg_fence_done_raise(dn, "e", 1, -5);
+    CHECK(eg_fence_done_get(dn, "e", 1) == -1 && eg_fence_done_count(dn) == 3, "a negative offset is not taken");
+    for (int i = 0; i < 500; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", i);
+        eg_fence_done_raise(dn, k, (size_t)n, i);
+    }
+    CHECK(eg_fence_done_count(dn) == 3 && eg_fence_done_get(dn, "k499", 4) == 499 &&
+              eg_fence_done_get(dn, "k496", 4) == -1,
+          "500 keys through a map of 3 keep the last 3");
+    eg_fence_done_free(dn);
+    dn = eg_fence_done_new(100000);
+    for (int i = 0; i < 5000; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", i);
+        eg_fence_done_raise(dn, k, (size_t)n, i);
+    }
+    int lost = 0;
+    for (int i = 0; i < 5000; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", i);
+        lost += eg_fence_done_get(dn, k, (size_t)n) != i;
+    }
+    CHECK(lost == 0 && eg_fence_done_count(dn) == 5000,
+          "5,000 keys under the cap are all kept through growth (%d lost)", lost);
+    eg_fence_done_free(dn);
 
     /* operation records (fence_op.h): release and resolve, asked by another instance or dlq resolve */
     char ov[EG_FENCE_OP_VALUE_MAX];

@@ -125,6 +125,38 @@ check "GET /fences: 200, mode ladder, no fence left ($(http_code): $body)" \
   [ "$(http_code)" = 200 ] && grep -q '"mode":"ladder".*"fences":\[\]' <<<"$body"
 check "the decision log names the parked record of a follower" \
   grep -q '"event":"decision".*"action":"ladder".*"reason":"fenced".*"fenced_by":"fenced/' "$T/gfenced.err"
+# a stale copy of a follower's rung record, produced again after its record succeeded (what a
+# rebalance redelivers when the copy's offset was not committed yet): dropped as a duplicate, not
+# sent to the target a second time
+$PY - "$T/r1.json" "$T/h2.log" >"$T/stale.txt" <<'PY'
+import json, sys
+done = {l.split()[1] for l in open(sys.argv[2]) if len(l.split()) > 1}
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    h = dict(zip(m["headers"][0::2], m["headers"][1::2]))
+    rid = m["payload"].split('"id":"', 1)[1].split('"', 1)[0]
+    if "errgate.fenced-by" in h and rid in done:
+        print("\t".join([rid, str(m["partition"]), h["errgate.id"], h["errgate.fenced-by"], m["key"], m["payload"]]))
+        break
+PY
+IFS=$'\t' read -r srid spart sid sby skey spayload <"$T/stale.txt"
+[ -n "$sid" ] || die "no follower on fenced.retry.1s to copy"
+before=$(awk -v id="$srid" '$2 == id' "$T/h2.log" | wc -l)
+d0=$(metric "$ADDR" errgate_fence_duplicates_dropped_total)
+printf '%s\t%s\n' "$skey" "$spayload" | kcat -P -b "$BOOTSTRAP" -t fenced.retry.1s -p "$spart" -K $'\t' \
+  -H "errgate.id=$sid" -H "errgate.fenced-by=$sby" -H "retry.count=1" -H "original.topic=fenced" \
+  -H "original.partition=$spart" 2>/dev/null || die "kcat produce of the stale copy failed"
+for _ in $(seq 40); do
+  d1=$(metric "$ADDR" errgate_fence_duplicates_dropped_total)
+  [ "${d1%.*}" -gt "${d0%.*}" ] 2>/dev/null && break
+  sleep 0.5
+done
+wait_for 20 all_committed gfenced fenced.retry.1s || not_ok "fenced.retry.1s: the stale copy is not committed"
+after=$(awk -v id="$srid" '$2 == id' "$T/h2.log" | wc -l)
+check "a stale copy of follower $sid (succeeded) is dropped, committed, not sent again (target saw it $before then $after times; errgate_fence_duplicates_dropped_total $d0 -> $d1)" \
+  [ "$after" = "$before" ] && [ "${d1%.*}" -gt "${d0%.*}" ]
+check "the drop is logged (fence_duplicate, the record's id and its key's resolved offset)" \
+  grep -q "\"event\":\"fence_duplicate\".*\"id\":\"$sid\".*\"resolved_to\":" "$T/gfenced.err"
 stop_gateway "$GW_PID"
 check "the fenced gateway exits 0 ($RC)" [ "$RC" = 0 ]
 

@@ -57,15 +57,14 @@ int eg_fences_must_follow(const eg_fences *t, const void *key, size_t len, const
     return f && strcmp(f->head, id) != 0;
 }
 
-/* 1 when id is in f's queue. */
-static int queued(const eg_fence *f, const char *id) {
+int eg_fences_queued(const eg_fence *f, const char *id) {
     for (int i = 0; i < f->nq; i++)
         if (strcmp(f->q[f->qoff + i], id) == 0) return 1;
     return 0;
 }
 
 int eg_fences_follow(eg_fences *t, eg_fence *f, const char *id) {
-    if (strcmp(f->head, id) == 0 || queued(f, id)) return EG_FENCE_OK;
+    if (strcmp(f->head, id) == 0 || eg_fences_queued(f, id)) return EG_FENCE_OK;
     if (t->nfollowers >= t->max_followers || f->nq >= EG_FENCE_MAX_QUEUE) return EG_FENCE_FULL;
     if (f->qoff + f->nq == f->capq) {
         if (f->qoff > f->capq / 2) { /* mostly taken from the front: move down */

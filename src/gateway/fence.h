@@ -78,6 +78,9 @@ eg_fence *eg_fences_get(const eg_fences *t, const void *key, size_t len);
  * fence), 0 when it may pass (no fence, or id is the head). */
 int eg_fences_must_follow(const eg_fences *t, const void *key, size_t len, const char *id, eg_fence **out);
 
+/* 1 when id is queued behind f's head. */
+int eg_fences_queued(const eg_fence *f, const char *id);
+
 /* Appends id to f's queue unless it is queued already. Returns EG_FENCE_OK
  * (also when already queued) or EG_FENCE_FULL at max_followers or
  * EG_FENCE_MAX_QUEUE. */

@@ -23,7 +23,8 @@ static const char *action_word(eg_action a) {
     return a == EG_ACT_LADDER ? "ladder" : a == EG_ACT_QUARANTINE ? "quarantine" : "dlq";
 }
 
-char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t at_ms, size_t *vlen) {
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t at_ms,
+                          size_t *vlen) {
     if (f->key_len > EG_FENCE_REC_MAX_KEY || f->nq > EG_FENCE_REC_MAX_FOLLOWERS) return NULL;
     size_t cap = 600 + 2 * f->key_len;
     for (int i = 0; i < f->nq; i++) cap += strlen(f->q[f->qoff + i]) + 1;
@@ -39,8 +40,14 @@ char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *
                           f->why == EG_FENCE_WHY_DLQ ? "dlq" : "ladder", action_word(f->action),
                           f->rung[0] ? f->rung : "-", f->rung_index, (long long)f->since_ms, (long long)at_ms, f->nq);
     for (int i = 0; i < f->nq; i++) k += (size_t)snprintf(v + k, cap - k, "%s\n", f->q[f->qoff + i]);
+    if (done >= 0) k += (size_t)snprintf(v + k, cap - k, "done %lld\n", (long long)done);
     *vlen = k;
     return v;
+}
+
+size_t eg_fence_rec_end(int64_t done, char *out) {
+    if (done < 0) return (size_t)snprintf(out, EG_FENCE_REC_END_MAX, "%s", EG_FENCE_REC_END);
+    return (size_t)snprintf(out, EG_FENCE_REC_END_MAX, "%sdone %lld\n", EG_FENCE_REC_END, (long long)done);
 }
 
 void eg_fence_rec_clear(eg_fence_rec *r) {
@@ -115,6 +122,18 @@ static int state_line(const char *s, size_t n, eg_fence_rec *r) {
     return 0;
 }
 
+/* The optional last line "done OFFSET" at [*p, end): sets *done and moves
+ * *p past it. Returns 0 (also when there is no line left), -1 when
+ * malformed. */
+static int done_line(const char **p, const char *end, int64_t *done) {
+    const char *s;
+    size_t n;
+    if (*p == end) return 0;
+    if (line(p, end, &s, &n) || n < 6 || memcmp(s, "done ", 5) != 0) return -1;
+    *done = num(s + 5, n - 5, INT64_MAX);
+    return *done < 0 ? -1 : 0;
+}
+
 /* Parses the record key "TOPIC/PARTITION/HEX64" into r's topic and
  * partition (fence_op.h). Returns 0 or -1. */
 static int parse_rkey(const char *k, size_t n, eg_fence_rec *r) {
@@ -124,12 +143,23 @@ static int parse_rkey(const char *k, size_t n, eg_fence_rec *r) {
 int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,
                        const char **why) {
     memset(out, 0, sizeof *out);
+    out->done = -1;
     const char *w = "malformed";
     if (!rkey || parse_rkey(rkey, rklen, out) != 0) {
         *why = "bad_record_key";
         return -1;
     }
-    if (!val || (vlen == strlen(EG_FENCE_REC_END) && !memcmp(val, EG_FENCE_REC_END, vlen))) return 0;
+    size_t el = strlen(EG_FENCE_REC_END);
+    if (!val) return 0;
+    if (vlen >= el && !memcmp(val, EG_FENCE_REC_END, el) && vlen <= EG_FENCE_REC_END_MAX) {
+        const char *p = (const char *)val + el;
+        if (done_line(&p, (const char *)val + vlen, &out->done) != 0 || p != (const char *)val + vlen) {
+            out->done = -1;
+            *why = w;
+            return -1;
+        }
+        return 0;
+    }
     if (vlen > EG_FENCE_REC_MAX_VALUE) {
         *why = "too_large";
         return -1;
@@ -176,7 +206,7 @@ int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t v
         for (int j = 0; j < out->nq - 1 && !dup; j++) dup = !strcmp(out->q[j], id);
         if (dup) goto bad;
     }
-    if (p != end) goto bad; /* trailing bytes */
+    if (done_line(&p, end, &out->done) != 0 || p != end) goto bad; /* trailing bytes */
     return 1;
 bad:
     eg_fence_rec_clear(out);

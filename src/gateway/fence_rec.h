@@ -15,9 +15,12 @@
  *                               rung's name or "-", 0 .. 1000, wall ms, wall ms
  *   N                           followers, 0 .. EG_FENCE_REC_MAX_FOLLOWERS
  *   ID                          N lines, errgate.ids, none twice nor the head
- * A fence that ends is the value EG_FENCE_REC_END (a record, not a
- * tombstone: a tombstone carries no signature, so with a control key it is
- * not believed).
+ *   done OFFSET                 optional: the highest source offset of the
+ *                               key's records resolved so far (fence_done.h)
+ * A fence that ends is the value EG_FENCE_REC_END, optionally followed by
+ * the line "done OFFSET" (a record, not a tombstone: a tombstone carries no
+ * signature, so with a control key it is not believed). Records without a
+ * done line (written before it existed) are read as before.
  * Anyone who can produce to the topic can write one: the parser takes
  * nothing it does not check (sizes, grammar, the record key matching the
  * value), and the caller verifies the signature when the deployment has a
@@ -54,22 +57,30 @@ typedef struct eg_fence_rec {
     int64_t since_ms, at_ms;
     char **q;
     int nq;
-    int op_last; /* the reader's: an operation record (fence_op.h) changed it last, not its owner */
+    int64_t done; /* the done line's offset, -1 without one */
+    int op_last;  /* the reader's: an operation record (fence_op.h) changed it last, not its owner */
 } eg_fence_rec;
 
 /* The record key of the fence of key[0..len) of topic[partition] into out
  * (EG_FENCE_REC_KEY_MAX bytes, NUL-terminated). Returns its length. */
 size_t eg_fence_rec_key(const char *topic, int32_t partition, const void *key, size_t len, char *out);
 
-/* The value of fence f of topic[partition] at wall time at_ms: a malloc'd
- * buffer (*vlen bytes, not NUL-terminated), or NULL when it would exceed
- * EG_FENCE_REC_MAX_VALUE or the key EG_FENCE_REC_MAX_KEY (not durable). */
-char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t at_ms, size_t *vlen);
+/* The value of fence f of topic[partition] at wall time at_ms, with the
+ * done line when done >= 0: a malloc'd buffer (*vlen bytes, not
+ * NUL-terminated), or NULL when it would exceed EG_FENCE_REC_MAX_VALUE or
+ * the key EG_FENCE_REC_MAX_KEY (not durable). */
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t at_ms,
+                          size_t *vlen);
+
+/* The value of a fence's end into out (EG_FENCE_REC_END_MAX bytes), with the
+ * done line when done >= 0. Returns its length. */
+#define EG_FENCE_REC_END_MAX 48
+size_t eg_fence_rec_end(int64_t done, char *out);
 
 /* Parses a record of the topic: rkey[0..rklen) and val[0..vlen) (val NULL: a
  * tombstone). Returns 1 for a fence (*out filled; eg_fence_rec_clear it),
  * 0 for an end or a tombstone (out->topic and out->partition from the record key,
- * nothing to free), or -1 with why (a short reason, no input bytes) for
+ * out->done from an end's done line, else -1; nothing to free), or -1 with why (a short reason, no input bytes) for
  * anything malformed, oversized or inconsistent. */
 int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,
                        const char **why);

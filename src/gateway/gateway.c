@@ -109,7 +109,7 @@ eg_part *eg_gw_part_find(eg_gw *gw, const char *topic, int32_t partition) {
     return NULL;
 }
 
-static void part_unref(eg_part *p) {
+void eg_gw_part_unref(eg_part *p) {
     if (--p->refs > 0) return;
     if (p->due_ev) event_free(p->due_ev);
     eg_tracker_free(&p->trk);
@@ -257,7 +257,7 @@ static void free_record(eg_gw *gw, eg_record *r) {
     eg_slab_put(&gw->records, r);
     part_update_pause(gw, p);
     maybe_unblock(gw, p);
-    part_unref(p);
+    eg_gw_part_unref(p);
 }
 
 static void pump(eg_gw *gw, eg_part *p);
@@ -269,12 +269,13 @@ static void dispatch(eg_gw *gw);
 static void finish_record(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     p->refs++; /* keep p across free_record */
-    if (!p->revoked && !(r->fail && r->fail->txn)) eg_tracker_finish(&p->trk, r->seq);
+    /* with fencing, once the fence writes sent so far are acknowledged */
+    if (!p->revoked && !(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
     (*p->processed)++;
     gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);
     pump(gw, p);
-    part_unref(p);
+    eg_gw_part_unref(p);
     dispatch(gw);
 }
 
@@ -285,7 +286,7 @@ static void abandon_record(eg_gw *gw, eg_record *r) {
     p->refs++;
     free_record(gw, r);
     pump(gw, p);
-    part_unref(p);
+    eg_gw_part_unref(p);
 }
 
 static void make_runnable(eg_gw *gw, eg_record *r) {
@@ -370,13 +371,16 @@ static void circuit_open(eg_gw *gw, eg_record *r);
 
 static void republish(eg_gw *gw, eg_record *r);
 static void fence_follow(eg_gw *gw, eg_record *r);
+static void fence_duplicate(eg_gw *gw, eg_record *r);
 static void dispatch_round(eg_gw *gw) {
     while (gw->runq_head && !gw->stopping && !gw->waiting && gw->target->ops->available(gw->target) > 0) {
         eg_record *r = gw->runq_head;
         int replay = r->part->rung >= 0 && eg_gw_rung_is_replay(gw, r->part->rung);
-        if (!replay && eg_gw_fence_must_follow(gw, r)) { /* its key is fenced: it follows, no target call */
+        int fence = replay ? EG_GW_FENCE_PASS : eg_gw_fence_must_follow(gw, r);
+        if (fence != EG_GW_FENCE_PASS) { /* its key is fenced: it follows, or is a copy already resolved */
             q_remove(&gw->runq_head, &gw->runq_tail, r);
-            fence_follow(gw, r);
+            if (fence == EG_GW_FENCE_FOLLOW) fence_follow(gw, r);
+            else fence_duplicate(gw, r);
             continue;
         }
         if (!replay && !eg_gw_limits_admit(gw)) break; /* rate or adaptive limit: the head waits (gw_limits.c) */
@@ -824,6 +828,13 @@ static void fence_follow(eg_gw *gw, eg_record *r) {
     r->state = EG_RS_IN_TARGET; /* carry_out takes it from where a decision would */
     if (fl->decision.action == EG_ACT_HOLD) (*gw->m.held)++;
     carry_out(gw, r);
+}
+
+/* r is a copy of a record its key's fence resolved already (gw_fence.c
+ * logged and counted it): its offset is finished, nothing else is done. */
+static void fence_duplicate(eg_gw *gw, eg_record *r) {
+    r->state = EG_RS_IN_TARGET; /* finish_record takes it from where an ignore would */
+    finish_record(gw, r);
 }
 
 /* The breaker's failures: the target itself is in trouble (timeouts,
@@ -1428,7 +1439,7 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
             r = next;
         }
         part_release_queue(p);
-        part_unref(p);
+        eg_gw_part_unref(p);
     }
     rd_kafka_assign(gw->rk, NULL);
 }
@@ -1603,6 +1614,7 @@ void eg_gw_finish_stop(eg_gw *gw) {
     if (gw->drain_ev) evtimer_del(gw->drain_ev);
     gw->target->ops->cancel_all(gw->target);
     eg_lanes_purge(gw->lanes, STOP_PURGE_WAIT_MS);
+    eg_gw_fence_flush(gw, "the stop"); /* the finishes that wait for fence writes, before the last commit */
     commit_offsets(gw, NULL, 1);
     gw->closed = 1;
     eg_gw_fetchwake_free(gw->fetchwake); /* its thread asks through the consumer */
@@ -1648,6 +1660,6 @@ void eg_gw_drop_all(eg_gw *gw) {
         eg_part *p = gw->parts;
         gw->parts = p->next;
         part_release_queue(p);
-        part_unref(p);
+        eg_gw_part_unref(p);
     }
 }

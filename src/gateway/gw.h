@@ -358,13 +358,20 @@ void eg_gw_fetchwake_sync(eg_gw_fetchwake *w);
  * consumer is closed. */
 void eg_gw_fetchwake_free(eg_gw_fetchwake *w);
 
+/* Drops a reference to p (the last one frees it). */
+void eg_gw_part_unref(eg_part *p);
+
 /* gw_fence.c: per-key fencing (source.fence; the file comment says how it
  * fits the record path). */
 /* 1 when source.fence is in force (ordering = key and not "off"). */
 int eg_gw_fence_on(const eg_gw *gw);
-/* 1 when r (keyed, about to go to the target) must follow a parked record
- * of its key instead. */
-int eg_gw_fence_must_follow(eg_gw *gw, const eg_record *r);
+/* What becomes of r (keyed, about to go to the target): EG_GW_FENCE_PASS
+ * (it goes), EG_GW_FENCE_FOLLOW (it must follow a parked record of its
+ * key: eg_gw_fence_follow), EG_GW_FENCE_DUPLICATE (a copy of a record of
+ * its key that resolved already: it is dropped, logged and counted here;
+ * the caller finishes it). */
+enum { EG_GW_FENCE_PASS = 0, EG_GW_FENCE_FOLLOW = 1, EG_GW_FENCE_DUPLICATE = 2 };
+int eg_gw_fence_must_follow(eg_gw *gw, eg_record *r);
 /* Fills fl->decision for r, which must follow (eg_gw_fence_must_follow):
  * a write to the parked record's lane with reason fenced and
  * fl->fenced_by, or a hold (fence_cap) when the queue is full. */
@@ -375,6 +382,11 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl);
 int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d);
 /* r succeeded: its key's fence moves on when r is its head. */
 void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r);
+/* Marks p's record seq finished in its tracker once every fence write sent
+ * so far is acknowledged (at once when none is in flight), so that no
+ * offset is committed before the fence changes of the records below it
+ * are durable. Holds a reference to p meanwhile. */
+void eg_gw_fence_finish(eg_gw *gw, eg_part *p, uint64_t seq);
 /* The source partition topic[partition] was revoked: its fences go. */
 void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition);
 /* GET /fences and POST /fences/release (form: key=K[&by=NAME]); appends

@@ -39,9 +39,24 @@
  * while the partition is still owned here: without it a kill -9 of the fence
  * topic's leader lost every fence written in those seconds, and the next
  * owner let later records of those keys pass (the chaos runner's per-key
- * audit, kafka seed 1). A write is not awaited before the source offset is
- * committed: a crash within a write's flight loses that one change (the
- * follower that caused it is queued again when it comes back). Records of
+ * audit, kafka seed 1). A write is awaited before the offsets of the
+ * records that finished after it was sent are committed (eg_gw_fence_finish
+ * holds their tracker finish until every fence write sent before is
+ * acknowledged): a kill -9 within a write's flight leaves those records
+ * uncommitted, and the next owner takes them again against the fences it
+ * rebuilt, so that no change a committed record made is lost (without it,
+ * the chaos runner's kill -9 seeds overtook parked records: 452
+ * inversions in seed 6).
+ *
+ * Duplicates: each fence also keeps the highest source offset of its key
+ * resolved so far (fence_done.h), written with its state and its end and
+ * read back by every instance. A keyed record born at or below it that the
+ * fence does not list (a rung copy written again while it waited its turn,
+ * or taken again after a rebalance because its offset was not committed)
+ * already has its outcome: it is dropped (logged `fence_duplicate`,
+ * counted), not sent to the target again nor queued behind a later fence
+ * (without it one record reached the target 160 times in a chaos seed and
+ * the rungs never drained). A replay (replay.from-dlq) is never one. Records of
  * the topic are hostile input: refused (logged `fence_record_refused`,
  * counted by reason) when malformed, inconsistent, over the size bounds or,
  * with a control key, not signed by it; a tombstone is believed only
@@ -66,8 +81,10 @@
  * Locality: the event loop's, like everything of gw.h. */
 #include "audit.h"
 #include "fence.h"
+#include "fence_done.h"
 #include "fence_rec.h"
 #include "gw.h"
+#include "headers.h"
 #include "json.h"
 #include "log.h"
 #include "override.h"
@@ -97,6 +114,9 @@
  * seed 1: 449 writes pending at a revoke, 52 inversions). It is waited only
  * while writes are pending. */
 #define FENCE_FLUSH_MS (2 * EG_AUDIT_WRITE_TIMEOUT_MS + 1000)
+/* Fences whose resolved offset is remembered (fence_done.h), over every
+ * partition: the least recently changed are forgotten past it. */
+#define DONE_MAX 200000
 
 static const char *const refusal_names[] = {"unsigned",  "malformed",    "bad_signature", "replayed", "bad_record_key",
                                             "too_large", "key_mismatch", "view_full",     "other"};
@@ -109,8 +129,25 @@ typedef struct fpart {
     struct fpart *next;
 } fpart;
 
+/* A record finished while fence writes were in flight: its offset is
+ * marked finished once every write up to wseq is acknowledged. */
+typedef struct deferred {
+    eg_part *p;    /* a reference held */
+    uint64_t seq;  /* its tracker sequence number */
+    uint64_t wseq; /* the last fence write sent before it finished */
+} deferred;
+
 struct eg_gw_fencing {
     fpart *parts;
+    eg_fence_done *done; /* resolved offset per fence (record key) */
+    uint64_t duplicates; /* copies of resolved records dropped */
+    /* fence writes: numbered from 1 in the order sent; acked[s & (capack - 1)]
+     * for s in [wlo, wnext) says which are acknowledged */
+    uint64_t wnext, wlo;
+    unsigned char *acked;
+    uint64_t capack; /* power of two, 0 before the first write */
+    deferred *defer; /* FIFO, wseq not decreasing: defer[doff .. doff + ndefer) */
+    size_t ndefer, doff, capdefer;
     uint64_t fenced_total;   /* records that followed a parked one */
     uint64_t cap_holds;      /* decisions held at the cap */
     uint64_t released;       /* fences lifted by an operator */
@@ -261,6 +298,7 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
         refuse(gw, r, why);
         return;
     }
+    if (rec.done >= 0) eg_fence_done_raise(fg->done, r->key, r->klen, rec.done);
     int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
     if (at < 0 && rc == 0) return; /* the end of a fence never seen */
     if (at < 0) {
@@ -285,6 +323,7 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
 int eg_gw_fence_start(eg_gw *gw, char *err, size_t errlen) {
     if (!eg_gw_fence_on(gw)) return 0;
     if (!gw->fencing) gw->fencing = eg_xcalloc(1, sizeof *gw->fencing);
+    if (!gw->fencing->done) gw->fencing->done = eg_fence_done_new(DONE_MAX);
     _Static_assert(sizeof gw->fencing->name >= EG_TOPIC_NAME_MAX + 1, "room for a topic name");
     if (eg_fence_topic(gw->cfg->scope, gw->fencing->name) != 0) {
         snprintf(err, errlen, "source.fence: the fence topic %s.fences would be longer than %d characters",
@@ -310,19 +349,81 @@ int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic) {
  * by its delivery report. */
 typedef struct fence_write { /* topic NULL: an operation record (send_releases), never written again */
     eg_gw *gw;
+    uint64_t seq; /* its number (0: an operation record, not awaited) */
     char *topic;
     int32_t partition;
     size_t len;
     unsigned char key[];
 } fence_write;
 
-static void persist(eg_gw *gw, const fpart *fp, const void *key, size_t len);
+static void persist_seq(eg_gw *gw, const fpart *fp, const void *key, size_t len, uint64_t seq);
 
 /* The fence table of source partition topic[partition] held here, or NULL. */
 static fpart *part_of(eg_gw *gw, const char *topic, int32_t partition) {
     for (fpart *f = gw->fencing->parts; f; f = f->next)
         if (f->partition == partition && strcmp(f->topic, topic) == 0) return f;
     return NULL;
+}
+
+/* ------------------------------------------------- awaited fence writes */
+
+/* Marks the deferred finishes whose writes are all acknowledged finished,
+ * in the order they came. */
+static void release_deferred(eg_gw *gw) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    while (fg->ndefer && fg->defer[fg->doff].wseq < fg->wlo) {
+        deferred *d = &fg->defer[fg->doff++];
+        fg->ndefer--;
+        if (!d->p->revoked) eg_tracker_finish(&d->p->trk, d->seq);
+        eg_gw_part_unref(d->p);
+    }
+    if (!fg->ndefer) fg->doff = 0;
+}
+
+/* Numbers a fence write about to be sent (from 1), not acknowledged yet. */
+static uint64_t sent(eg_gw *gw) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg->wnext) fg->wnext = fg->wlo = 1;
+    if (fg->wnext - fg->wlo == fg->capack) { /* the ring is full: double it */
+        uint64_t nc = fg->capack ? fg->capack * 2 : 64;
+        unsigned char *n = eg_xcalloc((size_t)nc, 1);
+        for (uint64_t s = fg->wlo; s < fg->wnext; s++) n[s & (nc - 1)] = fg->acked[s & (fg->capack - 1)];
+        free(fg->acked);
+        fg->acked = n;
+        fg->capack = nc;
+    }
+    uint64_t s = fg->wnext++;
+    fg->acked[s & (fg->capack - 1)] = 0;
+    return s;
+}
+
+/* Fence write number seq is acknowledged (or given up: refused, not owned
+ * any more, the stop); 0 is no number. */
+static void acked(eg_gw *gw, uint64_t seq) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!seq || seq < fg->wlo || seq >= fg->wnext) return;
+    fg->acked[seq & (fg->capack - 1)] = 1;
+    while (fg->wlo < fg->wnext && fg->acked[fg->wlo & (fg->capack - 1)]) fg->wlo++;
+    release_deferred(gw);
+}
+
+void eg_gw_fence_finish(eg_gw *gw, eg_part *p, uint64_t seq) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg || fg->wlo == fg->wnext) {
+        eg_tracker_finish(&p->trk, seq);
+        return;
+    }
+    if (fg->doff + fg->ndefer == fg->capdefer) {
+        if (fg->doff > fg->capdefer / 2) { /* mostly taken from the front: move down */
+            memmove(fg->defer, fg->defer + fg->doff, fg->ndefer * sizeof *fg->defer);
+            fg->doff = 0;
+        } else {
+            fg->capdefer = fg->capdefer ? fg->capdefer * 2 : 256;
+            fg->defer = eg_xrealloc(fg->defer, fg->capdefer * sizeof *fg->defer);
+        }
+    }
+    p->refs++;
+    fg->defer[fg->doff + fg->ndefer++] = (deferred){.p = p, .seq = seq, .wseq = fg->wnext - 1};
 }
 
 /* A fence write's delivery report: a failed write is written again (the
@@ -335,6 +436,7 @@ static void on_written(void *req, int32_t partition, int64_t offset, const char 
     eg_gw *gw = w->gw;
     struct eg_gw_fencing *fg = gw->fencing;
     fg->pending--;
+    int again = 0;
     if (err && !w->topic) { /* an operation record (send_releases): the operator asks again */
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed", "%s: a release record: %s (not applied: ask again)", fg->name, err);
@@ -343,45 +445,57 @@ static void on_written(void *req, int32_t partition, int64_t offset, const char 
         fpart *fp = fg->closing ? NULL : part_of(gw, w->topic, w->partition);
         eg_log_msg(EG_ERROR, "fence_write_failed", "%s: %s (%s[%d]: %s)", fg->name, err, w->topic, (int)w->partition,
                    fp ? "written again" : "not owned here any more: its next owner will not know this change");
-        if (fp) persist(gw, fp, w->key, w->len);
+        if (fp) persist_seq(gw, fp, w->key, w->len, w->seq); /* under its number: still awaited */
+        again = fp != NULL;
     }
+    if (!again) acked(gw, w->seq);
     free(w->topic);
     free(w);
 }
 
-/* Writes the state of key[0..len)'s fence in fp (or its end) to the topic. */
-static void persist(eg_gw *gw, const fpart *fp, const void *key, size_t len) {
+/* Writes the state of key[0..len)'s fence in fp (or its end) to the topic,
+ * as write number seq (0: the next number). */
+static void persist_seq(eg_gw *gw, const fpart *fp, const void *key, size_t len, uint64_t seq) {
     struct eg_gw_fencing *fg = gw->fencing;
-    if (!fg || !fg->topic) return;
-    char rkey[EG_FENCE_REC_KEY_MAX], err[512];
-    eg_fence_rec_key(fp->topic, fp->partition, key, len, rkey);
+    if (!fg || !fg->topic) {
+        if (seq) acked(gw, seq);
+        return;
+    }
+    char rkey[EG_FENCE_REC_KEY_MAX], err[512], endv[EG_FENCE_REC_END_MAX];
+    size_t rkl = eg_fence_rec_key(fp->topic, fp->partition, key, len, rkey);
+    int64_t done = eg_fence_done_get(fg->done, rkey, rkl);
     const eg_fence *f = eg_fences_get(&fp->t, key, len);
-    size_t vlen = strlen(EG_FENCE_REC_END);
-    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, eg_wall_ms(), &vlen) : NULL;
+    size_t vlen = eg_fence_rec_end(done, endv);
+    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, done, eg_wall_ms(), &vlen) : NULL;
     if (f && !v) {
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed",
                    "%s[%d]: a fence over the record bounds (key %zu bytes) is not durable", fp->topic,
                    (int)fp->partition, len);
+        if (seq) acked(gw, seq);
         return;
     }
     fence_write *w = eg_xcalloc(1, sizeof *w + len);
     w->gw = gw;
+    w->seq = seq ? seq : sent(gw);
     w->topic = eg_xstrdup(fp->topic);
     w->partition = fp->partition;
     w->len = len;
     memcpy(w->key, key, len);
-    if (eg_audit_write(fg->topic, rkey, v ? v : EG_FENCE_REC_END, vlen, on_written, w, err, sizeof err) == 0) {
+    if (eg_audit_write(fg->topic, rkey, v ? v : endv, vlen, on_written, w, err, sizeof err) == 0) {
         fg->pending++;
         fg->writes++;
     } else {
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed", "%s", err);
+        acked(gw, w->seq); /* refused at once: nothing to wait for */
         free(w->topic);
         free(w);
     }
     free(v);
 }
+
+static void persist(eg_gw *gw, const fpart *fp, const void *key, size_t len) { persist_seq(gw, fp, key, len, 0); }
 
 /* The table of source partition topic[partition]; made when create. */
 static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int create) {
@@ -413,12 +527,58 @@ static void persist_r(eg_gw *gw, const eg_record *r, eg_fences *t) {
     persist(gw, (const fpart *)((const char *)t - offsetof(fpart, t)), r->msg->key, r->msg->key_len);
 }
 
-int eg_gw_fence_must_follow(eg_gw *gw, const eg_record *r) {
+/* The source offset r was born at, for the duplicate check: a source
+ * record's own; a rung record's from its errgate.id when that names r's
+ * source partition (the gateway's form); -1 for a replay (never a
+ * duplicate: it is asked for again) or an id of another form. */
+static int64_t birth_of(const eg_record *r) {
+    if (r->part->rung < 0) return r->offset;
+    size_t n;
+    if (eg_header(r->msg, EG_H_REPLAY_FROM, &n)) return -1;
+    char id[EG_ID_MAX + 1], want[EG_ID_MAX + 1];
+    eg_record_id(r, id, sizeof id);
+    int w = snprintf(want, sizeof want, "%s/%d/", r->part->origin, (int)r->partition);
+    if (w <= 0 || (size_t)w >= sizeof want || strncmp(id, want, (size_t)w) != 0) return -1;
+    return eg_uint_parse(id + w, strlen(id + w));
+}
+
+/* r is a duplicate (EG_GW_FENCE_DUPLICATE): counted and logged. */
+static void log_duplicate(eg_gw *gw, const eg_record *r, const char *id, int64_t birth, int64_t done) {
+    uint64_t n = ++gw->fencing->duplicates;
+    if (n > 100 && n % 1000) return; /* loud, not a flood */
+    eg_logline l;
+    if (!eg_log_begin(&l, EG_INFO, "fence_duplicate")) return;
+    eg_log_str(&l, "topic", r->topic);
+    eg_log_int(&l, "partition", r->partition);
+    eg_log_int(&l, "offset", r->offset);
+    eg_log_str(&l, "id", id);
+    eg_log_int(&l, "born", birth);
+    eg_log_int(&l, "resolved_to", done);
+    eg_log_int(&l, "dropped", (int64_t)n);
+    eg_log_end(&l);
+}
+
+int eg_gw_fence_must_follow(eg_gw *gw, eg_record *r) {
+    if (!eg_gw_fence_on(gw) || !r->msg->key || !gw->fencing) return EG_GW_FENCE_PASS;
     eg_fences *t = table_for(gw, r, 0);
-    if (!t || !t->nkeys) return 0;
+    int none = !t || !t->nkeys, nodone = !gw->fencing->done || !eg_fence_done_count(gw->fencing->done);
+    if (none && nodone) return EG_GW_FENCE_PASS;
     char id[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
-    return eg_fences_must_follow(t, r->msg->key, r->msg->key_len, id, NULL);
+    eg_fence *f = none ? NULL : eg_fences_get(t, r->msg->key, r->msg->key_len);
+    if (f && strcmp(f->head, id) == 0) return EG_GW_FENCE_PASS;
+    if (f && eg_fences_queued(f, id)) return EG_GW_FENCE_FOLLOW; /* listed: never taken for a copy */
+    int64_t birth = nodone ? -1 : birth_of(r);
+    if (birth >= 0) {
+        char rkey[EG_FENCE_REC_KEY_MAX];
+        size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
+        int64_t done = eg_fence_done_get(gw->fencing->done, rkey, rkl);
+        if (birth <= done) {
+            log_duplicate(gw, r, id, birth, done);
+            return EG_GW_FENCE_DUPLICATE;
+        }
+    }
+    return f ? EG_GW_FENCE_FOLLOW : EG_GW_FENCE_PASS;
 }
 
 /* A hold the C core decided in place of d: the table is full. */
@@ -529,6 +689,12 @@ void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r) {
     char id[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
     if (!eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)) return;
+    int64_t birth = birth_of(r);
+    if (birth >= 0) { /* its copies still around are duplicates now */
+        char rkey[EG_FENCE_REC_KEY_MAX];
+        size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
+        eg_fence_done_raise(gw->fencing->done, rkey, rkl, birth);
+    }
     persist_r(gw, r, t);
     log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
 }
@@ -613,6 +779,11 @@ void eg_gw_fence_free(eg_gw *gw) {
         gw->fencing->closing = 1; /* the reports eg_audit_free serves write nothing more */
         eg_audit_free(gw->fencing->topic);
     }
+    struct eg_gw_fencing *fg = gw->fencing;
+    for (size_t i = 0; i < fg->ndefer; i++) eg_gw_part_unref(fg->defer[fg->doff + i].p); /* not finished */
+    free(fg->defer);
+    free(fg->acked);
+    eg_fence_done_free(fg->done);
     for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
     free(gw->fencing->view);
     eg_strmap_free(&gw->fencing->view_at);
@@ -671,6 +842,16 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
     eg_metric_header(out, "errgate_fence_releases_sent_total",
                      "Release records written for fences another instance holds (POST /fences/release).", "counter");
     eg_metric_sample(out, "errgate_fence_releases_sent_total", 0, NULL, NULL, fg ? (double)fg->ops_sent : 0);
+    eg_metric_header(out, "errgate_fence_duplicates_dropped_total",
+                     "Copies of records whose key's fence had resolved them already (a rung record written again, "
+                     "or taken again after a rebalance), dropped instead of reaching the target again.",
+                     "counter");
+    eg_metric_sample(out, "errgate_fence_duplicates_dropped_total", 0, NULL, NULL, fg ? (double)fg->duplicates : 0);
+    eg_metric_header(out, "errgate_fence_finishes_waiting",
+                     "Records with an outcome whose offsets wait for fence writes to be acknowledged before they "
+                     "are committed.",
+                     "gauge");
+    eg_metric_sample(out, "errgate_fence_finishes_waiting", 0, NULL, NULL, fg ? (double)fg->ndefer : 0);
     eg_metric_header(out, "errgate_fence_writes_total", "Fence changes written to the fence topic.", "counter");
     eg_metric_sample(out, "errgate_fence_writes_total", 0, NULL, NULL, fg ? (double)fg->writes : 0);
     eg_metric_header(out, "errgate_fence_write_failures_total",
