@@ -174,7 +174,7 @@ int main(void) {
     eg_fences_follow(&t, f, "pay/3/57");
     char rk[EG_FENCE_REC_KEY_MAX];
     size_t rkl = eg_fence_rec_key("pay", 3, "acct\n7", 6, rk), vl = 0;
-    char *v = eg_fence_rec_format("pay", 3, f, -1, 2000, &vl);
+    char *v = eg_fence_rec_format("pay", 3, f, -1, 0, 2000, &vl);
     eg_fence_rec rec;
     const char *why = NULL;
     CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1, "a fence written is read back");
@@ -211,7 +211,7 @@ int main(void) {
           "a value over the bound is refused before it is read");
     CHECK(rec.done == -1, "a state without a done line reads done -1 (records written before it existed)");
     free(v);
-    v = eg_fence_rec_format("pay", 3, f, 40, 2000, &vl);
+    v = eg_fence_rec_format("pay", 3, f, 40, 0, 2000, &vl);
     CHECK(v && vl > 8 && !memcmp(v + vl - 8, "done 40\n", 8) && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 &&
               rec.done == 40 && rec.nq == 2,
           "a state's done line (the key's resolved offset) is read back");
@@ -222,10 +222,10 @@ int main(void) {
     }
     free(v);
     char endv[EG_FENCE_REC_END_MAX];
-    size_t el = eg_fence_rec_end(12345, endv);
+    size_t el = eg_fence_rec_end(12345, 0, endv);
     CHECK(eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == 12345,
           "an end record carries the key's resolved offset");
-    el = eg_fence_rec_end(-1, endv);
+    el = eg_fence_rec_end(-1, 0, endv);
     CHECK(el == strlen(EG_FENCE_REC_END) && eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == -1,
           "an end record without one is the one it always was");
     CHECK(eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "done -1\n", strlen(EG_FENCE_REC_END) + 8, &rec, &why) == -1 &&
@@ -233,6 +233,44 @@ int main(void) {
               eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "done 1\ndone 2\n", strlen(EG_FENCE_REC_END) + 14, &rec,
                                  &why) == -1,
           "an end with a negative done, another line, or two done lines is refused");
+    v = eg_fence_rec_format("pay", 3, f, 40, 7, 2000, &vl);
+    CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 && rec.done == 40 && rec.epoch == 7,
+          "a state's epoch line (its owner's claim) is read back after its done line");
+    eg_fence_rec_clear(&rec);
+    free(v);
+    v = eg_fence_rec_format("pay", 3, f, -1, 9, 2000, &vl);
+    CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 && rec.done == -1 && rec.epoch == 9,
+          "an epoch without a done line");
+    eg_fence_rec_clear(&rec);
+    free(v);
+    el = eg_fence_rec_end(5, 3, endv);
+    CHECK(eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == 5 && rec.epoch == 3,
+          "an end record carries done and epoch");
+    CHECK(
+        eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "epoch 3\ndone 5\n", strlen(EG_FENCE_REC_END) + 15, &rec, &why) ==
+                -1 &&
+            eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "epoch 0\n", strlen(EG_FENCE_REC_END) + 8, &rec, &why) == -1 &&
+            eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "epoch 9007199254740993\n", strlen(EG_FENCE_REC_END) + 23,
+                               &rec, &why) == -1,
+        "epoch before done, epoch 0, or an epoch past 2^53 is refused");
+    char ck[EG_FENCE_REC_KEY_MAX], cv[EG_FENCE_CLAIM_MAX], ctp[EG_TOPIC_NAME_MAX + 1];
+    int32_t cpt = -1;
+    int64_t cep = -1;
+    size_t cvl = eg_fence_claim_format("pay", 3, 12, ck, cv);
+    CHECK(!strcmp(ck, "pay/3/claim") && eg_fence_claim_parse(ck, strlen(ck), cv, cvl, ctp, &cpt, &cep, &why) == 1 &&
+              !strcmp(ctp, "pay") && cpt == 3 && cep == 12,
+          "a claim (pay/3/claim, epoch 12) is read back");
+    CHECK(eg_fence_claim_parse(rk, rkl, endv, el, ctp, &cpt, &cep, &why) == 0, "a fence's record key is no claim");
+    CHECK(eg_fence_claim_parse(ck, strlen(ck), "errgate-fence-claim 1\n0\n", 24, ctp, &cpt, &cep, &why) == -1 &&
+              eg_fence_claim_parse(ck, strlen(ck), "errgate-fence-claim 1\n12", 24, ctp, &cpt, &cep, &why) == -1 &&
+              eg_fence_claim_parse(ck, strlen(ck), NULL, 0, ctp, &cpt, &cep, &why) == -1 &&
+              eg_fence_claim_parse("pay/x/claim", 11, cv, cvl, ctp, &cpt, &cep, &why) == -1 &&
+              eg_fence_claim_parse("/3/claim", 8, cv, cvl, ctp, &cpt, &cep, &why) == -1,
+          "a claim of epoch 0, torn, a tombstone, or under a bad record key is refused");
+    CHECK(eg_fence_partition("pay", 3, 1) == 0 && eg_fence_partition("pay", 3, 6) == eg_fence_partition("pay", 3, 6) &&
+              eg_fence_partition("pay", 3, 6) >= 0 && eg_fence_partition("pay", 3, 6) < 6 &&
+              eg_fence_partition("pay", 4, 6) != eg_fence_partition("pay", 3, 6),
+          "the records about a source partition go to one partition of the fence topic, neighbours to others");
     eg_fences_free(&t);
 
     /* the resolved offsets (fence_done.h): raised only upward, bounded, least recent forgotten */

@@ -26,6 +26,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t vlen = nul ? size - klen - 1 : 0;
     eg_fence_rec r;
     const char *why = NULL;
+    char ct[EG_TOPIC_NAME_MAX + 1];
+    int32_t cp;
+    int64_t ce;
+    int claim = eg_fence_claim_parse(data, klen, val, vlen, ct, &cp, &ce, &why);
+    if (claim < 0) {
+        FZ_CHECK(why && why[0], "a refused claim without a reason");
+        return 0;
+    }
+    if (claim) { /* a claim (fence_rec.h): within bounds, and written back byte for byte */
+        FZ_CHECK(ce >= 1 && ce <= EG_FENCE_EPOCH_MAX && cp >= 0, "a claim out of its bounds");
+        char ck[EG_FENCE_REC_KEY_MAX], cv[EG_FENCE_CLAIM_MAX];
+        size_t cl = eg_fence_claim_format(ct, cp, ce, ck, cv);
+        FZ_CHECK(cl == vlen && !memcmp(cv, val, vlen) && strlen(ck) == klen && !memcmp(ck, data, klen),
+                 "a claim written back differs");
+        return 0;
+    }
     if (val && eg_fence_op_is(val, vlen)) { /* an operation record (fence_op.h) */
         eg_fence_op op;
         if (eg_fence_op_parse(data, klen, val, vlen, &op, &why) != 0) {
@@ -68,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < r.nq; i++) FZ_CHECK(eg_fences_follow(&t, f, r.q[i]) == EG_FENCE_OK, "follower %d refused", i);
     FZ_CHECK(f->nq == r.nq, "followers lost: %d of %d", f->nq, r.nq);
     size_t n = 0;
-    char *v = eg_fence_rec_format(r.topic, r.partition, f, r.done, r.at_ms, &n);
+    char *v = eg_fence_rec_format(r.topic, r.partition, f, r.done, r.epoch, r.at_ms, &n);
     FZ_CHECK(v != NULL, "its own fence cannot be written");
     eg_fence_rec back;
     int rc2 = eg_fence_rec_parse(want, wl, v, n, &back, &why);
@@ -76,7 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_CHECK(back.key_len == r.key_len && (r.key_len == 0 || !memcmp(back.key, r.key, r.key_len)) &&
                  !strcmp(back.head, r.head) && back.parked == r.parked && back.why == r.why &&
                  back.action == r.action && !strcmp(back.rung, r.rung) && back.rung_index == r.rung_index &&
-                 back.since_ms == r.since_ms && back.at_ms == r.at_ms && back.nq == r.nq && back.done == r.done,
+                 back.since_ms == r.since_ms && back.at_ms == r.at_ms && back.nq == r.nq && back.done == r.done &&
+                 back.epoch == r.epoch,
              "round trip changed it");
     for (int i = 0; i < r.nq; i++) FZ_CHECK(!strcmp(back.q[i], r.q[i]), "follower %d changed", i);
     eg_fence_rec_clear(&back);

@@ -10,8 +10,8 @@
  * command has -c CONFIG (the group, hence the topic, and the config's
  * control key) whose source.fence is "ladder+dlq" under ordering = "key",
  * and GROUP.fences exists. It goes to the partition the gateway's own
- * writes of that record key go to (librdkafka's default partitioner for
- * keyed records: CRC32), so that it is ordered with the fence's states. Which fence the item heads, if any, is the
+ * writes about that source partition go to (eg_fence_partition), so that
+ * it is ordered with the fence's states. Which fence the item heads, if any, is the
  * owner's to decide (it holds the fences): a resolve of a record that heads
  * none changes nothing. Signed with the control key when one is configured
  * (ctlsign.h, kind "fence"), like every fence record; unsigned otherwise,
@@ -97,11 +97,9 @@ int eg_dlq_fence_resolved(const eg_kcli *k, const char *id, const void *key, siz
                  "control_key_file refuse it)",
                  ftopic);
     }
-    /* the partition the gateway's fence writes of this key go to (its producer's default partitioner,
-     * consistent_random: CRC32 of the key), so that this record is ordered with the fence's states */
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, ftopic, NULL);
-    int32_t fp = rd_kafka_msg_partitioner_consistent(rkt, rkey, kl, parts, NULL, NULL);
-    if (rkt) rd_kafka_topic_destroy(rkt);
+    /* the partition the gateway's fence writes of this source partition go to, so that this record
+     * is ordered with the fence's states */
+    int32_t fp = eg_fence_partition(topic, partition, parts);
     rd_kafka_resp_err_t x =
         rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(ftopic), RD_KAFKA_V_PARTITION(fp),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(rkey, kl), RD_KAFKA_V_VALUE(val, vl),

@@ -407,6 +407,13 @@ static int replace_producer(eg_audit *a, char *err, size_t errlen) {
 
 int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, eg_audit_written done, void *req,
                    char *err, size_t errlen) {
+    return eg_audit_write_at(a, RD_KAFKA_PARTITION_UA, key, val, vlen, done, req, err, errlen);
+}
+
+int32_t eg_audit_partitions(const eg_audit *a) { return a ? a->nparts : 0; }
+
+int eg_audit_write_at(eg_audit *a, int32_t partition, const char *key, const void *val, size_t vlen,
+                      eg_audit_written done, void *req, char *err, size_t errlen) {
     if (rd_kafka_fatal_error(a->prod, NULL, 0) && replace_producer(a, err, errlen) != 0) return -1;
     wreq *w = eg_xcalloc(1, sizeof *w);
     w->done = done;
@@ -417,9 +424,10 @@ int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, e
         eg_ctlsign_sign(&a->key, a->kind, key, strlen(key), val, vlen, sig);
         rd_kafka_header_add(h, EG_CTLSIGN_HEADER, -1, sig, EG_CTLSIGN_LEN);
     }
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        a->prod, RD_KAFKA_V_TOPIC(a->topic), RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)val, vlen),
-        RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(w), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e =
+        rd_kafka_producev(a->prod, RD_KAFKA_V_TOPIC(a->topic), RD_KAFKA_V_PARTITION(partition),
+                          RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_HEADERS(h),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(w), RD_KAFKA_V_END);
     if (e) rd_kafka_headers_destroy(h); /* owned by the message once queued */
     if (e) {
         snprintf(err, errlen, "cannot queue the write to %s: %s", a->topic, rd_kafka_err2str(e));

@@ -75,6 +75,12 @@ int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen);
  * called). */
 int eg_audit_write(eg_audit *a, const char *key, const void *val, size_t vlen, eg_audit_written done, void *req,
                    char *err, size_t errlen);
+/* The same to partition `partition` of the topic (0 .. eg_audit_partitions
+ * - 1) instead of the one the key hashes to. */
+int eg_audit_write_at(eg_audit *a, int32_t partition, const char *key, const void *val, size_t vlen,
+                      eg_audit_written done, void *req, char *err, size_t errlen);
+/* The topic's partition count (as read at the open). */
+int32_t eg_audit_partitions(const eg_audit *a);
 /* Records read again after an out-of-range reset, since the start. */
 uint64_t eg_audit_reread(const eg_audit *a);
 /* 1 when the record at partition/offset has been read and applied here. */

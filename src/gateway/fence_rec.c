@@ -23,8 +23,8 @@ static const char *action_word(eg_action a) {
     return a == EG_ACT_LADDER ? "ladder" : a == EG_ACT_QUARANTINE ? "quarantine" : "dlq";
 }
 
-char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t at_ms,
-                          size_t *vlen) {
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t epoch,
+                          int64_t at_ms, size_t *vlen) {
     if (f->key_len > EG_FENCE_REC_MAX_KEY || f->nq > EG_FENCE_REC_MAX_FOLLOWERS) return NULL;
     size_t cap = 600 + 2 * f->key_len;
     for (int i = 0; i < f->nq; i++) cap += strlen(f->q[f->qoff + i]) + 1;
@@ -41,13 +41,23 @@ char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *
                           f->rung[0] ? f->rung : "-", f->rung_index, (long long)f->since_ms, (long long)at_ms, f->nq);
     for (int i = 0; i < f->nq; i++) k += (size_t)snprintf(v + k, cap - k, "%s\n", f->q[f->qoff + i]);
     if (done >= 0) k += (size_t)snprintf(v + k, cap - k, "done %lld\n", (long long)done);
+    if (epoch > 0) k += (size_t)snprintf(v + k, cap - k, "epoch %lld\n", (long long)epoch);
     *vlen = k;
     return v;
 }
 
-size_t eg_fence_rec_end(int64_t done, char *out) {
-    if (done < 0) return (size_t)snprintf(out, EG_FENCE_REC_END_MAX, "%s", EG_FENCE_REC_END);
-    return (size_t)snprintf(out, EG_FENCE_REC_END_MAX, "%sdone %lld\n", EG_FENCE_REC_END, (long long)done);
+size_t eg_fence_rec_end(int64_t done, int64_t epoch, char *out) {
+    int n = snprintf(out, EG_FENCE_REC_END_MAX, "%s", EG_FENCE_REC_END);
+    if (done >= 0) n += snprintf(out + n, EG_FENCE_REC_END_MAX - (size_t)n, "done %lld\n", (long long)done);
+    if (epoch > 0) n += snprintf(out + n, EG_FENCE_REC_END_MAX - (size_t)n, "epoch %lld\n", (long long)epoch);
+    return (size_t)n;
+}
+
+#define CLAIM_MAGIC "errgate-fence-claim 1\n"
+
+size_t eg_fence_claim_format(const char *topic, int32_t partition, int64_t epoch, char *rkey, char *val) {
+    snprintf(rkey, EG_FENCE_REC_KEY_MAX, "%.249s/%d/claim", topic, (int)partition);
+    return (size_t)snprintf(val, EG_FENCE_CLAIM_MAX, CLAIM_MAGIC "%lld\n", (long long)epoch);
 }
 
 void eg_fence_rec_clear(eg_fence_rec *r) {
@@ -122,16 +132,49 @@ static int state_line(const char *s, size_t n, eg_fence_rec *r) {
     return 0;
 }
 
-/* The optional last line "done OFFSET" at [*p, end): sets *done and moves
- * *p past it. Returns 0 (also when there is no line left), -1 when
- * malformed. */
-static int done_line(const char **p, const char *end, int64_t *done) {
+/* The optional last lines "done OFFSET" then "epoch N" at [*p, end): sets
+ * r->done and r->epoch and moves *p past them. Returns 0 (also when there
+ * is none), -1 when malformed or anything else follows. */
+static int tail_lines(const char **p, const char *end, eg_fence_rec *r) {
     const char *s;
     size_t n;
-    if (*p == end) return 0;
-    if (line(p, end, &s, &n) || n < 6 || memcmp(s, "done ", 5) != 0) return -1;
-    *done = num(s + 5, n - 5, INT64_MAX);
-    return *done < 0 ? -1 : 0;
+    if (*p < end && (size_t)(end - *p) > 5 && !memcmp(*p, "done ", 5)) {
+        if (line(p, end, &s, &n) || (r->done = num(s + 5, n - 5, INT64_MAX)) < 0) return -1;
+    }
+    if (*p < end) {
+        if (line(p, end, &s, &n) || n < 7 || memcmp(s, "epoch ", 6) != 0) return -1;
+        r->epoch = num(s + 6, n - 6, EG_FENCE_EPOCH_MAX);
+        if (r->epoch < 1) return -1;
+    }
+    return *p == end ? 0 : -1;
+}
+
+int eg_fence_claim_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, char *topic, int32_t *partition,
+                         int64_t *epoch, const char **why) {
+    const char *k = rkey;
+    if (!k || rklen < 8 || memcmp(k + rklen - 6, "/claim", 6) != 0) return 0;
+    const char *slash = NULL;
+    for (size_t i = rklen - 7; i > 0 && !slash; i--)
+        if (k[i] == '/') slash = k + i;
+    size_t tl = slash ? (size_t)(slash - k) : 0;
+    int64_t p = slash ? num(slash + 1, (size_t)(k + rklen - 6 - slash - 1), INT32_MAX) : -1;
+    if (!slash || !eg_dlq_topic_ok(k, tl) || tl > EG_TOPIC_NAME_MAX || p < 0) {
+        *why = "bad_record_key";
+        return -1;
+    }
+    memcpy(topic, k, tl);
+    topic[tl] = '\0';
+    *partition = (int32_t)p;
+    size_t m = strlen(CLAIM_MAGIC);
+    const char *v = val, *end = v + vlen, *s;
+    size_t n;
+    if (!v || vlen <= m || vlen > EG_FENCE_CLAIM_MAX || memcmp(v, CLAIM_MAGIC, m) != 0) goto bad;
+    v += m;
+    if (line(&v, end, &s, &n) || v != end || (*epoch = num(s, n, EG_FENCE_EPOCH_MAX)) < 1) goto bad;
+    return 1;
+bad:
+    *why = "malformed";
+    return -1;
 }
 
 /* Parses the record key "TOPIC/PARTITION/HEX64" into r's topic and
@@ -153,8 +196,9 @@ int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t v
     if (!val) return 0;
     if (vlen >= el && !memcmp(val, EG_FENCE_REC_END, el) && vlen <= EG_FENCE_REC_END_MAX) {
         const char *p = (const char *)val + el;
-        if (done_line(&p, (const char *)val + vlen, &out->done) != 0 || p != (const char *)val + vlen) {
+        if (tail_lines(&p, (const char *)val + vlen, out) != 0) {
             out->done = -1;
+            out->epoch = 0;
             *why = w;
             return -1;
         }
@@ -206,7 +250,7 @@ int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t v
         for (int j = 0; j < out->nq - 1 && !dup; j++) dup = !strcmp(out->q[j], id);
         if (dup) goto bad;
     }
-    if (done_line(&p, end, &out->done) != 0 || p != end) goto bad; /* trailing bytes */
+    if (tail_lines(&p, end, out) != 0) goto bad; /* trailing bytes */
     return 1;
 bad:
     eg_fence_rec_clear(out);

@@ -271,6 +271,7 @@ static void finish_record(eg_gw *gw, eg_record *r) {
     p->refs++; /* keep p across free_record */
     /* with fencing, once the fence writes sent so far are acknowledged */
     if (!p->revoked && !(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
+    if (r->fence_resolved && !p->revoked) eg_gw_fence_outcome(gw, r);
     (*p->processed)++;
     gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);

@@ -379,9 +379,14 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl);
 /* The policy's decision d on r (adjusted): parks or resolves r's key as
  * the mode says. Returns 1 when the fence table is full and d became a
  * hold (fence_cap), else 0. */
-int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d);
+int eg_gw_fence_decided(eg_gw *gw, eg_record *r, eg_decision *d);
 /* r succeeded: its key's fence moves on when r is its head. */
-void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r);
+void eg_gw_fence_resolved(eg_gw *gw, eg_record *r);
+/* r, which resolved its key's fence, has its durable outcome (a success,
+ * its dead letter written, an ignore): its copies are duplicates from now
+ * on (the key's resolved offset is raised, and written when the fence has
+ * ended). */
+void eg_gw_fence_outcome(eg_gw *gw, const eg_record *r);
 /* Marks p's record seq finished in its tracker once every fence write sent
  * so far is acknowledged (at once when none is in flight), so that no
  * offset is committed before the fence changes of the records below it

@@ -49,8 +49,12 @@
  * inversions in seed 6).
  *
  * Duplicates: each fence also keeps the highest source offset of its key
- * resolved so far (fence_done.h), written with its state and its end and
- * read back by every instance. A keyed record born at or below it that the
+ * resolved so far (fence_done.h), raised when a record that resolved the
+ * fence has its durable outcome (its success, its dead letter acknowledged
+ * under "ladder", its ignore's decision line written; not at the decision:
+ * a dead letter lost with a kill -9 must be made again by the next owner),
+ * written with the fence's next state or its end and read back by every
+ * instance. A keyed record born at or below it that the
  * fence does not list (a rung copy written again while it waited its turn,
  * or taken again after a rebalance because its offset was not committed)
  * already has its outcome: it is dropped (logged `fence_duplicate`,
@@ -125,6 +129,8 @@ static const char *const refusal_names[] = {"unsigned",  "malformed",    "bad_si
 typedef struct fpart {
     char *topic; /* the source topic */
     int32_t partition;
+    int64_t epoch; /* this owner's (its claim's), carried by its records */
+    int fresh;     /* claimed, not rebuilt yet (eg_gw_fence_rebuild) */
     eg_fences t;
     struct fpart *next;
 } fpart;
@@ -156,6 +162,9 @@ struct eg_gw_fencing {
     eg_audit *topic;         /* GROUP.fences, NULL when fencing is off */
     char name[EG_TOPIC_NAME_MAX + 1];
     eg_strmap view_at;  /* record key -> index in view */
+    eg_strmap claims;   /* "TOPIC/PARTITION" -> the highest epoch claimed */
+    uint64_t stale;     /* records of a previous owner read after a later claim, ignored */
+    int claims_pending; /* claims not acknowledged yet */
     eg_fence_rec *view; /* the latest record per fence (ended: key NULL and topic "") */
     int nview, capview;
     int pending; /* writes not acknowledged yet */
@@ -180,6 +189,39 @@ static void refuse(eg_gw *gw, const eg_audit_rec *r, const char *why) {
 
 static void persist(eg_gw *gw, const struct fpart *fp, const void *key, size_t len);
 static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int create);
+static struct fpart *part_of(eg_gw *gw, const char *topic, int32_t partition);
+
+/* The fence topic's partition the records about topic[partition] go to. */
+static int32_t fence_partition(eg_gw *gw, const char *topic, int32_t partition) {
+    return eg_fence_partition(topic, partition, eg_audit_partitions(gw->fencing->topic));
+}
+
+/* The highest epoch claimed for source partition topic[partition] that
+ * this instance has read (0: none). */
+static int64_t claimed(const struct eg_gw_fencing *fg, const char *topic, int32_t partition) {
+    char k[EG_TOPIC_NAME_MAX + 16];
+    int n = snprintf(k, sizeof k, "%s/%d", topic, (int)partition);
+    int64_t e = eg_strmap_get(&fg->claims, k, (size_t)n);
+    return e > 0 ? e : 0;
+}
+
+/* A claim of topic[partition] at epoch (read from the topic): the highest
+ * one counts; when this instance holds the partition at a lower epoch,
+ * another owner has taken it over (this one is being revoked or was cut
+ * off): said, as its writes for it are ignored from now on. */
+static void on_claim(eg_gw *gw, const char *topic, int32_t partition, int64_t epoch) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (epoch <= claimed(fg, topic, partition)) return;
+    char k[EG_TOPIC_NAME_MAX + 16];
+    int n = snprintf(k, sizeof k, "%s/%d", topic, (int)partition);
+    eg_strmap_put(&fg->claims, k, (size_t)n, epoch);
+    const struct fpart *fp = part_of(gw, topic, partition);
+    if (fp && fp->epoch < epoch)
+        eg_log_msg(EG_WARN, "fence_superseded",
+                   "%s[%d]: another owner claimed its fences at epoch %lld (this one holds %lld): this one's fence "
+                   "writes for it are ignored from now on",
+                   topic, (int)partition, (long long)epoch, (long long)fp->epoch);
+}
 
 /* Logs an operation record's effect on a fence (event, with the key's
  * hash, the operation's id and author). */
@@ -291,8 +333,20 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
         on_fence_op(gw, r);
         return;
     }
-    eg_fence_rec rec;
     const char *why = NULL;
+    char ctopic[EG_TOPIC_NAME_MAX + 1];
+    int32_t cpart;
+    int64_t cepoch;
+    int isclaim = eg_fence_claim_parse(r->key, r->klen, r->val, r->vlen, ctopic, &cpart, &cepoch, &why);
+    if (isclaim < 0) {
+        refuse(gw, r, why);
+        return;
+    }
+    if (isclaim) {
+        on_claim(gw, ctopic, cpart, cepoch);
+        return;
+    }
+    eg_fence_rec rec;
     int rc = eg_fence_rec_parse(r->key, r->klen, r->val, r->vlen, &rec, &why);
     if (rc < 0) {
         refuse(gw, r, why);
@@ -300,6 +354,22 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
     }
     if (rec.done >= 0) eg_fence_done_raise(fg->done, r->key, r->klen, rec.done);
     int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
+    /* a previous owner's write read after a later owner's claim, in the partition they share (one
+     * written before the records about a partition went to one partition is told by its epoch 0 only
+     * against the fence's own later states) */
+    int stale = r->partition == fence_partition(gw, rec.topic, rec.partition) &&
+                rec.epoch < claimed(fg, rec.topic, rec.partition);
+    if (stale || (at >= 0 && fg->view[at].epoch > rec.epoch)) {
+        fg->stale++;
+        if (fg->stale <= 10 || fg->stale % 1000 == 0)
+            eg_log_msg(EG_WARN, "fence_record_stale",
+                       "%s[%d]@%lld: a fence state of %s[%d] at epoch %lld, older than its partition's owner's: "
+                       "ignored (%llu so far)",
+                       fg->name, (int)r->partition, (long long)r->offset, rec.topic, (int)rec.partition,
+                       (long long)rec.epoch, (unsigned long long)fg->stale);
+        eg_fence_rec_clear(&rec);
+        return;
+    }
     if (at < 0 && rc == 0) return; /* the end of a fence never seen */
     if (at < 0) {
         if (fg->nview >= VIEW_MAX) {
@@ -347,9 +417,10 @@ int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic) {
 /* One fence write in flight: which fence it was (its source partition and
  * key), so that a failed one can be written again. Owned by the write; freed
  * by its delivery report. */
-typedef struct fence_write { /* topic NULL: an operation record (send_releases), never written again */
+typedef struct fence_write { /* topic NULL: an operation record or a claim, never written again */
     eg_gw *gw;
-    uint64_t seq; /* its number (0: an operation record, not awaited) */
+    uint64_t seq; /* its number (0: an operation record or a claim, not awaited) */
+    int claim;    /* a claim (eg_gw_fence_rebuild waits for it) */
     char *topic;
     int32_t partition;
     size_t len;
@@ -437,7 +508,12 @@ static void on_written(void *req, int32_t partition, int64_t offset, const char 
     struct eg_gw_fencing *fg = gw->fencing;
     fg->pending--;
     int again = 0;
-    if (err && !w->topic) { /* an operation record (send_releases): the operator asks again */
+    if (w->claim) fg->claims_pending--;
+    if (err && w->claim) {
+        fg->write_failures++;
+        eg_log_msg(EG_ERROR, "fence_write_failed",
+                   "%s: a claim: %s (a previous owner's writes still in flight are not told apart)", fg->name, err);
+    } else if (err && !w->topic) { /* an operation record (send_releases): the operator asks again */
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed", "%s: a release record: %s (not applied: ask again)", fg->name, err);
     } else if (err) {
@@ -465,8 +541,8 @@ static void persist_seq(eg_gw *gw, const fpart *fp, const void *key, size_t len,
     size_t rkl = eg_fence_rec_key(fp->topic, fp->partition, key, len, rkey);
     int64_t done = eg_fence_done_get(fg->done, rkey, rkl);
     const eg_fence *f = eg_fences_get(&fp->t, key, len);
-    size_t vlen = eg_fence_rec_end(done, endv);
-    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, done, eg_wall_ms(), &vlen) : NULL;
+    size_t vlen = eg_fence_rec_end(done, fp->epoch, endv);
+    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, done, fp->epoch, eg_wall_ms(), &vlen) : NULL;
     if (f && !v) {
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed",
@@ -482,7 +558,8 @@ static void persist_seq(eg_gw *gw, const fpart *fp, const void *key, size_t len,
     w->partition = fp->partition;
     w->len = len;
     memcpy(w->key, key, len);
-    if (eg_audit_write(fg->topic, rkey, v ? v : endv, vlen, on_written, w, err, sizeof err) == 0) {
+    if (eg_audit_write_at(fg->topic, fence_partition(gw, fp->topic, fp->partition), rkey, v ? v : endv, vlen,
+                          on_written, w, err, sizeof err) == 0) {
         fg->pending++;
         fg->writes++;
     } else {
@@ -509,6 +586,7 @@ static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int 
     fpart *f = eg_xcalloc(1, sizeof *f);
     f->topic = eg_xstrdup(topic);
     f->partition = partition;
+    f->epoch = claimed(gw->fencing, topic, partition); /* eg_gw_fence_rebuild claims above it */
     int mk = gw->cfg->fence_max_keys;
     eg_fences_init(&f->t, mk, mk > INT32_MAX / FOLLOWERS_PER_KEY ? INT32_MAX : mk * FOLLOWERS_PER_KEY);
     f->next = gw->fencing->parts;
@@ -656,7 +734,7 @@ static void log_fence(const char *event, const eg_record *r, const char *id, con
     eg_log_end(&l);
 }
 
-int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d) {
+int eg_gw_fence_decided(eg_gw *gw, eg_record *r, eg_decision *d) {
     if (!eg_gw_fence_on(gw) || !r->msg->key || d->why == EG_RSN_FENCED) return 0;
     const void *key = r->msg->key;
     size_t len = r->msg->key_len;
@@ -683,20 +761,28 @@ int eg_gw_fence_decided(eg_gw *gw, const eg_record *r, eg_decision *d) {
     return 0;
 }
 
-void eg_gw_fence_resolved(eg_gw *gw, const eg_record *r) {
+void eg_gw_fence_resolved(eg_gw *gw, eg_record *r) {
     eg_fences *t = table_for(gw, r, 0);
     if (!t || !t->nkeys) return;
     char id[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
     if (!eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)) return;
-    int64_t birth = birth_of(r);
-    if (birth >= 0) { /* its copies still around are duplicates now */
-        char rkey[EG_FENCE_REC_KEY_MAX];
-        size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
-        eg_fence_done_raise(gw->fencing->done, rkey, rkl, birth);
-    }
+    r->fence_resolved = 1; /* its copies become duplicates at its durable outcome: eg_gw_fence_outcome */
     persist_r(gw, r, t);
     log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
+}
+
+void eg_gw_fence_outcome(eg_gw *gw, const eg_record *r) {
+    int64_t birth = birth_of(r);
+    if (birth < 0 || !gw->fencing || !r->msg->key) return;
+    /* an ignore's outcome is its decision line: out before any instance may drop a copy of it */
+    eg_log_flush();
+    char rkey[EG_FENCE_REC_KEY_MAX];
+    size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
+    eg_fence_done_raise(gw->fencing->done, rkey, rkl, birth);
+    eg_fences *t = table_for(gw, r, 0);
+    /* a fence still in force writes the mark with its next change; an ended one now, with its end */
+    if (t && !eg_fences_get(t, r->msg->key, r->msg->key_len)) persist_r(gw, r, t);
 }
 
 void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition) {
@@ -717,6 +803,27 @@ void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition) {
     }
 }
 
+/* Writes the claim of fp at its epoch (a fence_write without a topic,
+ * counted in claims_pending until its report). */
+static void send_claim(eg_gw *gw, const fpart *fp) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    char rkey[EG_FENCE_REC_KEY_MAX], val[EG_FENCE_CLAIM_MAX], err[512];
+    size_t vl = eg_fence_claim_format(fp->topic, fp->partition, fp->epoch, rkey, val);
+    fence_write *w = eg_xcalloc(1, sizeof *w);
+    w->gw = gw;
+    w->claim = 1;
+    if (eg_audit_write_at(fg->topic, fence_partition(gw, fp->topic, fp->partition), rkey, val, vl, on_written, w, err,
+                          sizeof err) == 0) {
+        fg->pending++;
+        fg->writes++;
+        fg->claims_pending++;
+    } else {
+        free(w);
+        fg->write_failures++;
+        eg_log_msg(EG_ERROR, "fence_write_failed", "a claim of %s[%d]: %s", fp->topic, (int)fp->partition, err);
+    }
+}
+
 void eg_gw_fence_rebuild(eg_gw *gw) {
     struct eg_gw_fencing *fg = gw->fencing;
     if (!fg || !fg->topic) return;
@@ -725,8 +832,36 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
     if (eg_audit_catch_up(fg->topic, FENCE_CATCH_UP_MS, err, sizeof err) != 0)
         eg_log_msg(EG_ERROR, "fence_rebuild_incomplete",
                    "%s not read to its end: %s; fences are rebuilt from what was read", fg->name, err);
+    /* each new source partition is claimed at an epoch above every claim read, and the claims are
+     * acknowledged, before the topic is read to its end again and the fences rebuilt: a previous
+     * owner's write that lands later lands after the claim, and every reader ignores it */
+    int nfresh = 0;
     for (eg_part *p = gw->parts; p; p = p->next) {
         if (p->rung >= 0 || table_of(gw, p->topic, p->partition, 0)) continue;
+        table_of(gw, p->topic, p->partition, 1);
+        fpart *fp = part_of(gw, p->topic, p->partition);
+        int64_t c = claimed(fg, p->topic, p->partition);
+        fp->epoch = c < EG_FENCE_EPOCH_MAX ? c + 1 : c;
+        fp->fresh = 1;
+        send_claim(gw, fp);
+        nfresh++;
+    }
+    if (!nfresh) return;
+    int64_t until = eg_now_ms() + FENCE_CATCH_UP_MS;
+    while (fg->claims_pending > 0 && eg_now_ms() < until) {
+        eg_audit_poll(fg->topic);
+        if (fg->claims_pending > 0) usleep(5 * 1000);
+    }
+    if (fg->claims_pending > 0)
+        eg_log_msg(EG_ERROR, "fence_rebuild_incomplete", "%d claims of %s not acknowledged", fg->claims_pending,
+                   fg->name);
+    if (eg_audit_catch_up(fg->topic, FENCE_CATCH_UP_MS, err, sizeof err) != 0)
+        eg_log_msg(EG_ERROR, "fence_rebuild_incomplete",
+                   "%s not read to its end after the claims: %s; fences are rebuilt from what was read", fg->name, err);
+    for (eg_part *p = gw->parts; p; p = p->next) {
+        fpart *fp = p->rung < 0 ? part_of(gw, p->topic, p->partition) : NULL;
+        if (!fp || !fp->fresh) continue;
+        fp->fresh = 0;
         eg_fences *t = NULL;
         int n = 0, lost = 0;
         for (int i = 0; i < fg->nview; i++) {
@@ -787,6 +922,7 @@ void eg_gw_fence_free(eg_gw *gw) {
     for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
     free(gw->fencing->view);
     eg_strmap_free(&gw->fencing->view_at);
+    eg_strmap_free(&gw->fencing->claims);
     fpart *f = gw->fencing->parts;
     while (f) {
         fpart *n = f->next;
@@ -852,6 +988,11 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
                      "are committed.",
                      "gauge");
     eg_metric_sample(out, "errgate_fence_finishes_waiting", 0, NULL, NULL, fg ? (double)fg->ndefer : 0);
+    eg_metric_header(out, "errgate_fence_records_stale_total",
+                     "Fence states written by a previous owner of a source partition and read after its next "
+                     "owner's claim, ignored.",
+                     "counter");
+    eg_metric_sample(out, "errgate_fence_records_stale_total", 0, NULL, NULL, fg ? (double)fg->stale : 0);
     eg_metric_header(out, "errgate_fence_writes_total", "Fence changes written to the fence topic.", "counter");
     eg_metric_sample(out, "errgate_fence_writes_total", 0, NULL, NULL, fg ? (double)fg->writes : 0);
     eg_metric_header(out, "errgate_fence_write_failures_total",
@@ -907,7 +1048,8 @@ static void send_releases(eg_gw *gw, const void *key, size_t len, const char *by
         size_t vlen = eg_fence_op_format(EG_FENCE_OP_RELEASE, v->head, by[0] ? by : "unknown", eg_wall_ms(), val);
         fence_write *w = eg_xcalloc(1, sizeof *w); /* no topic: an operation record, never written again */
         w->gw = gw;
-        if (vlen && eg_audit_write(fg->topic, rkey, val, vlen, on_written, w, err, sizeof err) == 0) {
+        if (vlen && eg_audit_write_at(fg->topic, fence_partition(gw, v->topic, v->partition), rkey, val, vlen,
+                                      on_written, w, err, sizeof err) == 0) {
             fg->pending++;
             fg->writes++;
             fg->ops_sent++;

@@ -47,6 +47,12 @@ int eg_fence_key_parse(const char *k, size_t n, char *topic, int32_t *partition)
     return 0;
 }
 
+int32_t eg_fence_partition(const char *topic, int32_t partition, int32_t nparts) {
+    if (nparts <= 1) return 0;
+    uint64_t h = eg_hash64(topic, strlen(topic)) + (uint64_t)(uint32_t)partition;
+    return (int32_t)(h % (uint64_t)nparts);
+}
+
 int eg_fence_op_is(const void *val, size_t vlen) {
     size_t m = strlen(EG_FENCE_OP_MAGIC);
     return val && vlen >= m && memcmp(val, EG_FENCE_OP_MAGIC, m) == 0;

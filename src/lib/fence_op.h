@@ -6,6 +6,12 @@
  * in lowercase hex: one per fenced key of a source partition, so that
  * compaction keeps the last record of each.
  *
+ * Every record about the fences of one source partition (its states, its
+ * owners' claims, operations on it) goes to one partition of the fence
+ * topic, eg_fence_partition, so that a reader sees them in the order they
+ * were written: a previous owner's write that lands after the next owner's
+ * claim is known for what it is (gateway/fence_rec.h).
+ *
  * An operation record asks the partition's owner to change a fence it
  * holds; it is written under the fence's record key (so it is ordered with
  * the fence's states, in one partition of the topic) by an instance that
@@ -61,6 +67,10 @@ int eg_fence_key_parse(const char *k, size_t n, char *topic, int32_t *partition)
  * when the name would be longer than Kafka allows. The one place the name
  * is made (the gateway, `dlq resolve`). */
 int eg_fence_topic(const char *scope, char *out);
+
+/* The partition of the fence topic (of nparts >= 1) that the records about
+ * the fences of source partition topic[partition] go to. */
+int32_t eg_fence_partition(const char *topic, int32_t partition, int32_t nparts);
 
 /* 1 when val[0..vlen) starts like an operation record (its magic line). */
 int eg_fence_op_is(const void *val, size_t vlen);

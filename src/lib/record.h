@@ -229,6 +229,7 @@ typedef struct eg_record {
     struct eg_record *aprev, *anext; /* the gateway's list of all records */
     rd_kafka_headers_t *hdrs;        /* msg's headers (owned by msg), NULL: none; valid when hdrs_read */
     int hdrs_read;                   /* eg_record_read_headers ran */
+    int fence_resolved;              /* it resolved its key's fence (gw_fence.c): a mark at its durable outcome */
 } eg_record;
 
 /* Reads the record's headers once and keeps them in r->hdrs: librdkafka
