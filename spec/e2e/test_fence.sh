@@ -41,7 +41,7 @@ source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
 POLICY="$ROOT/spec/fixtures/policies/ladder_1s_2s.lua"
 start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s) \
-  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s)
+  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s) $(ladder_topics ord 1s 5s)
 echo "fence-token" >"$T/token"
 ADMIN="admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
 
@@ -470,6 +470,35 @@ wait_for 20 bash -c "! curl -s -m 5 http://$ADDR/fences | grep -q '\"key\":\"x\"
   ok "x2 and x3 resolved: x is no longer fenced" || not_ok "x's fence: $(admin_get "$ADDR" /fences)"
 printf 'x\t{"id":"x4","mode":"ok"}\n' | produce two
 wait_for 20 grep -q '^ok x4 ' "$T/h4.log" && ok "x4 passes" || not_ok "x4 did not pass"
+
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 10. ladder+dlq: followers reach the DLQ in offset order (rungs 1s and 5s). q1 climbs to rung
+# 5s and is then dead-lettered; q2 followed it onto rung 5s 3 s after it; q3, produced once q1
+# is in the DLQ and while q2 still waits on the rung, must not pass q2 into the DLQ: it waits on
+# the rung for its turn
+sed 's/"1s", "2s"/"1s", "5s"/' "$POLICY" >"$T/ladder_1s_5s.lua"
+ladder_config "$T/gord.lua" gord ord key "$T/ladder_1s_5s.lua" "" "$ADMIN"
+sed -i 's/ordering = "key",/ordering = "key", fence = "ladder+dlq",/' "$T/gord.lua"
+start_gateway gord "$T/gord.lua"
+wait_for 40 grep -q '"event":"assign".*ord\[' "$T/gord.err" || die "no assignment"
+printf 'q\t{"id":"q1","mode":"transient-3"}\n' | produce ord
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t ord.retry.5s -e -q 2>/dev/null | grep -q '\"id\":\"q1\"'" ||
+  not_ok "q1 did not reach rung 5s"
+sleep 3
+printf 'q\t{"id":"q2","mode":"ok"}\n' | produce ord
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t ord.dlq -e -q 2>/dev/null | grep -q '\"id\":\"q1\"'" ||
+  not_ok "q1 was not dead-lettered"
+printf 'q\t{"id":"q3","mode":"ok"}\n' | produce ord
+early=$(kcat -C -b "$BOOTSTRAP" -t ord.dlq -e -q 2>/dev/null | grep -c '"id":"q2"')
+wait_for 30 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t ord.dlq -e -q 2>/dev/null | grep -c '\"id\":\"q') -ge 3 ]" ||
+  not_ok "q2 and q3 did not both reach ord.dlq"
+order=$(kcat -C -b "$BOOTSTRAP" -t ord.dlq -e -q 2>/dev/null | grep -o '"id":"q[0-9]"' | cut -d'"' -f4 | tr '\n' ' ')
+check "q3 was produced while q2 still waited on its rung (q2 in the DLQ by then: $early)" [ "$early" = 0 ]
+check "q1, q2, q3 reached ord.dlq in offset order ($order)" [ "$order" = "q1 q2 q3 " ]
+n=$(grep -c '"event":"decision","topic":"ord",.*"action":"ladder","reason":"fenced"' "$T/gord.err")
+check "q2 and q3 each followed from the source onto the rung, q3 waiting there for q2 ($n such decisions)" [ "$n" = 2 ]
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 exit $FAILED

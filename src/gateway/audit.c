@@ -261,7 +261,14 @@ int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen) {
     int64_t deadline = eg_now_ms() + timeout_ms;
     for (int32_t p = 0; p < a->nparts; p++) {
         int64_t lo = 0, hi = 0;
-        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(a->cons, a->topic, p, &lo, &hi, timeout_ms);
+        rd_kafka_resp_err_t e;
+        /* asked again until the deadline: a partition whose leader was just killed has none for the
+         * seconds an election takes ("not leader"), and a view read without it is not the topic */
+        while ((e = rd_kafka_query_watermark_offsets(a->cons, a->topic, p, &lo, &hi,
+                                                     (int)(deadline - eg_now_ms() > 0 ? deadline - eg_now_ms() : 1))) !=
+                   0 &&
+               eg_now_ms() + 200 < deadline)
+            usleep(200 * 1000);
         if (e) {
             snprintf(err, errlen, "%s[%d]: cannot read its watermarks: %s", a->topic, (int)p, rd_kafka_err2str(e));
             return -1;

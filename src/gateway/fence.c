@@ -106,6 +106,10 @@ static void set_lane(eg_fence *f, eg_fence_why why, eg_action action, const char
     f->action = action;
     eg_strlcpy(f->rung, rung ? rung : "", sizeof f->rung);
     f->rung_index = rung_index;
+    if (action == EG_ACT_LADDER) {
+        eg_strlcpy(f->wait_rung, f->rung, sizeof f->wait_rung);
+        f->wait_index = rung_index;
+    }
 }
 
 int eg_fences_park(eg_fences *t, const void *key, size_t len, const char *id, eg_fence_why why, eg_action action,
@@ -156,6 +160,7 @@ int eg_fences_resolve(eg_fences *t, const void *key, size_t len, const char *id)
     f->q[f->qoff] = NULL;
     f->qoff++;
     f->nq--;
+    if (f->nplaced > 0) f->nplaced--;
     t->nfollowers--;
     if (f->nq == 0) f->qoff = 0;
     eg_strlcpy(f->head, next, sizeof f->head);
@@ -172,11 +177,33 @@ int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id)
         free(q[i]);
         memmove(q + i, q + i + 1, (size_t)(f->nq - i - 1) * sizeof *q);
         f->nq--;
+        if (i < f->nplaced) f->nplaced--;
         t->nfollowers--;
         if (f->nq == 0) f->qoff = 0;
         return 1;
     }
     return 0;
+}
+
+/* id's place in f's queue, or -1. */
+static int place_of(const eg_fence *f, const char *id) {
+    for (int i = 0; i < f->nq; i++)
+        if (strcmp(f->q[f->qoff + i], id) == 0) return i;
+    return -1;
+}
+
+int eg_fences_placeable(const eg_fence *f, const char *id) {
+    int i = place_of(f, id);
+    return i >= 0 && i <= f->nplaced;
+}
+
+int eg_fences_is_placed(const eg_fence *f, const char *id) {
+    int i = place_of(f, id);
+    return i >= 0 && i < f->nplaced;
+}
+
+void eg_fences_placed(eg_fence *f, const char *id) {
+    if (place_of(f, id) == f->nplaced) f->nplaced++;
 }
 
 int eg_fences_release(eg_fences *t, const void *key, size_t len) {

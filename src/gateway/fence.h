@@ -11,6 +11,13 @@
  * first followed. When the head resolves, the first follower becomes the
  * released head; when the queue is empty the key is unfenced.
  *
+ * Under "ladder+dlq" a fence whose head was dead-lettered sends its
+ * followers to the DLQ in queue order: the queue's first nplaced followers
+ * are in the lane (placed); a follower may be placed only when every one
+ * before it is, else it waits on the rung the fence was on last
+ * (wait_rung), where its predecessors are, until its turn. Placed
+ * followers always form a prefix of the queue.
+ *
  * Bounded: at most max_keys fenced keys and max_followers queued ids over
  * the table, EG_FENCE_MAX_QUEUE behind one key; past either the caller is told (EG_FENCE_FULL) and must not
  * let the record pass (the gateway holds it: the partition pauses). Keys
@@ -47,9 +54,12 @@ typedef struct eg_fence {
     char head[EG_ID_MAX + 1]; /* the head record's errgate.id */
     int parked;               /* 1: the head is parked; 0: released (it may pass when it comes back) */
     eg_fence_why why;
-    eg_action action; /* where followers go: EG_ACT_LADDER (rung), EG_ACT_DLQ or EG_ACT_QUARANTINE */
-    char rung[40];    /* ladder: the rung's name */
-    int rung_index;   /* ladder: its 1-based number */
+    eg_action action;   /* where followers go: EG_ACT_LADDER (rung), EG_ACT_DLQ or EG_ACT_QUARANTINE */
+    char rung[40];      /* ladder: the rung's name */
+    int rung_index;     /* ladder: its 1-based number */
+    char wait_rung[40]; /* the last rung the fence was on ("" none): where unplaced followers wait */
+    int wait_index;
+    int nplaced;      /* the queue's first nplaced followers are placed in the fence's lane */
     int64_t since_ms; /* wall ms the key was fenced */
     char **q;         /* follower ids, owned, q[qoff .. qoff+nq) in order */
     int nq, qoff, capq;
@@ -105,6 +115,17 @@ int eg_fences_resolve(eg_fences *t, const void *key, size_t len, const char *id)
  * was resolved without a replay): it leaves the queue, the others keep
  * their order. Returns 1 when it was queued, 0 otherwise. */
 int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id);
+
+/* Under a dead-letter fence (action not EG_ACT_LADDER): 1 when follower
+ * id (queued) may be placed in the lane now, every follower before it
+ * placed (or it was placed already: a replay of it); 0 when it must wait. */
+int eg_fences_placeable(const eg_fence *f, const char *id);
+
+/* 1 when follower id is placed in the lane already. */
+int eg_fences_is_placed(const eg_fence *f, const char *id);
+
+/* Follower id (placeable) is placed in the lane: the placed prefix grows. */
+void eg_fences_placed(eg_fence *f, const char *id);
 
 /* The operator's release: the key's fence is removed with its queue (the
  * followers pass when they come back). Returns 1 when it was fenced. */

@@ -42,6 +42,9 @@ char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *
     for (int i = 0; i < f->nq; i++) k += (size_t)snprintf(v + k, cap - k, "%s\n", f->q[f->qoff + i]);
     if (done >= 0) k += (size_t)snprintf(v + k, cap - k, "done %lld\n", (long long)done);
     if (epoch > 0) k += (size_t)snprintf(v + k, cap - k, "epoch %lld\n", (long long)epoch);
+    if (f->nplaced > 0 || f->wait_rung[0])
+        k += (size_t)snprintf(v + k, cap - k, "placed %d %s %d\n", f->nplaced, f->wait_rung[0] ? f->wait_rung : "-",
+                              f->wait_index);
     *vlen = k;
     return v;
 }
@@ -132,20 +135,53 @@ static int state_line(const char *s, size_t n, eg_fence_rec *r) {
     return 0;
 }
 
-/* The optional last lines "done OFFSET" then "epoch N" at [*p, end): sets
- * r->done and r->epoch and moves *p past them. Returns 0 (also when there
- * is none), -1 when malformed or anything else follows. */
-static int tail_lines(const char **p, const char *end, eg_fence_rec *r) {
+/* 1 when [p, end) starts with the n bytes of word. */
+static int starts(const char *p, const char *end, const char *word, size_t n) {
+    return (size_t)(end - p) > n && !memcmp(p, word, n);
+}
+
+/* 1 when s[0..n) is a rung's name (as a config names it). */
+static int rung_name(const char *s, size_t n) {
+    if (n == 0 || n >= 40) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* "placed N RUNG INDEX" (s[0..n), after "placed ") into r. Returns 0 or -1. */
+static int placed_line(const char *s, size_t n, eg_fence_rec *r) {
+    const char *end = s + n, *a = memchr(s, ' ', n);
+    const char *b = a ? memchr(a + 1, ' ', (size_t)(end - a - 1)) : NULL;
+    if (!a || !b) return -1;
+    int64_t np = num(s, (size_t)(a - s), EG_FENCE_REC_MAX_FOLLOWERS), idx = num(b + 1, (size_t)(end - b - 1), 1000);
+    size_t rl = (size_t)(b - a - 1);
+    if (np < 0 || np > r->nq || idx < 0) return -1;
+    if (rl == 1 && a[1] == '-') r->wait_rung[0] = '\0';
+    else if (rung_name(a + 1, rl)) memcpy(r->wait_rung, a + 1, rl), r->wait_rung[rl] = '\0';
+    else return -1;
+    r->nplaced = (int)np;
+    r->wait_index = (int)idx;
+    return 0;
+}
+
+/* The optional last lines "done OFFSET", "epoch N" and (state records)
+ * "placed N RUNG INDEX", in that order, at [*p, end): into r, *p moved
+ * past them. Returns 0 (also when there is none), -1 when malformed or
+ * anything else follows. */
+static int tail_lines(const char **p, const char *end, eg_fence_rec *r, int state) {
     const char *s;
     size_t n;
-    if (*p < end && (size_t)(end - *p) > 5 && !memcmp(*p, "done ", 5)) {
-        if (line(p, end, &s, &n) || (r->done = num(s + 5, n - 5, INT64_MAX)) < 0) return -1;
-    }
-    if (*p < end) {
-        if (line(p, end, &s, &n) || n < 7 || memcmp(s, "epoch ", 6) != 0) return -1;
-        r->epoch = num(s + 6, n - 6, EG_FENCE_EPOCH_MAX);
-        if (r->epoch < 1) return -1;
-    }
+    if (starts(*p, end, "done ", 5) && (line(p, end, &s, &n) || (r->done = num(s + 5, n - 5, INT64_MAX)) < 0))
+        return -1;
+    if (starts(*p, end, "epoch ", 6) &&
+        (line(p, end, &s, &n) || (r->epoch = num(s + 6, n - 6, EG_FENCE_EPOCH_MAX)) < 1))
+        return -1;
+    if (state && starts(*p, end, "placed ", 7) && (line(p, end, &s, &n) || placed_line(s + 7, n - 7, r) != 0))
+        return -1;
     return *p == end ? 0 : -1;
 }
 
@@ -196,7 +232,7 @@ int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t v
     if (!val) return 0;
     if (vlen >= el && !memcmp(val, EG_FENCE_REC_END, el) && vlen <= EG_FENCE_REC_END_MAX) {
         const char *p = (const char *)val + el;
-        if (tail_lines(&p, (const char *)val + vlen, out) != 0) {
+        if (tail_lines(&p, (const char *)val + vlen, out, 0) != 0) {
             out->done = -1;
             out->epoch = 0;
             *why = w;
@@ -250,7 +286,7 @@ int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t v
         for (int j = 0; j < out->nq - 1 && !dup; j++) dup = !strcmp(out->q[j], id);
         if (dup) goto bad;
     }
-    if (tail_lines(&p, end, out) != 0) goto bad; /* trailing bytes */
+    if (tail_lines(&p, end, out, 1) != 0) goto bad; /* trailing bytes */
     return 1;
 bad:
     eg_fence_rec_clear(out);

@@ -19,6 +19,9 @@
  *                               key's records resolved so far (fence_done.h)
  *   epoch N                     optional: the writer's ownership epoch of the
  *                               source partition (below), 1 .. EG_FENCE_EPOCH_MAX
+ *   placed N RUNG INDEX         optional (a state only): the first N followers
+ *                               are placed in the fence's lane, the others wait
+ *                               on rung RUNG ("-": none) number INDEX (fence.h)
  * A fence that ends is the value EG_FENCE_REC_END, optionally followed by
  * the lines "done OFFSET" and "epoch N" (a record, not a tombstone: a
  * tombstone carries no signature, so with a control key it is not
@@ -74,7 +77,10 @@ typedef struct eg_fence_rec {
     int nq;
     int64_t done;  /* the done line's offset, -1 without one */
     int64_t epoch; /* the epoch line's, 0 without one */
-    int op_last;   /* the reader's: an operation record (fence_op.h) changed it last, not its owner */
+    int nplaced;   /* the placed line's (0 without one) */
+    char wait_rung[40];
+    int wait_index;
+    int op_last; /* the reader's: an operation record (fence_op.h) changed it last, not its owner */
 } eg_fence_rec;
 
 /* The record key of the fence of key[0..len) of topic[partition] into out

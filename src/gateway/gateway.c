@@ -1420,7 +1420,7 @@ static void part_release_queue(eg_part *p) {
 /* Commits the finished prefix of the revoked partitions, drops their
  * unborrowed records, and forgets them. */
 static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
-    eg_gw_fence_flush(gw, "a revoke"); /* the next owner rebuilds the fences from what is acknowledged */
+    eg_gw_fence_flush(gw, "a revoke", 1); /* the next owner rebuilds the fences from what is acknowledged */
     commit_offsets(gw, parts, 1);
     for (int i = 0; i < parts->cnt; i++) {
         eg_part **pp = &gw->parts;
@@ -1615,7 +1615,6 @@ void eg_gw_finish_stop(eg_gw *gw) {
     if (gw->drain_ev) evtimer_del(gw->drain_ev);
     gw->target->ops->cancel_all(gw->target);
     eg_lanes_purge(gw->lanes, STOP_PURGE_WAIT_MS);
-    eg_gw_fence_flush(gw, "the stop"); /* the finishes that wait for fence writes, before the last commit */
     commit_offsets(gw, NULL, 1);
     gw->closed = 1;
     eg_gw_fetchwake_free(gw->fetchwake); /* its thread asks through the consumer */

@@ -408,11 +408,13 @@ int eg_gw_fence_topic_is(const eg_gw *gw, const char *topic);
 /* An assignment: reads the fence topic to its end, then rebuilds the table
  * of every assigned source partition that has none. */
 void eg_gw_fence_rebuild(eg_gw *gw);
-/* Waits (up to FENCE_FLUSH_MS, serving reports) until every fence write is
- * acknowledged or failed; when names the occasion in the warning that says
- * some were not. Called before partitions are handed over (revoke) and at
- * the stop, so the next owner's rebuild reads them. */
-void eg_gw_fence_flush(eg_gw *gw, const char *when);
+/* With read_first, reads the fence topic to its end (up to FENCE_READ_MS)
+ * so that a release written just before is applied; then waits (up to
+ * FENCE_FLUSH_MS, serving reports) until every fence write is acknowledged
+ * or failed; when names the occasion in the warning that says some were
+ * not. Called before partitions are handed over (revoke, reading first)
+ * and at the teardown, so the next owner's rebuild reads them. */
+void eg_gw_fence_flush(eg_gw *gw, const char *when, int read_first);
 /* Waits for the fence writes in flight (bounded), frees the tables and
  * the topic's clients (teardown). */
 void eg_gw_fence_free(eg_gw *gw);
