@@ -197,11 +197,6 @@ int eg_fences_placeable(const eg_fence *f, const char *id) {
     return i >= 0 && i <= f->nplaced;
 }
 
-int eg_fences_is_placed(const eg_fence *f, const char *id) {
-    int i = place_of(f, id);
-    return i >= 0 && i < f->nplaced;
-}
-
 void eg_fences_placed(eg_fence *f, const char *id) {
     if (place_of(f, id) == f->nplaced) f->nplaced++;
 }

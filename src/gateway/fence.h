@@ -118,11 +118,10 @@ int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id)
 
 /* Under a dead-letter fence (action not EG_ACT_LADDER): 1 when follower
  * id (queued) may be placed in the lane now, every follower before it
- * placed (or it was placed already: a replay of it); 0 when it must wait. */
+ * placed (or it was placed already: a copy of it, written again, since its
+ * first write may have been lost with a kill -9); 0 when it must wait. */
 int eg_fences_placeable(const eg_fence *f, const char *id);
 
-/* 1 when follower id is placed in the lane already. */
-int eg_fences_is_placed(const eg_fence *f, const char *id);
 
 /* Follower id (placeable) is placed in the lane: the placed prefix grows. */
 void eg_fences_placed(eg_fence *f, const char *id);

@@ -619,14 +619,10 @@ static void persist_r(eg_gw *gw, const eg_record *r, eg_fences *t) {
  * record's own; a rung record's from its errgate.id when that names r's
  * source partition (the gateway's form); -1 for a replay (never a
  * duplicate: it is asked for again) or an id of another form. */
-static int is_replay(const eg_record *r) {
-    size_t n;
-    return eg_header(r->msg, EG_H_REPLAY_FROM, &n) != NULL;
-}
-
 static int64_t birth_of(const eg_record *r) {
     if (r->part->rung < 0) return r->offset;
-    if (is_replay(r)) return -1;
+    size_t n;
+    if (eg_header(r->msg, EG_H_REPLAY_FROM, &n)) return -1;
     char id[EG_ID_MAX + 1], want[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
     int w = snprintf(want, sizeof want, "%s/%d/", r->part->origin, (int)r->partition);
@@ -659,10 +655,6 @@ int eg_gw_fence_must_follow(eg_gw *gw, eg_record *r) {
     eg_record_id(r, id, sizeof id);
     eg_fence *f = none ? NULL : eg_fences_get(t, r->msg->key, r->msg->key_len);
     if (f && strcmp(f->head, id) == 0) return EG_GW_FENCE_PASS;
-    if (f && eg_fences_is_placed(f, id) && !is_replay(r)) { /* a rung copy of a follower in the DLQ already */
-        log_duplicate(gw, r, id, -1, -1);
-        return EG_GW_FENCE_DUPLICATE;
-    }
     if (f && eg_fences_queued(f, id)) return EG_GW_FENCE_FOLLOW; /* listed: never taken for a copy */
     int64_t birth = nodone ? -1 : birth_of(r);
     if (birth >= 0) {
