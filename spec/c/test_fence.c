@@ -288,8 +288,8 @@ int main(void) {
     eg_fences_placed(f, "pay/0/3");
     CHECK(f->nplaced == 0, "placing out of turn changes nothing");
     eg_fences_placed(f, "pay/0/2");
-    CHECK(f->nplaced == 1 && eg_fences_placeable(f, "pay/0/3") &&
-              !eg_fences_placeable(f, "pay/0/4") && eg_fences_placeable(f, "pay/0/2"),
+    CHECK(f->nplaced == 1 && eg_fences_placeable(f, "pay/0/3") && !eg_fences_placeable(f, "pay/0/4") &&
+              eg_fences_placeable(f, "pay/0/2"),
           "then the next (a replay of a placed one may go again)");
     eg_fences_placed(f, "pay/0/3");
     char rk3[EG_FENCE_REC_KEY_MAX];

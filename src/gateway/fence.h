@@ -122,7 +122,6 @@ int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id)
  * first write may have been lost with a kill -9); 0 when it must wait. */
 int eg_fences_placeable(const eg_fence *f, const char *id);
 
-
 /* Follower id (placeable) is placed in the lane: the placed prefix grows. */
 void eg_fences_placed(eg_fence *f, const char *id);
 
