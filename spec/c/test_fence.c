@@ -279,9 +279,10 @@ int main(void) {
     f = eg_fences_get(&t, "k", 1);
     eg_fences_follow(&t, f, "pay/0/2");
     eg_fences_follow(&t, f, "pay/0/3");
-    eg_fences_park(&t, "k", 1, "pay/0/1", EG_FENCE_WHY_DLQ, EG_ACT_DLQ, NULL, 0, 0);
-    CHECK(f->action == EG_ACT_DLQ && !strcmp(f->wait_rung, "1s") && f->wait_index == 1 && f->nplaced == 0,
-          "a head dead-lettered from rung 1s: followers go to the DLQ, the ones not there wait on 1s");
+    eg_fences_park(&t, "k", 1, "pay/0/1", EG_FENCE_WHY_DLQ, EG_ACT_DLQ, NULL, 0, 5000);
+    CHECK(f->action == EG_ACT_DLQ && !strcmp(f->wait_rung, "1s") && f->wait_index == 1 && f->nplaced == 0 &&
+              f->moved_ms == 5000,
+          "a head dead-lettered from rung 1s at 5000: followers go to the DLQ, the ones not there wait on 1s");
     eg_fences_follow(&t, f, "pay/0/4");
     CHECK(!eg_fences_placeable(f, "pay/0/4") && !eg_fences_placeable(f, "pay/0/3") && eg_fences_placeable(f, "pay/0/2"),
           "a later record (from the source) may not pass the followers still on the rung; the first may go");

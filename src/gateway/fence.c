@@ -101,7 +101,9 @@ static void grow(eg_fences *t) {
 }
 
 /* Sets where f's followers go. */
-static void set_lane(eg_fence *f, eg_fence_why why, eg_action action, const char *rung, int rung_index) {
+static void set_lane(eg_fence *f, eg_fence_why why, eg_action action, const char *rung, int rung_index,
+                     int64_t now_ms) {
+    if (action != EG_ACT_LADDER && f->action == EG_ACT_LADDER) f->moved_ms = now_ms;
     f->why = why;
     f->action = action;
     eg_strlcpy(f->rung, rung ? rung : "", sizeof f->rung);
@@ -119,7 +121,7 @@ int eg_fences_park(eg_fences *t, const void *key, size_t len, const char *id, eg
         if (strcmp(f->head, id) != 0)
             return eg_fences_follow(t, f, id) == EG_FENCE_OK ? EG_FENCE_QUEUED : EG_FENCE_FULL;
         f->parked = 1;
-        set_lane(f, why, action, rung, rung_index);
+        set_lane(f, why, action, rung, rung_index, now_ms);
         return EG_FENCE_OK;
     }
     if (t->nkeys >= t->max_keys) return EG_FENCE_FULL;
@@ -132,7 +134,8 @@ int eg_fences_park(eg_fences *t, const void *key, size_t len, const char *id, eg
     eg_strlcpy(f->head, id, sizeof f->head);
     f->parked = 1;
     f->since_ms = now_ms;
-    set_lane(f, why, action, rung, rung_index);
+    f->moved_ms = now_ms;
+    set_lane(f, why, action, rung, rung_index, now_ms);
     eg_fence **s = slot(t, f->hash);
     f->next = *s;
     *s = f;

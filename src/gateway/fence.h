@@ -15,8 +15,9 @@
  * followers to the DLQ in queue order: the queue's first nplaced followers
  * are in the lane (placed); a follower may be placed only when every one
  * before it is, else it waits on the rung the fence was on last
- * (wait_rung), where its predecessors are, until its turn. Placed
- * followers always form a prefix of the queue.
+ * (wait_rung), where its predecessors are, until its turn (the caller
+ * bounds that wait from moved_ms). Placed followers always form a prefix
+ * of the queue.
  *
  * Bounded: at most max_keys fenced keys and max_followers queued ids over
  * the table, EG_FENCE_MAX_QUEUE behind one key; past either the caller is told (EG_FENCE_FULL) and must not
@@ -60,6 +61,7 @@ typedef struct eg_fence {
     char wait_rung[40]; /* the last rung the fence was on ("" none): where unplaced followers wait */
     int wait_index;
     int nplaced;      /* the queue's first nplaced followers are placed in the fence's lane */
+    int64_t moved_ms; /* wall ms the fence last moved from a rung to a dead-letter lane */
     int64_t since_ms; /* wall ms the key was fenced */
     char **q;         /* follower ids, owned, q[qoff .. qoff+nq) in order */
     int nq, qoff, capq;

@@ -100,6 +100,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Under ladder+dlq, a follower waits for its predecessors to reach the DLQ
+ * at most three of the rung's delays and this long after the fence moved. */
+#define PLACE_GRACE_MS 10000
 /* Followers queued per partition: this many per fenced key on average. */
 #define FOLLOWERS_PER_KEY 100
 /* /fences: ids listed per fence, key bytes shown. */
@@ -716,14 +719,24 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
         int k = -1;
         for (int i = 0; f->wait_rung[0] && i < gw->nrts && k < 0; i++)
             if (strcmp(gw->rts[i].rung, f->wait_rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
-        if (!eg_fences_placeable(f, id) && k >= 0) {
+        /* a predecessor that does not come back within three of its rung's delays (and a grace) is not
+         * waited for any longer: liveness over order, said (fence_place_timeout) */
+        int64_t wait_max = k >= 0 ? 3 * gw->rts[k].delay_ms + PLACE_GRACE_MS : 0;
+        int turn = eg_fences_placeable(f, id);
+        if (!turn && k >= 0 && eg_wall_ms() - f->moved_ms <= wait_max) {
             waits = 1;
             rung = f->wait_rung;
             rung_index = f->wait_index;
         } else {
             int before = f->nplaced;
-            if (k < 0) /* no rung to wait on (a fence read from an older record): placed as it comes */
+            if (!turn) { /* no rung to wait on (a fence from an older record), or waited too long */
                 while (!eg_fences_placeable(f, id) && f->nplaced < f->nq) f->nplaced++;
+                eg_log_msg(EG_WARN, "fence_place_timeout",
+                           "%s[%d]: %s is written to the %s before %d followers of its key that did not come back "
+                           "from rung %s",
+                           r->part->origin, (int)r->partition, id, eg_action_name(f->action), f->nplaced - before,
+                           f->wait_rung[0] ? f->wait_rung : "-");
+            }
             eg_fences_placed(f, id);
             changed |= f->nplaced != before;
         }
@@ -909,6 +922,7 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
             for (int j = 0; j < v->nq; j++)
                 if (eg_fences_follow(t, f, v->q[j]) != EG_FENCE_OK) lost++;
             f->nplaced = v->nplaced < f->nq ? v->nplaced : f->nq;
+            f->moved_ms = eg_wall_ms(); /* its followers on the rung come back within the bound from now */
             if (v->wait_rung[0]) {
                 eg_strlcpy(f->wait_rung, v->wait_rung, sizeof f->wait_rung);
                 f->wait_index = v->wait_index;
