@@ -267,6 +267,9 @@ int main(void) {
               eg_fence_claim_parse("pay/x/claim", 11, cv, cvl, ctp, &cpt, &cep, &why) == -1 &&
               eg_fence_claim_parse("/3/claim", 8, cv, cvl, ctp, &cpt, &cep, &why) == -1,
           "a claim of epoch 0, torn, a tombstone, or under a bad record key is refused");
+    CHECK(eg_fence_claim_parse(ck, strlen(ck), "errgate-fence-claim 1\n012\n", 25, ctp, &cpt, &cep, &why) == -1 &&
+              eg_fence_claim_parse("pay/03/claim", 12, cv, cvl, ctp, &cpt, &cep, &why) == -1,
+          "a claim is canonical: no leading zero in its epoch or partition (libFuzzer found both)");
     CHECK(eg_fence_partition("pay", 3, 1) == 0 && eg_fence_partition("pay", 3, 6) == eg_fence_partition("pay", 3, 6) &&
               eg_fence_partition("pay", 3, 6) >= 0 && eg_fence_partition("pay", 3, 6) < 6 &&
               eg_fence_partition("pay", 4, 6) != eg_fence_partition("pay", 3, 6),

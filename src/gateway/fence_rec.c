@@ -193,7 +193,8 @@ int eg_fence_claim_parse(const void *rkey, size_t rklen, const void *val, size_t
     for (size_t i = rklen - 7; i > 0 && !slash; i--)
         if (k[i] == '/') slash = k + i;
     size_t tl = slash ? (size_t)(slash - k) : 0;
-    int64_t p = slash ? num(slash + 1, (size_t)(k + rklen - 6 - slash - 1), INT32_MAX) : -1;
+    size_t pl = slash ? (size_t)(k + rklen - 6 - slash - 1) : 0;
+    int64_t p = slash && !(pl > 1 && slash[1] == '0') ? num(slash + 1, pl, INT32_MAX) : -1; /* canonical */
     if (!slash || !eg_dlq_topic_ok(k, tl) || tl > EG_TOPIC_NAME_MAX || p < 0) {
         *why = "bad_record_key";
         return -1;
@@ -202,11 +203,14 @@ int eg_fence_claim_parse(const void *rkey, size_t rklen, const void *val, size_t
     topic[tl] = '\0';
     *partition = (int32_t)p;
     size_t m = strlen(CLAIM_MAGIC);
-    const char *v = val, *end = v + vlen, *s;
+    const char *v = val, *end, *s;
     size_t n;
-    if (!v || vlen <= m || vlen > EG_FENCE_CLAIM_MAX || memcmp(v, CLAIM_MAGIC, m) != 0) goto bad;
+    if (!v || vlen <= m || vlen > EG_FENCE_CLAIM_MAX || memcmp(v, CLAIM_MAGIC, m) != 0) goto bad; /* a tombstone too */
+    end = v + vlen;
     v += m;
-    if (line(&v, end, &s, &n) || v != end || (*epoch = num(s, n, EG_FENCE_EPOCH_MAX)) < 1) goto bad;
+    /* canonical: no leading zero (the writer never makes one) */
+    if (line(&v, end, &s, &n) || v != end || (n > 1 && s[0] == '0') || (*epoch = num(s, n, EG_FENCE_EPOCH_MAX)) < 1)
+        goto bad;
     return 1;
 bad:
     *why = "malformed";
