@@ -312,6 +312,27 @@ check "its application is logged with the author it names" \
   grep -q '"event":"fence_release".*"op":"release".*"by":"forger","applied":1' "$T/gsig2.err"
 printf 'q\t{"id":"q4","mode":"ok"}\n' | produce sig
 wait_for 20 grep -q '^ok q4 ' "$T/h3.log" && ok "q4 passes after the signed release" || not_ok "q4 did not pass"
+# an owner's claim (fence_rec.h) at the highest epoch: forged without the key it is refused and
+# changes nothing; signed with it, the owner is told it was superseded and its own later fence
+# writes for those partitions are read as stale
+claim() { # claim PARTITION MODE
+  $PY "$ROOT/spec/e2e/ctl_sign.py" "$BOOTSTRAP" gsig.fences fence "$T/ctl.key" "sig/$1/claim" \
+    "$(printf 'errgate-fence-claim 1\n9007199254740992')"$'\n' "$2" >/dev/null || not_ok "cannot produce to gsig.fences"
+}
+n0=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
+for p in 0 1 2 3; do claim $p none; done
+wait_for 20 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/metrics | awk '/^errgate_fence_records_refused_total\{reason=\"unsigned\"\}/{print \$2}')\" = $((n0 + 4)) ]"
+n=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
+check "4 forged unsigned claims refused ($n0 -> $n unsigned), none taken" \
+  [ "$n" = $((n0 + 4)) ] && ! grep -q '"event":"fence_superseded"' "$T/gsig2.err"
+for p in 0 1 2 3; do claim $p good; done
+wait_for 20 grep -q '"event":"fence_superseded"' "$T/gsig2.err" &&
+  ok "a signed claim above this owner's epoch is taken: fence_superseded logged" || not_ok "no fence_superseded"
+printf 'q\t{"id":"q5","mode":"permanent"}\n' | produce sig
+wait_for 20 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/metrics | awk '/^errgate_fence_records_stale_total /{print \$2}')\" -ge 1 ] 2>/dev/null" ||
+  not_ok "the superseded owner's next fence write was not read as stale"
+n=$(metric "$ADDR" errgate_fence_records_stale_total)
+check "the superseded owner's own next fence write (q5 dead-lettered) is read as stale ($n)" [ "${n%.*}" -ge 1 ]
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 

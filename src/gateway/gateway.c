@@ -540,9 +540,7 @@ static void override_hold(eg_decision *d, eg_reason code, int64_t delay_ms, cons
  * rung the gateway does not consume becomes a hold; Retry-After beyond the
  * rung's delay becomes the record's errgate.not-before. */
 static void shape_ladder(eg_gw *gw, eg_record *r, eg_decision *d) {
-    int k = -1;
-    for (int i = 0; i < gw->nrts && k < 0; i++)
-        if (strcmp(gw->rts[i].rung, d->rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
+    int k = eg_gw_rung_slot(gw, d->rung, r->part->origin);
     if (gw->cfg->ordering == EG_ORDER_PARTITION) {
         eg_log_msg(EG_INFO, "ladder_in_place", "%s[%d]@%lld: rung %s waits in place (ordering=partition)", r->topic,
                    (int)r->partition, (long long)r->offset, d->rung);

@@ -386,7 +386,7 @@ void eg_gw_fence_resolved(eg_gw *gw, eg_record *r);
  * its dead letter written, an ignore): its copies are duplicates from now
  * on (the key's resolved offset is raised, and written when the fence has
  * ended). */
-void eg_gw_fence_outcome(eg_gw *gw, const eg_record *r);
+void eg_gw_fence_outcome(eg_gw *gw, eg_record *r);
 /* Marks p's record seq finished in its tracker once every fence write sent
  * so far is acknowledged (at once when none is in flight), so that no
  * offset is committed before the fence changes of the records below it
@@ -489,6 +489,9 @@ int eg_gw_rung_is_replay(const eg_gw *gw, int k);
 #define EG_REPLAY_RUNG "replay"
 /* The rung topic index of `topic`, or -1 for a source topic. */
 int eg_gw_rung_of(const eg_gw *gw, const char *topic);
+/* The rung named rung of source topic origin that the gateway consumes
+ * (index into gw->rts), or -1. */
+int eg_gw_rung_slot(const eg_gw *gw, const char *rung, const char *origin);
 /* When r (consumed from rung partition p) is due, in wall-clock ms: its
  * timestamp plus the rung's current delay, or its errgate.not-before when
  * that is later, capped at timestamp + not_before_max_ms (logged); a

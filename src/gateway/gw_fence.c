@@ -140,8 +140,9 @@ static const char *const refusal_names[] = {"unsigned",  "malformed",    "bad_si
 typedef struct fpart {
     char *topic; /* the source topic */
     int32_t partition;
-    int64_t epoch; /* this owner's (its claim's), carried by its records */
-    int fresh;     /* claimed, not rebuilt yet (eg_gw_fence_rebuild) */
+    int64_t epoch;    /* this owner's (its claim's), carried by its records */
+    int fresh;        /* claimed, not rebuilt yet (eg_gw_fence_rebuild) */
+    int64_t done_max; /* part_done_max's, cached for the record path */
     eg_fences t;
     struct fpart *next;
 } fpart;
@@ -174,6 +175,7 @@ struct eg_gw_fencing {
     char name[EG_TOPIC_NAME_MAX + 1];
     eg_strmap view_at;  /* record key -> index in view */
     eg_strmap claims;   /* "TOPIC/PARTITION" -> the highest epoch claimed */
+    eg_strmap done_max; /* "TOPIC/PARTITION" -> the highest resolved offset of its fences */
     uint64_t stale;     /* records of a previous owner read after a later claim, ignored */
     int claims_pending; /* claims not acknowledged yet */
     eg_fence_rec *view; /* the latest record per fence (ended: key NULL and topic "") */
@@ -202,6 +204,34 @@ static void persist(eg_gw *gw, const struct fpart *fp, const void *key, size_t l
 static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int create);
 static struct fpart *part_of(eg_gw *gw, const char *topic, int32_t partition);
 
+/* "TOPIC/PARTITION", the key of the per-partition maps, into k
+ * (PART_KEY_MAX bytes). Returns its length. */
+#define PART_KEY_MAX (EG_TOPIC_NAME_MAX + 16)
+static size_t part_key(const char *topic, int32_t partition, char *k) {
+    return (size_t)snprintf(k, PART_KEY_MAX, "%s/%d", topic, (int)partition);
+}
+
+/* The highest resolved offset of any fence of topic[partition] read or
+ * raised here (-1: none): a record born above it cannot be a duplicate,
+ * and its key's mark (a SHA-256 of the key away) is not looked up. */
+static int64_t part_done_max(const struct eg_gw_fencing *fg, const char *topic, int32_t partition) {
+    char k[PART_KEY_MAX];
+    return eg_strmap_get(&fg->done_max, k, part_key(topic, partition, k));
+}
+
+/* Raises the resolved offset of the fence under record key rkey (of
+ * topic[partition]) to off, and its partition's highest (map and table). */
+static void raise_done(eg_gw *gw, const char *rkey, size_t rkl, const char *topic, int32_t partition, int64_t off) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (off < 0) return;
+    eg_fence_done_raise(fg->done, rkey, rkl, off);
+    char k[PART_KEY_MAX];
+    size_t kl = part_key(topic, partition, k);
+    if (off > eg_strmap_get(&fg->done_max, k, kl)) eg_strmap_put(&fg->done_max, k, kl, off);
+    struct fpart *fp = part_of(gw, topic, partition);
+    if (fp && off > fp->done_max) fp->done_max = off;
+}
+
 /* The fence topic's partition the records about topic[partition] go to. */
 static int32_t fence_partition(eg_gw *gw, const char *topic, int32_t partition) {
     return eg_fence_partition(topic, partition, eg_audit_partitions(gw->fencing->topic));
@@ -210,9 +240,8 @@ static int32_t fence_partition(eg_gw *gw, const char *topic, int32_t partition) 
 /* The highest epoch claimed for source partition topic[partition] that
  * this instance has read (0: none). */
 static int64_t claimed(const struct eg_gw_fencing *fg, const char *topic, int32_t partition) {
-    char k[EG_TOPIC_NAME_MAX + 16];
-    int n = snprintf(k, sizeof k, "%s/%d", topic, (int)partition);
-    int64_t e = eg_strmap_get(&fg->claims, k, (size_t)n);
+    char k[PART_KEY_MAX];
+    int64_t e = eg_strmap_get(&fg->claims, k, part_key(topic, partition, k));
     return e > 0 ? e : 0;
 }
 
@@ -223,9 +252,8 @@ static int64_t claimed(const struct eg_gw_fencing *fg, const char *topic, int32_
 static void on_claim(eg_gw *gw, const char *topic, int32_t partition, int64_t epoch) {
     struct eg_gw_fencing *fg = gw->fencing;
     if (epoch <= claimed(fg, topic, partition)) return;
-    char k[EG_TOPIC_NAME_MAX + 16];
-    int n = snprintf(k, sizeof k, "%s/%d", topic, (int)partition);
-    eg_strmap_put(&fg->claims, k, (size_t)n, epoch);
+    char k[PART_KEY_MAX];
+    eg_strmap_put(&fg->claims, k, part_key(topic, partition, k), epoch);
     const struct fpart *fp = part_of(gw, topic, partition);
     if (fp && fp->epoch < epoch)
         eg_log_msg(EG_WARN, "fence_superseded",
@@ -365,7 +393,7 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
         refuse(gw, r, why);
         return;
     }
-    if (rec.done >= 0) eg_fence_done_raise(fg->done, r->key, r->klen, rec.done);
+    raise_done(gw, r->key, r->klen, rec.topic, rec.partition, rec.done);
     int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
     /* a previous owner's write read after a later owner's claim, in the partition they share; a
      * record without an epoch (written by a gateway from before epochs) is not judged */
@@ -600,6 +628,7 @@ static eg_fences *table_of(eg_gw *gw, const char *topic, int32_t partition, int 
     f->topic = eg_xstrdup(topic);
     f->partition = partition;
     f->epoch = claimed(gw->fencing, topic, partition); /* eg_gw_fence_rebuild claims above it */
+    f->done_max = part_done_max(gw->fencing, topic, partition);
     int mk = gw->cfg->fence_max_keys;
     eg_fences_init(&f->t, mk, mk > INT32_MAX / FOLLOWERS_PER_KEY ? INT32_MAX : mk * FOLLOWERS_PER_KEY);
     f->next = gw->fencing->parts;
@@ -622,10 +651,11 @@ static void persist_r(eg_gw *gw, const eg_record *r, eg_fences *t) {
  * record's own; a rung record's from its errgate.id when that names r's
  * source partition (the gateway's form); -1 for a replay (never a
  * duplicate: it is asked for again) or an id of another form. */
-static int64_t birth_of(const eg_record *r) {
+static int64_t birth_of(eg_record *r) {
     if (r->part->rung < 0) return r->offset;
     size_t n;
-    if (eg_header(r->msg, EG_H_REPLAY_FROM, &n)) return -1;
+    eg_record_read_headers(r); /* parsed once per record, not per ask */
+    if (eg_headers_get(eg_record_headers(r), EG_H_REPLAY_FROM, &n)) return -1;
     char id[EG_ID_MAX + 1], want[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
     int w = snprintf(want, sizeof want, "%s/%d/", r->part->origin, (int)r->partition);
@@ -660,7 +690,9 @@ int eg_gw_fence_must_follow(eg_gw *gw, eg_record *r) {
     if (f && strcmp(f->head, id) == 0) return EG_GW_FENCE_PASS;
     if (f && eg_fences_queued(f, id)) return EG_GW_FENCE_FOLLOW; /* listed: never taken for a copy */
     int64_t birth = nodone ? -1 : birth_of(r);
-    if (birth >= 0) {
+    int64_t maxd = t ? ((const fpart *)((const char *)t - offsetof(fpart, t)))->done_max
+                     : part_done_max(gw->fencing, r->part->origin, r->partition);
+    if (birth >= 0 && birth <= maxd) { /* else no fence of the partition resolved this far: no key's mark can */
         char rkey[EG_FENCE_REC_KEY_MAX];
         size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
         int64_t done = eg_fence_done_get(gw->fencing->done, rkey, rkl);
@@ -716,9 +748,7 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
     const char *rung = f->rung;
     int rung_index = f->rung_index, waits = 0, changed = f->nq != had;
     if (f->action != EG_ACT_LADDER) {
-        int k = -1;
-        for (int i = 0; f->wait_rung[0] && i < gw->nrts && k < 0; i++)
-            if (strcmp(gw->rts[i].rung, f->wait_rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
+        int k = eg_gw_rung_slot(gw, f->wait_rung, r->part->origin);
         /* a predecessor that does not come back within three of its rung's delays (and a grace) is not
          * waited for any longer: liveness over order, said (fence_place_timeout) */
         int64_t wait_max = k >= 0 ? 3 * gw->rts[k].delay_ms + PLACE_GRACE_MS : 0;
@@ -742,9 +772,7 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
         }
     }
     if (changed) persist_r(gw, r, t);
-    int k = -1;
-    for (int i = 0; (f->action == EG_ACT_LADDER || waits) && i < gw->nrts && k < 0; i++)
-        if (strcmp(gw->rts[i].rung, rung) == 0 && strcmp(gw->rts[i].origin, r->part->origin) == 0) k = i;
+    int k = f->action == EG_ACT_LADDER || waits ? eg_gw_rung_slot(gw, rung, r->part->origin) : -1;
     d->action = f->action == EG_ACT_LADDER || waits ? (k < 0 ? EG_ACT_DLQ : EG_ACT_LADDER) : f->action;
     eg_strlcpy(d->klass, "fenced", sizeof d->klass);
     eg_strlcpy(d->code, "fenced", sizeof d->code);
@@ -816,14 +844,14 @@ void eg_gw_fence_resolved(eg_gw *gw, eg_record *r) {
     log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
 }
 
-void eg_gw_fence_outcome(eg_gw *gw, const eg_record *r) {
+void eg_gw_fence_outcome(eg_gw *gw, eg_record *r) {
     int64_t birth = birth_of(r);
     if (birth < 0 || !gw->fencing || !r->msg->key) return;
     /* an ignore's outcome is its decision line: out before any instance may drop a copy of it */
     eg_log_flush();
     char rkey[EG_FENCE_REC_KEY_MAX];
     size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
-    eg_fence_done_raise(gw->fencing->done, rkey, rkl, birth);
+    raise_done(gw, rkey, rkl, r->part->origin, r->partition, birth);
     eg_fences *t = table_for(gw, r, 0);
     /* a fence still in force writes the mark with its next change; an ended one now, with its end */
     if (t && !eg_fences_get(t, r->msg->key, r->msg->key_len)) persist_r(gw, r, t);
@@ -973,6 +1001,7 @@ void eg_gw_fence_free(eg_gw *gw) {
     free(gw->fencing->view);
     eg_strmap_free(&gw->fencing->view_at);
     eg_strmap_free(&gw->fencing->claims);
+    eg_strmap_free(&gw->fencing->done_max);
     fpart *f = gw->fencing->parts;
     while (f) {
         fpart *n = f->next;

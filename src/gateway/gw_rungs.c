@@ -40,6 +40,12 @@ int eg_gw_rung_of(const eg_gw *gw, const char *topic) {
     return -1;
 }
 
+int eg_gw_rung_slot(const eg_gw *gw, const char *rung, const char *origin) {
+    for (int i = 0; rung && rung[0] && i < gw->nrts; i++)
+        if (strcmp(gw->rts[i].rung, rung) == 0 && strcmp(gw->rts[i].origin, origin) == 0) return i;
+    return -1;
+}
+
 int eg_gw_rung_is_replay(const eg_gw *gw, int k) {
     return gw->cfg->inbox && k >= 0 && k < gw->nrts && strcmp(gw->rts[k].rung, EG_REPLAY_RUNG) == 0;
 }
