@@ -30,8 +30,12 @@ wait_for 10 grep -q '"event":"consumer_error"' "$T/gw.err"
 check "the committed-offset fetch failed (consumer_error logged)" grep -q '"event":"consumer_error"' "$T/gw.err"
 
 if wait_drained fns src 45; then ok "all $N records committed within 45 s"; else not_ok "lag $(lag fns src) after 45 s"; fi
-check "fetch_not_started logged once, naming the 4 partitions" \
-  [ "$(grep '"event":"fetch_not_started"' "$T/gw.err" | grep -c '4 assigned partition(s)')" = 1 ]
+# The injected error usually leaves all 4 partitions unstarted, but librdkafka
+# may have split the first OffsetFetch (then fewer are named): whichever it is,
+# the watch fires once and assigns all 4 again.
+FNS=$(grep '"event":"fetch_not_started"' "$T/gw.err")
+check "fetch_not_started logged once, naming 1-4 unstarted partitions and assigning the 4 again" \
+  [ "$(printf '%s\n' "$FNS" | grep -cE '[1-4] assigned partition\(s\) never started fetching \(src\[[0-3]\].*assigning the 4 partitions again')" = 1 ]
 restarts() { admin_get "$ADDR" /metrics | awk '$1=="errgate_fetch_restarts_total"{print $2}'; }
 check "errgate_fetch_restarts_total is 1 ($(restarts))" [ "$(restarts)" = 1 ]
 
