@@ -119,7 +119,7 @@ void eg_gw_part_unref(eg_part *p) {
 }
 
 static void log_pause(eg_part *p, const char *event, unsigned reasons) {
-    static const char *const names[] = {"hold", "retry", "lane", "stop", "due", "operator"};
+    static const char *const names[] = {"hold", "retry", "lane", "stop", "due", "operator", "split"};
     char why[96] = "";
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (reasons & (1u << i)) {
@@ -139,7 +139,7 @@ static void part_update_pause(eg_gw *gw, eg_part *p) {
     if (p->revoked || gw->closed) return;
     unsigned m =
         (p->holding ? PAUSE_HOLD : 0) | (p->retry_wait ? PAUSE_RETRY : 0) | (p->lane_failing ? PAUSE_LANE : 0) |
-        (gw->stopping || gw->waiting ? PAUSE_STOP : 0) | (p->due_wait ? PAUSE_DUE : 0) |
+        (gw->stopping || gw->waiting ? PAUSE_STOP : 0) | (p->due_wait ? PAUSE_DUE : 0) | (p->split ? PAUSE_SPLIT : 0) |
         (gw->overrides.n && eg_overrides_paused(&gw->overrides, p->topic, p->partition, eg_wall_ms()) ? PAUSE_OPERATOR
                                                                                                       : 0);
     int want = m != 0;
@@ -1319,7 +1319,9 @@ void eg_gw_on_commit_result(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_to
 
 void eg_gw_on_commit_tick(evutil_socket_t fd, short what, void *arg) {
     eg_gw *gw = arg;
-    if (!gw->closed) commit_offsets(gw, NULL, 0);
+    if (gw->closed) return;
+    commit_offsets(gw, NULL, 0);
+    eg_gw_colocate_tick(gw);
 }
 
 /* ------------------------------------------------------------- rebalance */
@@ -1387,6 +1389,7 @@ static void assign_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *all) {
         eg_log_msg(EG_INFO, "assign", "%s[%d]", p->topic, (int)p->partition);
     }
     eg_gw_fence_rebuild(gw); /* the new source partitions' fences, before any of their records is taken */
+    eg_gw_colocate(gw);      /* a rung partition without its source partition is paused (split) */
     rd_kafka_resp_err_t err = rd_kafka_assign(gw->rk, parts);
     if (err) eg_log_msg(EG_ERROR, "assign_failed", "%s", rd_kafka_err2str(err));
     else gw->assigned_once = 1;
@@ -1441,6 +1444,8 @@ static void revoke_parts(eg_gw *gw, rd_kafka_topic_partition_list_t *parts) {
         eg_gw_part_unref(p);
     }
     rd_kafka_assign(gw->rk, NULL);
+    gw->split_parts = 0;
+    gw->coloc_off = 0;
 }
 
 void eg_gw_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque) {

@@ -52,6 +52,7 @@ enum {
     PAUSE_STOP = 1 << 3,
     PAUSE_DUE = 1 << 4,      /* a rung partition's head record is not due yet */
     PAUSE_OPERATOR = 1 << 5, /* a pause override is in force */
+    PAUSE_SPLIT = 1 << 6,    /* a rung partition whose source partition is not assigned here (gw_colocate.c) */
 };
 
 /* lanes.transactional (gw_txn.c): the records decided to a lane write that
@@ -132,6 +133,7 @@ typedef struct eg_part {
     rd_kafka_queue_t *q;      /* the partition's own message queue */
     int blocked;              /* draining stopped at a cap; resume below half of it */
     int tracker_full;         /* draining stopped at source.max_tracked offsets tracked */
+    int split;                /* a rung partition without its source partition, under source.fence (gw_colocate.c) */
     int64_t committed;        /* last committed offset, -1 none */
     int64_t commit_sent_ms;   /* monotonic ms this partition's offset was last sent in a commit, 0 never */
     eg_keyset keys;           /* active keys (ordering = key) */
@@ -237,6 +239,9 @@ typedef struct eg_gw {
     } last_reset;                  /* the last dlq-guard reset record read: where, and the guards it re-armed here */
     eg_gw_txn txn;                 /* lanes.transactional (gw_txn.c) */
     struct eg_gw_fencing *fencing; /* source.fence's tables and counts (gw_fence.c), NULL before the first */
+    int split_parts;               /* rung partitions split from their source partition (gw_colocate.c) */
+    int coloc_off;                 /* the assignment is not co-located: the cluster's metadata is asked again */
+    int64_t coloc_asked_ms;        /* monotonic ms it was last asked */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -418,6 +423,15 @@ void eg_gw_fence_flush(eg_gw *gw, const char *when, int read_first);
 /* Waits for the fence writes in flight (bounded), frees the tables and
  * the topic's clients (teardown). */
 void eg_gw_fence_free(eg_gw *gw);
+
+/* gw_colocate.c: under source.fence, a rung partition is served only by its
+ * source partition's owner. At an assignment (the whole of it): marks each
+ * rung partition whose source partition is not assigned here split (the
+ * caller pauses it), says so, and asks the cluster's metadata again when
+ * the assignment is not co-located either way. */
+void eg_gw_colocate(eg_gw *gw);
+/* The commit tick: asks the metadata again while not co-located. */
+void eg_gw_colocate_tick(eg_gw *gw);
 
 /* gw_incident.c: the operator's incident controls. */
 

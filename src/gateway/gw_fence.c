@@ -1044,6 +1044,9 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
                      "Fences lifted by an operator (POST /fences/release, here or through another instance).",
                      "counter");
     eg_metric_sample(out, "errgate_fence_releases_total", 0, NULL, NULL, (double)rl);
+    eg_metric_header(out, "errgate_fence_split_partitions",
+                     "Rung partitions assigned here without their source partition: paused (fence_split).", "gauge");
+    eg_metric_sample(out, "errgate_fence_split_partitions", 0, NULL, NULL, gw->split_parts);
     const struct eg_gw_fencing *fg = gw->fencing;
     static const char *const ol[] = {"op"};
     eg_metric_header(out, "errgate_fence_ops_applied_total",

@@ -34,6 +34,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One topic to make sure of. */
 typedef struct want {
@@ -41,6 +42,7 @@ typedef struct want {
     int partitions; /* the largest of its sources' */
     int compact;    /* a state topic: compacted, kept for good */
     int dead;       /* a DLQ or quarantine lane: its retention must outlast the windows */
+    int created;    /* created now (await_created) */
 } want;
 
 /* Adds name (taken) to w, or raises the partitions of the entry already
@@ -53,7 +55,7 @@ static void add(want **w, int *n, char *name, int partitions, int compact, int d
             return;
         }
     *w = eg_xrealloc(*w, (size_t)(*n + 1) * sizeof **w);
-    (*w)[(*n)++] = (want){name, partitions, compact, dead};
+    (*w)[(*n)++] = (want){name, partitions, compact, dead, 0};
 }
 
 /* lanes.approval_window, lanes.replay_window: warns lane_retention_short
@@ -82,6 +84,40 @@ static void check_retention(eg_gw *gw, const char *name) {
                    (long long)window, cfg->lane_appr_win_s >= cfg->lane_replay_win_s ? "approved" : "replayed");
 }
 
+/* 1 when md shows topic without an error. */
+static int shown(const struct rd_kafka_metadata *md, const char *topic) {
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (strcmp(md->topics[i].topic, topic) == 0) return !md->topics[i].err && md->topics[i].partition_cnt > 0;
+    return 0;
+}
+
+/* The topics just created (w's entries marked created) reach the brokers'
+ * metadata a moment after the creation is acknowledged. librdkafka joins
+ * the group with the subscribed topics its metadata shows: a gateway that
+ * joined before a rung topic showed would join without it, and the group's
+ * range assignor would give that rung's partitions to the other members,
+ * apart from their source partitions (gw_colocate.c). Waits up to
+ * CREATED_VISIBLE_MS for every one to show, and says how many did not. */
+#define CREATED_VISIBLE_MS 10000
+static void await_created(eg_gw *gw, const want *w, int n) {
+    int64_t until = eg_now_ms() + CREATED_VISIBLE_MS;
+    int missing = 1;
+    while (missing && eg_now_ms() < until) {
+        const struct rd_kafka_metadata *md = NULL;
+        if (rd_kafka_metadata(gw->rk, 1, NULL, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR && md) {
+            missing = 0;
+            for (int i = 0; i < n; i++) missing += w[i].created && !shown(md, w[i].name);
+        }
+        if (md) rd_kafka_metadata_destroy(md);
+        if (missing) usleep(200 * 1000);
+    }
+    if (missing)
+        eg_log_msg(EG_WARN, "lane_topics_not_shown",
+                   "%d topic(s) created at start not in the cluster's metadata after %d ms: the group may assign "
+                   "them apart from their sources until the next rebalance",
+                   missing, CREATED_VISIBLE_MS);
+}
+
 void eg_gw_topics_ensure(eg_gw *gw) {
     const eg_config *cfg = gw->cfg;
     want *w = NULL;
@@ -102,6 +138,7 @@ void eg_gw_topics_ensure(eg_gw *gw) {
             add(&w, &n, eg_xstrdup(st), parts, 1, 0);
         }
     }
+    int created = 0;
     for (int i = 0; i < n; i++) {
         int had = 0;
         int64_t retention_ms = w[i].compact ? 0 : (int64_t)cfg->lane_retention_s * 1000;
@@ -110,10 +147,12 @@ void eg_gw_topics_ensure(eg_gw *gw) {
         char ret[48] = "";
         if (retention_ms > 0) snprintf(ret, sizeof ret, ", retention.ms=%lld", (long long)retention_ms);
         if (r < 0) eg_log_msg(EG_WARN, "lane_topic_unknown", "%s: %s", w[i].name, err);
-        else if (r == 1)
+        else if (r == 1) {
             eg_log_msg(EG_INFO, "lane_topic_created", "%s: %d partitions%s%s", w[i].name, w[i].partitions,
                        w[i].compact ? ", cleanup.policy=compact" : "", ret);
-        else if (note[0] && strstr(note, "no reachable controller")) uncontrolled++;
+            w[i].created = 1;
+            created++;
+        } else if (note[0] && strstr(note, "no reachable controller")) uncontrolled++;
         else if (note[0]) eg_log_msg(EG_WARN, "lane_topic_not_created", "%s", note);
         else if (had < w[i].partitions)
             eg_log_msg(EG_WARN, "lane_partitions",
@@ -121,8 +160,9 @@ void eg_gw_topics_ensure(eg_gw *gw) {
                        "that number %% %d",
                        w[i].name, had, w[i].partitions, had, had);
         if (w[i].dead && r >= 0) check_retention(gw, w[i].name);
-        free(w[i].name);
     }
+    if (created) await_created(gw, w, n);
+    for (int i = 0; i < n; i++) free(w[i].name);
     if (uncontrolled)
         eg_log_msg(EG_INFO, "lane_topics_not_created",
                    "%d missing lane topic(s) not created: the cluster names no controller for Admin requests "
