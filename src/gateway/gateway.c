@@ -231,6 +231,7 @@ static void free_record(eg_gw *gw, eg_record *r) {
     if (r->state == EG_RS_PENDING) q_remove(&p->pend_head, &p->pend_tail, r);
     if (r->state == EG_RS_RUNNABLE) q_remove(&gw->runq_head, &gw->runq_tail, r);
     if (r->state == EG_RS_LANE_TXN) eg_gw_txn_unlink(gw, r);
+    if (r->state == EG_RS_FENCE_WAIT) eg_gw_fence_lane_unlink(gw, r);
     if (is_active(r)) leave_active(gw, r);
     unhold(r);
     if (r->state == EG_RS_WAIT_RETRY && gw->cfg->ordering == EG_ORDER_PARTITION &&
@@ -1025,6 +1026,11 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
 }
 
 static void lane_write(eg_gw *gw, eg_record *r) {
+    if (eg_gw_fence_lane_wait(gw, r)) return; /* after the fence writes sent before it (eg_gw_lane_go) */
+    eg_gw_lane_go(gw, r);
+}
+
+void eg_gw_lane_go(eg_gw *gw, eg_record *r) {
     if (gw->txn.on) { /* written by the next commit's transaction */
         eg_gw_txn_wait(gw, r);
         return;

@@ -397,6 +397,18 @@ void eg_gw_fence_outcome(eg_gw *gw, eg_record *r);
  * offset is committed before the fence changes of the records below it
  * are durable. Holds a reference to p meanwhile. */
 void eg_gw_fence_finish(eg_gw *gw, eg_part *p, uint64_t seq);
+/* A lane write of r (a rung, the DLQ, the quarantine) is about to go out:
+ * when r has a key and fence writes are in flight (or lane writes wait
+ * already), r waits for every fence write sent before (state
+ * EG_RS_FENCE_WAIT, listed) and 1 is returned; its write goes out through
+ * eg_gw_lane_go once they are acknowledged, in the order they waited. 0:
+ * write it now. So a copy of a record on a rung or in the DLQ is never
+ * more recent than the durable fence state that lists it. */
+int eg_gw_fence_lane_wait(eg_gw *gw, eg_record *r);
+/* r (EG_RS_FENCE_WAIT) is being freed: it leaves the list. */
+void eg_gw_fence_lane_unlink(eg_gw *gw, eg_record *r);
+/* gateway.c: writes r to its lane now (r waited in EG_RS_FENCE_WAIT). */
+void eg_gw_lane_go(eg_gw *gw, eg_record *r);
 /* The source partition topic[partition] was revoked: its fences go. */
 void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition);
 /* GET /fences and POST /fences/release (form: key=K[&by=NAME]); appends

@@ -95,6 +95,7 @@
 #include "util.h"
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,12 +167,16 @@ struct eg_gw_fencing {
     uint64_t capack; /* power of two, 0 before the first write */
     deferred *defer; /* FIFO, wseq not decreasing: defer[doff .. doff + ndefer) */
     size_t ndefer, doff, capdefer;
-    uint64_t fenced_total;   /* records that followed a parked one */
-    uint64_t cap_holds;      /* decisions held at the cap */
-    uint64_t released;       /* fences lifted by an operator */
-    uint64_t ops_applied[3]; /* operation records applied to a fence held here, by eg_fence_opkind */
-    uint64_t ops_sent;       /* release records written for fences held elsewhere */
-    eg_audit *topic;         /* GROUP.fences, NULL when fencing is off */
+    eg_record *lw_head, *lw_tail; /* lane writes waiting (EG_RS_FENCE_WAIT), fence_wseq not decreasing */
+    int lane_waiting;             /* on that list */
+    uint64_t lane_waits;          /* lane writes that waited, in all */
+    struct event *lane_ev;        /* lets the acknowledged ones go, from the loop */
+    uint64_t fenced_total;        /* records that followed a parked one */
+    uint64_t cap_holds;           /* decisions held at the cap */
+    uint64_t released;            /* fences lifted by an operator */
+    uint64_t ops_applied[3];      /* operation records applied to a fence held here, by eg_fence_opkind */
+    uint64_t ops_sent;            /* release records written for fences held elsewhere */
+    eg_audit *topic;              /* GROUP.fences, NULL when fencing is off */
     char name[EG_TOPIC_NAME_MAX + 1];
     eg_strmap view_at;  /* record key -> index in view */
     eg_strmap claims;   /* "TOPIC/PARTITION" -> the highest epoch claimed */
@@ -492,6 +497,47 @@ static void release_deferred(eg_gw *gw) {
     if (!fg->ndefer) fg->doff = 0;
 }
 
+/* The loop: the lane writes whose fence writes are all acknowledged go
+ * out, in the order they waited. */
+static void on_lane_release(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    eg_gw *gw = arg;
+    struct eg_gw_fencing *fg = gw->fencing;
+    while (fg->lw_head && fg->lw_head->fence_wseq < fg->wlo) {
+        eg_record *r = fg->lw_head;
+        eg_gw_fence_lane_unlink(gw, r);
+        eg_gw_lane_go(gw, r);
+    }
+}
+
+int eg_gw_fence_lane_wait(eg_gw *gw, eg_record *r) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (!fg || !r->msg->key || !eg_gw_fence_on(gw) || (fg->wlo == fg->wnext && !fg->lw_head)) return 0;
+    if (!fg->lane_ev) fg->lane_ev = event_new(gw->base, -1, 0, on_lane_release, gw);
+    r->fence_wseq = fg->wnext - 1;
+    r->state = EG_RS_FENCE_WAIT;
+    r->qnext = NULL;
+    r->qprev = fg->lw_tail;
+    if (fg->lw_tail) fg->lw_tail->qnext = r;
+    else fg->lw_head = r;
+    fg->lw_tail = r;
+    fg->lane_waiting++;
+    fg->lane_waits++;
+    if (r->fence_wseq < fg->wlo) event_active(fg->lane_ev, EV_TIMEOUT, 0); /* behind others only */
+    return 1;
+}
+
+void eg_gw_fence_lane_unlink(eg_gw *gw, eg_record *r) {
+    struct eg_gw_fencing *fg = gw->fencing;
+    if (r->qprev) r->qprev->qnext = r->qnext;
+    else fg->lw_head = r->qnext;
+    if (r->qnext) r->qnext->qprev = r->qprev;
+    else fg->lw_tail = r->qprev;
+    r->qnext = r->qprev = NULL;
+    fg->lane_waiting--;
+}
+
 /* Numbers a fence write about to be sent (from 1), not acknowledged yet. */
 static uint64_t sent(eg_gw *gw) {
     struct eg_gw_fencing *fg = gw->fencing;
@@ -517,6 +563,7 @@ static void acked(eg_gw *gw, uint64_t seq) {
     fg->acked[seq & (fg->capack - 1)] = 1;
     while (fg->wlo < fg->wnext && fg->acked[fg->wlo & (fg->capack - 1)]) fg->wlo++;
     release_deferred(gw);
+    if (fg->lw_head && fg->lw_head->fence_wseq < fg->wlo) event_active(fg->lane_ev, EV_TIMEOUT, 0);
 }
 
 void eg_gw_fence_finish(eg_gw *gw, eg_part *p, uint64_t seq) {
@@ -996,6 +1043,7 @@ void eg_gw_fence_free(eg_gw *gw) {
     for (size_t i = 0; i < fg->ndefer; i++) eg_gw_part_unref(fg->defer[fg->doff + i].p); /* not finished */
     free(fg->defer);
     free(fg->acked);
+    if (fg->lane_ev) event_free(fg->lane_ev);
     eg_fence_done_free(fg->done);
     for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
     free(gw->fencing->view);
@@ -1044,6 +1092,13 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
                      "Fences lifted by an operator (POST /fences/release, here or through another instance).",
                      "counter");
     eg_metric_sample(out, "errgate_fence_releases_total", 0, NULL, NULL, (double)rl);
+    eg_metric_header(out, "errgate_fence_lane_waiting",
+                     "Lane writes of keyed records waiting for the fence writes sent before them.", "gauge");
+    eg_metric_sample(out, "errgate_fence_lane_waiting", 0, NULL, NULL, gw->fencing ? gw->fencing->lane_waiting : 0);
+    eg_metric_header(out, "errgate_fence_lane_waits_total",
+                     "Lane writes of keyed records that waited for the fence writes sent before them.", "counter");
+    eg_metric_sample(out, "errgate_fence_lane_waits_total", 0, NULL, NULL,
+                     gw->fencing ? (double)gw->fencing->lane_waits : 0);
     eg_metric_header(out, "errgate_fence_split_partitions",
                      "Rung partitions assigned here without their source partition: paused (fence_split).", "gauge");
     eg_metric_sample(out, "errgate_fence_split_partitions", 0, NULL, NULL, gw->split_parts);

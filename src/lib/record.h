@@ -159,8 +159,10 @@ typedef enum {
     EG_RS_LANE_BACKOFF, /* lane write failed; re-produce timer armed */
     EG_RS_STOPPED,      /* the policy decided stop on it: not active, never
                             finished (consumed again by the next owner) */
-    EG_RS_LANE_TXN      /* lanes.transactional: decided to a lane write that waits for
+    EG_RS_LANE_TXN,     /* lanes.transactional: decided to a lane write that waits for
                             the next transaction (gw_txn.c) */
+    EG_RS_FENCE_WAIT    /* source.fence: decided to a lane write that waits for the fence
+                            writes sent before it (gw_fence.c, eg_gw_fence_lane_wait) */
 } eg_rstate;
 
 /* One failed attempt, as errgate.history keeps it. */
@@ -225,11 +227,12 @@ typedef struct eg_record {
     uint32_t breaker_pass;           /* the breaker's pass for the attempt in the target */
     eg_fail *fail;                   /* owned; NULL until the first failure */
     struct event *timer;             /* retry, hold or lane back-off */
-    struct eg_record *qprev, *qnext; /* pending or runnable queue */
+    struct eg_record *qprev, *qnext; /* pending, runnable, transaction or fence wait list */
     struct eg_record *aprev, *anext; /* the gateway's list of all records */
     rd_kafka_headers_t *hdrs;        /* msg's headers (owned by msg), NULL: none; valid when hdrs_read */
     int hdrs_read;                   /* eg_record_read_headers ran */
     int fence_resolved;              /* it resolved its key's fence (gw_fence.c): a mark at its durable outcome */
+    uint64_t fence_wseq;             /* EG_RS_FENCE_WAIT: the last fence write it waits for */
 } eg_record;
 
 /* Reads the record's headers once and keeps them in r->hdrs: librdkafka
