@@ -270,9 +270,10 @@ static void dispatch(eg_gw *gw);
 static void finish_record(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     p->refs++; /* keep p across free_record */
-    /* with fencing, once the fence writes sent so far are acknowledged */
-    if (!p->revoked && !(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
+    /* with fencing: its fence change first (a dead letter resolves its fence at its outcome), then its
+     * offset, once the fence writes sent so far (that change too) are acknowledged */
     if (r->fence_resolved && !p->revoked) eg_gw_fence_outcome(gw, r);
+    if (!p->revoked && !(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
     (*p->processed)++;
     gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);

@@ -392,6 +392,10 @@ void eg_gw_fence_resolved(eg_gw *gw, eg_record *r);
  * on (the key's resolved offset is raised, and written when the fence has
  * ended). */
 void eg_gw_fence_outcome(eg_gw *gw, eg_record *r);
+/* r->fence_resolved: r resolved its key's fence (its copies become
+ * duplicates at its outcome), or r, the head, resolves it at its outcome
+ * (a dead letter, quarantine or ignore under "ladder"). */
+#define EG_GW_FENCE_RESOLVE_AT_OUTCOME 2
 /* Marks p's record seq finished in its tracker once every fence write sent
  * so far is acknowledged (at once when none is in flight), so that no
  * offset is committed before the fence changes of the records below it

@@ -874,8 +874,13 @@ int eg_gw_fence_decided(eg_gw *gw, eg_record *r, eg_decision *d) {
         return 0;
     }
     if (lane_dlq || d->action == EG_ACT_IGNORE) {
-        /* "ladder": a dead letter ends the fence as a success does */
-        eg_gw_fence_resolved(gw, r);
+        /* "ladder": a dead letter ends the fence as a success does, but only once it is durable
+         * (eg_gw_fence_outcome): resolved at the decision, a lane write a revoke or a kill -9 took
+         * left a fence state without it, and its next copy queued behind later records of its key
+         * was dropped as resolved once they were (two records lost in a chaos seed) */
+        eg_fences *t = table_for(gw, r, 0);
+        eg_fence *f = t && t->nkeys ? eg_fences_get(t, key, len) : NULL;
+        if (f && strcmp(f->head, id) == 0) r->fence_resolved = EG_GW_FENCE_RESOLVE_AT_OUTCOME;
     }
     return 0;
 }
@@ -892,16 +897,26 @@ void eg_gw_fence_resolved(eg_gw *gw, eg_record *r) {
 }
 
 void eg_gw_fence_outcome(eg_gw *gw, eg_record *r) {
-    int64_t birth = birth_of(r);
-    if (birth < 0 || !gw->fencing || !r->msg->key) return;
-    /* an ignore's outcome is its decision line: out before any instance may drop a copy of it */
-    eg_log_flush();
-    char rkey[EG_FENCE_REC_KEY_MAX];
-    size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
-    raise_done(gw, rkey, rkl, r->part->origin, r->partition, birth);
+    if (!gw->fencing || !r->msg->key) return;
     eg_fences *t = table_for(gw, r, 0);
-    /* a fence still in force writes the mark with its next change; an ended one now, with its end */
-    if (t && !eg_fences_get(t, r->msg->key, r->msg->key_len)) persist_r(gw, r, t);
+    int resolved = 0;
+    if (r->fence_resolved == EG_GW_FENCE_RESOLVE_AT_OUTCOME && t && t->nkeys) {
+        char id[EG_ID_MAX + 1];
+        eg_record_id(r, id, sizeof id);
+        if ((resolved = eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)))
+            log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
+    }
+    int64_t birth = birth_of(r);
+    if (birth >= 0) {
+        /* an ignore's outcome is its decision line: out before any instance may drop a copy of it */
+        eg_log_flush();
+        char rkey[EG_FENCE_REC_KEY_MAX];
+        size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
+        raise_done(gw, rkey, rkl, r->part->origin, r->partition, birth);
+    }
+    /* a fence still in force writes the mark with its next change; one resolved now or ended now,
+     * with that change */
+    if (t && (resolved || (birth >= 0 && !eg_fences_get(t, r->msg->key, r->msg->key_len)))) persist_r(gw, r, t);
 }
 
 void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition) {
