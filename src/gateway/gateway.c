@@ -264,16 +264,25 @@ static void free_record(eg_gw *gw, eg_record *r) {
 static void pump(eg_gw *gw, eg_part *p);
 static void dispatch(eg_gw *gw);
 
-/* The record has a durable outcome: mark its offset finished, free it, and
- * let its partition move on. (A record written in a transaction was marked
- * finished when it began to wait for it: gw_txn.c.) */
+/* The record's outcome is durable: with fencing, its fence moves on first
+ * (the head of its key's fence resolves it now), then its offset is marked
+ * finished once the fence writes sent so far (that change too) are
+ * acknowledged. (A record written in a transaction was marked finished
+ * when it began to wait for it: gw_txn.c.) */
+static void outcome_durable(eg_gw *gw, eg_record *r) {
+    eg_part *p = r->part;
+    if (p->revoked) return;
+    if (r->fence_resolved) eg_gw_fence_outcome(gw, r);
+    r->fence_resolved = 0;
+    if (!(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
+}
+
+/* The record has a durable outcome: mark its offset finished
+ * (outcome_durable), free it, and let its partition move on. */
 static void finish_record(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     p->refs++; /* keep p across free_record */
-    /* with fencing: its fence change first (a dead letter resolves its fence at its outcome), then its
-     * offset, once the fence writes sent so far (that change too) are acknowledged */
-    if (r->fence_resolved && !p->revoked) eg_gw_fence_outcome(gw, r);
-    if (!p->revoked && !(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
+    outcome_durable(gw, r);
     (*p->processed)++;
     gw->last_finish_ms = eg_now_ms();
     free_record(gw, r);
@@ -951,9 +960,8 @@ static int spill_record(eg_gw *gw, eg_record *r) {
     lane_ok(gw, r);
     if (r->state == EG_RS_LANE_WRITE) {
         /* durable now; the record itself waits for the producer's report */
-        eg_part *p = r->part;
-        if (!p->revoked) eg_tracker_finish(&p->trk, r->seq);
-        (*p->processed)++;
+        outcome_durable(gw, r);
+        (*r->part->processed)++;
     } else {
         finish_record(gw, r);
     }

@@ -385,17 +385,17 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl);
  * the mode says. Returns 1 when the fence table is full and d became a
  * hold (fence_cap), else 0. */
 int eg_gw_fence_decided(eg_gw *gw, eg_record *r, eg_decision *d);
-/* r succeeded: its key's fence moves on when r is its head. */
+/* r succeeded (or, under "ladder", was decided to the DLQ, the quarantine
+ * or an ignore): when r is the head of its key's fence, the fence moves on
+ * at r's durable outcome (r->fence_resolved). */
 void eg_gw_fence_resolved(eg_gw *gw, eg_record *r);
-/* r, which resolved its key's fence, has its durable outcome (a success,
- * its dead letter written, an ignore): its copies are duplicates from now
- * on (the key's resolved offset is raised, and written when the fence has
- * ended). */
+/* r, the head of its key's fence, has its durable outcome (a success, its
+ * dead letter written, an ignore): the fence moves on (its first follower
+ * is the released head, or it ends) and r's copies are duplicates from now
+ * on (the key's resolved offset is raised), both in one fence write. Called
+ * before the record's offset is finished (eg_gw_fence_finish), so that the
+ * offset waits for that write. */
 void eg_gw_fence_outcome(eg_gw *gw, eg_record *r);
-/* r->fence_resolved: r resolved its key's fence (its copies become
- * duplicates at its outcome), or r, the head, resolves it at its outcome
- * (a dead letter, quarantine or ignore under "ladder"). */
-#define EG_GW_FENCE_RESOLVE_AT_OUTCOME 2
 /* Marks p's record seq finished in its tracker once every fence write sent
  * so far is acknowledged (at once when none is in flight), so that no
  * offset is committed before the fence changes of the records below it

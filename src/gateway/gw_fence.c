@@ -878,9 +878,7 @@ int eg_gw_fence_decided(eg_gw *gw, eg_record *r, eg_decision *d) {
          * (eg_gw_fence_outcome): resolved at the decision, a lane write a revoke or a kill -9 took
          * left a fence state without it, and its next copy queued behind later records of its key
          * was dropped as resolved once they were (two records lost in a chaos seed) */
-        eg_fences *t = table_for(gw, r, 0);
-        eg_fence *f = t && t->nkeys ? eg_fences_get(t, key, len) : NULL;
-        if (f && strcmp(f->head, id) == 0) r->fence_resolved = EG_GW_FENCE_RESOLVE_AT_OUTCOME;
+        eg_gw_fence_resolved(gw, r);
     }
     return 0;
 }
@@ -890,17 +888,16 @@ void eg_gw_fence_resolved(eg_gw *gw, eg_record *r) {
     if (!t || !t->nkeys) return;
     char id[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
-    if (!eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)) return;
-    r->fence_resolved = 1; /* its copies become duplicates at its durable outcome: eg_gw_fence_outcome */
-    persist_r(gw, r, t);
-    log_fence("fence_resolved", r, id, eg_fences_get(t, r->msg->key, r->msg->key_len));
+    eg_fence *f = eg_fences_get(t, r->msg->key, r->msg->key_len);
+    /* the head: its fence moves on at r's durable outcome (eg_gw_fence_outcome) */
+    if (f && strcmp(f->head, id) == 0) r->fence_resolved = 1;
 }
 
 void eg_gw_fence_outcome(eg_gw *gw, eg_record *r) {
     if (!gw->fencing || !r->msg->key) return;
     eg_fences *t = table_for(gw, r, 0);
     int resolved = 0;
-    if (r->fence_resolved == EG_GW_FENCE_RESOLVE_AT_OUTCOME && t && t->nkeys) {
+    if (t && t->nkeys) {
         char id[EG_ID_MAX + 1];
         eg_record_id(r, id, sizeof id);
         if ((resolved = eg_fences_resolve(t, r->msg->key, r->msg->key_len, id)))

@@ -231,8 +231,7 @@ typedef struct eg_record {
     struct eg_record *aprev, *anext; /* the gateway's list of all records */
     rd_kafka_headers_t *hdrs;        /* msg's headers (owned by msg), NULL: none; valid when hdrs_read */
     int hdrs_read;                   /* eg_record_read_headers ran */
-    int fence_resolved;              /* 1: it resolved its key's fence (a mark at its durable outcome); 2: it resolves
-                                        it then (EG_GW_FENCE_RESOLVE_AT_OUTCOME, gw_fence.c) */
+    int fence_resolved;              /* the head of its key's fence: resolves it at its durable outcome (gw_fence.c) */
     uint64_t fence_wseq;             /* EG_RS_FENCE_WAIT: the last fence write it waits for */
 } eg_record;
 
