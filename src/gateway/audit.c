@@ -287,6 +287,25 @@ int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen) {
     return 0;
 }
 
+int eg_audit_read_past(eg_audit *a, int32_t partition, int64_t offset, int timeout_ms, char *err, size_t errlen) {
+    int64_t deadline = eg_now_ms() + timeout_ms;
+    if (partition < 0 || partition >= a->nparts) {
+        snprintf(err, errlen, "%s has no partition %d", a->topic, (int)partition);
+        return -1;
+    }
+    while (a->next[partition] <= offset) {
+        int64_t left = deadline - eg_now_ms();
+        if (left <= 0) {
+            snprintf(err, errlen, "%s[%d]: not read past %lld within %d ms (at %lld)", a->topic, (int)partition,
+                     (long long)offset, timeout_ms, (long long)a->next[partition]);
+            return -1;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(a->cons, (int)(left < 100 ? left : 100));
+        if (m) consume_one(a, m);
+    }
+    return 0;
+}
+
 eg_audit *eg_audit_open_topic(const eg_config *cfg, const char *topic, const char *kind, struct event_base *base,
                               eg_audit_apply apply, void *arg, char *err, size_t errlen) {
     eg_audit *a = eg_xcalloc(1, sizeof *a);

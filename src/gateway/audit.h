@@ -66,6 +66,11 @@ eg_audit *eg_audit_open_topic(const eg_config *cfg, const char *topic, const cha
  * each record (live), blocking up to timeout_ms: so that what was written
  * before the call is known when it returns. Returns 0 or -1 with err. */
 int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen);
+/* Reads partition `partition` until the record at `offset` (one this
+ * process wrote and had acknowledged) has been read and applied, blocking
+ * up to timeout_ms: a lower bound on the partition's end that a stale
+ * leader's watermark cannot lower. Returns 0 or -1 with err. */
+int eg_audit_read_past(eg_audit *a, int32_t partition, int64_t offset, int timeout_ms, char *err, size_t errlen);
 #define EG_AUDIT_WRITE_TIMEOUT_MS 5000 /* a write not acknowledged by then fails */
 
 /* Writes key/value (copied) to the topic, signed (header errgate.sig) when
