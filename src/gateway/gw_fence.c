@@ -16,9 +16,12 @@
  *     or 100 queued followers per key on average) turns the decision into a
  *     hold with reason `fence_cap`, logged `fence_cap` and counted: the
  *     partition pauses rather than let a later record of the key pass;
- *   - after a success: the head resolves; its first follower becomes the
- *     released head, which passes when it comes due on its rung, and the
- *     others follow again behind it until their turn.
+ *   - after a success (under "ladder" also a dead letter, a quarantine or an
+ *     ignore): the head resolves at its durable outcome (the success, its
+ *     lane record acknowledged or spilled; eg_gw_fence_outcome), in the
+ *     write that also raises its resolved offset; its first follower becomes
+ *     the released head, which passes when it comes due on its rung, and
+ *     the others follow again behind it until their turn.
  * A record without a key is never fenced. A rung record belongs to the
  * table of its source partition (a rung record goes to the source's
  * partition number).
@@ -46,7 +49,14 @@
  * uncommitted, and the next owner takes them again against the fences it
  * rebuilt, so that no change a committed record made is lost (without it,
  * the chaos runner's kill -9 seeds overtook parked records: 452
- * inversions in seed 6).
+ * inversions in seed 6). A keyed record's lane write waits the same way
+ * (eg_gw_fence_lane_wait): a copy on a rung or in the DLQ is never more
+ * recent than the durable fence state that lists it (without it, a cut-off
+ * owner's followers reached the rung while their fence writes never landed,
+ * and the next owner passed them to the target ahead of their head). A new
+ * owner reads the topic at least past its own acknowledged claim before it
+ * rebuilds: a broker that has just been a stopped leader answers with an
+ * old watermark.
  *
  * Duplicates: each fence also keeps the highest source offset of its key
  * resolved so far (fence_done.h), raised when a record that resolved the

@@ -42,7 +42,7 @@ typedef struct want {
     int partitions; /* the largest of its sources' */
     int compact;    /* a state topic: compacted, kept for good */
     int dead;       /* a DLQ or quarantine lane: its retention must outlast the windows */
-    int created;    /* created now (await_created) */
+    int created;    /* created now, here or by another member (await_created) */
 } want;
 
 /* Adds name (taken) to w, or raises the partitions of the entry already
@@ -154,7 +154,10 @@ void eg_gw_topics_ensure(eg_gw *gw) {
             created++;
         } else if (note[0] && strstr(note, "no reachable controller")) uncontrolled++;
         else if (note[0]) eg_log_msg(EG_WARN, "lane_topic_not_created", "%s", note);
-        else if (had < w[i].partitions)
+        else if (!had) {
+            w[i].created = 1; /* another member created it meanwhile (it already exists), not shown yet */
+            created++;
+        } else if (had < w[i].partitions)
             eg_log_msg(EG_WARN, "lane_partitions",
                        "%s has %d partitions, its source %d: records of a source partition >= %d go to "
                        "that number %% %d",
