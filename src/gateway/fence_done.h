@@ -3,12 +3,15 @@
  * the highest source offset of a record of that key that resolved as a
  * fence's head (succeeded, was ignored or, under "ladder", dead-lettered).
  *
- * Under fencing a key's records resolve in offset order, so a record of the
- * key born at or below that offset already has its outcome: a copy of it
- * that comes back (a rung record written again while it waited its turn, or
+ * Under fencing the records of a key that are parked or follow (every rung
+ * record) resolve in offset order, each at its durable outcome, so a rung
+ * record of the key born at or below that offset already has its outcome: a
+ * copy of it that comes back (written again while it waited its turn, or
  * redelivered after a rebalance because its offset was not committed yet)
  * is a duplicate, and letting it reach the target again, or follow a later
- * fence, repeats it out of order. The gateway drops such copies (gw_fence.c).
+ * fence, repeats it out of order. The gateway drops such copies
+ * (gw_fence.c). A record from the source is never judged so: one decided
+ * to the DLQ while its key had no fence is not in that order.
  *
  * Bounded: at most `max` keys, the least recently raised forgotten first (a
  * forgotten key's copies are let through, as before: at-least-once, never a

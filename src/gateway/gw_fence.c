@@ -64,10 +64,11 @@
  * under "ladder", its ignore's decision line written; not at the decision:
  * a dead letter lost with a kill -9 must be made again by the next owner),
  * written with the fence's next state or its end and read back by every
- * instance. A keyed record born at or below it that the
- * fence does not list (a rung copy written again while it waited its turn,
- * or taken again after a rebalance because its offset was not committed)
- * already has its outcome: it is dropped (logged `fence_duplicate`,
+ * instance. A rung record born at or below it that the fence does not list
+ * (a copy written again while it waited its turn, or taken again after a
+ * rebalance because its offset was not committed) already has its outcome:
+ * every rung record was parked or followed, and a fence's records resolve
+ * in offset order, each at its durable outcome. It is dropped (logged `fence_duplicate`,
  * counted), not sent to the target again nor queued behind a later fence
  * (without it one record reached the target 160 times in a chaos seed and
  * the rungs never drained). A replay (replay.from-dlq) is never one. Records of
@@ -748,7 +749,10 @@ int eg_gw_fence_must_follow(eg_gw *gw, eg_record *r) {
     eg_fence *f = none ? NULL : eg_fences_get(t, r->msg->key, r->msg->key_len);
     if (f && strcmp(f->head, id) == 0) return EG_GW_FENCE_PASS;
     if (f && eg_fences_queued(f, id)) return EG_GW_FENCE_FOLLOW; /* listed: never taken for a copy */
-    int64_t birth = nodone ? -1 : birth_of(r);
+    /* only a rung copy is judged: a source record may be one that was never fenced (its key had no
+     * fence when it was decided to the DLQ), whose lane write a revoke took after a later record of
+     * its key had raised the mark past it (5 records lost in a chaos seed) */
+    int64_t birth = nodone || r->part->rung < 0 ? -1 : birth_of(r);
     int64_t maxd = t ? ((const fpart *)((const char *)t - offsetof(fpart, t)))->done_max
                      : part_done_max(gw->fencing, r->part->origin, r->partition);
     if (birth >= 0 && birth <= maxd) { /* else no fence of the partition resolved this far: no key's mark can */
@@ -1158,8 +1162,8 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
                      "Release records written for fences another instance holds (POST /fences/release).", "counter");
     eg_metric_sample(out, "errgate_fence_releases_sent_total", 0, NULL, NULL, fg ? (double)fg->ops_sent : 0);
     eg_metric_header(out, "errgate_fence_duplicates_dropped_total",
-                     "Copies of records whose key's fence had resolved them already (a rung record written again, "
-                     "or taken again after a rebalance), dropped instead of reaching the target again.",
+                     "Rung copies of records whose key's fence had resolved them already (written again, or taken "
+                     "again after a rebalance), dropped instead of reaching the target again.",
                      "counter");
     eg_metric_sample(out, "errgate_fence_duplicates_dropped_total", 0, NULL, NULL, fg ? (double)fg->duplicates : 0);
     eg_metric_header(out, "errgate_fence_finishes_waiting",
