@@ -13,7 +13,7 @@
 # spec/run.sh: kafka only
 source "$(dirname "$0")/lib.sh"
 [ "$BROKER" = kafka ] || die "a real-cluster test: run it with BROKER=kafka"
-seed=${CHAOS_FENCE_SEED:-2}
+seed=${CHAOS_FENCE_SEED:-5}
 rc=0
 out=$(BUILD=$BUILD $PY "$ROOT/spec/chaos/chaos.py" --broker kafka --fence ladder --short --seed "$seed" \
   --out "$T" --report "$T/chaos-report.txt" 2>&1) || rc=$?
