@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_kafka_chaos_fence.sh — one short seed of the chaos runner with per-key
 # fencing (`make chaos-fence`, spec/chaos/chaos.py --broker kafka --fence
-# ladder --short): three gateways with source.fence = "ladder" under
+# ladder --short, seed 5): three gateways with source.fence = "ladder" under
 # ordering = "key" on a fresh 3-broker cluster of the seed's own, 6,000
 # records of 400 interleaved keys, a kill -9, a SIGTERM, a join, a target
 # outage and slowdown, reloads, a broker kill -9 and a broker SIGSTOP. It

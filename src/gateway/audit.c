@@ -257,6 +257,22 @@ eg_audit *eg_audit_open(const eg_config *cfg, struct event_base *base, eg_audit_
     return eg_audit_open_topic(cfg, cfg->audit_topic, "audit", base, apply, arg, err, errlen);
 }
 
+/* Reads partition p until every record before offset `end` is applied, or
+ * deadline (eg_now_ms) passes (-1 with err; timeout_ms is for the message). */
+static int read_until(eg_audit *a, int32_t p, int64_t end, int64_t deadline, int timeout_ms, char *err, size_t errlen) {
+    while (a->next[p] < end) {
+        int64_t left = deadline - eg_now_ms();
+        if (left <= 0) {
+            snprintf(err, errlen, "%s[%d]: not read to %lld within %d ms (at %lld)", a->topic, (int)p, (long long)end,
+                     timeout_ms, (long long)a->next[p]);
+            return -1;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(a->cons, (int)(left < 100 ? left : 100));
+        if (m) consume_one(a, m);
+    }
+    return 0;
+}
+
 int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen) {
     int64_t deadline = eg_now_ms() + timeout_ms;
     for (int32_t p = 0; p < a->nparts; p++) {
@@ -273,37 +289,17 @@ int eg_audit_catch_up(eg_audit *a, int timeout_ms, char *err, size_t errlen) {
             snprintf(err, errlen, "%s[%d]: cannot read its watermarks: %s", a->topic, (int)p, rd_kafka_err2str(e));
             return -1;
         }
-        while (a->next[p] < hi) {
-            int64_t left = deadline - eg_now_ms();
-            if (left <= 0) {
-                snprintf(err, errlen, "%s[%d]: not read to %lld within %d ms (at %lld)", a->topic, (int)p,
-                         (long long)hi, timeout_ms, (long long)a->next[p]);
-                return -1;
-            }
-            rd_kafka_message_t *m = rd_kafka_consumer_poll(a->cons, (int)(left < 100 ? left : 100));
-            if (m) consume_one(a, m);
-        }
+        if (read_until(a, p, hi, deadline, timeout_ms, err, errlen) != 0) return -1;
     }
     return 0;
 }
 
 int eg_audit_read_past(eg_audit *a, int32_t partition, int64_t offset, int timeout_ms, char *err, size_t errlen) {
-    int64_t deadline = eg_now_ms() + timeout_ms;
     if (partition < 0 || partition >= a->nparts) {
         snprintf(err, errlen, "%s has no partition %d", a->topic, (int)partition);
         return -1;
     }
-    while (a->next[partition] <= offset) {
-        int64_t left = deadline - eg_now_ms();
-        if (left <= 0) {
-            snprintf(err, errlen, "%s[%d]: not read past %lld within %d ms (at %lld)", a->topic, (int)partition,
-                     (long long)offset, timeout_ms, (long long)a->next[partition]);
-            return -1;
-        }
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(a->cons, (int)(left < 100 ? left : 100));
-        if (m) consume_one(a, m);
-    }
-    return 0;
+    return read_until(a, partition, offset + 1, eg_now_ms() + timeout_ms, timeout_ms, err, errlen);
 }
 
 eg_audit *eg_audit_open_topic(const eg_config *cfg, const char *topic, const char *kind, struct event_base *base,

@@ -1034,12 +1034,25 @@ static void lane_failed(eg_gw *gw, eg_record *r, rd_kafka_resp_err_t err, int at
     arm_timer(gw, r, delay);
 }
 
-static void lane_write(eg_gw *gw, eg_record *r) {
-    if (eg_gw_fence_lane_wait(gw, r)) return; /* after the fence writes sent before it (eg_gw_lane_go) */
-    eg_gw_lane_go(gw, r);
+static void lane_go(eg_gw *gw, eg_record *r);
+
+/* The loop: lane writes whose fence writes are acknowledged go out. */
+static void on_fence_lanes(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    eg_gw *gw = arg;
+    for (eg_record *r; (r = eg_gw_fence_lane_next(gw));) lane_go(gw, r);
 }
 
-void eg_gw_lane_go(eg_gw *gw, eg_record *r) {
+/* Writes r to its lane: under fencing, after the fence writes sent before
+ * it (eg_gw_fence_lane_wait). */
+static void lane_write(eg_gw *gw, eg_record *r) {
+    if (gw->fencing && !gw->fence_lane_ev) gw->fence_lane_ev = event_new(gw->base, -1, 0, on_fence_lanes, gw);
+    if (gw->fence_lane_ev && eg_gw_fence_lane_wait(gw, r)) return;
+    lane_go(gw, r);
+}
+
+static void lane_go(eg_gw *gw, eg_record *r) {
     if (gw->txn.on) { /* written by the next commit's transaction */
         eg_gw_txn_wait(gw, r);
         return;

@@ -2,11 +2,13 @@
  * (gw_run.c: setup, signals, teardown; gateway.c: the record path from
  * consume to commit; gw_admin.c: metrics, admin views, statistics, the
  * summary; gw_reload.c: the reload path; gw_incident.c: flood guard,
- * stop-and-wait, overrides; gw_fence.c: per-key fences; gw_rungs.c: rung topics; gw_txn.c: the
+ * stop-and-wait, overrides; gw_colocate.c: rung partitions with their source partitions under
+ * fencing; gw_fence.c: per-key fences; gw_rungs.c: rung topics; gw_txn.c: the
  * transactions of lanes.transactional, called by gw_run.c and gateway.c, calling none
  * of them). Nothing outside
  * those files includes it. Calls run one way: gw_run.c -> gw_admin.c -> gw_reload.c ->
- * gateway.c -> gw_incident.c -> gw_fence.c -> gw_rungs.c (each may call those after it).
+ * gateway.c -> gw_incident.c -> gw_colocate.c -> gw_fence.c -> gw_rungs.c (each may call those after
+ * it; the partition helpers eg_gw_part_find and eg_gw_part_unref are everyone's).
  *
  * Locality: everything here is owned and touched by the event-loop thread
  * only (librdkafka's statistics callback checks it runs there); a policy
@@ -239,6 +241,7 @@ typedef struct eg_gw {
     } last_reset;                  /* the last dlq-guard reset record read: where, and the guards it re-armed here */
     eg_gw_txn txn;                 /* lanes.transactional (gw_txn.c) */
     struct eg_gw_fencing *fencing; /* source.fence's tables and counts (gw_fence.c), NULL before the first */
+    struct event *fence_lane_ev;   /* lane writes that waited for fence writes go (gateway.c; gw_fence.c wakes it) */
     int split_parts;               /* rung partitions split from their source partition (gw_colocate.c) */
     int coloc_off;                 /* the assignment is not co-located: the cluster's metadata is asked again */
     int64_t coloc_asked_ms;        /* monotonic ms it was last asked */
@@ -404,15 +407,17 @@ void eg_gw_fence_finish(eg_gw *gw, eg_part *p, uint64_t seq);
 /* A lane write of r (a rung, the DLQ, the quarantine) is about to go out:
  * when r has a key and fence writes are in flight (or lane writes wait
  * already), r waits for every fence write sent before (state
- * EG_RS_FENCE_WAIT, listed) and 1 is returned; its write goes out through
- * eg_gw_lane_go once they are acknowledged, in the order they waited. 0:
- * write it now. So a copy of a record on a rung or in the DLQ is never
- * more recent than the durable fence state that lists it. */
+ * EG_RS_FENCE_WAIT, listed) and 1 is returned; once they are acknowledged
+ * gw->fence_lane_ev (the caller's, made before) is activated and
+ * eg_gw_fence_lane_next gives the waiting records back in the order they
+ * waited. 0: write it now. So a copy of a record on a rung or in the DLQ is
+ * never more recent than the durable fence state that lists it. */
 int eg_gw_fence_lane_wait(eg_gw *gw, eg_record *r);
+/* The first waiting record whose fence writes are all acknowledged, off
+ * the list (its lane write is to go out now), or NULL. */
+eg_record *eg_gw_fence_lane_next(eg_gw *gw);
 /* r (EG_RS_FENCE_WAIT) is being freed: it leaves the list. */
 void eg_gw_fence_lane_unlink(eg_gw *gw, eg_record *r);
-/* gateway.c: writes r to its lane now (r waited in EG_RS_FENCE_WAIT). */
-void eg_gw_lane_go(eg_gw *gw, eg_record *r);
 /* The source partition topic[partition] was revoked: its fences go. */
 void eg_gw_fence_revoked(eg_gw *gw, const char *topic, int32_t partition);
 /* GET /fences and POST /fences/release (form: key=K[&by=NAME]); appends

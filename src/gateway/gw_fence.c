@@ -181,7 +181,6 @@ struct eg_gw_fencing {
     eg_record *lw_head, *lw_tail; /* lane writes waiting (EG_RS_FENCE_WAIT), fence_wseq not decreasing */
     int lane_waiting;             /* on that list */
     uint64_t lane_waits;          /* lane writes that waited, in all */
-    struct event *lane_ev;        /* lets the acknowledged ones go, from the loop */
     uint64_t fenced_total;        /* records that followed a parked one */
     uint64_t cap_holds;           /* decisions held at the cap */
     uint64_t released;            /* fences lifted by an operator */
@@ -510,24 +509,17 @@ static void release_deferred(eg_gw *gw) {
     if (!fg->ndefer) fg->doff = 0;
 }
 
-/* The loop: the lane writes whose fence writes are all acknowledged go
- * out, in the order they waited. */
-static void on_lane_release(evutil_socket_t fd, short what, void *arg) {
-    (void)fd;
-    (void)what;
-    eg_gw *gw = arg;
+eg_record *eg_gw_fence_lane_next(eg_gw *gw) {
     struct eg_gw_fencing *fg = gw->fencing;
-    while (fg->lw_head && fg->lw_head->fence_wseq < fg->wlo) {
-        eg_record *r = fg->lw_head;
-        eg_gw_fence_lane_unlink(gw, r);
-        eg_gw_lane_go(gw, r);
-    }
+    if (!fg || !fg->lw_head || fg->lw_head->fence_wseq >= fg->wlo) return NULL;
+    eg_record *r = fg->lw_head;
+    eg_gw_fence_lane_unlink(gw, r);
+    return r;
 }
 
 int eg_gw_fence_lane_wait(eg_gw *gw, eg_record *r) {
     struct eg_gw_fencing *fg = gw->fencing;
     if (!fg || !r->msg->key || !eg_gw_fence_on(gw) || (fg->wlo == fg->wnext && !fg->lw_head)) return 0;
-    if (!fg->lane_ev) fg->lane_ev = event_new(gw->base, -1, 0, on_lane_release, gw);
     r->fence_wseq = fg->wnext - 1;
     r->state = EG_RS_FENCE_WAIT;
     r->qnext = NULL;
@@ -537,7 +529,7 @@ int eg_gw_fence_lane_wait(eg_gw *gw, eg_record *r) {
     fg->lw_tail = r;
     fg->lane_waiting++;
     fg->lane_waits++;
-    if (r->fence_wseq < fg->wlo) event_active(fg->lane_ev, EV_TIMEOUT, 0); /* behind others only */
+    if (r->fence_wseq < fg->wlo) event_active(gw->fence_lane_ev, EV_TIMEOUT, 0); /* behind others only */
     return 1;
 }
 
@@ -576,7 +568,7 @@ static void acked(eg_gw *gw, uint64_t seq) {
     fg->acked[seq & (fg->capack - 1)] = 1;
     while (fg->wlo < fg->wnext && fg->acked[fg->wlo & (fg->capack - 1)]) fg->wlo++;
     release_deferred(gw);
-    if (fg->lw_head && fg->lw_head->fence_wseq < fg->wlo) event_active(fg->lane_ev, EV_TIMEOUT, 0);
+    if (fg->lw_head && fg->lw_head->fence_wseq < fg->wlo) event_active(gw->fence_lane_ev, EV_TIMEOUT, 0);
 }
 
 void eg_gw_fence_finish(eg_gw *gw, eg_part *p, uint64_t seq) {
@@ -1089,7 +1081,6 @@ void eg_gw_fence_free(eg_gw *gw) {
     free(fg->defer);
     free(fg->acked);
     free(fg->claim_at);
-    if (fg->lane_ev) event_free(fg->lane_ev);
     eg_fence_done_free(fg->done);
     for (int i = 0; i < gw->fencing->nview; i++) eg_fence_rec_clear(&gw->fencing->view[i]);
     free(gw->fencing->view);

@@ -141,6 +141,7 @@ void eg_gw_close(eg_gw *gw) {
     eg_gw_limits_close(gw);
     eg_gw_incident_free(gw);
     eg_gw_fence_free(gw);
+    if (gw->fence_lane_ev) event_free(gw->fence_lane_ev);
     if (gw->cev) event_free(gw->cev);
     if (gw->watch_ev) event_free(gw->watch_ev);
     if (gw->commit_ev) event_free(gw->commit_ev);
