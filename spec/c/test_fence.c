@@ -299,9 +299,20 @@ int main(void) {
     char rk3[EG_FENCE_REC_KEY_MAX];
     size_t rkl3 = eg_fence_rec_key("pay", 0, "k", 1, rk3);
     v = eg_fence_rec_format("pay", 0, f, -1, 2, 5, &vl);
+    CHECK(v && eg_fence_rec_parse(rk3, rkl3, v, vl, &rec, &why) == 1 && rec.nplaced == 0 &&
+              !strcmp(rec.wait_rung, "1s") && rec.wait_index == 1 && rec.nq == 3,
+          "placements whose lane writes are in flight are not recorded: a next owner places them again first");
+    eg_fence_rec_clear(&rec);
+    free(v);
+    CHECK(!eg_fences_durable(f, "pay/0/3") && f->ndurable == 0 && !eg_fences_durable(f, "pay/0/4"),
+          "a placement durable before the one ahead of it, or one never placed, does not count");
+    CHECK(eg_fences_durable(f, "pay/0/2") && f->ndurable == 1 && !eg_fences_durable(f, "pay/0/2"),
+          "the first placement durable: the durable prefix grows once");
+    CHECK(eg_fences_durable(f, "pay/0/3") && f->ndurable == 2 && f->nplaced == 2, "then the next");
+    v = eg_fence_rec_format("pay", 0, f, -1, 2, 5, &vl);
     CHECK(v && eg_fence_rec_parse(rk3, rkl3, v, vl, &rec, &why) == 1 && rec.nplaced == 2 &&
               !strcmp(rec.wait_rung, "1s") && rec.wait_index == 1 && rec.epoch == 2 && rec.nq == 3,
-          "the placed prefix and the rung they wait on are durable");
+          "the durable placed prefix and the rung they wait on are recorded");
     eg_fence_rec_clear(&rec);
     if (v) {
         char *bad = malloc(vl + 8);
@@ -313,9 +324,10 @@ int main(void) {
     }
     free(v);
     eg_fences_resolve(&t, "k", 1, "pay/0/1");
-    CHECK(!strcmp(f->head, "pay/0/2") && f->nplaced == 1 && f->nq == 2, "the head resolved: the first placed is head");
+    CHECK(!strcmp(f->head, "pay/0/2") && f->nplaced == 1 && f->ndurable == 1 && f->nq == 2,
+          "the head resolved: the first placed is head");
     eg_fences_unqueue(&t, "k", 1, "pay/0/3");
-    CHECK(f->nplaced == 0 && f->nq == 1 && eg_fences_placeable(f, "pay/0/4"),
+    CHECK(f->nplaced == 0 && f->ndurable == 0 && f->nq == 1 && eg_fences_placeable(f, "pay/0/4"),
           "a placed follower resolved leaves the prefix; the next may go");
     eg_fences_free(&t);
 

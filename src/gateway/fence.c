@@ -164,6 +164,7 @@ int eg_fences_resolve(eg_fences *t, const void *key, size_t len, const char *id)
     f->qoff++;
     f->nq--;
     if (f->nplaced > 0) f->nplaced--;
+    if (f->ndurable > 0) f->ndurable--;
     t->nfollowers--;
     if (f->nq == 0) f->qoff = 0;
     eg_strlcpy(f->head, next, sizeof f->head);
@@ -181,6 +182,7 @@ int eg_fences_unqueue(eg_fences *t, const void *key, size_t len, const char *id)
         memmove(q + i, q + i + 1, (size_t)(f->nq - i - 1) * sizeof *q);
         f->nq--;
         if (i < f->nplaced) f->nplaced--;
+        if (i < f->ndurable) f->ndurable--;
         t->nfollowers--;
         if (f->nq == 0) f->qoff = 0;
         return 1;
@@ -202,6 +204,12 @@ int eg_fences_placeable(const eg_fence *f, const char *id) {
 
 void eg_fences_placed(eg_fence *f, const char *id) {
     if (place_of(f, id) == f->nplaced) f->nplaced++;
+}
+
+int eg_fences_durable(eg_fence *f, const char *id) {
+    if (f->ndurable >= f->nplaced || place_of(f, id) != f->ndurable) return 0;
+    f->ndurable++;
+    return 1;
 }
 
 int eg_fences_release(eg_fences *t, const void *key, size_t len) {

@@ -17,7 +17,10 @@
  * before it is, else it waits on the rung the fence was on last
  * (wait_rung), where its predecessors are, until its turn (the caller
  * bounds that wait from moved_ms). Placed followers always form a prefix
- * of the queue.
+ * of the queue, and so do the first ndurable of them, whose lane records
+ * are durable (acknowledged or spilled): the fence topic records only
+ * those, so that a follower whose lane write a revoke or a kill -9 took is
+ * placed again by the next owner before the followers after it.
  *
  * Bounded: at most max_keys fenced keys and max_followers queued ids over
  * the table, EG_FENCE_MAX_QUEUE behind one key; past either the caller is told (EG_FENCE_FULL) and must not
@@ -61,6 +64,7 @@ typedef struct eg_fence {
     char wait_rung[40]; /* the last rung the fence was on ("" none): where unplaced followers wait */
     int wait_index;
     int nplaced;      /* the queue's first nplaced followers are placed in the fence's lane */
+    int ndurable;     /* of them, the first ndurable are durably there (<= nplaced) */
     int64_t moved_ms; /* wall ms the fence last moved from a rung to a dead-letter lane */
     int64_t since_ms; /* wall ms the key was fenced */
     char **q;         /* follower ids, owned, q[qoff .. qoff+nq) in order */
@@ -126,6 +130,13 @@ int eg_fences_placeable(const eg_fence *f, const char *id);
 
 /* Follower id (placeable) is placed in the lane: the placed prefix grows. */
 void eg_fences_placed(eg_fence *f, const char *id);
+
+/* Follower id's lane record is durable: the durable prefix grows when id
+ * is the next one of it (placed). Returns 1 when it grew. A follower
+ * acknowledged before one ahead of it is not counted (it is placed again
+ * if it comes back, or waited for until the caller's bound): safe, since
+ * the fence topic then holds fewer placements than were made, never more. */
+int eg_fences_durable(eg_fence *f, const char *id);
 
 /* The operator's release: the key's fence is removed with its queue (the
  * followers pass when they come back). Returns 1 when it was fenced. */

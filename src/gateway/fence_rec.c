@@ -42,8 +42,8 @@ char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *
     for (int i = 0; i < f->nq; i++) k += (size_t)snprintf(v + k, cap - k, "%s\n", f->q[f->qoff + i]);
     if (done >= 0) k += (size_t)snprintf(v + k, cap - k, "done %lld\n", (long long)done);
     if (epoch > 0) k += (size_t)snprintf(v + k, cap - k, "epoch %lld\n", (long long)epoch);
-    if (f->nplaced > 0 || f->wait_rung[0])
-        k += (size_t)snprintf(v + k, cap - k, "placed %d %s %d\n", f->nplaced, f->wait_rung[0] ? f->wait_rung : "-",
+    if (f->ndurable > 0 || f->wait_rung[0])
+        k += (size_t)snprintf(v + k, cap - k, "placed %d %s %d\n", f->ndurable, f->wait_rung[0] ? f->wait_rung : "-",
                               f->wait_index);
     *vlen = k;
     return v;

@@ -20,7 +20,8 @@
  *   epoch N                     optional: the writer's ownership epoch of the
  *                               source partition (below), 1 .. EG_FENCE_EPOCH_MAX
  *   placed N RUNG INDEX         optional (a state only): the first N followers
- *                               are placed in the fence's lane, the others wait
+ *                               are durably in the fence's lane (fence.h's
+ *                               ndurable), the others wait
  *                               on rung RUNG ("-": none) number INDEX (fence.h)
  * A fence that ends is the value EG_FENCE_REC_END, optionally followed by
  * the lines "done OFFSET" and "epoch N" (a record, not a tombstone: a

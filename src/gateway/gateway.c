@@ -272,8 +272,8 @@ static void dispatch(eg_gw *gw);
 static void outcome_durable(eg_gw *gw, eg_record *r) {
     eg_part *p = r->part;
     if (p->revoked) return;
-    if (r->fence_resolved) eg_gw_fence_outcome(gw, r);
-    r->fence_resolved = 0;
+    if (r->fence_resolved || r->fence_placed) eg_gw_fence_outcome(gw, r);
+    r->fence_resolved = r->fence_placed = 0;
     if (!(r->fail && r->fail->txn)) eg_gw_fence_finish(gw, p, r->seq);
 }
 

@@ -245,6 +245,7 @@ typedef struct eg_gw {
     int split_parts;               /* rung partitions split from their source partition (gw_colocate.c) */
     int coloc_off;                 /* the assignment is not co-located: the cluster's metadata is asked again */
     int64_t coloc_asked_ms;        /* monotonic ms it was last asked */
+    int coloc_asks;                /* asks since the assignment (gw_colocate.c bounds them) */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */
@@ -392,12 +393,14 @@ int eg_gw_fence_decided(eg_gw *gw, eg_record *r, eg_decision *d);
  * or an ignore): when r is the head of its key's fence, the fence moves on
  * at r's durable outcome (r->fence_resolved). */
 void eg_gw_fence_resolved(eg_gw *gw, eg_record *r);
-/* r, the head of its key's fence, has its durable outcome (a success, its
- * dead letter written, an ignore): the fence moves on (its first follower
- * is the released head, or it ends) and r's copies are duplicates from now
- * on (the key's resolved offset is raised), both in one fence write. Called
- * before the record's offset is finished (eg_gw_fence_finish), so that the
- * offset waits for that write. */
+/* r has its durable outcome. The head of its key's fence (r->fence_resolved:
+ * a success, its dead letter written, an ignore): the fence moves on (its
+ * first follower is the released head, or it ends) and r's copies are
+ * duplicates from now on (the key's resolved offset is raised), both in one
+ * fence write. A follower placed in a dead-letter lane (r->fence_placed):
+ * its placement is durable, written when it extends the durable prefix
+ * (eg_fences_durable). Called before the record's offset is finished
+ * (eg_gw_fence_finish), so that the offset waits for that write. */
 void eg_gw_fence_outcome(eg_gw *gw, eg_record *r);
 /* Marks p's record seq finished in its tracker once every fence write sent
  * so far is acknowledged (at once when none is in flight), so that no

@@ -24,9 +24,11 @@
  * its number) asks the cluster for the metadata of every topic: a full
  * metadata answer updates librdkafka's effective subscription, and a member
  * that lacked a topic rejoins with it, so the next assignment co-locates.
- * It asks again every SPLIT_ASK_MS while a split lasts. A rung topic with
- * fewer partitions than its source can never be co-located (gw_topics.c
- * says so at start): its split partitions stay paused, loudly.
+ * It asks again every SPLIT_ASK_MS while a split lasts, at most SPLIT_ASKS
+ * times per assignment (a rung topic with fewer partitions than its source
+ * can never be co-located, and gw_topics.c says so at start): then says
+ * `fence_split_lasts` once, and its split partitions stay paused, counted
+ * by the gauge, until the next assignment.
  *
  * Locality: the event loop's (the assignment callback and the commit tick).
  * The metadata request blocks for at most SPLIT_META_MS. */
@@ -39,13 +41,23 @@
 
 /* A split is asked about again this often, */
 #define SPLIT_ASK_MS 5000
-/* each metadata request waited for at most this long. */
+/* each metadata request waited for at most this long, */
 #define SPLIT_META_MS 2000
+/* and at most this many asks per assignment. */
+#define SPLIT_ASKS 12
 
 /* Asks the cluster for every topic's metadata (librdkafka updates the
  * group's effective subscription from a full answer). */
 static void ask_metadata(eg_gw *gw) {
     gw->coloc_asked_ms = eg_now_ms();
+    if (gw->coloc_asks++ == SPLIT_ASKS) {
+        eg_log_msg(EG_WARN, "fence_split_lasts",
+                   "the assignment is still not co-located after %d metadata asks %d s apart: not asked again "
+                   "until the next assignment; %d rung partition(s) held here stay paused",
+                   SPLIT_ASKS, SPLIT_ASK_MS / 1000, gw->split_parts);
+        return;
+    }
+    if (gw->coloc_asks > SPLIT_ASKS) return;
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_resp_err_t err = rd_kafka_metadata(gw->rk, 1, NULL, &md, SPLIT_META_MS);
     if (err) eg_log_msg(EG_WARN, "fence_split_metadata", "asking the cluster's metadata: %s", rd_kafka_err2str(err));
@@ -55,6 +67,7 @@ static void ask_metadata(eg_gw *gw) {
 void eg_gw_colocate(eg_gw *gw) {
     gw->split_parts = 0;
     gw->coloc_off = 0;
+    gw->coloc_asks = 0;
     if (!eg_gw_fence_on(gw)) return;
     char names[400] = "";
     size_t used = 0;

@@ -38,6 +38,7 @@
  * The metadata request blocks the loop for at most 1.5 s; it is only made
  * after an assignment that looks incomplete. */
 #include "gw.h"
+#include "kcli.h"
 #include "log.h"
 #include "util.h"
 
@@ -88,14 +89,6 @@ static int looks_incomplete(const eg_gw *gw, const rd_kafka_topic_partition_list
     return some && none;
 }
 
-/* The partition count of topic in md: -1 when it is absent or has an error. */
-static int partitions_in(const struct rd_kafka_metadata *md, const char *topic) {
-    for (int i = 0; i < md->topic_cnt; i++)
-        if (strcmp(md->topics[i].topic, topic) == 0)
-            return md->topics[i].err || md->topics[i].partition_cnt <= 0 ? -1 : md->topics[i].partition_cnt;
-    return -1;
-}
-
 static void arm(eg_gw_coverage *c) {
     struct timeval tv = eg_gw_tv(c->backoff_ms);
     event_add(c->ev, &tv);
@@ -134,7 +127,7 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
     const char *had = NULL;
     for (int i = 0; i < n; i++) {
         const char *t = topic_at(gw, i);
-        int p = t && share_of(c->assigned, t) ? partitions_in(md, t) : -1;
+        int p = t && share_of(c->assigned, t) ? eg_metadata_partitions(md, t) : -1;
         if (p > 0 && p < pmin) pmin = p, had = t;
     }
     const char *unowned = NULL;
@@ -142,7 +135,7 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
     for (int i = 0; i < n && had; i++) {
         const char *t = topic_at(gw, i);
         if (!t || share_of(c->assigned, t)) continue;
-        int p = partitions_in(md, t);
+        int p = eg_metadata_partitions(md, t);
         if (p < 0) pending = 1;
         else if (p >= pmin && !unowned) unowned = t, unowned_p = p;
     }

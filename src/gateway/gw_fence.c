@@ -813,9 +813,11 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
             rung = f->wait_rung;
             rung_index = f->wait_index;
         } else {
-            int before = f->nplaced;
+            int before = f->nplaced, dbefore = f->ndurable;
             if (!turn) { /* no rung to wait on (a fence from an older record), or waited too long */
                 while (!eg_fences_placeable(f, id) && f->nplaced < f->nq) f->nplaced++;
+                /* those given up on count as durable when all before them are: not waited for again */
+                if (f->ndurable == before) f->ndurable = f->nplaced;
                 eg_log_msg(EG_WARN, "fence_place_timeout",
                            "%s[%d]: %s is written to the %s before %d followers of its key that did not come back "
                            "from rung %s",
@@ -823,7 +825,8 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
                            f->wait_rung[0] ? f->wait_rung : "-");
             }
             eg_fences_placed(f, id);
-            changed |= f->nplaced != before;
+            r->fence_placed = 1; /* durable at its lane write's durable outcome (eg_gw_fence_outcome) */
+            changed |= f->ndurable != dbefore;
         }
     }
     if (changed) persist_r(gw, r, t);
@@ -904,6 +907,13 @@ void eg_gw_fence_resolved(eg_gw *gw, eg_record *r) {
 void eg_gw_fence_outcome(eg_gw *gw, eg_record *r) {
     if (!gw->fencing || !r->msg->key) return;
     eg_fences *t = table_for(gw, r, 0);
+    if (!r->fence_resolved) { /* a placed follower: never a resolution, so no resolved offset raised */
+        char id[EG_ID_MAX + 1];
+        eg_record_id(r, id, sizeof id);
+        eg_fence *f = t ? eg_fences_get(t, r->msg->key, r->msg->key_len) : NULL;
+        if (f && eg_fences_durable(f, id)) persist_r(gw, r, t);
+        return;
+    }
     int resolved = 0;
     if (t && t->nkeys) {
         char id[EG_ID_MAX + 1];
@@ -1033,7 +1043,7 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
             f->parked = v->parked;
             for (int j = 0; j < v->nq; j++)
                 if (eg_fences_follow(t, f, v->q[j]) != EG_FENCE_OK) lost++;
-            f->nplaced = v->nplaced < f->nq ? v->nplaced : f->nq;
+            f->nplaced = f->ndurable = v->nplaced < f->nq ? v->nplaced : f->nq;
             f->moved_ms = eg_wall_ms(); /* its followers on the rung come back within the bound from now */
             if (v->wait_rung[0]) {
                 eg_strlcpy(f->wait_rung, v->wait_rung, sizeof f->wait_rung);

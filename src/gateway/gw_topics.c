@@ -84,13 +84,6 @@ static void check_retention(eg_gw *gw, const char *name) {
                    (long long)window, cfg->lane_appr_win_s >= cfg->lane_replay_win_s ? "approved" : "replayed");
 }
 
-/* 1 when md shows topic without an error. */
-static int shown(const struct rd_kafka_metadata *md, const char *topic) {
-    for (int i = 0; i < md->topic_cnt; i++)
-        if (strcmp(md->topics[i].topic, topic) == 0) return !md->topics[i].err && md->topics[i].partition_cnt > 0;
-    return 0;
-}
-
 /* The topics just created (w's entries marked created) reach the brokers'
  * metadata a moment after the creation is acknowledged. librdkafka joins
  * the group with the subscribed topics its metadata shows: a gateway that
@@ -106,7 +99,7 @@ static void await_created(eg_gw *gw, const want *w, int n) {
         const struct rd_kafka_metadata *md = NULL;
         if (rd_kafka_metadata(gw->rk, 1, NULL, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR && md) {
             missing = 0;
-            for (int i = 0; i < n; i++) missing += w[i].created && !shown(md, w[i].name);
+            for (int i = 0; i < n; i++) missing += w[i].created && eg_metadata_partitions(md, w[i].name) < 0;
         }
         if (md) rd_kafka_metadata_destroy(md);
         if (missing) usleep(200 * 1000);

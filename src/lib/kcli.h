@@ -90,6 +90,10 @@ typedef struct eg_lread {
  * exist, or -1 with err filled when the cluster cannot be asked. */
 int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
 
+/* The partition count md shows for topic: -1 when md lacks it, names it
+ * with an error, or shows it without partitions. */
+int eg_metadata_partitions(const struct rd_kafka_metadata *md, const char *topic);
+
 /* rd_kafka_committed for the partitions of l (their offsets filled in),
  * asked again while the group's coordinator is moving or loading
  * (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,

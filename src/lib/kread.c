@@ -45,11 +45,16 @@ int eg_topic_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t err
         snprintf(err, errlen, "cannot list topics: %s", rd_kafka_err2str(e));
         return -1;
     }
-    int n = 0;
-    for (int i = 0; i < md->topic_cnt; i++)
-        if (strcmp(md->topics[i].topic, topic) == 0 && !md->topics[i].err) n = md->topics[i].partition_cnt;
+    int n = eg_metadata_partitions(md, topic);
     rd_kafka_metadata_destroy(md);
-    return n;
+    return n > 0 ? n : 0;
+}
+
+int eg_metadata_partitions(const struct rd_kafka_metadata *md, const char *topic) {
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (strcmp(md->topics[i].topic, topic) == 0)
+            return md->topics[i].err || md->topics[i].partition_cnt <= 0 ? -1 : md->topics[i].partition_cnt;
+    return -1;
 }
 
 rd_kafka_resp_err_t eg_committed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l, int timeout_ms) {

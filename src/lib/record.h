@@ -232,6 +232,7 @@ typedef struct eg_record {
     rd_kafka_headers_t *hdrs;        /* msg's headers (owned by msg), NULL: none; valid when hdrs_read */
     int hdrs_read;                   /* eg_record_read_headers ran */
     int fence_resolved;              /* the head of its key's fence: resolves it at its durable outcome (gw_fence.c) */
+    int fence_placed;                /* a follower placed in its fence's dead-letter lane: durably so at its outcome */
     uint64_t fence_wseq;             /* EG_RS_FENCE_WAIT: the last fence write it waits for */
 } eg_record;
 
