@@ -38,6 +38,12 @@ ls "$SPILL"/spill-*.eg >/dev/null 2>&1 && ok "the journal holds segments during 
 ADDR=$(admin_addr gw)
 admin_get "$ADDR" /metrics >"$T/m1.txt"
 check "spilled records counted" grep -q '^errgate_records_spilled_total{lane="src.dlq"} [1-9]' "$T/m1.txt"
+# the journal keeps each lane partition's order: the spilled lines (the
+# journal's append order; sampled, never reordered) name the records of a
+# DLQ partition in the order their lane writes began (their decision lines)
+$PY "$ROOT/spec/e2e/spill_order.py" "$T/gw.err" >"$T/order.txt" 2>&1 &&
+  ok "each DLQ partition's records were spilled in the order their writes began ($(cat "$T/order.txt"))" ||
+  not_ok "spill order: $(head -c 600 "$T/order.txt")"
 
 # after the fault: the drainer delivers and deletes the segments
 wait_for 40 bash -c "! ls '$SPILL'/spill-*.eg >/dev/null 2>&1" && ok "the journal drained after the fault" ||

@@ -923,12 +923,11 @@ static void lane_ok(eg_gw *gw, eg_record *r) {
     part_update_pause(gw, r->part);
 }
 
-/* r's lane write has not been acknowledged within lanes.spill.after_ms:
- * append the lane record to the journal, which then counts as durable.
+/* Appends r's lane record to the journal, which then counts as durable.
  * A write still in flight stays with the producer (the record is freed by
  * its report; if that succeeds too, the record is written twice:
  * at-least-once). Returns 0 when spilled. */
-static int spill_record(eg_gw *gw, eg_record *r) {
+static int spill_one(eg_gw *gw, eg_record *r) {
     const char *topic;
     eg_lane_body b;
     eg_lanes_body(gw->lanes, r, eg_policy_id(gw->policy), &b);
@@ -966,6 +965,35 @@ static int spill_record(eg_gw *gw, eg_record *r) {
         finish_record(gw, r);
     }
     return 0;
+}
+
+/* The unacknowledged, spillable lane write to r's lane partition begun
+ * first before r's, or NULL. */
+static eg_record *spill_before(eg_gw *gw, const eg_record *r) {
+    eg_record *best = NULL;
+    const char *lane = lane_topic_of(gw, r);
+    for (eg_record *q = gw->all; q; q = q->anext) {
+        if (q == r || !q->fail || q->fail->spilled || !q->fail->lane_seq || q->fail->lane_seq >= r->fail->lane_seq ||
+            (best && q->fail->lane_seq >= best->fail->lane_seq) || q->partition != r->partition || q->part->revoked ||
+            spill_in(gw, q) < 0 || (q->state != EG_RS_LANE_WRITE && q->state != EG_RS_LANE_BACKOFF) ||
+            strcmp(lane_topic_of(gw, q), lane) != 0)
+            continue;
+        best = q;
+    }
+    return best;
+}
+
+/* r's lane write has not been acknowledged within lanes.spill.after_ms:
+ * the unacknowledged writes to its lane partition begun before it are
+ * spilled first, in the order they began, then r, so that the journal
+ * (drained in order) keeps a lane partition's order, as the producer does
+ * (a key's followers behind its dead letter: timers due in one millisecond
+ * fire in any order). Returns 0 when r is spilled, -1 when the journal
+ * refused it or one before it. */
+static int spill_record(eg_gw *gw, eg_record *r) {
+    for (eg_record *q; (q = spill_before(gw, r));)
+        if (spill_one(gw, q) != 0) return -1;
+    return spill_one(gw, r);
 }
 
 /* r's lane write failed with err (at_produce: refused by the producer at
@@ -1057,7 +1085,10 @@ static void lane_go(eg_gw *gw, eg_record *r) {
         eg_gw_txn_wait(gw, r);
         return;
     }
-    if (!r->fail->lane_first_ms) r->fail->lane_first_ms = eg_now_ms();
+    if (!r->fail->lane_first_ms) {
+        r->fail->lane_first_ms = eg_now_ms();
+        r->fail->lane_seq = ++gw->lane_seq;
+    }
     r->state = EG_RS_LANE_WRITE;
     rd_kafka_resp_err_t err = eg_lanes_write(gw->lanes, r, r->part->origin, eg_policy_id(gw->policy));
     if (err) {

@@ -246,6 +246,7 @@ typedef struct eg_gw {
     int coloc_off;                 /* the assignment is not co-located: the cluster's metadata is asked again */
     int64_t coloc_asked_ms;        /* monotonic ms it was last asked */
     int coloc_asks;                /* asks since the assignment (gw_colocate.c bounds them) */
+    uint64_t lane_seq;             /* lane writes begun (eg_fail.lane_seq, gateway.c) */
 } eg_gw;
 
 /* gateway.c: the record path. Entry points, registered by gw_run.c. */

@@ -184,6 +184,7 @@ typedef struct eg_fail {
     int class_attempts; /* consecutive failures with decision.klass */
     int lane_attempts;
     int64_t lane_first_ms; /* monotonic ms of the first lane write attempt, 0 before */
+    uint64_t lane_seq;     /* the gateway's order of that attempt (1, 2, ...): the spill order */
     int spilled;           /* in the spill journal: durable, offset finished */
     int lane_stub;         /* the lane refused its size: write the stub (refusal.h) */
     int lane_refused;      /* the last lane error was a permanent refusal: never spill */
