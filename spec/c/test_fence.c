@@ -174,7 +174,7 @@ int main(void) {
     eg_fences_follow(&t, f, "pay/3/57");
     char rk[EG_FENCE_REC_KEY_MAX];
     size_t rkl = eg_fence_rec_key("pay", 3, "acct\n7", 6, rk), vl = 0;
-    char *v = eg_fence_rec_format("pay", 3, f, -1, 0, 2000, &vl);
+    char *v = eg_fence_rec_format("pay", 3, f, -1, -1, 0, 2000, &vl);
     eg_fence_rec rec;
     const char *why = NULL;
     CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1, "a fence written is read back");
@@ -211,7 +211,7 @@ int main(void) {
           "a value over the bound is refused before it is read");
     CHECK(rec.done == -1, "a state without a done line reads done -1 (records written before it existed)");
     free(v);
-    v = eg_fence_rec_format("pay", 3, f, 40, 0, 2000, &vl);
+    v = eg_fence_rec_format("pay", 3, f, 40, -1, 0, 2000, &vl);
     char *dl40 = v ? memmem(v, vl, "\ndone 40\n", 9) : NULL;
     CHECK(dl40 && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 && rec.done == 40 && rec.nq == 2,
           "a state's done line (the key's resolved offset) is read back");
@@ -222,10 +222,10 @@ int main(void) {
     }
     free(v);
     char endv[EG_FENCE_REC_END_MAX];
-    size_t el = eg_fence_rec_end(12345, 0, endv);
+    size_t el = eg_fence_rec_end(12345, -1, 0, endv);
     CHECK(eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == 12345,
           "an end record carries the key's resolved offset");
-    el = eg_fence_rec_end(-1, 0, endv);
+    el = eg_fence_rec_end(-1, -1, 0, endv);
     CHECK(el == strlen(EG_FENCE_REC_END) && eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == -1,
           "an end record without one is the one it always was");
     CHECK(eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "done -1\n", strlen(EG_FENCE_REC_END) + 8, &rec, &why) == -1 &&
@@ -233,19 +233,35 @@ int main(void) {
               eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "done 1\ndone 2\n", strlen(EG_FENCE_REC_END) + 14, &rec,
                                  &why) == -1,
           "an end with a negative done, another line, or two done lines is refused");
-    v = eg_fence_rec_format("pay", 3, f, 40, 7, 2000, &vl);
+    v = eg_fence_rec_format("pay", 3, f, 40, -1, 7, 2000, &vl);
     CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 && rec.done == 40 && rec.epoch == 7,
           "a state's epoch line (its owner's claim) is read back after its done line");
     eg_fence_rec_clear(&rec);
     free(v);
-    v = eg_fence_rec_format("pay", 3, f, -1, 9, 2000, &vl);
+    v = eg_fence_rec_format("pay", 3, f, -1, -1, 9, 2000, &vl);
     CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 && rec.done == -1 && rec.epoch == 9,
           "an epoch without a done line");
     eg_fence_rec_clear(&rec);
     free(v);
-    el = eg_fence_rec_end(5, 3, endv);
-    CHECK(eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == 5 && rec.epoch == 3,
+    el = eg_fence_rec_end(5, -1, 3, endv);
+    CHECK(eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 && rec.done == 5 && rec.epoch == 3 &&
+              rec.released == -1,
           "an end record carries done and epoch");
+    el = eg_fence_rec_end(INT64_MAX, INT64_MAX, 9007199254740992LL, endv);
+    CHECK(el < EG_FENCE_REC_END_MAX && eg_fence_rec_parse(rk, rkl, endv, el, &rec, &why) == 0 &&
+              rec.done == INT64_MAX && rec.released == INT64_MAX && rec.epoch == 9007199254740992LL,
+          "an end with the largest done, released and epoch fits its bound and reads back");
+    v = eg_fence_rec_format("pay", 3, f, 40, 33, 7, 2000, &vl);
+    CHECK(v && eg_fence_rec_parse(rk, rkl, v, vl, &rec, &why) == 1 && rec.done == 40 && rec.released == 33 &&
+              rec.epoch == 7,
+          "a state's released line (the key's release floor) is read back between done and epoch");
+    eg_fence_rec_clear(&rec);
+    free(v);
+    CHECK(eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "released 3\ndone 5\n", strlen(EG_FENCE_REC_END) + 18, &rec,
+                             &why) == -1 &&
+              eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "released -3\n", strlen(EG_FENCE_REC_END) + 12, &rec,
+                                 &why) == -1,
+          "released before done, or a negative one, is refused");
     CHECK(
         eg_fence_rec_parse(rk, rkl, EG_FENCE_REC_END "epoch 3\ndone 5\n", strlen(EG_FENCE_REC_END) + 15, &rec, &why) ==
                 -1 &&
@@ -298,7 +314,7 @@ int main(void) {
     eg_fences_placed(f, "pay/0/3");
     char rk3[EG_FENCE_REC_KEY_MAX];
     size_t rkl3 = eg_fence_rec_key("pay", 0, "k", 1, rk3);
-    v = eg_fence_rec_format("pay", 0, f, -1, 2, 5, &vl);
+    v = eg_fence_rec_format("pay", 0, f, -1, -1, 2, 5, &vl);
     CHECK(v && eg_fence_rec_parse(rk3, rkl3, v, vl, &rec, &why) == 1 && rec.nplaced == 0 &&
               !strcmp(rec.wait_rung, "1s") && rec.wait_index == 1 && rec.nq == 3,
           "placements whose lane writes are in flight are not recorded: a next owner places them again first");
@@ -309,7 +325,7 @@ int main(void) {
     CHECK(eg_fences_durable(f, "pay/0/2") && f->ndurable == 1 && !eg_fences_durable(f, "pay/0/2"),
           "the first placement durable: the durable prefix grows once");
     CHECK(eg_fences_durable(f, "pay/0/3") && f->ndurable == 2 && f->nplaced == 2, "then the next");
-    v = eg_fence_rec_format("pay", 0, f, -1, 2, 5, &vl);
+    v = eg_fence_rec_format("pay", 0, f, -1, -1, 2, 5, &vl);
     CHECK(v && eg_fence_rec_parse(rk3, rkl3, v, vl, &rec, &why) == 1 && rec.nplaced == 2 &&
               !strcmp(rec.wait_rung, "1s") && rec.wait_index == 1 && rec.epoch == 2 && rec.nq == 3,
           "the durable placed prefix and the rung they wait on are recorded");
@@ -337,6 +353,24 @@ int main(void) {
     eg_fence_done_raise(dn, "a", 1, 10);
     eg_fence_done_raise(dn, "a", 1, 7);
     CHECK(eg_fence_done_get(dn, "a", 1) == 10, "a lower offset does not lower the mark");
+    CHECK(eg_fence_done_covers(dn, "a", 1, 10) && eg_fence_done_covers(dn, "a", 1, 0) &&
+              !eg_fence_done_covers(dn, "a", 1, 11) && !eg_fence_done_covers(dn, "a", 1, -1) &&
+              !eg_fence_done_covers(dn, "z", 1, 0) && eg_fence_done_floor(dn, "a", 1) == -1,
+          "a copy born at or below the mark has its outcome; above it, unknown (-1) or of another key, not");
+    eg_fence_done_release(dn, "a", 1, 8);
+    eg_fence_done_release(dn, "a", 1, 4);
+    CHECK(eg_fence_done_floor(dn, "a", 1) == 8 && !eg_fence_done_covers(dn, "a", 1, 8) &&
+              !eg_fence_done_covers(dn, "a", 1, 3) && eg_fence_done_covers(dn, "a", 1, 9) &&
+              eg_fence_done_get(dn, "a", 1) == 10,
+          "an operator's release up to 8 (raised only upward): copies at or below it are let through, the mark kept");
+    eg_fence_done_release(dn, "r", 1, 5);
+    eg_fence_done_raise(dn, "r", 1, 20);
+    CHECK(eg_fence_done_get(dn, "r", 1) == 20 && eg_fence_done_floor(dn, "r", 1) == 5 &&
+              !eg_fence_done_covers(dn, "r", 1, 5) && eg_fence_done_covers(dn, "r", 1, 6),
+          "a later fence of a released key resolving past the floor does not make the released ones duplicates");
+    eg_fence_done_free(dn);
+    dn = eg_fence_done_new(3);
+    eg_fence_done_raise(dn, "a", 1, 10);
     eg_fence_done_raise(dn, "b", 1, 1);
     eg_fence_done_raise(dn, "c", 1, 2);
     eg_fence_done_raise(dn, "a", 1, 11); /* a is the most recent now: b is the least */

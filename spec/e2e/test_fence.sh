@@ -35,13 +35,18 @@
 #      the last is resolved the key's later records pass, in order; without
 #      -c the command says the key stays fenced;
 #   9. a resolve written while no gateway of the group runs is read by the
-#      next owner: it rebuilds the fence with the head moved on.
+#      next owner: it rebuilds the fence with the head moved on;
+#  10. ladder+dlq: followers reach the DLQ in offset order;
+#  11. an operator's release, then a later fence of the key that resolves
+#      before the released head and follower come back from their rung:
+#      they still reach the target (the release floor: not dropped as
+#      copies of resolved records).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
 POLICY="$ROOT/spec/fixtures/policies/ladder_1s_2s.lua"
 start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s) \
-  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s) $(ladder_topics ord 1s 5s)
+  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s) $(ladder_topics ord 1s 5s) $(ladder_topics rel 1s 5s)
 echo "fence-token" >"$T/token"
 ADMIN="admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
 
@@ -520,6 +525,35 @@ check "q3 was produced while q2 still waited on its rung (q2 in the DLQ by then:
 check "q1, q2, q3 reached ord.dlq in offset order ($order)" [ "$order" = "q1 q2 q3 " ]
 n=$(grep -c '"event":"decision","topic":"ord",.*"action":"ladder","reason":"fenced"' "$T/gord.err")
 check "q2 and q3 each followed from the source onto the rung, q3 waiting there for q2 ($n such decisions)" [ "$n" = 2 ]
+stop_gateway "$GW_PID"
+check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
+
+# 11. ladder: w1 climbs to rung 5s (fails twice, then succeeds); w2 follows it there; an operator
+# releases w; w3 then parks on rung 1s and succeeds before w1 and w2 come back from rung 5s, so
+# the key's resolved offset passes theirs. Released, they are not copies of resolved records:
+# both must reach the target (before the release floor, both were dropped as duplicates)
+handler_at h11
+ladder_config "$T/grel.lua" grel rel key "$T/ladder_1s_5s.lua" "" "$ADMIN"
+sed -i 's/ordering = "key",/ordering = "key", fence = "ladder",/' "$T/grel.lua"
+start_gateway grel "$T/grel.lua"
+ADDR=$(admin_addr grel) || die "no admin endpoint"
+wait_for 40 grep -q '"event":"assign".*rel\[' "$T/grel.err" || die "no assignment"
+printf 'w\t{"id":"w1","mode":"transient-2"}\n' | produce rel
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t rel.retry.5s -e -q 2>/dev/null | grep -q '\"id\":\"w1\"'" ||
+  not_ok "w1 did not reach rung 5s"
+printf 'w\t{"id":"w2","mode":"ok"}\n' | produce rel
+wait_for 10 bash -c "kcat -C -b $BOOTSTRAP -t rel.retry.5s -e -q 2>/dev/null | grep -q '\"id\":\"w2\"'" ||
+  not_ok "w2 did not follow w1 onto rung 5s"
+out=$(ctl fence release w 2>&1); rc=$?
+check "errgate ctl fence release w while w1 and w2 wait on rung 5s ($rc: $out)" \
+  exits_with "$rc" 0 "fence release: 1 fence(s) lifted" "$out"
+printf 'w\t{"id":"w3","mode":"transient-1"}\n' | produce rel
+wait_for 10 grep -q '^ok w3 ' "$T/h11.log" || not_ok "w3 did not succeed from rung 1s"
+early=$(grep -c '^ok w[12] ' "$T/h11.log")
+check "w3 parked and resolved while w1 and w2 still waited on rung 5s ($early of them done by then)" [ "$early" = 0 ]
+wait_for 20 bash -c "grep -q '^ok w1 ' '$T/h11.log' && grep -q '^ok w2 ' '$T/h11.log'" &&
+  ok "the released w1 and w2 reached the target after a later fence of their key resolved past them" ||
+  not_ok "released records lost: $(tr '\n' ' ' <"$T/h11.log"); $(grep -c fence_duplicate "$T/grel.err") dropped as duplicates"
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 exit $FAILED

@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < r.nq; i++) FZ_CHECK(eg_fences_follow(&t, f, r.q[i]) == EG_FENCE_OK, "follower %d refused", i);
     FZ_CHECK(f->nq == r.nq, "followers lost: %d of %d", f->nq, r.nq);
     size_t n = 0;
-    char *v = eg_fence_rec_format(r.topic, r.partition, f, r.done, r.epoch, r.at_ms, &n);
+    char *v = eg_fence_rec_format(r.topic, r.partition, f, r.done, r.released, r.epoch, r.at_ms, &n);
     FZ_CHECK(v != NULL, "its own fence cannot be written");
     eg_fence_rec back;
     int rc2 = eg_fence_rec_parse(want, wl, v, n, &back, &why);
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  !strcmp(back.head, r.head) && back.parked == r.parked && back.why == r.why &&
                  back.action == r.action && !strcmp(back.rung, r.rung) && back.rung_index == r.rung_index &&
                  back.since_ms == r.since_ms && back.at_ms == r.at_ms && back.nq == r.nq && back.done == r.done &&
-                 back.epoch == r.epoch,
+                 back.released == r.released && back.epoch == r.epoch,
              "round trip changed it");
     for (int i = 0; i < r.nq; i++) FZ_CHECK(!strcmp(back.q[i], r.q[i]), "follower %d changed", i);
     eg_fence_rec_clear(&back);

@@ -1,4 +1,5 @@
-/* fence_done.c — the resolved-offset mark of each fence (see fence_done.h).
+/* fence_done.c — the resolved-offset mark and release floor of each fence
+ * (see fence_done.h).
  *
  * Entries hash into chained buckets (doubled when they outnumber them) and
  * sit on a doubly linked recency list: a raise moves its entry to the
@@ -13,7 +14,8 @@ typedef struct ent {
     struct ent *chain;         /* bucket chain */
     struct ent *newer, *older; /* recency list */
     uint64_t hash;
-    int64_t offset;
+    int64_t offset; /* resolved, -1 none */
+    int64_t floor;  /* release floor, -1 none */
     size_t n;
     char key[];
 } ent;
@@ -58,6 +60,18 @@ int64_t eg_fence_done_get(const eg_fence_done *d, const char *rkey, size_t n) {
     return e ? e->offset : -1;
 }
 
+int64_t eg_fence_done_floor(const eg_fence_done *d, const char *rkey, size_t n) {
+    if (!d) return -1;
+    const ent *e = find(d, rkey, n, eg_hash64(rkey, n));
+    return e ? e->floor : -1;
+}
+
+int eg_fence_done_covers(const eg_fence_done *d, const char *rkey, size_t n, int64_t birth) {
+    if (!d || birth < 0) return 0;
+    const ent *e = find(d, rkey, n, eg_hash64(rkey, n));
+    return e && birth <= e->offset && birth > e->floor;
+}
+
 /* Takes e off the recency list. */
 static void unlist(eg_fence_done *d, ent *e) {
     if (e->newer) e->newer->older = e->older;
@@ -93,15 +107,15 @@ static void grow(eg_fence_done *d) {
     free(old);
 }
 
-void eg_fence_done_raise(eg_fence_done *d, const char *rkey, size_t n, int64_t offset) {
-    if (!d || offset < 0) return;
+/* rkey's entry, made (nothing known) when absent, at the front of the
+ * recency list. */
+static ent *touch(eg_fence_done *d, const char *rkey, size_t n) {
     uint64_t h = eg_hash64(rkey, n);
     ent *e = find(d, rkey, n, h);
     if (e) {
-        if (offset > e->offset) e->offset = offset;
         unlist(d, e);
         front(d, e);
-        return;
+        return e;
     }
     if (d->count >= d->max) { /* the least recent goes */
         ent *o = d->oldest;
@@ -117,12 +131,25 @@ void eg_fence_done_raise(eg_fence_done *d, const char *rkey, size_t n, int64_t o
     memcpy(e->key, rkey, n);
     e->n = n;
     e->hash = h;
-    e->offset = offset;
+    e->offset = e->floor = -1;
     ent **s = slot(d, h);
     e->chain = *s;
     *s = e;
     front(d, e);
     d->count++;
+    return e;
+}
+
+void eg_fence_done_raise(eg_fence_done *d, const char *rkey, size_t n, int64_t offset) {
+    if (!d || offset < 0) return;
+    ent *e = touch(d, rkey, n);
+    if (offset > e->offset) e->offset = offset;
+}
+
+void eg_fence_done_release(eg_fence_done *d, const char *rkey, size_t n, int64_t offset) {
+    if (!d || offset < 0) return;
+    ent *e = touch(d, rkey, n);
+    if (offset > e->floor) e->floor = offset;
 }
 
 int eg_fence_done_count(const eg_fence_done *d) { return d ? d->count : 0; }

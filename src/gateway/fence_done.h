@@ -13,6 +13,13 @@
  * (gw_fence.c). A record from the source is never judged so: one decided
  * to the DLQ while its key had no fence is not in that order.
  *
+ * An operator's release (POST /fences/release) lifts a fence out of that
+ * order: its head and followers pass as they come back, possibly after a
+ * later fence of the key resolved past them. So a release also raises the
+ * key's release floor to the highest source offset among them, and a copy
+ * born at or below the floor is never judged a duplicate (let through:
+ * at-least-once, never a loss).
+ *
  * Bounded: at most `max` keys, the least recently raised forgotten first (a
  * forgotten key's copies are let through, as before: at-least-once, never a
  * loss). Owns copies of its keys; not thread-safe (the event loop's). A NULL
@@ -35,6 +42,17 @@ int64_t eg_fence_done_get(const eg_fence_done *d, const char *rkey, size_t n);
 /* Raises rkey's offset to `offset` (>= 0; a lower one changes nothing) and
  * makes it the most recent; past max keys the least recent is forgotten. */
 void eg_fence_done_raise(eg_fence_done *d, const char *rkey, size_t n, int64_t offset);
+
+/* The release floor of rkey[0..n), or -1 when none is known. */
+int64_t eg_fence_done_floor(const eg_fence_done *d, const char *rkey, size_t n);
+
+/* Raises rkey's release floor to `offset` (>= 0; a lower one changes
+ * nothing) and makes it the most recent, as eg_fence_done_raise does. */
+void eg_fence_done_release(eg_fence_done *d, const char *rkey, size_t n, int64_t offset);
+
+/* 1 when a copy born at `birth` of the key rkey[0..n) has its outcome
+ * already: at or below the resolved offset and above the release floor. */
+int eg_fence_done_covers(const eg_fence_done *d, const char *rkey, size_t n, int64_t birth);
 
 /* Keys held. */
 int eg_fence_done_count(const eg_fence_done *d);

@@ -23,8 +23,8 @@ static const char *action_word(eg_action a) {
     return a == EG_ACT_LADDER ? "ladder" : a == EG_ACT_QUARANTINE ? "quarantine" : "dlq";
 }
 
-char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t epoch,
-                          int64_t at_ms, size_t *vlen) {
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t released,
+                          int64_t epoch, int64_t at_ms, size_t *vlen) {
     if (f->key_len > EG_FENCE_REC_MAX_KEY || f->nq > EG_FENCE_REC_MAX_FOLLOWERS) return NULL;
     size_t cap = 600 + 2 * f->key_len;
     for (int i = 0; i < f->nq; i++) cap += strlen(f->q[f->qoff + i]) + 1;
@@ -41,6 +41,7 @@ char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *
                           f->rung[0] ? f->rung : "-", f->rung_index, (long long)f->since_ms, (long long)at_ms, f->nq);
     for (int i = 0; i < f->nq; i++) k += (size_t)snprintf(v + k, cap - k, "%s\n", f->q[f->qoff + i]);
     if (done >= 0) k += (size_t)snprintf(v + k, cap - k, "done %lld\n", (long long)done);
+    if (released >= 0) k += (size_t)snprintf(v + k, cap - k, "released %lld\n", (long long)released);
     if (epoch > 0) k += (size_t)snprintf(v + k, cap - k, "epoch %lld\n", (long long)epoch);
     if (f->ndurable > 0 || f->wait_rung[0])
         k += (size_t)snprintf(v + k, cap - k, "placed %d %s %d\n", f->ndurable, f->wait_rung[0] ? f->wait_rung : "-",
@@ -49,9 +50,10 @@ char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *
     return v;
 }
 
-size_t eg_fence_rec_end(int64_t done, int64_t epoch, char *out) {
+size_t eg_fence_rec_end(int64_t done, int64_t released, int64_t epoch, char *out) {
     int n = snprintf(out, EG_FENCE_REC_END_MAX, "%s", EG_FENCE_REC_END);
     if (done >= 0) n += snprintf(out + n, EG_FENCE_REC_END_MAX - (size_t)n, "done %lld\n", (long long)done);
+    if (released >= 0) n += snprintf(out + n, EG_FENCE_REC_END_MAX - (size_t)n, "released %lld\n", (long long)released);
     if (epoch > 0) n += snprintf(out + n, EG_FENCE_REC_END_MAX - (size_t)n, "epoch %lld\n", (long long)epoch);
     return (size_t)n;
 }
@@ -168,14 +170,16 @@ static int placed_line(const char *s, size_t n, eg_fence_rec *r) {
     return 0;
 }
 
-/* The optional last lines "done OFFSET", "epoch N" and (state records)
- * "placed N RUNG INDEX", in that order, at [*p, end): into r, *p moved
+/* The optional last lines "done OFFSET", "released OFFSET", "epoch N" and
+ * (state records) "placed N RUNG INDEX", in that order, at [*p, end): into r, *p moved
  * past them. Returns 0 (also when there is none), -1 when malformed or
  * anything else follows. */
 static int tail_lines(const char **p, const char *end, eg_fence_rec *r, int state) {
     const char *s;
     size_t n;
     if (starts(*p, end, "done ", 5) && (line(p, end, &s, &n) || (r->done = num(s + 5, n - 5, INT64_MAX)) < 0))
+        return -1;
+    if (starts(*p, end, "released ", 9) && (line(p, end, &s, &n) || (r->released = num(s + 9, n - 9, INT64_MAX)) < 0))
         return -1;
     if (starts(*p, end, "epoch ", 6) &&
         (line(p, end, &s, &n) || (r->epoch = num(s + 6, n - 6, EG_FENCE_EPOCH_MAX)) < 1))
@@ -226,7 +230,7 @@ static int parse_rkey(const char *k, size_t n, eg_fence_rec *r) {
 int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,
                        const char **why) {
     memset(out, 0, sizeof *out);
-    out->done = -1;
+    out->done = out->released = -1;
     const char *w = "malformed";
     if (!rkey || parse_rkey(rkey, rklen, out) != 0) {
         *why = "bad_record_key";
@@ -237,7 +241,7 @@ int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t v
     if (vlen >= el && !memcmp(val, EG_FENCE_REC_END, el) && vlen <= EG_FENCE_REC_END_MAX) {
         const char *p = (const char *)val + el;
         if (tail_lines(&p, (const char *)val + vlen, out, 0) != 0) {
-            out->done = -1;
+            out->done = out->released = -1;
             out->epoch = 0;
             *why = w;
             return -1;

@@ -17,6 +17,7 @@
  *   ID                          N lines, errgate.ids, none twice nor the head
  *   done OFFSET                 optional: the highest source offset of the
  *                               key's records resolved so far (fence_done.h)
+ *   released OFFSET             optional: the key's release floor (fence_done.h)
  *   epoch N                     optional: the writer's ownership epoch of the
  *                               source partition (below), 1 .. EG_FENCE_EPOCH_MAX
  *   placed N RUNG INDEX         optional (a state only): the first N followers
@@ -24,10 +25,10 @@
  *                               ndurable), the others wait
  *                               on rung RUNG ("-": none) number INDEX (fence.h)
  * A fence that ends is the value EG_FENCE_REC_END, optionally followed by
- * the lines "done OFFSET" and "epoch N" (a record, not a tombstone: a
- * tombstone carries no signature, so with a control key it is not
- * believed). Records without them (written before they existed) read done
- * -1 and epoch 0.
+ * the lines "done OFFSET", "released OFFSET" and "epoch N" (a record, not a
+ * tombstone: a tombstone carries no signature, so with a control key it is
+ * not believed). Records without them (written before they existed) read
+ * done -1, released -1 and epoch 0.
  *
  * Claims: a gateway that is assigned a source partition writes, before it
  * rebuilds the partition's fences, a claim under the record key
@@ -76,9 +77,10 @@ typedef struct eg_fence_rec {
     int64_t since_ms, at_ms;
     char **q;
     int nq;
-    int64_t done;  /* the done line's offset, -1 without one */
-    int64_t epoch; /* the epoch line's, 0 without one */
-    int nplaced;   /* the placed line's (0 without one) */
+    int64_t done;     /* the done line's offset, -1 without one */
+    int64_t released; /* the released line's offset, -1 without one */
+    int64_t epoch;    /* the epoch line's, 0 without one */
+    int nplaced;      /* the placed line's (0 without one) */
     char wait_rung[40];
     int wait_index;
     int op_last; /* the reader's: an operation record (fence_op.h) changed it last, not its owner */
@@ -89,16 +91,17 @@ typedef struct eg_fence_rec {
 size_t eg_fence_rec_key(const char *topic, int32_t partition, const void *key, size_t len, char *out);
 
 /* The value of fence f of topic[partition] at wall time at_ms, with the
- * done line when done >= 0 and the epoch line when epoch > 0: a malloc'd
+ * done line when done >= 0, the released line when released >= 0 and the
+ * epoch line when epoch > 0: a malloc'd
  * buffer (*vlen bytes, not NUL-terminated), or NULL when it would exceed
  * EG_FENCE_REC_MAX_VALUE or the key EG_FENCE_REC_MAX_KEY (not durable). */
-char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t epoch,
-                          int64_t at_ms, size_t *vlen);
+char *eg_fence_rec_format(const char *topic, int32_t partition, const eg_fence *f, int64_t done, int64_t released,
+                          int64_t epoch, int64_t at_ms, size_t *vlen);
 
 /* The value of a fence's end into out (EG_FENCE_REC_END_MAX bytes), with the
  * same optional lines. Returns its length. */
-#define EG_FENCE_REC_END_MAX 80
-size_t eg_fence_rec_end(int64_t done, int64_t epoch, char *out);
+#define EG_FENCE_REC_END_MAX 128
+size_t eg_fence_rec_end(int64_t done, int64_t released, int64_t epoch, char *out);
 
 /* A claim of topic[partition] at epoch (1 .. EG_FENCE_EPOCH_MAX): its record
  * key into rkey (EG_FENCE_REC_KEY_MAX bytes) and its value into val
@@ -115,7 +118,7 @@ int eg_fence_claim_parse(const void *rkey, size_t rklen, const void *val, size_t
 /* Parses a record of the topic: rkey[0..rklen) and val[0..vlen) (val NULL: a
  * tombstone). Returns 1 for a fence (*out filled; eg_fence_rec_clear it),
  * 0 for an end or a tombstone (out->topic and out->partition from the record key,
- * out->done from an end's done line, else -1; nothing to free), or -1 with why (a short reason, no input bytes) for
+ * out->done and out->released from an end's lines, else -1; nothing to free), or -1 with why (a short reason, no input bytes) for
  * anything malformed, oversized or inconsistent. */
 int eg_fence_rec_parse(const void *rkey, size_t rklen, const void *val, size_t vlen, eg_fence_rec *out,
                        const char **why);

@@ -249,6 +249,32 @@ static void raise_done(eg_gw *gw, const char *rkey, size_t rkl, const char *topi
     if (fp && off > fp->done_max) fp->done_max = off;
 }
 
+/* The source offset a record id of topic[partition] names in the
+ * gateway's form "TOPIC/PARTITION/OFFSET", or -1 for any other form. */
+static int64_t id_birth(const char *topic, int32_t partition, const char *id) {
+    char want[EG_ID_MAX + 1];
+    int w = snprintf(want, sizeof want, "%s/%d/", topic, (int)partition);
+    if (w <= 0 || (size_t)w >= sizeof want || strncmp(id, want, (size_t)w) != 0) return -1;
+    return eg_uint_parse(id + w, strlen(id + w));
+}
+
+/* An operator lifts the fence of key[0..len) of topic[partition] (head and
+ * the nq follower ids of q): they pass as they come back, possibly after a
+ * later fence of the key resolved past them, so the key's release floor is
+ * raised to the highest of their offsets (fence_done.h): no copy of them is
+ * dropped as resolved. Written with the fence's next state or its end. */
+static void release_floor(eg_gw *gw, const char *topic, int32_t partition, const void *key, size_t len,
+                          const char *head, char *const *q, int nq) {
+    int64_t top = id_birth(topic, partition, head);
+    for (int i = 0; i < nq; i++) {
+        int64_t b = id_birth(topic, partition, q[i]);
+        if (b > top) top = b;
+    }
+    char rkey[EG_FENCE_REC_KEY_MAX];
+    size_t rkl = eg_fence_rec_key(topic, partition, key, len, rkey);
+    eg_fence_done_release(gw->fencing->done, rkey, rkl, top);
+}
+
 /* The fence topic's partition the records about topic[partition] go to. */
 static int32_t fence_partition(eg_gw *gw, const char *topic, int32_t partition) {
     return eg_fence_partition(topic, partition, eg_audit_partitions(gw->fencing->topic));
@@ -369,6 +395,8 @@ static void on_fence_op(eg_gw *gw, const eg_audit_rec *r) {
     int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
     eg_fence_rec *v = at >= 0 ? &fg->view[at] : NULL;
     if (!v || !v->topic[0]) return;
+    if (op.op == EG_FENCE_OP_RELEASE) /* every reader: what a later owner judges copies by */
+        release_floor(gw, v->topic, v->partition, v->key, v->key_len, v->head, v->q, v->nq);
     int held = r->live && !r->reread && op_on_table(gw, &op, v->key, v->key_len);
     if (!held && r->live) log_op("fence_op_read", &op, v->key, v->key_len, 0);
     op_on_view(v, &op);
@@ -411,6 +439,7 @@ static void on_fence_rec(void *arg, const eg_audit_rec *r) {
         return;
     }
     raise_done(gw, r->key, r->klen, rec.topic, rec.partition, rec.done);
+    eg_fence_done_release(fg->done, r->key, r->klen, rec.released);
     int64_t at = eg_strmap_get(&fg->view_at, r->key, r->klen);
     /* a previous owner's write read after a later owner's claim, in the partition they share; a
      * record without an epoch (written by a gateway from before epochs) is not judged */
@@ -632,10 +661,10 @@ static void persist_seq(eg_gw *gw, const fpart *fp, const void *key, size_t len,
     }
     char rkey[EG_FENCE_REC_KEY_MAX], err[512], endv[EG_FENCE_REC_END_MAX];
     size_t rkl = eg_fence_rec_key(fp->topic, fp->partition, key, len, rkey);
-    int64_t done = eg_fence_done_get(fg->done, rkey, rkl);
+    int64_t done = eg_fence_done_get(fg->done, rkey, rkl), floor = eg_fence_done_floor(fg->done, rkey, rkl);
     const eg_fence *f = eg_fences_get(&fp->t, key, len);
-    size_t vlen = eg_fence_rec_end(done, fp->epoch, endv);
-    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, done, fp->epoch, eg_wall_ms(), &vlen) : NULL;
+    size_t vlen = eg_fence_rec_end(done, floor, fp->epoch, endv);
+    char *v = f ? eg_fence_rec_format(fp->topic, fp->partition, f, done, floor, fp->epoch, eg_wall_ms(), &vlen) : NULL;
     if (f && !v) {
         fg->write_failures++;
         eg_log_msg(EG_ERROR, "fence_write_failed",
@@ -708,11 +737,9 @@ static int64_t birth_of(eg_record *r) {
     size_t n;
     eg_record_read_headers(r); /* parsed once per record, not per ask */
     if (eg_headers_get(eg_record_headers(r), EG_H_REPLAY_FROM, &n)) return -1;
-    char id[EG_ID_MAX + 1], want[EG_ID_MAX + 1];
+    char id[EG_ID_MAX + 1];
     eg_record_id(r, id, sizeof id);
-    int w = snprintf(want, sizeof want, "%s/%d/", r->part->origin, (int)r->partition);
-    if (w <= 0 || (size_t)w >= sizeof want || strncmp(id, want, (size_t)w) != 0) return -1;
-    return eg_uint_parse(id + w, strlen(id + w));
+    return id_birth(r->part->origin, r->partition, id);
 }
 
 /* r is a duplicate (EG_GW_FENCE_DUPLICATE): counted and logged. */
@@ -750,9 +777,8 @@ int eg_gw_fence_must_follow(eg_gw *gw, eg_record *r) {
     if (birth >= 0 && birth <= maxd) { /* else no fence of the partition resolved this far: no key's mark can */
         char rkey[EG_FENCE_REC_KEY_MAX];
         size_t rkl = eg_fence_rec_key(r->part->origin, r->partition, r->msg->key, r->msg->key_len, rkey);
-        int64_t done = eg_fence_done_get(gw->fencing->done, rkey, rkl);
-        if (birth <= done) {
-            log_duplicate(gw, r, id, birth, done);
+        if (eg_fence_done_covers(gw->fencing->done, rkey, rkl, birth)) {
+            log_duplicate(gw, r, id, birth, eg_fence_done_get(gw->fencing->done, rkey, rkl));
             return EG_GW_FENCE_DUPLICATE;
         }
     }
@@ -1287,6 +1313,8 @@ int eg_gw_fence_request(eg_gw *gw, int method, const char *path, const char *bod
     eg_override_form_field(body, len, "by", by, sizeof by);
     int n = 0;
     for (fpart *fp = gw->fencing ? gw->fencing->parts : NULL; fp; fp = fp->next) {
+        const eg_fence *f = eg_fences_get(&fp->t, key, strlen(key));
+        if (f) release_floor(gw, fp->topic, fp->partition, key, strlen(key), f->head, f->q + f->qoff, f->nq);
         if (eg_fences_release(&fp->t, key, strlen(key))) {
             n++;
             persist(gw, fp, key, strlen(key));
