@@ -46,7 +46,7 @@ source "$(dirname "$0")/ladder_lib.sh"
 ORACLE="$ROOT/spec/e2e/fence_order.py"
 POLICY="$ROOT/spec/fixtures/policies/ladder_1s_2s.lua"
 start_broker $(ladder_topics plain 1s 2s) $(ladder_topics fenced 1s 2s) $(ladder_topics held 1s 2s) \
-  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s) $(ladder_topics ord 1s 5s) $(ladder_topics rel 1s 5s)
+  $(ladder_topics sig 1s 2s) $(ladder_topics two 1s 2s) $(ladder_topics ord 1s 10s) $(ladder_topics rel 1s 10s)
 echo "fence-token" >"$T/token"
 ADMIN="admin = { listen = \"127.0.0.1:0\", token_file = \"$T/token\" },"
 
@@ -500,18 +500,19 @@ wait_for 20 grep -q '^ok x4 ' "$T/h4.log" && ok "x4 passes" || not_ok "x4 did no
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 
-# 10. ladder+dlq: followers reach the DLQ in offset order (rungs 1s and 5s). q1 climbs to rung
-# 5s and is then dead-lettered; q2 followed it onto rung 5s 3 s after it; q3, produced once q1
+# 10. ladder+dlq: followers reach the DLQ in offset order (rungs 1s and 10s: room for a loaded
+# machine). q1 climbs to rung 10s and is then dead-lettered; q2 followed it onto rung 10s 3 s
+# after it; q3, produced once q1
 # is in the DLQ and while q2 still waits on the rung, must not pass q2 into the DLQ: it waits on
 # the rung for its turn
-sed 's/"1s", "2s"/"1s", "5s"/' "$POLICY" >"$T/ladder_1s_5s.lua"
-ladder_config "$T/gord.lua" gord ord key "$T/ladder_1s_5s.lua" "" "$ADMIN"
+sed 's/"1s", "2s"/"1s", "10s"/' "$POLICY" >"$T/ladder_1s_10s.lua"
+ladder_config "$T/gord.lua" gord ord key "$T/ladder_1s_10s.lua" "" "$ADMIN"
 sed -i 's/ordering = "key",/ordering = "key", fence = "ladder+dlq",/' "$T/gord.lua"
 start_gateway gord "$T/gord.lua"
 wait_for 40 grep -q '"event":"assign".*ord\[' "$T/gord.err" || die "no assignment"
 printf 'q\t{"id":"q1","mode":"transient-3"}\n' | produce ord
-wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t ord.retry.5s -e -q 2>/dev/null | grep -q '\"id\":\"q1\"'" ||
-  not_ok "q1 did not reach rung 5s"
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t ord.retry.10s -e -q 2>/dev/null | grep -q '\"id\":\"q1\"'" ||
+  not_ok "q1 did not reach rung 10s"
 sleep 3
 printf 'q\t{"id":"q2","mode":"ok"}\n' | produce ord
 wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t ord.dlq -e -q 2>/dev/null | grep -q '\"id\":\"q1\"'" ||
@@ -528,29 +529,29 @@ check "q2 and q3 each followed from the source onto the rung, q3 waiting there f
 stop_gateway "$GW_PID"
 check "the gateway exits 0 ($RC)" [ "$RC" = 0 ]
 
-# 11. ladder: w1 climbs to rung 5s (fails twice, then succeeds); w2 follows it there; an operator
-# releases w; w3 then parks on rung 1s and succeeds before w1 and w2 come back from rung 5s, so
+# 11. ladder: w1 climbs to rung 10s (fails twice, then succeeds); w2 follows it there; an operator
+# releases w; w3 then parks on rung 1s and succeeds before w1 and w2 come back from rung 10s, so
 # the key's resolved offset passes theirs. Released, they are not copies of resolved records:
 # both must reach the target (before the release floor, both were dropped as duplicates)
 handler_at h11
-ladder_config "$T/grel.lua" grel rel key "$T/ladder_1s_5s.lua" "" "$ADMIN"
+ladder_config "$T/grel.lua" grel rel key "$T/ladder_1s_10s.lua" "" "$ADMIN"
 sed -i 's/ordering = "key",/ordering = "key", fence = "ladder",/' "$T/grel.lua"
 start_gateway grel "$T/grel.lua"
 ADDR=$(admin_addr grel) || die "no admin endpoint"
 wait_for 40 grep -q '"event":"assign".*rel\[' "$T/grel.err" || die "no assignment"
 printf 'w\t{"id":"w1","mode":"transient-2"}\n' | produce rel
-wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t rel.retry.5s -e -q 2>/dev/null | grep -q '\"id\":\"w1\"'" ||
-  not_ok "w1 did not reach rung 5s"
+wait_for 20 bash -c "kcat -C -b $BOOTSTRAP -t rel.retry.10s -e -q 2>/dev/null | grep -q '\"id\":\"w1\"'" ||
+  not_ok "w1 did not reach rung 10s"
 printf 'w\t{"id":"w2","mode":"ok"}\n' | produce rel
-wait_for 10 bash -c "kcat -C -b $BOOTSTRAP -t rel.retry.5s -e -q 2>/dev/null | grep -q '\"id\":\"w2\"'" ||
-  not_ok "w2 did not follow w1 onto rung 5s"
+wait_for 10 bash -c "kcat -C -b $BOOTSTRAP -t rel.retry.10s -e -q 2>/dev/null | grep -q '\"id\":\"w2\"'" ||
+  not_ok "w2 did not follow w1 onto rung 10s"
 out=$(ctl fence release w 2>&1); rc=$?
-check "errgate ctl fence release w while w1 and w2 wait on rung 5s ($rc: $out)" \
+check "errgate ctl fence release w while w1 and w2 wait on rung 10s ($rc: $out)" \
   exits_with "$rc" 0 "fence release: 1 fence(s) lifted" "$out"
 printf 'w\t{"id":"w3","mode":"transient-1"}\n' | produce rel
 wait_for 10 grep -q '^ok w3 ' "$T/h11.log" || not_ok "w3 did not succeed from rung 1s"
 early=$(grep -c '^ok w[12] ' "$T/h11.log")
-check "w3 parked and resolved while w1 and w2 still waited on rung 5s ($early of them done by then)" [ "$early" = 0 ]
+check "w3 parked and resolved while w1 and w2 still waited on rung 10s ($early of them done by then)" [ "$early" = 0 ]
 wait_for 20 bash -c "grep -q '^ok w1 ' '$T/h11.log' && grep -q '^ok w2 ' '$T/h11.log'" &&
   ok "the released w1 and w2 reached the target after a later fence of their key resolved past them" ||
   not_ok "released records lost: $(tr '\n' ' ' <"$T/h11.log"); $(grep -c fence_duplicate "$T/grel.err") dropped as duplicates"
