@@ -20,6 +20,8 @@ void eg_fences_init(eg_fences *t, int max_keys, int max_followers) {
 /* Frees f's queue and bytes (not its chain link). */
 static void fence_free(eg_fences *t, eg_fence *f) {
     for (int i = 0; i < f->nq; i++) free(f->q[f->qoff + i]);
+    for (int i = 0; i < f->nearly; i++) free(f->early[i]);
+    free(f->early);
     t->nfollowers -= f->nq;
     free(f->q);
     free(f->key);
@@ -103,7 +105,7 @@ static void grow(eg_fences *t) {
 /* Sets where f's followers go. */
 static void set_lane(eg_fence *f, eg_fence_why why, eg_action action, const char *rung, int rung_index,
                      int64_t now_ms) {
-    if (action != EG_ACT_LADDER && f->action == EG_ACT_LADDER) f->moved_ms = now_ms;
+    if (action != EG_ACT_LADDER && f->action == EG_ACT_LADDER) f->progress_ms = now_ms;
     f->why = why;
     f->action = action;
     eg_strlcpy(f->rung, rung ? rung : "", sizeof f->rung);
@@ -134,7 +136,7 @@ int eg_fences_park(eg_fences *t, const void *key, size_t len, const char *id, eg
     eg_strlcpy(f->head, id, sizeof f->head);
     f->parked = 1;
     f->since_ms = now_ms;
-    f->moved_ms = now_ms;
+    f->progress_ms = now_ms;
     set_lane(f, why, action, rung, rung_index, now_ms);
     eg_fence **s = slot(t, f->hash);
     f->next = *s;
@@ -206,9 +208,41 @@ void eg_fences_placed(eg_fence *f, const char *id) {
     if (place_of(f, id) == f->nplaced) f->nplaced++;
 }
 
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The durable prefix of f takes in the followers after it that were durable
+ * first (f->early); those that left the queue or are counted now are
+ * forgotten. O(nearly * nq): each is looked up in the queue twice. */
+static void take_early(eg_fence *f) {
+    int *at = eg_xmalloc((size_t)f->nearly * sizeof *at);
+    for (int e = 0; e < f->nearly; e++) at[e] = place_of(f, f->early[e]);
+    qsort(at, (size_t)f->nearly, sizeof *at, cmp_int);
+    for (int e = 0; e < f->nearly; e++)
+        if (at[e] == f->ndurable && at[e] < f->nplaced) f->ndurable++;
+    free(at);
+    int keep = 0;
+    for (int e = 0; e < f->nearly; e++) {
+        if (place_of(f, f->early[e]) >= f->ndurable) f->early[keep++] = f->early[e];
+        else free(f->early[e]);
+    }
+    f->nearly = keep;
+}
+
 int eg_fences_durable(eg_fence *f, const char *id) {
-    if (f->ndurable >= f->nplaced || place_of(f, id) != f->ndurable) return 0;
+    int i = place_of(f, id);
+    if (i < f->ndurable || i >= f->nplaced) return 0; /* counted already, or not placed (or not queued) */
+    if (i > f->ndurable) {                            /* out of turn: counted when the prefix reaches it */
+        for (int e = 0; e < f->nearly; e++)
+            if (strcmp(f->early[e], id) == 0) return 0;
+        f->early = eg_xrealloc(f->early, (size_t)(f->nearly + 1) * sizeof *f->early);
+        f->early[f->nearly++] = eg_xstrdup(id);
+        return 0;
+    }
     f->ndurable++;
+    if (f->nearly) take_early(f);
     return 1;
 }
 

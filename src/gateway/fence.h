@@ -16,11 +16,14 @@
  * are in the lane (placed); a follower may be placed only when every one
  * before it is, else it waits on the rung the fence was on last
  * (wait_rung), where its predecessors are, until its turn (the caller
- * bounds that wait from moved_ms). Placed followers always form a prefix
- * of the queue, and so do the first ndurable of them, whose lane records
- * are durable (acknowledged or spilled): the fence topic records only
- * those, so that a follower whose lane write a revoke or a kill -9 took is
- * placed again by the next owner before the followers after it.
+ * bounds that wait from progress_ms). Placed followers always form a
+ * prefix of the queue, and so do the first ndurable of them, whose lane
+ * records are durable (acknowledged or spilled): the fence topic records
+ * only those, so that a follower whose lane write a revoke or a kill -9
+ * took is placed again by the next owner before the followers after it. A
+ * follower durable before one ahead of it (its write acknowledged first:
+ * the earlier one's was written again) is remembered and counted when the
+ * prefix reaches it.
  *
  * Bounded: at most max_keys fenced keys and max_followers queued ids over
  * the table, EG_FENCE_MAX_QUEUE behind one key; past either the caller is told (EG_FENCE_FULL) and must not
@@ -63,9 +66,12 @@ typedef struct eg_fence {
     int rung_index;     /* ladder: its 1-based number */
     char wait_rung[40]; /* the last rung the fence was on ("" none): where unplaced followers wait */
     int wait_index;
-    int nplaced;      /* the queue's first nplaced followers are placed in the fence's lane */
-    int ndurable;     /* of them, the first ndurable are durably there (<= nplaced) */
-    int64_t moved_ms; /* wall ms the fence last moved from a rung to a dead-letter lane */
+    int nplaced;         /* the queue's first nplaced followers are placed in the fence's lane */
+    int ndurable;        /* of them, the first ndurable are durably there (<= nplaced) */
+    int64_t progress_ms; /* wall ms of its placements' last progress: its move from a rung to a
+                          * dead-letter lane, or (set by the caller) a follower placed, a rebuild */
+    char **early;        /* placed followers durable before the prefix reached them, owned */
+    int nearly;
     int64_t since_ms; /* wall ms the key was fenced */
     char **q;         /* follower ids, owned, q[qoff .. qoff+nq) in order */
     int nq, qoff, capq;
@@ -132,10 +138,10 @@ int eg_fences_placeable(const eg_fence *f, const char *id);
 void eg_fences_placed(eg_fence *f, const char *id);
 
 /* Follower id's lane record is durable: the durable prefix grows when id
- * is the next one of it (placed). Returns 1 when it grew. A follower
- * acknowledged before one ahead of it is not counted (it is placed again
- * if it comes back, or waited for until the caller's bound): safe, since
- * the fence topic then holds fewer placements than were made, never more. */
+ * is the next one of it (placed), over the followers after it already
+ * durable. Returns 1 when it grew. A placed follower durable before one
+ * ahead of it is remembered (returns 0) and counted when the prefix
+ * reaches it; one not placed, or counted already, changes nothing. */
 int eg_fences_durable(eg_fence *f, const char *id);
 
 /* The operator's release: the key's fence is removed with its queue (the

@@ -113,8 +113,14 @@
 #include <unistd.h>
 
 /* Under ladder+dlq, a follower waits for its predecessors to reach the DLQ
- * at most three of the rung's delays and this long after the fence moved. */
-#define PLACE_GRACE_MS 10000
+ * as long as they keep coming: at most three of the rung's delays and this
+ * long since the fence's placements last moved on (its move to the lane,
+ * its rebuild here, a follower placed). Long enough for a predecessor's rung
+ * copy held in another instance's spill journal until the rung's leader is
+ * back: at 10 s from the move, a new owner placed a follower 0.7 s before a
+ * previous owner's journal brought nine of its predecessors (the chaos
+ * runner's ladder+dlq seed 2, 67 inversions). */
+#define PLACE_GRACE_MS 60000
 /* Followers queued per partition: this many per fenced key on average. */
 #define FOLLOWERS_PER_KEY 100
 /* /fences: ids listed per fence, key bytes shown. */
@@ -181,6 +187,8 @@ struct eg_gw_fencing {
     eg_record *lw_head, *lw_tail; /* lane writes waiting (EG_RS_FENCE_WAIT), fence_wseq not decreasing */
     int lane_waiting;             /* on that list */
     uint64_t lane_waits;          /* lane writes that waited, in all */
+    uint64_t place_waits;         /* followers sent back to wait on a rung for the ones before them */
+    uint64_t place_timeouts;      /* followers placed ahead of ones that did not come back in time */
     uint64_t fenced_total;        /* records that followed a parked one */
     uint64_t cap_holds;           /* decisions held at the cap */
     uint64_t released;            /* fences lifted by an operator */
@@ -830,12 +838,14 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
     int rung_index = f->rung_index, waits = 0, changed = f->nq != had;
     if (f->action != EG_ACT_LADDER) {
         int k = eg_gw_rung_slot(gw, f->wait_rung, r->part->origin);
-        /* a predecessor that does not come back within three of its rung's delays (and a grace) is not
-         * waited for any longer: liveness over order, said (fence_place_timeout) */
-        int64_t wait_max = k >= 0 ? 3 * gw->rts[k].delay_ms + PLACE_GRACE_MS : 0;
+        /* predecessors that do not come back within three of their rung's delays and a grace since
+         * the last placement are not waited for any longer: liveness over order, said
+         * (fence_place_timeout) */
+        int64_t wait_max = k >= 0 ? 3 * gw->rts[k].delay_ms + PLACE_GRACE_MS : 0, now = eg_wall_ms();
         int turn = eg_fences_placeable(f, id);
-        if (!turn && k >= 0 && eg_wall_ms() - f->moved_ms <= wait_max) {
+        if (!turn && k >= 0 && now - f->progress_ms <= wait_max) {
             waits = 1;
+            gw->fencing->place_waits++;
             rung = f->wait_rung;
             rung_index = f->wait_index;
         } else {
@@ -844,6 +854,7 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
                 while (!eg_fences_placeable(f, id) && f->nplaced < f->nq) f->nplaced++;
                 /* those given up on count as durable when all before them are: not waited for again */
                 if (f->ndurable == before) f->ndurable = f->nplaced;
+                gw->fencing->place_timeouts++;
                 eg_log_msg(EG_WARN, "fence_place_timeout",
                            "%s[%d]: %s is written to the %s before %d followers of its key that did not come back "
                            "from rung %s",
@@ -851,6 +862,7 @@ void eg_gw_fence_follow(eg_gw *gw, eg_record *r, eg_fail *fl) {
                            f->wait_rung[0] ? f->wait_rung : "-");
             }
             eg_fences_placed(f, id);
+            if (f->nplaced != before) f->progress_ms = now;
             r->fence_placed = 1; /* durable at its lane write's durable outcome (eg_gw_fence_outcome) */
             changed |= f->ndurable != dbefore;
         }
@@ -1070,7 +1082,7 @@ void eg_gw_fence_rebuild(eg_gw *gw) {
             for (int j = 0; j < v->nq; j++)
                 if (eg_fences_follow(t, f, v->q[j]) != EG_FENCE_OK) lost++;
             f->nplaced = f->ndurable = v->nplaced < f->nq ? v->nplaced : f->nq;
-            f->moved_ms = eg_wall_ms(); /* its followers on the rung come back within the bound from now */
+            f->progress_ms = eg_wall_ms(); /* its followers on the rung come back within the bound from now */
             if (v->wait_rung[0]) {
                 eg_strlcpy(f->wait_rung, v->wait_rung, sizeof f->wait_rung);
                 f->wait_index = v->wait_index;
@@ -1165,6 +1177,18 @@ void eg_gw_fence_metrics(eg_gw *gw, struct evbuffer *out) {
                      "Fences lifted by an operator (POST /fences/release, here or through another instance).",
                      "counter");
     eg_metric_sample(out, "errgate_fence_releases_total", 0, NULL, NULL, (double)rl);
+    eg_metric_header(out, "errgate_fence_place_waits_total",
+                     "Followers of a dead-lettered head sent back to wait on a rung for the followers before them "
+                     "to reach the DLQ (source.fence = \"ladder+dlq\").",
+                     "counter");
+    eg_metric_sample(out, "errgate_fence_place_waits_total", 0, NULL, NULL,
+                     gw->fencing ? (double)gw->fencing->place_waits : 0);
+    eg_metric_header(out, "errgate_fence_place_timeouts_total",
+                     "Followers written to the DLQ ahead of followers before them that did not come back within "
+                     "the place bound (fence_place_timeout).",
+                     "counter");
+    eg_metric_sample(out, "errgate_fence_place_timeouts_total", 0, NULL, NULL,
+                     gw->fencing ? (double)gw->fencing->place_timeouts : 0);
     eg_metric_header(out, "errgate_fence_lane_waiting",
                      "Lane writes of keyed records waiting for the fence writes sent before them.", "gauge");
     eg_metric_sample(out, "errgate_fence_lane_waiting", 0, NULL, NULL, gw->fencing ? gw->fencing->lane_waiting : 0);
