@@ -202,6 +202,7 @@ format:
 lint: $(BUILD)/errgate
 	clang-format --dry-run --Werror --style=file $(C_STYLE_FILES)
 	luacheck --no-color -q .
+	/usr/bin/python3 spec/check_calls.py
 	mandoc -T lint man/errgate.1
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 	  rm -rf $(BUILD)/unit && mkdir -p $(BUILD)/unit && \

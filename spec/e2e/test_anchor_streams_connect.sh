@@ -116,6 +116,6 @@ stop_gateway "$GW_PID"
 rc=$?
 sed 's/"stacktrace":"[^"]*"/"stacktrace":…/g' "$T/profiles.jsonl" | head -3 | sed 's/^/# /'
 check "Connect's DeadLetterQueueReporter and Streams' ExceptionHandlerUtils constants decode all 3 as errgate states them (exit $rc)" \
-  [ "$rc" = 0 ] && [ "$(wc -l <"$T/profiles.jsonl")" = 3 ]
+  eval '[ "$rc" = 0 ] && [ "$(wc -l <"$T/profiles.jsonl")" = 3 ]'
 echo "1..$TESTNO"
 exit $FAILED

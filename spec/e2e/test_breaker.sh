@@ -77,7 +77,8 @@ check "the breaker closed again (logged)" grep -q '"event":"breaker","from":"hal
 check "errgate_breaker_state is 0 (closed) after the recovery" [ "$(metric "$ADDR" errgate_breaker_state)" = 0 ]
 for to in open half_open closed; do
   n=$(metric "$ADDR" errgate_breaker_transitions_total "to=\"$to\"")
-  check "errgate_breaker_transitions_total{to=\"$to\"} counted ($n)" [ "$n" != "?" ] && [ "${n%.*}" -ge 1 ]
+  check "errgate_breaker_transitions_total{to=\"$to\"} counted ($n)" \
+    eval '[ "$n" != "?" ] && [ "${n%.*}" -ge 1 ]'
 done
 nopen=$(grep -c '"event":"breaker".*"to":"open"' "$T/gw.err")
 mopen=$(metric "$ADDR" errgate_breaker_transitions_total 'to="open"')

@@ -118,16 +118,17 @@ PY
 rc=$?
 check "followers went to the rungs with errgate.fenced-by naming a parked record of their key, reason and kind fenced, none to the DLQ under ladder ($(cat "$T/fenced.check"))" [ "$rc" = 0 ]
 n=$(metric "$ADDR" errgate_records_fenced_total)
-check "errgate_records_fenced_total counts the followers ($n)" [ "${n:-0}" != "?" ] && [ "${n%.*}" -gt 0 ]
+check "errgate_records_fenced_total counts the followers ($n)" \
+  eval '[ "${n:-0}" != "?" ] && [ "${n%.*}" -gt 0 ]'
 n=$(metric "$ADDR" errgate_fenced_keys)
 check "nothing is fenced at the end: errgate_fenced_keys $n" [ "$n" = 0 ]
 n=$(metric "$ADDR" errgate_fence_writes_total)
 w=$(kcat -C -b "$BOOTSTRAP" -t gfenced.fences -e -q 2>/dev/null | grep -c '^errgate-fence')
 check "every fence change was written to gfenced.fences (errgate_fence_writes_total $n, $w records read)" \
-  [ "${n%.*}" -gt 0 ] && [ "$w" -gt 0 ]
+  eval '[ "${n%.*}" -gt 0 ] && [ "$w" -gt 0 ]'
 body=$(admin_get "$ADDR" /fences)
 check "GET /fences: 200, mode ladder, no fence left ($(http_code): $body)" \
-  [ "$(http_code)" = 200 ] && grep -q '"mode":"ladder".*"fences":\[\]' <<<"$body"
+  eval '[ "$(http_code)" = 200 ] && grep -q "\"mode\":\"ladder\".*\"fences\":\[\]" <<<"$body"'
 check "the decision log names the parked record of a follower" \
   grep -q '"event":"decision".*"action":"ladder".*"reason":"fenced".*"fenced_by":"fenced/' "$T/gfenced.err"
 # a stale copy of a follower's rung record, produced again after its record succeeded (what a
@@ -159,7 +160,7 @@ done
 wait_for 20 all_committed gfenced fenced.retry.1s || not_ok "fenced.retry.1s: the stale copy is not committed"
 after=$(awk -v id="$srid" '$2 == id' "$T/h2.log" | wc -l)
 check "a stale copy of follower $sid (succeeded) is dropped, committed, not sent again (target saw it $before then $after times; errgate_fence_duplicates_dropped_total $d0 -> $d1)" \
-  [ "$after" = "$before" ] && [ "${d1%.*}" -gt "${d0%.*}" ]
+  eval '[ "$after" = "$before" ] && [ "${d1%.*}" -gt "${d0%.*}" ]'
 check "the drop is logged (fence_duplicate, the record's id and its key's resolved offset)" \
   grep -q "\"event\":\"fence_duplicate\".*\"id\":\"$sid\".*\"resolved_to\":" "$T/gfenced.err"
 stop_gateway "$GW_PID"
@@ -277,7 +278,8 @@ ADDR=$(admin_addr gsig) || die "no admin endpoint: $(tail -3 "$T/gsig.err")"
 wait_for 40 grep -q '"event":"assign".*sig\[' "$T/gsig.err" || die "no assignment"
 n=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
 m=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="malformed"')
-check "4 unsigned fence records refused (unsigned $n), 1 signed but malformed (malformed $m)" [ "$n" = 4 ] && [ "$m" = 1 ]
+check "4 unsigned fence records refused (unsigned $n), 1 signed but malformed (malformed $m)" \
+  eval '[ "$n" = 4 ] && [ "$m" = 1 ]'
 check "refusals are logged" grep -q '"event":"fence_record_refused".*unsigned' "$T/gsig.err"
 check "no fence was rebuilt from them" bash -c "! grep -q fences_rebuilt '$T/gsig.err'"
 printf 'q\t{"id":"q1","mode":"ok"}\n' | produce sig
@@ -329,7 +331,7 @@ for p in 0 1 2 3; do claim $p none; done
 wait_for 20 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/metrics | awk '/^errgate_fence_records_refused_total\{reason=\"unsigned\"\}/{print \$2}')\" = $((n0 + 4)) ]"
 n=$(metric "$ADDR" errgate_fence_records_refused_total 'reason="unsigned"')
 check "4 forged unsigned claims refused ($n0 -> $n unsigned), none taken" \
-  [ "$n" = $((n0 + 4)) ] && ! grep -q '"event":"fence_superseded"' "$T/gsig2.err"
+  eval '[ "$n" = $((n0 + 4)) ] && ! grep -q "\"event\":\"fence_superseded\"" "$T/gsig2.err"'
 for p in 0 1 2 3; do claim $p good; done
 wait_for 20 grep -q '"event":"fence_superseded"' "$T/gsig2.err" &&
   ok "a signed claim above this owner's epoch is taken: fence_superseded logged" || not_ok "no fence_superseded"
@@ -367,19 +369,20 @@ for w in a b; do
 done
 sleep 1 # the other instance reads the fence topic live: u's fence is in its view
 check "one instance holds u's fence, the other does not (owner ${OWNER:-none}, other ${OTHER:-none})" \
-  [ -n "$OWNER" ] && [ -n "$OTHER" ]
+  eval '[ -n "$OWNER" ] && [ -n "$OTHER" ]'
 ctl2() { local a=$1; shift; USER=fence-op "$EG" ctl --admin "http://$a" --token-file "$T/token" "$@"; }
 t_ask=$(date +%s%3N)
 out=$(ctl2 "$OTHER" fence release u 2>&1); rc=$?
 check "errgate ctl fence release u on the other instance: exit 0, 0 lifted there, 1 release record sent ($rc: $out)" \
-  exits_with "$rc" 0 "fence release: 0 fence(s) lifted" "$out" && grep -q "1 release record(s) sent" <<<"$out"
+  eval 'exits_with "$rc" 0 "fence release: 0 fence(s) lifted" "$out" && grep -q "1 release record(s) sent" <<<"$out"'
 wait_for 20 bash -c "! curl -s -m 5 http://$OWNER/fences | grep -q '\"key\":\"u\"'" &&
   ok "the owner lifted u's fence on the release record" || not_ok "u still fenced on the owner: $(admin_get "$OWNER" /fences)"
 t_applied=$(grep -h '"event":"fence_release".*"op":"release"' "$T/gtwo_a.err" "$T/gtwo_b.err" | head -1 | sed 's/.*"ts":"\([^"]*\)".*/\1/')
 [ -n "$t_applied" ] && diag "release asked at the other instance -> applied by the owner: $(( $(date -d "$t_applied" +%s%3N) - t_ask )) ms"
 n=$(metric "$OWNER" errgate_fence_ops_applied_total 'op="release"')
 m=$(metric "$OTHER" errgate_fence_releases_sent_total)
-check "the owner counts the release applied ($n), the other the release sent ($m)" [ "$n" = 1 ] && [ "$m" = 1 ]
+check "the owner counts the release applied ($n), the other the release sent ($m)" \
+  eval '[ "$n" = 1 ] && [ "$m" = 1 ]'
 admin_get "$OWNER" /metrics >"$T/fence_metrics.txt"
 if command -v promtool >/dev/null; then
   check "promtool check metrics passes with fencing on ($(promtool check metrics <"$T/fence_metrics.txt" 2>&1 | head -3))" \
@@ -442,7 +445,7 @@ check "the owner counts 3 resolves applied ($n)" [ "$n" = 3 ]
 VKEY="$(cut -d/ -f1-2 <<<"$V1")/$(printf v | sha256sum | cut -d' ' -f1)"
 kcat -C -b "$BOOTSTRAP" -t gtwo.fences -e -q -f '%p %k\n' 2>/dev/null | grep " $VKEY\$" >"$T/vrecs"
 check "v's fence states and its 3 resolve records share one partition of gtwo.fences ($(sort -u "$T/vrecs" | tr '\n' ';'), $(wc -l <"$T/vrecs") records)" \
-  [ "$(cut -d' ' -f1 "$T/vrecs" | sort -u | wc -l)" = 1 ] && [ "$(wc -l <"$T/vrecs")" -ge 6 ]
+  eval '[ "$(cut -d" " -f1 "$T/vrecs" | sort -u | wc -l)" = 1 ] && [ "$(wc -l <"$T/vrecs")" -ge 6 ]'
 printf 'v\t{"id":"v4","mode":"ok"}\nv\t{"id":"v5","mode":"ok"}\nv\t{"id":"v6","mode":"ok"}\n' | produce two
 wait_for 20 bash -c "[ \$(grep -c '^ok v' '$T/h4.log') -ge 3 ]" || not_ok "v4..v6: $(grep '^ok v' "$T/h4.log")"
 check "v's later records passed, in order ($(grep -o '^ok v[0-9]' "$T/h4.log" | tr '\n' ' '))" \
@@ -485,7 +488,7 @@ check "the rebuild wrote x's state again after the resolve record ($(last_x))" [
 out=$("$EG" dlq resolve two.dlq -c "$T/gtwo.lua" --id "$X1" --status closed 2>&1); rc=$?
 sleep 2
 check "a resolve of an item x's fence does not hold (x1 again) changes nothing, and the owner writes x's state after it ($rc: $(last_x))" \
-  [ "$(last_x)" = "errgate-fence 1" ] && grep -q "\"key\":\"x\".*\"head\":\"$X2\"" <<<"$(admin_get "$ADDR" /fences)"
+  eval '[ "$(last_x)" = "errgate-fence 1" ] && grep -q "\"key\":\"x\".*\"head\":\"$X2\"" <<<"$(admin_get "$ADDR" /fences)"'
 printf 'x\t{"id":"x3","mode":"ok"}\n' | produce two
 wait_for 20 bash -c "[ \$(kcat -C -b $BOOTSTRAP -t two.dlq -e -q 2>/dev/null | grep -c '\"id\":\"x') -ge 3 ]" &&
   ok "x3 still follows x2 to the DLQ" || not_ok "x3 did not follow"

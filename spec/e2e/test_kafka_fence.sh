@@ -104,7 +104,8 @@ OWNER=""; OTHER=""
 for a in "$ADDR_C" "$ADDR_D"; do
   if admin_get "$a" /fences | grep -q '"key":"fc"'; then OWNER=$a; else OTHER=$a; fi
 done
-check "one of C and D holds fc's fence (owner ${OWNER:-none}, other ${OTHER:-none})" [ -n "$OWNER" ] && [ -n "$OTHER" ]
+check "one of C and D holds fc's fence (owner ${OWNER:-none}, other ${OTHER:-none})" \
+  eval '[ -n "$OWNER" ] && [ -n "$OTHER" ]'
 t_ask=$(date +%s%3N)
 out=$(USER=fence-op "$EG" ctl --admin "http://$OTHER" --token-file "$T/token" fence release fc 2>&1); rc=$?
 check "ctl fence release fc on the other instance: 1 release record sent ($rc: $out)" \

@@ -18,7 +18,8 @@ grep -q '"session.timeout.ms"\] = 500' "$T/gw.lua" || die "session.timeout.ms no
 start_gateway gw "$T/gw.lua"
 t0=$SECONDS
 wait "$GW_PID"; rc=$?
-check "the gateway ends with exit 2 within 30 s (exit $rc, $((SECONDS - t0)) s)" [ "$rc" = 2 ] && [ $((SECONDS - t0)) -le 30 ]
+check "the gateway ends with exit 2 within 30 s (exit $rc, $((SECONDS - t0)) s)" \
+  eval '[ "$rc" = 2 ] && [ $((SECONDS - t0)) -le 30 ]'
 check "one group_refused line names the session timeout" \
   grep -q '"event":"group_refused".*session.timeout.ms' "$T/gw.err"
 lag_is_5() { [ "$(lag refused src)" = 5 ]; }

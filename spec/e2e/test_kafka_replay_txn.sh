@@ -67,9 +67,9 @@ PY
 v() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' "$T/verdict.txt"; }
 diag "$(tr '\n' ' ' <"$T/verdict.txt")"
 check "read_committed: each of the $N records is in out exactly once ($(v ids) ids, $(v dups) duplicates)" \
-  [ "$(v ids)" = "$N" ] && [ "$(v dups)" = 0 ] && [ "$(v none)" = 0 ]
+  eval '[ "$(v ids)" = "$N" ] && [ "$(v dups)" = 0 ] && [ "$(v none)" = 0 ]'
 check "read_committed: one replayed state per item ($(v states) items, $(v statedups) duplicates)" \
-  [ "$(v states)" = "$N" ] && [ "$(v statedups)" = 0 ]
+  eval '[ "$(v states)" = "$N" ] && [ "$(v statedups)" = 0 ]'
 check "read_uncommitted: the kills left aborted copies behind ($(v written) written for $N)" [ "$(v written)" -gt "$N" ]
 "$EG" offsets -b "$BOOTSTRAP" -g rtx-replay src.dlq >"$T/offsets.txt" 2>&1
 check "the replay group's committed offsets are the DLQ's end offsets" \

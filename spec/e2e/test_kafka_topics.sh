@@ -24,8 +24,8 @@ check "the payments ladder names rung topics ($(echo $rungs))" [ "$(echo "$rungs
 for t in src.dlq src.quarantine $rungs; do
   n=$(KA partitions "$t"); pol=$(KA config "$t" cleanup.policy); ret=$(KA config "$t" retention.ms)
   check "$t created by the gateway with its source's 8 partitions, cleanup.policy=$pol, retention.ms=$ret (got $n)" \
-    [ "$n" = 8 ] && [ "$pol" = delete ] && [ "$ret" = 259200000 ] &&
-    grep -q "\"event\":\"lane_topic_created\",\"msg\":\"$t: 8 partitions, retention.ms=259200000\"" "$T/gw.err"
+    eval '[ "$n" = 8 ] && [ "$pol" = delete ] && [ "$ret" = 259200000 ] &&
+      grep -q "\"event\":\"lane_topic_created\",\"msg\":\"$t: 8 partitions, retention.ms=259200000\"" "$T/gw.err"'
 done
 echo '{"id":"p7","mode":"permanent"}' | kcat -P -b "$BOOTSTRAP" -t src -p 7
 wait_drained topics src 60 || not_ok "lag $(lag topics src)"
@@ -50,7 +50,8 @@ CFG
 start_gateway ib "$T/inbox.lua"
 wait_for 60 grep -q '"event":"assign"' "$T/ib.err" || die "inbox: no assignment: $(tail -3 "$T/ib.err")"
 n=$(KA partitions inbox.state); pol=$(KA config inbox.state cleanup.policy); ret=$(KA config inbox.state retention.ms)
-check "the inbox's state topic created compacted with the inbox's 3 partitions (got $n, $pol)" [ "$n" = 3 ] && [ "$pol" = compact ]
+check "the inbox's state topic created compacted with the inbox's 3 partitions (got $n, $pol)" \
+  eval '[ "$n" = 3 ] && [ "$pol" = compact ]'
 check "and without lanes.retention: its items' states are kept (retention.ms $ret, the cluster's)" [ "$ret" != 259200000 ]
 stop_gateway "$GW_PID"
 check "the inbox gateway exits 0 (exit $RC)" [ "$RC" = 0 ]
