@@ -26,30 +26,31 @@ start_gateway gpw "$T/gpw.lua"
 ADDR=$(admin_addr gpw) || die "no admin endpoint: $(tail -3 "$T/gpw.err")"
 ctl() { "$EG" ctl --admin "http://$ADDR" --token-file "$T/token" "$@"; }
 wait_for 40 grep -q '"event":"assign".*pw\[' "$T/gpw.err" || die "no assignment"
-# decisions of the log: from TOPIC (exact) with ACTION and REASON
+# decisions of the log: from TOPIC (exact) with ACTION (a pattern) and REASON; at_least: N or more
 decided() { grep -c "\"event\":\"decision\",\"topic\":\"$1\",.*\"action\":\"$2\",\"reason\":\"$3\"" "$T/gpw.err"; }
+at_least() { [ "$(decided "$1" "$2" "$3")" -ge "$4" ]; }
 
 printf 'p\t{"id":"p1","mode":"transient-3"}\n' | produce pw
-wait_for 20 bash -c "[ \$(grep -c '\"topic\":\"pw.retry.1s\",.*\"action\":\"ladder\",\"reason\":\"transient\"' '$T/gpw.err') -ge 1 ]" ||
+wait_for 20 at_least pw.retry.1s ladder transient 1 ||
   die "p1 did not climb to rung 10s"
 sleep 5
 printf 'p\t{"id":"p2","mode":"ok"}\n' | produce pw
-wait_for 10 bash -c "[ \$(grep -c '\"topic\":\"pw\",.*\"action\":\"ladder\",\"reason\":\"fenced\"' '$T/gpw.err') -ge 1 ]" ||
+wait_for 10 at_least pw ladder fenced 1 ||
   die "p2 did not follow p1 onto the rung"
 out=$(ctl override set hold10 --pause pw.retry.10s --ttl 50s --reason "rung held" 2>&1); rc=$?
 check "the rung topic paused while p1 waits on it ($rc: $out)" exits_with "$rc" 0 "override hold10 set" "$out"
-wait_for 15 bash -c "[ \$(grep -c '\"topic\":\"pw.retry.10s\",.*\"action\":\"dlq\",\"reason\":\"exhausted\"' '$T/gpw.err') -ge 1 ]" ||
+wait_for 15 at_least pw.retry.10s dlq exhausted 1 ||
   die "p1 was not dead-lettered"
 moved=$(date +%s)
 sleep 2
 check "p2 did not come back from the paused rung ($(decided pw.retry.10s dlq fenced) placed)" [ "$(decided pw.retry.10s dlq fenced)" = 0 ]
 sleep $((moved + 44 - $(date +%s)))
 printf 'p\t{"id":"p3","mode":"ok"}\n' | produce pw
-wait_for 10 bash -c "[ \$(grep -c '\"topic\":\"pw\",.*\"reason\":\"fenced\"' '$T/gpw.err') -ge 2 ]" ||
+wait_for 10 at_least pw '[a-z]*' fenced 2 ||
   not_ok "p3 was not decided"
 check "p3, produced $(($(date +%s) - moved)) s after p1's dead letter, waits on the rung for p2 ($(decided pw ladder fenced) waited, $(decided pw dlq fenced) placed at once)" \
   [ "$(decided pw ladder fenced)/$(decided pw dlq fenced)" = 2/0 ]
-wait_for 40 bash -c "[ \$(grep -c '\"topic\":\"pw.retry.10s\",.*\"action\":\"dlq\",\"reason\":\"fenced\"' '$T/gpw.err') -ge 2 ]" ||
+wait_for 40 at_least pw.retry.10s dlq fenced 2 ||
   not_ok "p2 and p3 were not placed after the pause"
 order=$(kcat -C -b "$BOOTSTRAP" -t pw.dlq -e -q 2>/dev/null | grep -o '"id":"p[0-9]"' | cut -d'"' -f4 | tr '\n' ' ')
 check "p1, p2, p3 reached pw.dlq in offset order ($order)" [ "$order" = "p1 p2 p3 " ]
